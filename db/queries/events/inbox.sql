@@ -1,0 +1,50 @@
+-- name: ClaimInbox :one
+-- ClaimInbox is the inbox's claim. A primary-key conflict means this consumer has seen the event
+-- before: the row is not restarted, only its duplicate counter moves, and inserted is false.
+INSERT INTO inbox (id, consumer, event_id, event_type, status, stream_seq)
+VALUES (@id, @consumer, @event_id, @event_type, 'processing', @stream_seq::bigint)
+ON CONFLICT (id) DO UPDATE
+SET duplicates        = inbox.duplicates + 1,
+    last_duplicate_at = clock_timestamp()
+RETURNING (xmax = 0)::boolean AS inserted, status;
+
+-- name: MarkInboxProcessed :execrows
+UPDATE inbox
+SET status = 'processed', processed_at = clock_timestamp(), updated_at = clock_timestamp()
+WHERE id = @id AND status = 'processing';
+
+-- name: RecordInboxFailure :exec
+-- RecordInboxFailure dead-letters an event in the inbox with its reason and raw payload. It never
+-- overwrites an event that was processed.
+INSERT INTO inbox (id, consumer, event_id, event_type, status, stream_seq, reason, payload, attempts)
+VALUES (@id, @consumer, @event_id, @event_type, 'failed', @stream_seq::bigint, @reason::text, @payload, @attempts)
+ON CONFLICT (id) DO UPDATE
+SET status     = 'failed',
+    reason     = excluded.reason,
+    payload    = excluded.payload,
+    attempts   = excluded.attempts,
+    updated_at = clock_timestamp()
+WHERE inbox.status <> 'processed';
+
+-- name: GetInbox :one
+SELECT * FROM inbox WHERE id = @id;
+
+-- name: ListInbox :many
+SELECT * FROM inbox
+WHERE status = @status
+ORDER BY received_at, id
+LIMIT @row_limit;
+
+-- name: InboxStatusCounts :many
+SELECT status, count(*)::bigint AS count, coalesce(sum(duplicates), 0)::bigint AS duplicates
+FROM inbox
+GROUP BY status
+ORDER BY status;
+
+-- name: ReclaimFailedInbox :one
+-- ReclaimFailedInbox moves a failed event back to processing for an operator's retry, inside the
+-- same transaction that processes it again.
+UPDATE inbox
+SET status = 'processing', attempts = attempts + 1, updated_at = clock_timestamp()
+WHERE id = @id AND status = 'failed'
+RETURNING *;

@@ -1,0 +1,158 @@
+-- name: InsertOutbox :exec
+INSERT INTO outbox (id, event_type, aggregate_id, payload)
+VALUES (@id, @event_type, @aggregate_id, @payload);
+
+-- name: ClaimOutbox :many
+-- ClaimOutbox takes rows that are due for a publish: new ones, failed ones whose backoff ran
+-- out, and rows whose relay died holding them (lease expired). SKIP LOCKED lets several relays
+-- share one table without publishing a row twice at the same time.
+UPDATE outbox o
+SET status      = 'dispatching',
+    lease_owner = @owner::text,
+    lease_until = clock_timestamp() + make_interval(secs => @lease_seconds::float8),
+    attempts    = o.attempts + 1
+FROM (
+    SELECT c.id
+    FROM outbox c
+    WHERE c.status IN ('pending', 'dispatching', 'failed')
+      AND (c.status = 'pending'
+        OR (c.status = 'failed' AND c.next_attempt_at <= clock_timestamp())
+        OR (c.status = 'dispatching' AND c.lease_until < clock_timestamp() AND c.attempts < @max_attempts::int))
+    ORDER BY c.id
+    LIMIT @batch_size
+    FOR UPDATE SKIP LOCKED
+) due
+WHERE o.id = due.id
+RETURNING o.id, o.event_type, o.payload, o.attempts;
+
+-- name: ClaimUnacknowledged :many
+-- ClaimUnacknowledged is the catch-up: rows published longer ago than the acknowledgment
+-- timeout and still not acknowledged are published again with the same message id.
+UPDATE outbox o
+SET status      = 'dispatching',
+    lease_owner = @owner::text,
+    lease_until = clock_timestamp() + make_interval(secs => @lease_seconds::float8)
+FROM (
+    SELECT c.id
+    FROM outbox c
+    WHERE c.status = 'dispatched'
+      AND c.dispatched_at < clock_timestamp() - make_interval(secs => @ack_timeout_seconds::float8)
+    ORDER BY c.dispatched_at
+    LIMIT @batch_size
+    FOR UPDATE SKIP LOCKED
+) due
+WHERE o.id = due.id
+RETURNING o.id, o.event_type, o.payload, o.attempts;
+
+-- name: MarkDispatched :execrows
+UPDATE outbox o
+SET status        = 'dispatched',
+    dispatched_at = clock_timestamp(),
+    stream_seq    = p.seq,
+    publish_count = o.publish_count + 1,
+    lease_owner   = NULL,
+    lease_until   = NULL,
+    last_error    = NULL
+FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@seqs::bigint[]) AS seq) AS p
+WHERE o.id = p.id
+  AND o.status = 'dispatching'
+  AND o.lease_owner = @owner::text;
+
+-- name: MarkFailed :execrows
+UPDATE outbox
+SET status          = CASE WHEN attempts >= @max_attempts::int THEN 'dead_letter' ELSE 'failed' END,
+    last_error      = @last_error::text,
+    next_attempt_at = @next_attempt_at::timestamptz,
+    lease_owner     = NULL,
+    lease_until     = NULL
+WHERE id = @id
+  AND status = 'dispatching'
+  AND lease_owner = @owner::text;
+
+-- name: ReleaseOutbox :execrows
+-- ReleaseOutbox gives rows back without counting an attempt: the broker was unreachable, which
+-- says nothing about the rows themselves.
+UPDATE outbox
+SET status      = CASE WHEN dispatched_at IS NULL THEN 'pending' ELSE 'dispatched' END,
+    attempts    = CASE WHEN dispatched_at IS NULL THEN greatest(attempts - 1, 0) ELSE attempts END,
+    lease_owner = NULL,
+    lease_until = NULL
+WHERE id = ANY (@ids::uuid[])
+  AND status = 'dispatching'
+  AND lease_owner = @owner::text;
+
+-- name: DeadLetterAbandoned :execrows
+UPDATE outbox
+SET status      = 'dead_letter',
+    last_error  = 'lease expired with the maximum attempts used',
+    lease_owner = NULL,
+    lease_until = NULL
+WHERE status = 'dispatching'
+  AND lease_until < clock_timestamp()
+  AND attempts >= @max_attempts::int;
+
+-- name: AcknowledgeOutbox :execrows
+UPDATE outbox
+SET status          = 'acknowledged',
+    acknowledged_at = clock_timestamp(),
+    lease_owner     = NULL,
+    lease_until     = NULL
+WHERE id = ANY (@ids::uuid[])
+  AND status <> 'acknowledged';
+
+-- name: AcknowledgeUpTo :execrows
+-- AcknowledgeUpTo acknowledges rows whose message the consuming service's durable consumer has
+-- acknowledged (its ack floor), but only rows published to the stream as it exists now: a stream
+-- recreated after losing its store starts its sequence again.
+UPDATE outbox
+SET status          = 'acknowledged',
+    acknowledged_at = clock_timestamp()
+WHERE status = 'dispatched'
+  AND stream_seq <= @ack_floor::bigint
+  AND dispatched_at >= @stream_created::timestamptz;
+
+-- name: DeleteAcknowledged :execrows
+DELETE FROM outbox
+WHERE id IN (
+    SELECT d.id
+    FROM outbox d
+    WHERE d.status = 'acknowledged'
+      AND d.acknowledged_at < @before::timestamptz
+    ORDER BY d.acknowledged_at
+    LIMIT @batch_size
+);
+
+-- name: GetOutbox :one
+SELECT * FROM outbox WHERE id = @id;
+
+-- name: ListOutbox :many
+SELECT * FROM outbox
+WHERE status = @status
+ORDER BY id
+LIMIT @row_limit;
+
+-- name: OutboxStatusCounts :many
+SELECT status, count(*)::bigint AS count
+FROM outbox
+GROUP BY status
+ORDER BY status;
+
+-- name: OutboxOldest :one
+SELECT
+    (SELECT min(created_at) FROM outbox WHERE status = 'pending')::timestamptz AS oldest_pending,
+    (SELECT min(created_at) FROM outbox
+     WHERE status IN ('pending', 'dispatching', 'dispatched', 'failed'))::timestamptz AS oldest_unacknowledged;
+
+-- name: RequeueOutbox :many
+UPDATE outbox
+SET status = 'pending', attempts = 0, last_error = NULL, next_attempt_at = NULL
+WHERE id = ANY (@ids::uuid[])
+  AND status IN ('failed', 'dead_letter')
+RETURNING id;
+
+-- name: RequeueOutboxByStatus :many
+UPDATE outbox
+SET status = 'pending', attempts = 0, last_error = NULL, next_attempt_at = NULL
+WHERE status = @status
+  AND status IN ('failed', 'dead_letter')
+RETURNING id;

@@ -1,0 +1,186 @@
+// Package database owns the PostgreSQL plumbing both services share: creating a missing
+// database, the connection pool, goose migrations and the one transaction helper.
+package database
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+
+	"walletgl/db"
+)
+
+// Open connects a pool to the database at url.
+func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("parse database url: %w", err)
+	}
+	if maxConns > 0 {
+		cfg.MaxConns = maxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open pool %s: %w", cfg.ConnConfig.Database, err)
+	}
+	return pool, nil
+}
+
+// EnsureExists creates the database named in url when it is missing, connecting to the
+// server's maintenance database "postgres" to do it.
+func EnsureExists(ctx context.Context, dbURL string) error {
+	name, adminURL, err := splitDatabase(dbURL)
+	if err != nil {
+		return err
+	}
+	conn, err := pgx.Connect(ctx, adminURL)
+	if err != nil {
+		return fmt.Errorf("connect to create database %s: %w", name, err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
+		return fmt.Errorf("look up database %s: %w", name, err)
+	}
+	if exists {
+		return nil
+	}
+	_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42P04" { // created meanwhile by another process
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("create database %s: %w", name, err)
+	}
+	return nil
+}
+
+// Drop removes the database named in url, closing its connections (tests use it to clean up).
+func Drop(ctx context.Context, dbURL string) error {
+	name, adminURL, err := splitDatabase(dbURL)
+	if err != nil {
+		return err
+	}
+	conn, err := pgx.Connect(ctx, adminURL)
+	if err != nil {
+		return fmt.Errorf("connect to drop database %s: %w", name, err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+		return fmt.Errorf("drop database %s: %w", name, err)
+	}
+	return nil
+}
+
+func splitDatabase(dbURL string) (name, adminURL string, err error) {
+	cfg, err := pgx.ParseConfig(dbURL)
+	if err != nil {
+		return "", "", fmt.Errorf("parse database url: %w", err)
+	}
+	name = cfg.Database
+	if name == "" {
+		return "", "", fmt.Errorf("database url names no database")
+	}
+	u, err := url.Parse(dbURL)
+	if err != nil || u.Scheme == "" {
+		// key=value form
+		return name, strings.Replace(dbURL, "dbname="+name, "dbname=postgres", 1), nil
+	}
+	u.Path = "/postgres"
+	return name, u.String(), nil
+}
+
+// Migrate applies the "events" migration set and then the service's own set (each with its
+// own goose version table) to the database behind pool.
+func Migrate(ctx context.Context, pool *pgxpool.Pool, service string) error {
+	sqlDB := stdlib.OpenDBFromPool(pool)
+	defer sqlDB.Close()
+	for _, set := range []string{"events", service} {
+		fsys, err := db.Migrations(set)
+		if err != nil {
+			return fmt.Errorf("load migrations %s: %w", set, err)
+		}
+		provider, err := goose.NewProvider(goose.DialectPostgres, sqlDB, fsys,
+			goose.WithTableName("goose_"+set+"_version"))
+		if err != nil {
+			return fmt.Errorf("prepare migrations %s: %w", set, err)
+		}
+		if _, err := provider.Up(ctx); err != nil {
+			return fmt.Errorf("apply migrations %s: %w", set, err)
+		}
+	}
+	return nil
+}
+
+// WithTx runs fn in a transaction and commits it when fn returns nil. Deadlocks and
+// serialization failures are retried a few times: they say nothing about the request. The
+// rollback runs even when ctx is cancelled.
+func WithTx(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) error) error {
+	const attempts = 5
+	var err error
+	for i := range attempts {
+		err = withTxOnce(ctx, pool, fn)
+		if !isRetryable(err) || ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(time.Duration(i+1) * 5 * time.Millisecond)
+	}
+	return err
+}
+
+func withTxOnce(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) error) error {
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+func isRetryable(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "40001" || pgErr.Code == "40P01")
+}
+
+// IsUniqueViolation reports whether err is a unique-constraint violation, optionally of the
+// named constraint.
+func IsUniqueViolation(err error, constraint string) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23505" && (constraint == "" || pgErr.ConstraintName == constraint)
+}
+
+// IsUnavailable reports whether err means the database could not be reached or went away,
+// as opposed to refusing a statement.
+func IsUnavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		// Class 08: connection exception; 57P01-57P03: admin shutdown, crash shutdown, cannot connect now.
+		return strings.HasPrefix(pgErr.Code, "08") || pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03"
+	}
+	return pgconn.SafeToRetry(err) || errors.Is(err, context.DeadlineExceeded) || isConnError(err)
+}
+
+func isConnError(err error) bool {
+	var connErr *pgconn.ConnectError
+	return errors.As(err, &connErr) || strings.Contains(err.Error(), "conn closed") ||
+		strings.Contains(err.Error(), "connection refused")
+}

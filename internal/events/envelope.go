@@ -1,0 +1,113 @@
+package events
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+)
+
+// Event types, with their version. The subject of a message ends in its type.
+const (
+	TypeTransferCompleted = "TransferCompleted.v1"
+	TypeTransferPosted    = "TransferPosted.v1"
+)
+
+// Sources: the service that owns a stream and writes its outbox.
+const (
+	SourceWallet = "wallet"
+	SourceGL     = "gl"
+)
+
+// Envelope is the body of every message: the CloudEvents 1.0 structured JSON format.
+type Envelope struct {
+	SpecVersion     string          `json:"specversion"`
+	ID              string          `json:"id"`
+	Source          string          `json:"source"`
+	Type            string          `json:"type"`
+	Subject         string          `json:"subject,omitempty"`
+	Time            time.Time       `json:"time"`
+	DataContentType string          `json:"datacontenttype"`
+	Data            json.RawMessage `json:"data"`
+}
+
+// ErrMalformed is the reason for an event that can never be processed: it is recorded as
+// failed in the inbox and terminated at the broker instead of being redelivered.
+var ErrMalformed = errors.New("malformed event")
+
+// Permanent marks err as one that no retry can fix (see ErrMalformed).
+func Permanent(err error) error { return fmt.Errorf("%w: %w", ErrMalformed, err) }
+
+// DecodeEnvelope parses and checks a message body.
+func DecodeEnvelope(body []byte) (Envelope, error) {
+	var env Envelope
+	if err := json.Unmarshal(body, &env); err != nil {
+		return Envelope{}, Permanent(fmt.Errorf("decode envelope: %w", err))
+	}
+	switch {
+	case env.SpecVersion != "1.0":
+		return env, Permanent(fmt.Errorf("unsupported specversion %q", env.SpecVersion))
+	case env.ID == "":
+		return env, Permanent(errors.New("envelope has no id"))
+	case env.Type == "":
+		return env, Permanent(errors.New("envelope has no type"))
+	case len(env.Data) == 0:
+		return env, Permanent(errors.New("envelope has no data"))
+	}
+	return env, nil
+}
+
+// DecodeData parses the envelope's data into v, rejecting unknown fields' absence of nothing:
+// a body that does not parse is permanent.
+func (e Envelope) DecodeData(v any) error {
+	if err := json.Unmarshal(e.Data, v); err != nil {
+		return Permanent(fmt.Errorf("decode %s data: %w", e.Type, err))
+	}
+	return nil
+}
+
+var currencyCode = regexp.MustCompile(`^[A-Z]{3}$`)
+
+// TransferCompleted is the wallet's event: money moved between two wallets.
+type TransferCompleted struct {
+	TransferID   string    `json:"transfer_id"`
+	FromWalletID string    `json:"from_wallet_id"`
+	ToWalletID   string    `json:"to_wallet_id"`
+	Amount       int64     `json:"amount"`
+	Currency     string    `json:"currency"`
+	CreatedAt    time.Time `json:"created_at"`
+}
+
+// Validate reports why the event can never be posted, as a permanent error.
+func (t TransferCompleted) Validate() error {
+	switch {
+	case t.TransferID == "":
+		return Permanent(errors.New("transfer_id is empty"))
+	case t.FromWalletID == "" || t.ToWalletID == "":
+		return Permanent(errors.New("wallet ids are empty"))
+	case t.Amount <= 0:
+		return Permanent(fmt.Errorf("amount %d is not positive", t.Amount))
+	case !currencyCode.MatchString(t.Currency):
+		return Permanent(fmt.Errorf("currency %q is not a three-letter code", t.Currency))
+	case t.CreatedAt.IsZero():
+		return Permanent(errors.New("created_at is missing"))
+	}
+	return nil
+}
+
+// TransferPosted is the GL's acknowledgment: the transfer's journal entry is committed.
+type TransferPosted struct {
+	TransferID    string    `json:"transfer_id"`
+	SourceEventID string    `json:"source_event_id"`
+	EntryID       string    `json:"entry_id"`
+	PostedAt      time.Time `json:"posted_at"`
+}
+
+// Validate reports why the acknowledgment can never be applied, as a permanent error.
+func (t TransferPosted) Validate() error {
+	if t.TransferID == "" || t.SourceEventID == "" {
+		return Permanent(errors.New("transfer_id or source_event_id is empty"))
+	}
+	return nil
+}

@@ -1,0 +1,21 @@
+package events
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Handler applies one event inside the consumer's transaction, after the inbox claimed it and
+// before the inbox marks it processed: all three commit together. A Permanent error records
+// the event as failed (poison) and terminates it at the broker; any other error rolls back and
+// the event is delivered again after a delay.
+type Handler interface {
+	Handle(ctx context.Context, tx pgx.Tx, env Envelope) error
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, tx pgx.Tx, env Envelope) error
+
+// Handle calls f.
+func (f HandlerFunc) Handle(ctx context.Context, tx pgx.Tx, env Envelope) error { return f(ctx, tx, env) }

@@ -1,0 +1,81 @@
+package testenv
+
+import (
+	"os"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// Broker is a JetStream server run inside the test process, for tests that must stop, restart
+// or wipe a broker. It keeps its port across restarts, so clients reconnect to it.
+type Broker struct {
+	t    testing.TB
+	opts server.Options
+	srv  *server.Server
+}
+
+// StartBroker starts an embedded JetStream server on a free loopback port with its store in a
+// temporary directory; it is shut down when the test ends.
+func StartBroker(t testing.TB) *Broker {
+	t.Helper()
+	b := &Broker{t: t, opts: server.Options{
+		Host:      "127.0.0.1",
+		Port:      server.RANDOM_PORT,
+		JetStream: true,
+		StoreDir:  t.TempDir(),
+		NoLog:     true,
+		NoSigs:    true,
+	}}
+	b.start()
+	b.opts.Port = b.srv.Addr().(interface{ Port() int }).Port()
+	t.Cleanup(b.Shutdown)
+	return b
+}
+
+// URL is the client URL of the broker; it stays the same across restarts.
+func (b *Broker) URL() string { return b.srv.ClientURL() }
+
+// StoreDir is where the broker keeps its streams.
+func (b *Broker) StoreDir() string { return b.opts.StoreDir }
+
+func (b *Broker) start() {
+	b.t.Helper()
+	opts := b.opts
+	srv, err := server.NewServer(&opts)
+	if err != nil {
+		b.t.Fatalf("new nats server: %v", err)
+	}
+	go srv.Start()
+	if !srv.ReadyForConnections(10 * time.Second) {
+		b.t.Fatalf("nats server not ready")
+	}
+	b.srv = srv
+}
+
+// Shutdown stops the broker, keeping its store.
+func (b *Broker) Shutdown() {
+	if b.srv != nil {
+		b.srv.Shutdown()
+		b.srv.WaitForShutdown()
+	}
+}
+
+// Restart stops the broker and starts it again on the same port with the same store.
+func (b *Broker) Restart() {
+	b.t.Helper()
+	b.Shutdown()
+	b.start()
+}
+
+// Wipe stops the broker, deletes its store and starts an empty one on the same port: a broker
+// that lost what it had acknowledged.
+func (b *Broker) Wipe() {
+	b.t.Helper()
+	b.Shutdown()
+	if err := os.RemoveAll(b.opts.StoreDir); err != nil {
+		b.t.Fatalf("wipe nats store: %v", err)
+	}
+	b.start()
+}
