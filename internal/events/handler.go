@@ -18,4 +18,6 @@ type Handler interface {
 type HandlerFunc func(ctx context.Context, tx pgx.Tx, env Envelope) error
 
 // Handle calls f.
-func (f HandlerFunc) Handle(ctx context.Context, tx pgx.Tx, env Envelope) error { return f(ctx, tx, env) }
+func (f HandlerFunc) Handle(ctx context.Context, tx pgx.Tx, env Envelope) error {
+	return f(ctx, tx, env)
+}

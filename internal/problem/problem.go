@@ -55,7 +55,9 @@ func (e *Error) Is(target error) bool {
 }
 
 // New returns an application error.
-func New(kind Kind, slug, detail string) *Error { return &Error{Kind: kind, Slug: slug, Detail: detail} }
+func New(kind Kind, slug, detail string) *Error {
+	return &Error{Kind: kind, Slug: slug, Detail: detail}
+}
 
 // Newf returns an application error like sentinel with a formatted detail.
 func Newf(sentinel *Error, format string, args ...any) *Error {

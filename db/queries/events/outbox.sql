@@ -156,3 +156,7 @@ SET status = 'pending', attempts = 0, last_error = NULL, next_attempt_at = NULL
 WHERE status = @status
   AND status IN ('failed', 'dead_letter')
 RETURNING id;
+
+-- name: ListenOutbox :exec
+-- The outbox_notify trigger notifies this channel on every insert.
+LISTEN outbox;

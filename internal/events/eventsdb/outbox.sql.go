@@ -331,6 +331,16 @@ func (q *Queries) ListOutbox(ctx context.Context, arg ListOutboxParams) ([]Outbo
 	return items, nil
 }
 
+const listenOutbox = `-- name: ListenOutbox :exec
+LISTEN outbox
+`
+
+// The outbox_notify trigger notifies this channel on every insert.
+func (q *Queries) ListenOutbox(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, listenOutbox)
+	return err
+}
+
 const markDispatched = `-- name: MarkDispatched :execrows
 UPDATE outbox o
 SET status        = 'dispatched',

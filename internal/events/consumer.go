@@ -1,0 +1,329 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"walletgl/internal/database"
+	"walletgl/internal/events/eventsdb"
+)
+
+// ConsumerConfig holds the consumer loop's settings; zero values take the defaults.
+type ConsumerConfig struct {
+	ConsumerSpec
+	BatchSize  int           // messages fetched (and committed together) per round (100)
+	RetryDelay time.Duration // first delay before a failed event is delivered again (1s)
+}
+
+func (c ConsumerConfig) withDefaults() ConsumerConfig {
+	if c.BatchSize <= 0 {
+		c.BatchSize = 100
+	}
+	if c.RetryDelay <= 0 {
+		c.RetryDelay = time.Second
+	}
+	if c.AckWait <= 0 {
+		c.AckWait = 30 * time.Second
+	}
+	if c.MaxDeliver <= 0 {
+		c.MaxDeliver = 10
+	}
+	if c.MaxAckPending <= 0 {
+		c.MaxAckPending = 1000
+	}
+	return c
+}
+
+// ConsumerStats counts what a consumer did since it started.
+type ConsumerStats struct {
+	Processed  int64 // events handled and committed
+	Duplicates int64 // events the inbox had seen before, skipped
+	Failed     int64 // events recorded as failed (poison or out of deliveries)
+	Retried    int64 // deliveries rolled back and negatively acknowledged
+}
+
+// Consumer is a durable JetStream pull consumer feeding a Handler through the inbox: each event
+// is claimed, handled and marked processed in one transaction, then acknowledged to the broker.
+type Consumer struct {
+	cfg     ConsumerConfig
+	topo    Topology
+	js      jetstream.JetStream
+	pool    *pgxpool.Pool
+	handler Handler
+	log     zerolog.Logger
+
+	processed  atomic.Int64
+	duplicates atomic.Int64
+	failed     atomic.Int64
+	retried    atomic.Int64
+}
+
+// NewConsumer returns a consumer of cfg's event type applying handler to pool's database.
+func NewConsumer(cfg ConsumerConfig, topo Topology, nc *nats.Conn, pool *pgxpool.Pool, handler Handler, log zerolog.Logger) (*Consumer, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("jetstream context: %w", err)
+	}
+	cfg = cfg.withDefaults()
+	return &Consumer{
+		cfg: cfg, topo: topo, js: js, pool: pool, handler: handler,
+		log: log.With().Str("component", "consumer").Str("consumer", cfg.Name).Logger(),
+	}, nil
+}
+
+// Stats returns the consumer's counters.
+func (c *Consumer) Stats() ConsumerStats {
+	return ConsumerStats{
+		Processed: c.processed.Load(), Duplicates: c.duplicates.Load(),
+		Failed: c.failed.Load(), Retried: c.retried.Load(),
+	}
+}
+
+// Run consumes until ctx is cancelled. A batch in progress is finished (committed and
+// acknowledged) before Run returns; what was not yet fetched stays with the broker.
+func (c *Consumer) Run(ctx context.Context) error {
+	failures := 0
+	var cons jetstream.Consumer
+	for ctx.Err() == nil {
+		if cons == nil {
+			var err error
+			if cons, err = c.topo.EnsureConsumer(ctx, c.js, c.cfg.ConsumerSpec); err != nil {
+				failures++
+				c.logFailure(err, failures).Msg("ensure consumer")
+				sleep(ctx, backoff(failures, 200*time.Millisecond, 5*time.Second))
+				continue
+			}
+		}
+		msgs, err := c.fetch(cons)
+		if err != nil {
+			failures++
+			c.logFailure(err, failures).Msg("fetch events")
+			cons = nil // the broker may have lost the consumer: ensure it again
+			sleep(ctx, backoff(failures, 200*time.Millisecond, 5*time.Second))
+			continue
+		}
+		failures = 0
+		if len(msgs) > 0 {
+			// Finish the batch even if ctx is cancelled meanwhile.
+			batchCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.AckWait)
+			c.HandleBatch(batchCtx, msgs)
+			cancel()
+		}
+	}
+	return nil
+}
+
+func (c *Consumer) logFailure(err error, failures int) *zerolog.Event {
+	ev := c.log.Debug()
+	if failures == 1 || failures%50 == 0 {
+		ev = c.log.Warn()
+	}
+	return ev.Err(err).Int("failures", failures)
+}
+
+// fetch pulls up to a batch, waiting at most a second for the first message. Pulling a small
+// batch at a time (instead of Consume's buffer) keeps messages from expiring in a local queue.
+func (c *Consumer) fetch(cons jetstream.Consumer) ([]jetstream.Msg, error) {
+	batch, err := cons.Fetch(c.cfg.BatchSize, jetstream.FetchMaxWait(time.Second))
+	if err != nil {
+		return nil, fmt.Errorf("fetch: %w", err)
+	}
+	var msgs []jetstream.Msg
+	for msg := range batch.Messages() {
+		msgs = append(msgs, msg)
+	}
+	if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) {
+		if len(msgs) > 0 {
+			return msgs, nil // handle what arrived; the error shows again on the next fetch
+		}
+		return nil, fmt.Errorf("fetch: %w", err)
+	}
+	return msgs, nil
+}
+
+// delivery is one fetched message with what the loop needs to know about it.
+type delivery struct {
+	msg       jetstream.Msg
+	env       Envelope
+	eventID   string
+	seq       uint64
+	delivered uint64
+	err       error // why the envelope is unusable
+}
+
+func (c *Consumer) inspect(msg jetstream.Msg) delivery {
+	d := delivery{msg: msg}
+	if meta, err := msg.Metadata(); err == nil {
+		d.seq, d.delivered = meta.Sequence.Stream, meta.NumDelivered
+	}
+	d.env, d.err = DecodeEnvelope(msg.Data())
+	d.eventID = d.env.ID
+	if d.eventID == "" {
+		d.eventID = msg.Headers().Get(jetstream.MsgIDHeader)
+	}
+	if d.eventID == "" {
+		d.eventID = "seq-" + strconv.FormatUint(d.seq, 10)
+	}
+	if d.err == nil && d.env.Type != c.cfg.EventType {
+		d.err = Permanent(fmt.Errorf("unexpected event type %q", d.env.Type))
+	}
+	return d
+}
+
+func (c *Consumer) inboxID(eventID string) string { return c.cfg.Name + ":" + eventID }
+
+// HandleBatch processes fetched messages. Poison messages are dead-lettered one by one; the
+// rest are tried in one transaction, and if that fails, one transaction each, so one bad event
+// fails alone and the others still commit.
+func (c *Consumer) HandleBatch(ctx context.Context, msgs []jetstream.Msg) {
+	var good []delivery
+	for _, msg := range msgs {
+		d := c.inspect(msg)
+		if d.err != nil {
+			c.deadLetter(ctx, d, d.err)
+			continue
+		}
+		good = append(good, d)
+	}
+	if len(good) > 1 {
+		fresh, err := c.processTx(ctx, good)
+		if err == nil {
+			c.acknowledge(ctx, good, fresh)
+			return
+		}
+		c.log.Debug().Err(err).Int("events", len(good)).Msg("batch rolled back; handling its events one by one")
+	}
+	for _, d := range good {
+		fresh, err := c.processTx(ctx, []delivery{d})
+		if err != nil {
+			c.handleFailure(ctx, d, err)
+			continue
+		}
+		c.acknowledge(ctx, []delivery{d}, fresh)
+	}
+}
+
+// processTx claims, handles and marks processed every delivery in one transaction. fresh[i]
+// says whether delivery i was new (false: the inbox had it, a duplicate).
+func (c *Consumer) processTx(ctx context.Context, ds []delivery) (fresh []bool, err error) {
+	err = database.WithTx(ctx, c.pool, func(tx pgx.Tx) error {
+		fresh = make([]bool, len(ds))
+		q := eventsdb.New(tx)
+		for i, d := range ds {
+			isNew, err := c.claim(ctx, q, d)
+			if err != nil {
+				return err
+			}
+			fresh[i] = isNew
+			if !isNew {
+				continue
+			}
+			log := c.log.With().Str("event_id", d.eventID).Str("subject", d.env.Subject).Logger()
+			if err := c.handler.Handle(log.WithContext(ctx), tx, d.env); err != nil {
+				return fmt.Errorf("handle event %s: %w", d.eventID, err)
+			}
+			if _, err := q.MarkInboxProcessed(ctx, c.inboxID(d.eventID)); err != nil {
+				return fmt.Errorf("mark inbox %s processed: %w", c.inboxID(d.eventID), err)
+			}
+		}
+		return nil
+	})
+	return fresh, err
+}
+
+// claim inserts the inbox row. A primary-key conflict is a duplicate: never a fresh start.
+// Any other error is an error (the transaction rolls back and the event is retried).
+func (c *Consumer) claim(ctx context.Context, q *eventsdb.Queries, d delivery) (bool, error) {
+	id := c.inboxID(d.eventID)
+	seq := int64(d.seq)
+	row, err := q.ClaimInbox(ctx, eventsdb.ClaimInboxParams{
+		ID: id, Consumer: c.cfg.Name, EventID: d.eventID, EventType: d.env.Type, StreamSeq: seq,
+	})
+	if err != nil {
+		return false, fmt.Errorf("claim inbox %s: %w", id, err)
+	}
+	return row.Inserted, nil
+}
+
+// acknowledge confirms committed deliveries to the broker (double ack, in parallel).
+func (c *Consumer) acknowledge(ctx context.Context, ds []delivery, fresh []bool) {
+	var wg sync.WaitGroup
+	for i, d := range ds {
+		if fresh[i] {
+			c.processed.Add(1)
+		} else {
+			c.duplicates.Add(1)
+			c.log.Debug().Str("event_id", d.eventID).Uint64("delivered", d.delivered).Msg("duplicate event skipped")
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := d.msg.DoubleAck(ctx); err != nil {
+				// Committed already: a redelivery will be recognised as a duplicate.
+				c.log.Debug().Err(err).Str("event_id", d.eventID).Msg("ack not confirmed")
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// handleFailure decides what a failed delivery becomes: dead-lettered when it can never
+// succeed or is out of deliveries, otherwise delivered again after a growing delay.
+func (c *Consumer) handleFailure(ctx context.Context, d delivery, err error) {
+	if errors.Is(err, ErrMalformed) {
+		c.deadLetter(ctx, d, err)
+		return
+	}
+	if d.delivered >= uint64(c.cfg.MaxDeliver) {
+		c.deadLetter(ctx, d, fmt.Errorf("gave up after %d deliveries: %w", d.delivered, err))
+		return
+	}
+	c.retried.Add(1)
+	delay := backoff(int(d.delivered), c.cfg.RetryDelay, time.Minute)
+	c.log.Warn().Err(err).Str("event_id", d.eventID).Uint64("delivered", d.delivered).Dur("retry_in", delay).Msg("event failed; will be delivered again")
+	if err := d.msg.NakWithDelay(delay); err != nil {
+		c.log.Debug().Err(err).Str("event_id", d.eventID).Msg("nak not sent; the ack wait will redeliver")
+	}
+}
+
+// deadLetter records the event as failed in the inbox, with its reason and raw payload, and
+// terminates it at the broker so it is not delivered again. If the record cannot be written
+// (database down), the message is left to be redelivered instead: nothing is dropped unrecorded.
+func (c *Consumer) deadLetter(ctx context.Context, d delivery, reason error) {
+	err := database.WithTx(ctx, c.pool, func(tx pgx.Tx) error {
+		return eventsdb.New(tx).RecordInboxFailure(ctx, eventsdb.RecordInboxFailureParams{
+			ID: c.inboxID(d.eventID), Consumer: c.cfg.Name, EventID: d.eventID,
+			EventType: eventTypeOr(d.env.Type), StreamSeq: int64(d.seq), Reason: reason.Error(),
+			Payload: d.msg.Data(), Attempts: int32(max(d.delivered, 1)),
+		})
+	})
+	if err != nil {
+		c.retried.Add(1)
+		c.log.Error().Err(err).Str("event_id", d.eventID).Msg("record failed event; leaving it for redelivery")
+		_ = d.msg.NakWithDelay(backoff(int(d.delivered), c.cfg.RetryDelay, time.Minute))
+		return
+	}
+	c.failed.Add(1)
+	c.log.Error().Err(reason).Str("event_id", d.eventID).Uint64("stream_seq", d.seq).Msg("event dead-lettered in the inbox")
+	if err := d.msg.Term(); err != nil {
+		c.log.Debug().Err(err).Str("event_id", d.eventID).Msg("term not sent")
+	}
+}
+
+func eventTypeOr(t string) string {
+	if t == "" {
+		return "unknown"
+	}
+	return t
+}

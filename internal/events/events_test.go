@@ -1,0 +1,249 @@
+package events_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+
+	"walletgl/internal/database"
+	"walletgl/internal/events"
+	"walletgl/internal/events/eventsdb"
+	"walletgl/internal/testenv"
+)
+
+type testBundle struct {
+	pool *pgxpool.Pool
+	nc   *nats.Conn
+	js   jetstream.JetStream
+	topo events.Topology
+	log  zerolog.Logger
+}
+
+func setup(t *testing.T) *testBundle {
+	t.Helper()
+	pool, _ := testenv.MigratedPool(t, "wallet")
+	return setupWithNATS(t, pool, testenv.NATSURL(t))
+}
+
+func setupWithNATS(t *testing.T, pool *pgxpool.Pool, natsURL string) *testBundle {
+	t.Helper()
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)
+	nc, err := events.Connect(context.Background(), natsURL, t.Name(), log)
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	topo := events.Topology{Namespace: testenv.Namespace(t, natsURL)}
+	require.NoError(t, topo.EnsureStreams(context.Background(), js))
+	return &testBundle{pool: pool, nc: nc, js: js, topo: topo, log: log}
+}
+
+func (b *testBundle) addEvents(t *testing.T, n int) []uuid.UUID {
+	t.Helper()
+	ctx := context.Background()
+	outbox := events.NewOutbox(events.SourceWallet)
+	ids := make([]uuid.UUID, n)
+	err := database.WithTx(ctx, b.pool, func(tx pgx.Tx) error {
+		for i := range ids {
+			ids[i] = uuid.Must(uuid.NewV7())
+			err := outbox.Add(ctx, tx, events.Event{
+				ID: ids[i], Type: events.TypeTransferCompleted, AggregateID: uuid.NewString(), Time: time.Now(),
+				Data: events.TransferCompleted{TransferID: uuid.NewString(), FromWalletID: "a", ToWalletID: "b",
+					Amount: int64(i + 1), Currency: "USD", CreatedAt: time.Now()},
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	return ids
+}
+
+func (b *testBundle) relay(t *testing.T, cfg events.RelayConfig) *events.Relay {
+	t.Helper()
+	cfg.Source = events.SourceWallet
+	r, err := events.NewRelay(cfg, b.topo, b.pool, b.nc, b.log)
+	require.NoError(t, err)
+	return r
+}
+
+func (b *testBundle) streamMessages(t *testing.T) uint64 {
+	t.Helper()
+	s, err := b.js.Stream(context.Background(), b.topo.StreamName(events.SourceWallet))
+	require.NoError(t, err)
+	info, err := s.Info(context.Background())
+	require.NoError(t, err)
+	return info.State.Msgs
+}
+
+func (b *testBundle) statusCounts(t *testing.T) map[string]int64 {
+	t.Helper()
+	rows, err := eventsdb.New(b.pool).OutboxStatusCounts(context.Background())
+	require.NoError(t, err)
+	counts := map[string]int64{}
+	for _, r := range rows {
+		counts[r.Status] = r.Count
+	}
+	return counts
+}
+
+func TestRelayPublishesEachRowWithItsIDAsMsgID(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ids := b.addEvents(t, 3)
+	relay := b.relay(t, events.RelayConfig{})
+
+	n, err := relay.DispatchOnce(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, 3, n)
+	require.Equal(t, map[string]int64{"dispatched": 3}, b.statusCounts(t))
+
+	s, err := b.js.Stream(context.Background(), b.topo.StreamName(events.SourceWallet))
+	require.NoError(t, err)
+	for i, id := range ids {
+		msg, err := s.GetMsg(context.Background(), uint64(i+1))
+		require.NoError(t, err)
+		require.Equal(t, id.String(), msg.Header.Get(jetstream.MsgIDHeader))
+		require.Equal(t, b.topo.Subject(events.SourceWallet, events.TypeTransferCompleted), msg.Subject)
+		env, err := events.DecodeEnvelope(msg.Data)
+		require.NoError(t, err)
+		require.Equal(t, id.String(), env.ID)
+		row, err := eventsdb.New(b.pool).GetOutbox(context.Background(), id)
+		require.NoError(t, err)
+		require.Equal(t, int64(i+1), *row.StreamSeq)
+		require.Equal(t, int32(1), row.Attempts)
+	}
+}
+
+func TestBrokerDropsARepublishInsideItsDuplicateWindow(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.addEvents(t, 5)
+	relay := b.relay(t, events.RelayConfig{AckTimeout: time.Millisecond})
+	_, err := relay.DispatchOnce(context.Background())
+	require.NoError(t, err)
+	time.Sleep(5 * time.Millisecond)
+
+	n, err := relay.CatchUpOnce(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, 5, n, "every unacknowledged row is re-published")
+	require.Equal(t, int64(5), relay.Stats().Duplicates)
+	require.Equal(t, uint64(5), b.streamMessages(t), "the broker stored each event once")
+	require.Equal(t, map[string]int64{"dispatched": 5}, b.statusCounts(t))
+}
+
+func TestSeveralRelaysNeverPublishARowTwice(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.addEvents(t, 600)
+	relays := []*events.Relay{b.relay(t, events.RelayConfig{BatchSize: 50}), b.relay(t, events.RelayConfig{BatchSize: 50}), b.relay(t, events.RelayConfig{BatchSize: 50})}
+
+	var wg sync.WaitGroup
+	for _, r := range relays {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				n, err := r.DispatchOnce(context.Background())
+				if err != nil {
+					t.Errorf("dispatch: %v", err)
+					return
+				}
+				if n == 0 {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+
+	var published, dups int64
+	for _, r := range relays {
+		published += r.Stats().Published
+		dups += r.Stats().Duplicates
+	}
+	require.Equal(t, int64(600), published)
+	require.Zero(t, dups, "no row was published by two relays")
+	require.Equal(t, uint64(600), b.streamMessages(t))
+	require.Equal(t, map[string]int64{"dispatched": 600}, b.statusCounts(t))
+}
+
+func TestConsumerRecognisesADuplicateAndNeverHandlesItAgain(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ids := b.addEvents(t, 10)
+	relay := b.relay(t, events.RelayConfig{})
+	_, err := relay.DispatchOnce(context.Background())
+	require.NoError(t, err)
+
+	// The same event published again under another message id slips past the broker's dedupe:
+	// only the inbox can stop it.
+	row, err := eventsdb.New(b.pool).GetOutbox(context.Background(), ids[3])
+	require.NoError(t, err)
+	_, err = b.js.Publish(context.Background(), b.topo.Subject(events.SourceWallet, events.TypeTransferCompleted),
+		row.Payload, jetstream.WithMsgID("another-"+ids[3].String()))
+	require.NoError(t, err)
+
+	var handled sync.Map
+	var calls atomic.Int64
+	handler := events.HandlerFunc(func(ctx context.Context, tx pgx.Tx, env events.Envelope) error {
+		calls.Add(1)
+		if _, loaded := handled.LoadOrStore(env.ID, true); loaded {
+			t.Errorf("event %s handled twice", env.ID)
+		}
+		return nil
+	})
+	cons := b.consumer(t, "gl", handler)
+	stop := runInBackground(t, cons.Run)
+	require.Eventually(t, func() bool { return cons.Stats().Processed+cons.Stats().Duplicates == 11 }, 20*time.Second, 20*time.Millisecond)
+	stop()
+
+	require.Equal(t, int64(10), calls.Load())
+	require.Equal(t, int64(1), cons.Stats().Duplicates)
+	inbox, err := eventsdb.New(b.pool).GetInbox(context.Background(), "gl:"+ids[3].String())
+	require.NoError(t, err)
+	require.Equal(t, "processed", inbox.Status)
+	require.Equal(t, int32(1), inbox.Duplicates)
+}
+
+func (b *testBundle) consumer(t *testing.T, name string, h events.Handler) *events.Consumer {
+	t.Helper()
+	c, err := events.NewConsumer(events.ConsumerConfig{
+		ConsumerSpec: events.ConsumerSpec{Name: name, Source: events.SourceWallet, EventType: events.TypeTransferCompleted},
+		RetryDelay:   50 * time.Millisecond,
+	}, b.topo, b.nc, b.pool, h, b.log)
+	require.NoError(t, err)
+	return c
+}
+
+// runInBackground runs fn until the returned stop is called (or the test ends) and waits for it.
+func runInBackground(t *testing.T, fn func(context.Context) error) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- fn(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			require.NoError(t, <-done)
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+var _ = json.Marshal

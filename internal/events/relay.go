@@ -1,0 +1,498 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+	"golang.org/x/sync/errgroup"
+
+	"walletgl/internal/events/eventsdb"
+)
+
+// RelayConfig holds the relay's settings; zero values take the seed's defaults.
+type RelayConfig struct {
+	Source       string        // whose outbox and stream: SourceWallet or SourceGL
+	Owner        string        // lease owner written on claimed rows; default host-pid-random
+	BatchSize    int           // rows claimed per publish round (100)
+	CatchUpLimit int           // rows re-published per catch-up round (200)
+	PollInterval time.Duration // fallback poll and catch-up cadence (5s)
+	AckTimeout   time.Duration // dispatched rows older than this are re-published (30s)
+	MaxAttempts  int           // failed publishes before dead_letter (10)
+	Lease        time.Duration // how long a claim is held before another relay may take it (30s)
+	Retention    time.Duration // acknowledged rows older than this are deleted (168h)
+	// AckConsumer, when set, is the durable consumer on this source's stream whose ack floor
+	// acknowledges rows: the GL's TransferPosted.v1 rows are done once the wallet's consumer
+	// acknowledged them. Empty: rows are acknowledged by the consumer's reply event.
+	AckConsumer string
+}
+
+func (c RelayConfig) withDefaults() RelayConfig {
+	if c.Owner == "" {
+		host, _ := os.Hostname()
+		c.Owner = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), uuid.NewString()[:8])
+	}
+	if c.BatchSize <= 0 {
+		c.BatchSize = 100
+	}
+	if c.CatchUpLimit <= 0 {
+		c.CatchUpLimit = 200
+	}
+	if c.PollInterval <= 0 {
+		c.PollInterval = 5 * time.Second
+	}
+	if c.AckTimeout <= 0 {
+		c.AckTimeout = 30 * time.Second
+	}
+	if c.MaxAttempts <= 0 {
+		c.MaxAttempts = 10
+	}
+	if c.Lease <= 0 {
+		c.Lease = 30 * time.Second
+	}
+	if c.Retention <= 0 {
+		c.Retention = 7 * 24 * time.Hour
+	}
+	return c
+}
+
+// RelayStats counts what a relay did since it started.
+type RelayStats struct {
+	Published   int64 // messages the broker stored
+	Duplicates  int64 // re-publishes the broker dropped inside its duplicate window
+	Republished int64 // catch-up publishes of rows not acknowledged in time
+	Failed      int64 // rows moved to failed or dead_letter
+}
+
+// Relay publishes a service's outbox rows to JetStream with the row id as Nats-Msg-Id, marks
+// them dispatched after the broker's PubAck, re-publishes rows whose acknowledgment is late,
+// and deletes acknowledged rows past the retention. Several relays may share one outbox.
+type Relay struct {
+	cfg  RelayConfig
+	topo Topology
+	pool *pgxpool.Pool
+	nc   *nats.Conn
+	js   jetstream.JetStream
+	q    *eventsdb.Queries
+	log  zerolog.Logger
+	wake chan struct{}
+
+	needTopology atomic.Bool
+	published    atomic.Int64
+	duplicates   atomic.Int64
+	republished  atomic.Int64
+	failed       atomic.Int64
+}
+
+// NewRelay returns a relay for cfg.Source's outbox in pool, publishing through nc.
+func NewRelay(cfg RelayConfig, topo Topology, pool *pgxpool.Pool, nc *nats.Conn, log zerolog.Logger) (*Relay, error) {
+	cfg = cfg.withDefaults()
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(cfg.BatchSize+cfg.CatchUpLimit))
+	if err != nil {
+		return nil, fmt.Errorf("jetstream context: %w", err)
+	}
+	r := &Relay{
+		cfg: cfg, topo: topo, pool: pool, nc: nc, js: js, q: eventsdb.New(pool),
+		log:  log.With().Str("component", "relay").Str("source", cfg.Source).Logger(),
+		wake: make(chan struct{}, 1),
+	}
+	r.needTopology.Store(true)
+	return r, nil
+}
+
+// Stats returns the relay's counters.
+func (r *Relay) Stats() RelayStats {
+	return RelayStats{
+		Published: r.published.Load(), Duplicates: r.duplicates.Load(),
+		Republished: r.republished.Load(), Failed: r.failed.Load(),
+	}
+}
+
+// Run relays until ctx is cancelled. Claims it holds when it stops are released.
+func (r *Relay) Run(ctx context.Context) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return r.listen(ctx) })
+	g.Go(func() error { return r.dispatchLoop(ctx) })
+	g.Go(func() error { return r.maintenanceLoop(ctx) })
+	return g.Wait()
+}
+
+// Wake makes the relay look for pending rows now (LISTEN/NOTIFY does this across processes).
+func (r *Relay) Wake() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// errBroker says the broker could not take messages; it is the relay's problem, not the rows'.
+var errBroker = errors.New("broker unavailable")
+
+func (r *Relay) dispatchLoop(ctx context.Context) error {
+	failures := 0
+	for ctx.Err() == nil {
+		n, err := r.DispatchOnce(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil:
+			failures++
+			delay := backoff(failures, 100*time.Millisecond, 5*time.Second)
+			r.logFailure(err, failures).Dur("retry_in", delay).Msg("relay round failed")
+			if !sleep(ctx, delay) {
+				return nil
+			}
+			continue
+		}
+		failures = 0
+		if n == r.cfg.BatchSize {
+			continue // more may be waiting
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-r.wake:
+		case <-time.After(r.cfg.PollInterval):
+		}
+	}
+	return nil
+}
+
+// logFailure logs the first failure of a streak at warn and the rest at debug, so a broker
+// that is down for a minute does not flood the log.
+func (r *Relay) logFailure(err error, failures int) *zerolog.Event {
+	ev := r.log.Debug()
+	if failures == 1 || failures%50 == 0 {
+		ev = r.log.Warn()
+	}
+	return ev.Err(err).Int("failures", failures)
+}
+
+// DispatchOnce claims one batch of due rows, publishes them and records the outcome. It
+// returns how many rows it claimed. While the broker is unreachable it claims nothing.
+func (r *Relay) DispatchOnce(ctx context.Context) (int, error) {
+	if err := r.ready(ctx); err != nil {
+		return 0, err
+	}
+	rows, err := r.q.ClaimOutbox(ctx, eventsdb.ClaimOutboxParams{
+		Owner: r.cfg.Owner, LeaseSeconds: r.cfg.Lease.Seconds(),
+		MaxAttempts: int32(r.cfg.MaxAttempts), BatchSize: int32(r.cfg.BatchSize),
+	})
+	if err != nil {
+		return 0, fmt.Errorf("claim outbox: %w", err)
+	}
+	claimed := make([]claimedRow, len(rows))
+	for i, row := range rows {
+		claimed[i] = claimedRow{id: row.ID, eventType: row.EventType, payload: row.Payload, attempts: row.Attempts}
+	}
+	return len(rows), r.publish(ctx, claimed, false)
+}
+
+// CatchUpOnce re-publishes rows dispatched longer than the acknowledgment timeout ago.
+func (r *Relay) CatchUpOnce(ctx context.Context) (int, error) {
+	if err := r.ready(ctx); err != nil {
+		return 0, err
+	}
+	rows, err := r.q.ClaimUnacknowledged(ctx, eventsdb.ClaimUnacknowledgedParams{
+		Owner: r.cfg.Owner, LeaseSeconds: r.cfg.Lease.Seconds(),
+		AckTimeoutSeconds: r.cfg.AckTimeout.Seconds(), BatchSize: int32(r.cfg.CatchUpLimit),
+	})
+	if err != nil {
+		return 0, fmt.Errorf("claim unacknowledged outbox: %w", err)
+	}
+	claimed := make([]claimedRow, len(rows))
+	for i, row := range rows {
+		claimed[i] = claimedRow{id: row.ID, eventType: row.EventType, payload: row.Payload, attempts: row.Attempts}
+	}
+	if len(rows) > 0 {
+		r.log.Info().Int("rows", len(rows)).Dur("ack_timeout", r.cfg.AckTimeout).Msg("catch-up: re-publishing unacknowledged events")
+	}
+	return len(rows), r.publish(ctx, claimed, true)
+}
+
+func (r *Relay) ready(ctx context.Context) error {
+	if err := Healthy(r.nc); err != nil {
+		return fmt.Errorf("%w: %w", errBroker, err)
+	}
+	if r.needTopology.Load() {
+		if err := r.topo.EnsureStreams(ctx, r.js); err != nil {
+			return fmt.Errorf("%w: %w", errBroker, err)
+		}
+		r.needTopology.Store(false)
+	}
+	return nil
+}
+
+type claimedRow struct {
+	id        uuid.UUID
+	eventType string
+	payload   []byte
+	attempts  int32
+}
+
+type publishOutcome struct {
+	seq uint64
+	dup bool
+	err error
+}
+
+// publish sends rows asynchronously (bounded by the batch), waits for every PubAck and then
+// records the outcome in at most three statements: dispatched, released, failed.
+func (r *Relay) publish(ctx context.Context, rows []claimedRow, republish bool) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	outcomes := r.send(ctx, rows)
+	var (
+		ids       []uuid.UUID
+		seqs      []int64
+		released  []uuid.UUID
+		brokerErr error
+	)
+	for i, out := range outcomes {
+		switch {
+		case out.err == nil:
+			ids = append(ids, rows[i].id)
+			seqs = append(seqs, int64(out.seq))
+			if out.dup {
+				r.duplicates.Add(1)
+			} else {
+				r.published.Add(1)
+			}
+			if republish {
+				r.republished.Add(1)
+			}
+		case isRowError(out.err):
+			r.markFailed(ctx, rows[i], out.err)
+		default:
+			released = append(released, rows[i].id)
+			brokerErr = out.err
+		}
+	}
+	// The marks run even when ctx is being cancelled: the broker has the messages already.
+	markCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if len(ids) > 0 {
+		if _, err := r.q.MarkDispatched(markCtx, eventsdb.MarkDispatchedParams{Ids: ids, Seqs: seqs, Owner: r.cfg.Owner}); err != nil {
+			return fmt.Errorf("mark %d outbox rows dispatched: %w", len(ids), err)
+		}
+	}
+	if len(released) > 0 {
+		if _, err := r.q.ReleaseOutbox(markCtx, eventsdb.ReleaseOutboxParams{Ids: released, Owner: r.cfg.Owner}); err != nil {
+			return fmt.Errorf("release %d outbox rows: %w", len(released), err)
+		}
+		if isTopologyMissing(brokerErr) || errors.Is(brokerErr, nats.ErrNoResponders) {
+			r.needTopology.Store(true)
+		}
+		return fmt.Errorf("%w: %w", errBroker, brokerErr)
+	}
+	return nil
+}
+
+func (r *Relay) send(ctx context.Context, rows []claimedRow) []publishOutcome {
+	outcomes := make([]publishOutcome, len(rows))
+	futures := make([]jetstream.PubAckFuture, len(rows))
+	for i, row := range rows {
+		msg := nats.NewMsg(r.topo.Subject(r.cfg.Source, row.eventType))
+		msg.Data = row.payload
+		f, err := r.js.PublishMsgAsync(msg, jetstream.WithMsgID(row.id.String()))
+		if err != nil {
+			outcomes[i].err = err
+			continue
+		}
+		futures[i] = f
+	}
+	timeout := time.NewTimer(10 * time.Second)
+	defer timeout.Stop()
+	for i, f := range futures {
+		if f == nil {
+			continue
+		}
+		select {
+		case ack := <-f.Ok():
+			outcomes[i] = publishOutcome{seq: ack.Sequence, dup: ack.Duplicate}
+		case err := <-f.Err():
+			outcomes[i].err = err
+		case <-timeout.C:
+			outcomes[i].err = fmt.Errorf("publish %s: %w", rows[i].id, nats.ErrTimeout)
+		case <-ctx.Done():
+			outcomes[i].err = fmt.Errorf("publish %s: %w", rows[i].id, ctx.Err())
+		}
+	}
+	return outcomes
+}
+
+// isRowError reports whether the broker refused this message itself (for example too large),
+// as opposed to being unreachable: only such errors count as a failed attempt.
+func isRowError(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && !isTopologyMissing(err) || errors.Is(err, nats.ErrMaxPayload)
+}
+
+func (r *Relay) markFailed(ctx context.Context, row claimedRow, cause error) {
+	r.failed.Add(1)
+	next := time.Now().Add(backoff(int(row.attempts), time.Second, 5*time.Minute))
+	_, err := r.q.MarkFailed(context.WithoutCancel(ctx), eventsdb.MarkFailedParams{
+		ID: row.id, Owner: r.cfg.Owner, MaxAttempts: int32(r.cfg.MaxAttempts),
+		LastError: cause.Error(), NextAttemptAt: next,
+	})
+	log := r.log.Warn().Err(cause).Str("outbox_id", row.id.String()).Int32("attempts", row.attempts)
+	if err != nil {
+		log = r.log.Error().Err(fmt.Errorf("mark outbox %s failed: %w (publish: %w)", row.id, err, cause))
+	}
+	log.Msg("publish refused by the broker")
+}
+
+func (r *Relay) maintenanceLoop(ctx context.Context) error {
+	ticker := time.NewTicker(r.cfg.PollInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C:
+		}
+		if err := r.MaintainOnce(ctx); err != nil && ctx.Err() == nil {
+			r.log.Debug().Err(err).Msg("outbox maintenance round failed")
+		}
+	}
+}
+
+// MaintainOnce runs one round of the slow duties: acknowledgments by ack floor, dead-lettering
+// rows abandoned at the maximum attempts, catch-up re-publishes and retention.
+func (r *Relay) MaintainOnce(ctx context.Context) error {
+	var errs []error
+	if r.cfg.AckConsumer != "" {
+		errs = append(errs, r.acknowledgeByAckFloor(ctx))
+	}
+	if n, err := r.q.DeadLetterAbandoned(ctx, int32(r.cfg.MaxAttempts)); err != nil {
+		errs = append(errs, fmt.Errorf("dead-letter abandoned outbox rows: %w", err))
+	} else if n > 0 {
+		r.log.Warn().Int64("rows", n).Msg("outbox rows dead-lettered: lease expired at the maximum attempts")
+	}
+	for {
+		n, err := r.CatchUpOnce(ctx)
+		if err != nil {
+			errs = append(errs, err)
+			break
+		}
+		if n < r.cfg.CatchUpLimit {
+			break
+		}
+	}
+	errs = append(errs, r.deleteExpired(ctx))
+	return errors.Join(errs...)
+}
+
+func (r *Relay) acknowledgeByAckFloor(ctx context.Context) error {
+	if Healthy(r.nc) != nil {
+		return nil
+	}
+	stream, err := r.js.Stream(ctx, r.topo.StreamName(r.cfg.Source))
+	if err != nil {
+		return fmt.Errorf("look up stream for ack floor: %w", err)
+	}
+	cons, err := stream.Consumer(ctx, r.cfg.AckConsumer)
+	if err != nil {
+		return fmt.Errorf("look up consumer %s for ack floor: %w", r.cfg.AckConsumer, err)
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("consumer %s info: %w", r.cfg.AckConsumer, err)
+	}
+	n, err := r.q.AcknowledgeUpTo(ctx, eventsdb.AcknowledgeUpToParams{
+		AckFloor: int64(info.AckFloor.Stream), StreamCreated: stream.CachedInfo().Created,
+	})
+	if err != nil {
+		return fmt.Errorf("acknowledge outbox up to %d: %w", info.AckFloor.Stream, err)
+	}
+	if n > 0 {
+		r.log.Debug().Int64("rows", n).Uint64("ack_floor", info.AckFloor.Stream).Msg("outbox rows acknowledged by the consumer's ack floor")
+	}
+	return nil
+}
+
+func (r *Relay) deleteExpired(ctx context.Context) error {
+	const batch = 1000
+	before := time.Now().Add(-r.cfg.Retention)
+	for ctx.Err() == nil {
+		n, err := r.q.DeleteAcknowledged(ctx, eventsdb.DeleteAcknowledgedParams{Before: before, BatchSize: batch})
+		if err != nil {
+			return fmt.Errorf("delete acknowledged outbox rows: %w", err)
+		}
+		if n < batch {
+			return nil
+		}
+	}
+	return nil
+}
+
+// listen wakes the dispatch loop on every NOTIFY from the outbox trigger; when the listening
+// connection breaks, it reconnects with a backoff while polling carries on.
+func (r *Relay) listen(ctx context.Context) error {
+	failures := 0
+	for ctx.Err() == nil {
+		err := r.listenOnce(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		failures++
+		r.logFailure(err, failures).Msg("outbox listener lost; polling until it is back")
+		if !sleep(ctx, backoff(failures, 200*time.Millisecond, 10*time.Second)) {
+			return nil
+		}
+	}
+	return nil
+}
+
+func (r *Relay) listenOnce(ctx context.Context) error {
+	conn, err := r.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("acquire listener connection: %w", err)
+	}
+	// A connection that has listened is not handed back to others.
+	defer func() {
+		_ = conn.Conn().Close(context.WithoutCancel(ctx))
+		conn.Release()
+	}()
+	if err := eventsdb.New(conn).ListenOutbox(ctx); err != nil {
+		return fmt.Errorf("listen outbox: %w", err)
+	}
+	r.Wake() // rows committed while nobody listened
+	for {
+		if _, err := conn.Conn().WaitForNotification(ctx); err != nil {
+			return fmt.Errorf("wait for outbox notification: %w", err)
+		}
+		r.Wake()
+	}
+}
+
+// backoff is an exponential delay with full jitter: attempt 1 waits up to base, doubling up to max.
+func backoff(attempt int, base, max time.Duration) time.Duration {
+	d := base
+	for i := 1; i < attempt && d < max; i++ {
+		d *= 2
+	}
+	d = min(d, max)
+	return d/2 + rand.N(d/2+1)
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
