@@ -1,0 +1,40 @@
+# The two commands a newcomer needs: `make run` and `make test`.
+GO       ?= go
+BIN      := bin
+PACKAGES := ./...
+
+.PHONY: run test build generate check-generate vet fmt-check ci clean
+
+## run: both services in the foreground against the local PostgreSQL and NATS (starts a
+## JetStream server of its own when none answers); Ctrl-C stops them gracefully.
+run: build
+	$(GO) run ./cmd/devrun $(BIN)/wallet $(BIN)/gl
+
+## test: every test against the real PostgreSQL and JetStream (TEST_DATABASE_URL, TEST_NATS_URL).
+test:
+	$(GO) test -count=1 -timeout 14m $(PACKAGES)
+
+build:
+	$(GO) build -o $(BIN)/wallet ./cmd/wallet
+	$(GO) build -o $(BIN)/gl ./cmd/gl
+
+## generate: Go code from db/queries and db/schema (sqlc runs as a Go tool declared in go.mod).
+generate:
+	$(GO) tool sqlc generate
+
+## check-generate: fails when the committed generated code is stale.
+check-generate: generate
+	@git diff --exit-code -- internal/ || (echo "generated code is stale: run make generate and commit" >&2; exit 1)
+	@test -z "$$(git status --porcelain --untracked-files=all -- internal/)" || (echo "generate produced new files: commit them" >&2; git status --porcelain -- internal/ >&2; exit 1)
+
+vet:
+	$(GO) vet $(PACKAGES)
+
+fmt-check:
+	@out="$$(gofmt -l $$(git ls-files '*.go'))"; test -z "$$out" || (echo "not gofmt-formatted:" >&2; echo "$$out" >&2; exit 1)
+
+## ci: what .ci/run runs.
+ci: check-generate fmt-check vet test
+
+clean:
+	rm -rf $(BIN) .run

@@ -1,0 +1,132 @@
+// Command devrun is `make run`: both services in the foreground against the local PostgreSQL
+// and NATS, their logs interleaved and labelled. Where no NATS server answers, it runs a
+// JetStream server of its own (store under .run/nats) for as long as it runs.
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"golang.org/x/sync/errgroup"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "devrun:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	if len(args) != 2 {
+		return errors.New("usage: devrun <wallet binary> <gl binary>")
+	}
+	natsURL := getenv("NATS_URL")
+	if natsURL == "" {
+		natsURL = nats.DefaultURL
+	}
+	if !natsAnswers(natsURL) {
+		srv, err := startNATS(stdout)
+		if err != nil {
+			return err
+		}
+		defer srv.Shutdown()
+	}
+	out := &labelledWriter{w: stdout}
+	env := os.Environ()
+	if getenv("LOG_FORMAT") == "" {
+		env = append(env, "LOG_FORMAT=console")
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	for i, bin := range args {
+		label := []string{"wallet", "gl    "}[i]
+		g.Go(func() error { return runService(gctx, bin, label, env, out) })
+	}
+	return g.Wait()
+}
+
+func natsAnswers(url string) bool {
+	nc, err := nats.Connect(url, nats.Timeout(time.Second))
+	if err != nil {
+		return false
+	}
+	nc.Close()
+	return true
+}
+
+func startNATS(stdout io.Writer) (*server.Server, error) {
+	srv, err := server.NewServer(&server.Options{
+		Host: "127.0.0.1", Port: 4222, JetStream: true, StoreDir: ".run/nats", NoSigs: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start nats: %w", err)
+	}
+	go srv.Start()
+	if !srv.ReadyForConnections(10 * time.Second) {
+		return nil, errors.New("start nats: not ready after 10s")
+	}
+	fmt.Fprintln(stdout, "devrun | no NATS answered: started a JetStream server on 127.0.0.1:4222 (store .run/nats)")
+	return srv, nil
+}
+
+// runService runs one service until ctx ends, then stops it with SIGTERM (graceful shutdown).
+func runService(ctx context.Context, bin, label string, env []string, out *labelledWriter) error {
+	cmd := exec.Command(bin, "serve")
+	cmd.Env = env
+	pipe, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", bin, err)
+	}
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		scanner := bufio.NewScanner(pipe)
+		scanner.Buffer(make([]byte, 64*1024), 1024*1024)
+		for scanner.Scan() {
+			out.line(label, scanner.Text())
+		}
+	}()
+	done := make(chan error, 1)
+	go func() { <-copied; done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return fmt.Errorf("%s exited: %w", label, err)
+	case <-ctx.Done():
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		return nil
+	}
+}
+
+type labelledWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *labelledWriter) line(label, text string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fmt.Fprintf(l.w, "%s | %s\n", label, text)
+}

@@ -1,0 +1,93 @@
+// Package config reads the services' settings: each one from an environment variable, which a
+// command-line flag of the same meaning may override, with its default and description kept in
+// one place so the README's table and -help agree.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+)
+
+// Set binds settings to variables. Environment values become the flags' defaults, so a flag
+// given on the command line wins.
+type Set struct {
+	fs     *flag.FlagSet
+	getenv func(string) string
+	errs   []error
+	docs   []Doc
+}
+
+// Doc describes one setting for -help and the README.
+type Doc struct {
+	Env, Flag, Default, Usage string
+}
+
+// NewSet returns a set for the command name, reading the environment through getenv.
+func NewSet(name string, getenv func(string) string, output io.Writer) *Set {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(output)
+	s := &Set{fs: fs, getenv: getenv}
+	fs.Usage = func() {
+		fmt.Fprintf(output, "Usage of %s (each flag also reads the environment variable named):\n", name)
+		for _, d := range s.docs {
+			fmt.Fprintf(output, "  -%s (%s, default %q)\n    \t%s\n", d.Flag, d.Env, d.Default, d.Usage)
+		}
+	}
+	return s
+}
+
+// Flags exposes the flag set for flags that have no environment variable (such as --json).
+func (s *Set) Flags() *flag.FlagSet { return s.fs }
+
+// Docs lists the settings bound so far.
+func (s *Set) Docs() []Doc { return s.docs }
+
+func (s *Set) lookup(env, flagName, def, usage string) string {
+	s.docs = append(s.docs, Doc{Env: env, Flag: flagName, Default: def, Usage: usage})
+	if v := s.getenv(env); v != "" {
+		return v
+	}
+	return def
+}
+
+// String binds a string setting.
+func (s *Set) String(p *string, env, flagName, def, usage string) {
+	s.fs.StringVar(p, flagName, s.lookup(env, flagName, def, usage), usage)
+}
+
+// Int binds an integer setting.
+func (s *Set) Int(p *int, env, flagName string, def int, usage string) {
+	raw := s.lookup(env, flagName, strconv.Itoa(def), usage)
+	v, err := strconv.Atoi(raw)
+	if err != nil {
+		s.errs = append(s.errs, fmt.Errorf("%s: %q is not a whole number", env, raw))
+		v = def
+	}
+	s.fs.IntVar(p, flagName, v, usage)
+}
+
+// Duration binds a duration setting (Go syntax: 500ms, 5s, 168h).
+func (s *Set) Duration(p *time.Duration, env, flagName string, def time.Duration, usage string) {
+	raw := s.lookup(env, flagName, def.String(), usage)
+	v, err := time.ParseDuration(raw)
+	if err != nil {
+		s.errs = append(s.errs, fmt.Errorf("%s: %q is not a duration (like 5s or 250ms)", env, raw))
+		v = def
+	}
+	s.fs.DurationVar(p, flagName, v, usage)
+}
+
+// Parse reads the command line; it reports every malformed environment value at once.
+func (s *Set) Parse(args []string) error {
+	if err := errors.Join(s.errs...); err != nil {
+		return err
+	}
+	return s.fs.Parse(args)
+}
+
+// Args are the arguments left after the flags.
+func (s *Set) Args() []string { return s.fs.Args() }

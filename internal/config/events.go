@@ -1,0 +1,95 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"walletgl/internal/events"
+)
+
+// Events holds the settings of the outbox, relay, inbox and consumer, shared by both services.
+type Events struct {
+	NATSURL         string
+	Namespace       string
+	DuplicateWindow time.Duration
+	Replicas        int
+	PollInterval    time.Duration
+	CatchUpLimit    int
+	AckTimeout      time.Duration
+	MaxAttempts     int
+	Lease           time.Duration
+	Retention       time.Duration
+	BatchSize       int
+	MaxDeliver      int
+	AckWait         time.Duration
+}
+
+// BindEvents binds the shared event settings with their defaults (the seed's where it names one).
+func BindEvents(s *Set, c *Events) {
+	s.String(&c.NATSURL, "NATS_URL", "nats-url", "nats://127.0.0.1:4222", "NATS server URL; several comma-separated URLs for a cluster")
+	s.String(&c.Namespace, "EVENTS_NAMESPACE", "events-namespace", "", "prefix of stream names and subjects, to run several deployments on one NATS")
+	s.Duration(&c.DuplicateWindow, "EVENTS_DUPLICATE_WINDOW", "duplicate-window", 2*time.Minute, "how long the broker drops a re-published Nats-Msg-Id")
+	s.Int(&c.Replicas, "EVENTS_STREAM_REPLICAS", "stream-replicas", 1, "replicas of each stream (3 on a three-node cluster)")
+	s.Duration(&c.PollInterval, "EVENTS_POLL_INTERVAL", "poll-interval", 5*time.Second, "relay fallback poll and catch-up interval (LISTEN/NOTIFY wakes it sooner)")
+	s.Int(&c.CatchUpLimit, "EVENTS_CATCH_UP_LIMIT", "catch-up-limit", 200, "rows re-published per catch-up batch")
+	s.Duration(&c.AckTimeout, "EVENTS_ACK_TIMEOUT", "ack-timeout", 30*time.Second, "a dispatched row not acknowledged after this is re-published")
+	s.Int(&c.MaxAttempts, "EVENTS_MAX_ATTEMPTS", "max-attempts", 10, "failed publishes before an outbox row becomes dead_letter")
+	s.Duration(&c.Lease, "EVENTS_LEASE", "lease", 30*time.Second, "how long a relay holds claimed rows before another relay may take them")
+	s.Duration(&c.Retention, "EVENTS_RETENTION", "retention", 7*24*time.Hour, "acknowledged outbox rows older than this are deleted")
+	s.Int(&c.BatchSize, "EVENTS_BATCH_SIZE", "batch-size", 100, "rows a relay claims, and events a consumer fetches and commits, per round")
+	s.Int(&c.MaxDeliver, "EVENTS_MAX_DELIVER", "max-deliver", 10, "deliveries of a failing event before the inbox records it failed")
+	s.Duration(&c.AckWait, "EVENTS_ACK_WAIT", "ack-wait", 30*time.Second, "how long the broker waits for a consumer's ack before redelivering")
+}
+
+// Validate reports every setting out of range.
+func (c Events) Validate() error {
+	var errs []error
+	positive := map[string]time.Duration{
+		"EVENTS_POLL_INTERVAL": c.PollInterval, "EVENTS_ACK_TIMEOUT": c.AckTimeout, "EVENTS_LEASE": c.Lease,
+		"EVENTS_RETENTION": c.Retention, "EVENTS_DUPLICATE_WINDOW": c.DuplicateWindow, "EVENTS_ACK_WAIT": c.AckWait,
+	}
+	for name, d := range positive {
+		if d <= 0 {
+			errs = append(errs, fmt.Errorf("%s must be positive, got %s", name, d))
+		}
+	}
+	counts := map[string]int{
+		"EVENTS_CATCH_UP_LIMIT": c.CatchUpLimit, "EVENTS_MAX_ATTEMPTS": c.MaxAttempts,
+		"EVENTS_BATCH_SIZE": c.BatchSize, "EVENTS_MAX_DELIVER": c.MaxDeliver, "EVENTS_STREAM_REPLICAS": c.Replicas,
+	}
+	for name, n := range counts {
+		if n <= 0 {
+			errs = append(errs, fmt.Errorf("%s must be at least 1, got %d", name, n))
+		}
+	}
+	if c.NATSURL == "" {
+		errs = append(errs, errors.New("NATS_URL is empty"))
+	}
+	return errors.Join(errs...)
+}
+
+// Topology is the JetStream layout these settings describe.
+func (c Events) Topology() events.Topology {
+	return events.Topology{Namespace: c.Namespace, DuplicateWindow: c.DuplicateWindow, Replicas: c.Replicas}
+}
+
+// Relay is the relay configuration for source's outbox.
+func (c Events) Relay(source, ackConsumer string) events.RelayConfig {
+	return events.RelayConfig{
+		Source: source, BatchSize: c.BatchSize, CatchUpLimit: c.CatchUpLimit, PollInterval: c.PollInterval,
+		AckTimeout: c.AckTimeout, MaxAttempts: c.MaxAttempts, Lease: c.Lease, Retention: c.Retention,
+		AckConsumer: ackConsumer,
+	}
+}
+
+// Consumer is the configuration of the durable consumer name reading eventType from source.
+func (c Events) Consumer(name, source, eventType string) events.ConsumerConfig {
+	return events.ConsumerConfig{
+		ConsumerSpec: events.ConsumerSpec{
+			Name: name, Source: source, EventType: eventType,
+			AckWait: c.AckWait, MaxDeliver: c.MaxDeliver,
+		},
+		BatchSize: c.BatchSize,
+	}
+}

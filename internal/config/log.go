@@ -1,0 +1,43 @@
+package config
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/rs/zerolog"
+)
+
+// Log holds the logging settings.
+type Log struct {
+	Format string
+	Level  string
+}
+
+// BindLog binds the logging settings.
+func BindLog(s *Set, c *Log) {
+	s.String(&c.Format, "LOG_FORMAT", "log-format", "auto", "json, console, or auto (console on a terminal, json otherwise)")
+	s.String(&c.Level, "LOG_LEVEL", "log-level", "info", "debug, info, warn or error")
+}
+
+// Logger builds the service's logger writing to w.
+func (c Log) Logger(w io.Writer, service string) (zerolog.Logger, error) {
+	level, err := zerolog.ParseLevel(c.Level)
+	if err != nil {
+		return zerolog.Nop(), fmt.Errorf("LOG_LEVEL: %w", err)
+	}
+	switch c.Format {
+	case "json":
+	case "console":
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly}
+	case "auto", "":
+		if f, ok := w.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
+			w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly}
+		}
+	default:
+		return zerolog.Nop(), fmt.Errorf("LOG_FORMAT: %q is not json, console or auto", c.Format)
+	}
+	return zerolog.New(w).Level(level).With().Timestamp().Str("service", service).Logger(), nil
+}

@@ -1,0 +1,110 @@
+// Package serve is what the two service processes share around their own parts: opening the
+// database (created and migrated when needed) and the NATS connection, running the HTTP server
+// and the background workers, and shutting down in order on a signal.
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
+	"golang.org/x/sync/errgroup"
+
+	"walletgl/internal/database"
+	"walletgl/internal/events"
+)
+
+// OpenDatabase creates the service's database when it is missing, applies its migrations and
+// returns a pool on it.
+func OpenDatabase(ctx context.Context, url, service string, log zerolog.Logger) (*pgxpool.Pool, error) {
+	if err := database.EnsureExists(ctx, url); err != nil {
+		return nil, err
+	}
+	pool, err := database.Open(ctx, url, 0)
+	if err != nil {
+		return nil, err
+	}
+	if err := database.Migrate(ctx, pool, service); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	log.Info().Str("database", pool.Config().ConnConfig.Database).Msg("database ready")
+	return pool, nil
+}
+
+// Health reports why the service cannot do its work now: the database or the broker is away.
+func Health(pool *pgxpool.Pool, nc *nats.Conn) func(context.Context) error {
+	return func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		var errs []error
+		if err := pool.Ping(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("database unreachable: %w", err))
+		}
+		if err := events.Healthy(nc); err != nil {
+			errs = append(errs, err)
+		}
+		return errors.Join(errs...)
+	}
+}
+
+// Worker is a background loop that runs until its context is cancelled.
+type Worker struct {
+	Name string
+	Run  func(ctx context.Context) error
+}
+
+// Run serves handler on addr and runs the workers until ctx is cancelled (SIGINT/SIGTERM).
+// Shutdown stops taking requests first and lets those in flight finish, then stops the workers,
+// which finish or release their in-flight work.
+func Run(ctx context.Context, addr string, handler http.Handler, workers []Worker, log zerolog.Logger) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second, BaseContext: func(net.Listener) context.Context {
+		return log.WithContext(context.WithoutCancel(ctx))
+	}}
+	log.Info().Str("addr", ln.Addr().String()).Msg("http listening")
+
+	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWork()
+	g, gctx := errgroup.WithContext(workCtx)
+	for _, w := range workers {
+		g.Go(func() error {
+			if err := w.Run(gctx); err != nil {
+				return fmt.Errorf("%s: %w", w.Name, err)
+			}
+			return nil
+		})
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+
+	select {
+	case <-ctx.Done():
+		log.Info().Msg("shutting down: no new requests")
+	case err := <-serveErr:
+		stopWork()
+		_ = g.Wait()
+		return fmt.Errorf("http server: %w", err)
+	case <-gctx.Done():
+		log.Error().Msg("a worker stopped; shutting down")
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
+	shutdownErr := srv.Shutdown(shutdownCtx)
+	stopWork()
+	workErr := g.Wait()
+	log.Info().Msg("stopped")
+	if shutdownErr != nil {
+		return fmt.Errorf("http shutdown: %w", shutdownErr)
+	}
+	return workErr
+}
