@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"walletgl/internal/cli"
 )
 
 func main() {
@@ -21,67 +23,13 @@ func main() {
 	}
 }
 
-// command is one subcommand: its words (e.g. "outbox stats") and the function running it.
-type command struct {
-	words []string
-	help  string
-	run   func(ctx context.Context, env environment, args []string) error
-}
-
-// environment is what a subcommand may touch of the outside world.
-type environment struct {
-	getenv func(string) string
-	stdout io.Writer
-	stderr io.Writer
-}
-
-func commands() []command {
-	return []command{
-		{[]string{"serve"}, "run the HTTP API, the outbox relay and the acknowledgment consumer", serve},
-		{[]string{"migrate"}, "create the database if missing and apply its migrations", migrate},
-	}
-}
-
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	env := environment{getenv: getenv, stdout: stdout, stderr: stderr}
-	for _, cmd := range commands() {
-		if matches(args, cmd.words) {
-			return cmd.run(ctx, env, args[len(cmd.words):])
-		}
-	}
-	usage(stderr)
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		return nil
-	}
-	return fmt.Errorf("unknown command %q", args)
+	return cli.Run(ctx, "wallet", commands(), args, cli.Env{Getenv: getenv, Stdout: stdout, Stderr: stderr})
 }
 
-func matches(args, words []string) bool {
-	if len(args) < len(words) {
-		return false
+func commands() []cli.Command {
+	return []cli.Command{
+		{Words: []string{"serve"}, Help: "run the HTTP API, the outbox relay and the acknowledgment consumer", Run: serveCmd},
+		{Words: []string{"migrate"}, Help: "create the database if missing and apply its migrations", Run: migrateCmd},
 	}
-	for i, w := range words {
-		if args[i] != w {
-			return false
-		}
-	}
-	return true
-}
-
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "Usage: wallet <command> [flags]  (wallet <command> -h lists the flags)")
-	for _, cmd := range commands() {
-		fmt.Fprintf(w, "  %-24s %s\n", joinWords(cmd.words), cmd.help)
-	}
-}
-
-func joinWords(words []string) string {
-	s := ""
-	for i, w := range words {
-		if i > 0 {
-			s += " "
-		}
-		s += w
-	}
-	return s
 }

@@ -120,3 +120,9 @@ func isTopologyMissing(err error) bool {
 	return errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrConsumerNotFound) ||
 		errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, jetstream.ErrConsumerDeleted)
 }
+
+// The durable consumers: each service's name is also its inbox prefix ("gl:<event id>").
+const (
+	ConsumerGL     = "gl"     // reads TransferCompleted.v1 from the wallet's stream
+	ConsumerWallet = "wallet" // reads TransferPosted.v1 from the GL's stream
+)

@@ -1,0 +1,35 @@
+// Command gl runs the general-ledger service: a durable JetStream consumer that posts every
+// TransferCompleted.v1 exactly once as a balanced journal entry and acknowledges it back to the
+// wallet, and an HTTP API to query the postings.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"walletgl/internal/cli"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "gl:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	return cli.Run(ctx, "gl", commands(), args, cli.Env{Getenv: getenv, Stdout: stdout, Stderr: stderr})
+}
+
+func commands() []cli.Command {
+	return []cli.Command{
+		{Words: []string{"serve"}, Help: "run the event consumer, the acknowledgment relay and the HTTP API", Run: serveCmd},
+		{Words: []string{"migrate"}, Help: "create the database if missing and apply its migrations", Run: migrateCmd},
+	}
+}

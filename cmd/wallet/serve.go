@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"walletgl/internal/cli"
+
+	"walletgl/internal/events"
+	"walletgl/internal/serve"
+	"walletgl/internal/wallet/httpapi"
+	"walletgl/internal/wallet/postgres"
+)
+
+
+func serveCmd(ctx context.Context, env cli.Env, args []string) error {
+	cfg, _, err := loadConfig("wallet serve", args, env)
+	if err != nil {
+		return err
+	}
+	if err := cfg.validate(); err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
+	log, err := cfg.Log.Logger(env.Stderr, "wallet")
+	if err != nil {
+		return err
+	}
+	pool, err := serve.OpenDatabase(ctx, cfg.DatabaseURL, "wallet", log)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	nc, err := events.Connect(ctx, cfg.Events.NATSURL, "wallet", log)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+
+	topo := cfg.Events.Topology()
+	relay, err := events.NewRelay(cfg.Events.Relay(events.SourceWallet, ""), topo, pool, nc, log)
+	if err != nil {
+		return err
+	}
+	store := postgres.NewStore(pool)
+	acks, err := events.NewConsumer(cfg.Events.Consumer(events.ConsumerWallet, events.SourceGL, events.TypeTransferPosted),
+		topo, nc, pool, events.HandlerFunc(store.HandleTransferPosted), log)
+	if err != nil {
+		return err
+	}
+	handler := httpapi.NewServer(log, store, serve.Health(pool, nc))
+	return serve.Run(ctx, cfg.HTTPAddr, handler, []serve.Worker{
+		{Name: "relay", Run: relay.Run},
+		{Name: "acknowledgment consumer", Run: acks.Run},
+	}, log)
+}
+
+func migrateCmd(ctx context.Context, env cli.Env, args []string) error {
+	cfg, _, err := loadConfig("wallet migrate", args, env)
+	if err != nil {
+		return err
+	}
+	log, err := cfg.Log.Logger(env.Stderr, "wallet")
+	if err != nil {
+		return err
+	}
+	pool, err := serve.OpenDatabase(ctx, cfg.DatabaseURL, "wallet", log)
+	if err != nil {
+		return err
+	}
+	pool.Close()
+	return nil
+}

@@ -1,0 +1,182 @@
+// Package harness starts the real service binaries as processes, the way a user runs them, for
+// the end-to-end tests and the fault-injection runs: build, start, wait until healthy, stop
+// gracefully or kill -9.
+package harness
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Binaries are the paths of the two built service binaries.
+type Binaries struct {
+	Wallet string
+	GL     string
+}
+
+// Build compiles cmd/wallet and cmd/gl of the module containing the working directory into dir.
+func Build(ctx context.Context, dir string) (Binaries, error) {
+	root, err := moduleRoot(ctx)
+	if err != nil {
+		return Binaries{}, err
+	}
+	bins := Binaries{Wallet: filepath.Join(dir, "wallet"), GL: filepath.Join(dir, "gl")}
+	for pkg, out := range map[string]string{"./cmd/wallet": bins.Wallet, "./cmd/gl": bins.GL} {
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
+		cmd.Dir = root
+		if output, err := cmd.CombinedOutput(); err != nil {
+			return Binaries{}, fmt.Errorf("build %s: %w\n%s", pkg, err, output)
+		}
+	}
+	return bins, nil
+}
+
+func moduleRoot(ctx context.Context) (string, error) {
+	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("find module root: %w", err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		return "", errors.New("find module root: not inside a module")
+	}
+	return filepath.Dir(gomod), nil
+}
+
+// FreeAddr returns a loopback address with a port nobody listens on right now.
+func FreeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("find free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// Process is one running service binary.
+type Process struct {
+	Name string
+	Bin  string
+	Args []string
+	Env  []string // added to the harness's own environment
+	Addr string   // its HTTP address, for health checks
+	Log  string   // file that receives its output (appended across restarts)
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan error
+}
+
+// Start starts the process; it does not wait for it to be healthy.
+func (p *Process) Start() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd != nil {
+		return fmt.Errorf("start %s: already running", p.Name)
+	}
+	logFile, err := os.OpenFile(p.Log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("open log of %s: %w", p.Name, err)
+	}
+	cmd := exec.Command(p.Bin, p.Args...)
+	cmd.Env = append(os.Environ(), p.Env...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return fmt.Errorf("start %s: %w", p.Name, err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		err := cmd.Wait()
+		logFile.Close()
+		done <- err
+	}()
+	p.cmd, p.done = cmd, done
+	return nil
+}
+
+// WaitHealthy polls GET /healthz until it answers 200 or ctx ends.
+func (p *Process) WaitHealthy(ctx context.Context) error {
+	client := &http.Client{Timeout: time.Second}
+	for {
+		resp, err := client.Get("http://" + p.Addr + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s not healthy: %w (last: %v)\n%s", p.Name, ctx.Err(), err, p.Tail(30))
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Stop sends SIGTERM and waits for a graceful exit (SIGKILL after timeout).
+func (p *Process) Stop(timeout time.Duration) error {
+	return p.signal(syscall.SIGTERM, timeout)
+}
+
+// Kill sends SIGKILL: the process gets no chance to finish anything.
+func (p *Process) Kill() error {
+	return p.signal(syscall.SIGKILL, 10*time.Second)
+}
+
+func (p *Process) signal(sig syscall.Signal, timeout time.Duration) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil {
+		return nil
+	}
+	_ = p.cmd.Process.Signal(sig)
+	var err error
+	select {
+	case err = <-p.done:
+	case <-time.After(timeout):
+		_ = p.cmd.Process.Kill()
+		err = <-p.done
+		err = fmt.Errorf("%s did not stop within %s: %w", p.Name, timeout, err)
+	}
+	p.cmd = nil
+	if sig == syscall.SIGKILL {
+		return nil
+	}
+	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) {
+		return fmt.Errorf("%s exited: %w\n%s", p.Name, err, p.Tail(20))
+	}
+	return err
+}
+
+// Running reports whether the process was started and not stopped.
+func (p *Process) Running() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cmd != nil
+}
+
+// Tail returns the last n lines of the process's log.
+func (p *Process) Tail(n int) string {
+	data, err := os.ReadFile(p.Log)
+	if err != nil {
+		return ""
+	}
+	lines := bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n"))
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return string(bytes.Join(lines, []byte("\n")))
+}
