@@ -2,8 +2,8 @@ package main
 
 import (
 	"errors"
-	"walletgl/internal/cli"
 
+	"walletgl/internal/cli"
 	"walletgl/internal/config"
 )
 

@@ -3,14 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
-	"walletgl/internal/cli"
 
+	"walletgl/internal/cli"
 	"walletgl/internal/events"
 	"walletgl/internal/serve"
 	"walletgl/internal/wallet/httpapi"
 	"walletgl/internal/wallet/postgres"
 )
-
 
 func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	cfg, _, err := loadConfig("wallet serve", args, env)
