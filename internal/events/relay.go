@@ -271,7 +271,7 @@ func (r *Relay) publish(ctx context.Context, rows []claimedRow, republish bool) 
 			if republish {
 				r.republished.Add(1)
 			}
-		case isRowError(out.err):
+		case isRowError(out.err) || r.isMissingStream(out.err):
 			r.markFailed(ctx, rows[i], out.err)
 		default:
 			released = append(released, rows[i].id)
@@ -289,9 +289,6 @@ func (r *Relay) publish(ctx context.Context, rows []claimedRow, republish bool) 
 	if len(released) > 0 {
 		if _, err := r.q.ReleaseOutbox(markCtx, eventsdb.ReleaseOutboxParams{Ids: released, Owner: r.cfg.Owner}); err != nil {
 			return fmt.Errorf("release %d outbox rows: %w", len(released), err)
-		}
-		if isTopologyMissing(brokerErr) || errors.Is(brokerErr, nats.ErrNoResponders) {
-			r.needTopology.Store(true)
 		}
 		return fmt.Errorf("%w: %w", errBroker, brokerErr)
 	}
@@ -329,6 +326,19 @@ func (r *Relay) send(ctx context.Context, rows []claimedRow) []publishOutcome {
 		}
 	}
 	return outcomes
+}
+
+// isMissingStream reports whether no stream took the message although the broker is
+// connected: the stream may have been lost with the broker's store (it is ensured again before
+// the next round), or the row's subject belongs to no stream. Either way the row is retried
+// after a backoff, counting an attempt, so a row that can never be published ends in
+// dead_letter instead of stalling the relay.
+func (r *Relay) isMissingStream(err error) bool {
+	if !(isTopologyMissing(err) || errors.Is(err, nats.ErrNoResponders)) || Healthy(r.nc) != nil {
+		return false
+	}
+	r.needTopology.Store(true)
+	return true
 }
 
 // isRowError reports whether the broker refused this message itself (for example too large),

@@ -20,6 +20,8 @@ type Topology struct {
 	DuplicateWindow time.Duration
 	// Replicas of each stream: 1 on a single server, 3 on a three-node cluster.
 	Replicas int
+	// MaxMsgSize caps one message; 0 leaves the server's limit.
+	MaxMsgSize int32
 }
 
 // StreamName is the name of the stream holding source's events, e.g. WALLET_EVENTS.
@@ -65,6 +67,7 @@ func (t Topology) StreamConfig(source string) jetstream.StreamConfig {
 		Discard:     jetstream.DiscardOld,
 		Duplicates:  window,
 		Replicas:    replicas,
+		MaxMsgSize:  t.MaxMsgSize,
 	}
 }
 

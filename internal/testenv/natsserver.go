@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"net"
 	"os"
 	"testing"
 	"time"
@@ -29,7 +30,7 @@ func StartBroker(t testing.TB) *Broker {
 		NoSigs:    true,
 	}}
 	b.start()
-	b.opts.Port = b.srv.Addr().(interface{ Port() int }).Port()
+	b.opts.Port = b.srv.Addr().(*net.TCPAddr).Port
 	t.Cleanup(b.Shutdown)
 	return b
 }

@@ -1,0 +1,346 @@
+package events_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"walletgl/internal/events"
+	"walletgl/internal/events/eventsdb"
+	"walletgl/internal/testenv"
+)
+
+var statuses = []string{"pending", "dispatching", "dispatched", "acknowledged", "failed", "dead_letter"}
+
+var legal = map[[2]string]bool{
+	{"pending", "dispatching"}: true, {"pending", "acknowledged"}: true,
+	{"dispatching", "dispatched"}: true, {"dispatching", "failed"}: true, {"dispatching", "dead_letter"}: true,
+	{"dispatching", "pending"}: true, {"dispatching", "acknowledged"}: true,
+	{"dispatched", "dispatching"}: true, {"dispatched", "acknowledged"}: true,
+	{"failed", "dispatching"}: true, {"failed", "dead_letter"}: true, {"failed", "pending"}: true, {"failed", "acknowledged"}: true,
+	{"dead_letter", "pending"}: true, {"dead_letter", "acknowledged"}: true,
+}
+
+func TestOutboxStatusMovesOnlyAlongTheLifecycle(t *testing.T) {
+	t.Parallel()
+	pool, _ := testenv.MigratedPool(t, "wallet")
+	ctx := context.Background()
+	for _, from := range statuses {
+		for _, to := range statuses {
+			if from == to && from != "acknowledged" {
+				continue // renewing a lease or re-arming catch-up keeps the status
+			}
+			id := uuid.New()
+			_, err := pool.Exec(ctx, `
+				INSERT INTO outbox (id, event_type, aggregate_id, payload, status, lease_owner, lease_until, acknowledged_at)
+				VALUES ($1, 'TransferCompleted.v1', 'x', '{}', $2, 'relay', now(), now())`, id, from)
+			require.NoError(t, err)
+			_, err = pool.Exec(ctx, `
+				UPDATE outbox SET status = $2,
+				       lease_owner = CASE WHEN $2 = 'dispatching' THEN 'relay' END,
+				       lease_until = CASE WHEN $2 = 'dispatching' THEN now() END
+				WHERE id = $1`, id, to)
+			if legal[[2]string{from, to}] {
+				require.NoError(t, err, "%s -> %s is allowed", from, to)
+			} else {
+				require.Error(t, err, "%s -> %s is refused", from, to)
+				require.Contains(t, err.Error(), "illegal status transition")
+			}
+		}
+	}
+}
+
+func TestADeadRelaysRowsAreTakenOverWhenItsLeaseRunsOut(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.addEvents(t, 40)
+	ctx := context.Background()
+	// A relay claims the rows and dies before publishing them: nothing releases its claim.
+	claimed, err := eventsdb.New(b.pool).ClaimOutbox(ctx, eventsdb.ClaimOutboxParams{
+		Owner: "dead-relay", LeaseSeconds: 0.5, MaxAttempts: 10, BatchSize: 100,
+	})
+	require.NoError(t, err)
+	require.Len(t, claimed, 40)
+
+	survivor := b.relay(t, events.RelayConfig{})
+	n, err := survivor.DispatchOnce(ctx)
+	require.NoError(t, err)
+	require.Zero(t, n, "leased rows are not published by another relay")
+
+	time.Sleep(600 * time.Millisecond)
+	n, err = survivor.DispatchOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 40, n)
+	require.Equal(t, map[string]int64{"dispatched": 40}, b.statusCounts(t))
+	require.Equal(t, uint64(40), b.streamMessages(t))
+	require.Zero(t, survivor.Stats().Duplicates)
+}
+
+func TestBrokerDownKeepsRowsPendingWithoutBurningAttempts(t *testing.T) {
+	t.Parallel()
+	pool, _ := testenv.MigratedPool(t, "wallet")
+	broker := testenv.StartBroker(t)
+	b := setupWithNATS(t, pool, broker.URL())
+	b.addEvents(t, 30)
+	relay := b.relay(t, events.RelayConfig{})
+	ctx := context.Background()
+
+	broker.Shutdown()
+	require.Eventually(t, func() bool { return events.Healthy(b.nc) != nil }, 5*time.Second, 10*time.Millisecond)
+	for range 5 {
+		_, err := relay.DispatchOnce(ctx)
+		require.Error(t, err)
+	}
+	b.addEvents(t, 20) // transfers keep committing while the broker is away
+
+	var maxAttempts int32
+	require.NoError(t, pool.QueryRow(ctx, "SELECT max(attempts) FROM outbox").Scan(&maxAttempts))
+	require.Zero(t, maxAttempts, "an unreachable broker is not the rows' failure")
+	require.Equal(t, map[string]int64{"pending": 50}, b.statusCounts(t))
+
+	broker.Restart()
+	require.Eventually(t, func() bool { return events.Healthy(b.nc) == nil }, 10*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool {
+		_, _ = relay.DispatchOnce(ctx)
+		return b.statusCounts(t)["dispatched"] == 50
+	}, 10*time.Second, 50*time.Millisecond)
+	require.NoError(t, pool.QueryRow(ctx, "SELECT max(attempts) FROM outbox").Scan(&maxAttempts))
+	require.Equal(t, int32(1), maxAttempts)
+}
+
+func TestCatchUpRepublishesWhatTheBrokerLostAndTheInboxAbsorbsTheRest(t *testing.T) {
+	t.Parallel()
+	pool, _ := testenv.MigratedPool(t, "wallet")
+	broker := testenv.StartBroker(t)
+	b := setupWithNATS(t, pool, broker.URL())
+	b.topo.DuplicateWindow = time.Second
+	require.NoError(t, b.topo.EnsureStreams(context.Background(), b.js))
+	ctx := context.Background()
+	b.addEvents(t, 20)
+	relay := b.relay(t, events.RelayConfig{AckTimeout: time.Millisecond, CatchUpLimit: 200})
+	_, err := relay.DispatchOnce(ctx)
+	require.NoError(t, err)
+
+	// The broker acknowledged the messages and then lost them.
+	stream, err := b.js.Stream(ctx, b.topo.StreamName(events.SourceWallet))
+	require.NoError(t, err)
+	require.NoError(t, stream.Purge(ctx))
+
+	var handled atomic.Int64
+	cons := b.consumer(t, "gl", events.HandlerFunc(func(ctx context.Context, tx pgx.Tx, env events.Envelope) error {
+		handled.Add(1)
+		return nil
+	}))
+	stop := runInBackground(t, cons.Run)
+	defer stop()
+
+	// Catch-up publishes them again; the duplicate window has the ids, so it must have passed
+	// for the broker to store them again: the purge removed the messages, not the window.
+	time.Sleep(1100 * time.Millisecond)
+	n, err := relay.CatchUpOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 20, n)
+	require.Eventually(t, func() bool { return handled.Load() == 20 }, 10*time.Second, 20*time.Millisecond)
+
+	// The acknowledgment never arrives (no wallet consumer here): catch-up fires again. Inside
+	// the window the broker drops the re-publish ...
+	time.Sleep(5 * time.Millisecond)
+	_, err = relay.CatchUpOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(20), relay.Stats().Duplicates)
+	// ... and after it the broker stores it again and the inbox absorbs it.
+	time.Sleep(1100 * time.Millisecond)
+	_, err = relay.CatchUpOnce(ctx)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return cons.Stats().Duplicates == 20 }, 10*time.Second, 20*time.Millisecond)
+	require.Equal(t, int64(20), handled.Load(), "each event was handled exactly once")
+}
+
+func TestPoisonEventsAreDeadLetteredWithoutHoldingBackTheRest(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	subject := b.topo.Subject(events.SourceWallet, events.TypeTransferCompleted)
+
+	_, err := b.js.Publish(ctx, subject, []byte("{not json"), jetstream.WithMsgID("garbage-1"))
+	require.NoError(t, err)
+	invalid := envelopeBody(t, uuid.New(), events.TransferCompleted{TransferID: "t-bad", FromWalletID: "a", ToWalletID: "b", Amount: 0, Currency: "USD", CreatedAt: time.Now()})
+	invalidID := uuid.New()
+	_, err = b.js.Publish(ctx, subject, invalid, jetstream.WithMsgID(invalidID.String()))
+	require.NoError(t, err)
+	b.addEvents(t, 1000)
+	relay := b.relay(t, events.RelayConfig{BatchSize: 250})
+	for {
+		n, err := relay.DispatchOnce(ctx)
+		require.NoError(t, err)
+		if n == 0 {
+			break
+		}
+	}
+
+	var handled atomic.Int64
+	cons := b.consumer(t, "gl", events.HandlerFunc(func(ctx context.Context, tx pgx.Tx, env events.Envelope) error {
+		var data events.TransferCompleted
+		if err := env.DecodeData(&data); err != nil {
+			return err
+		}
+		if err := data.Validate(); err != nil {
+			return err
+		}
+		handled.Add(1)
+		return nil
+	}))
+	stop := runInBackground(t, cons.Run)
+	require.Eventually(t, func() bool { return handled.Load() == 1000 && cons.Stats().Failed == 2 }, 60*time.Second, 50*time.Millisecond)
+	stop()
+
+	failed, err := eventsdb.New(b.pool).ListInbox(ctx, eventsdb.ListInboxParams{Status: "failed", RowLimit: 10})
+	require.NoError(t, err)
+	require.Len(t, failed, 2)
+	reasons := map[string]string{}
+	for _, f := range failed {
+		reasons[f.EventID] = *f.Reason
+		require.NotEmpty(t, f.Payload, "the raw payload is kept")
+	}
+	require.Contains(t, reasons["garbage-1"], "decode envelope")
+	require.Contains(t, reasons[envelopeID(t, invalid)], "amount 0 is not positive")
+}
+
+func TestTransientFailuresAreRetriedAndThenDeadLettered(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ids := b.addEvents(t, 3)
+	relay := b.relay(t, events.RelayConfig{})
+	_, err := relay.DispatchOnce(context.Background())
+	require.NoError(t, err)
+
+	var calls atomic.Int64
+	c, err := events.NewConsumer(events.ConsumerConfig{
+		ConsumerSpec: events.ConsumerSpec{Name: "gl", Source: events.SourceWallet, EventType: events.TypeTransferCompleted, MaxDeliver: 3},
+		RetryDelay:   10 * time.Millisecond,
+	}, b.topo, b.nc, b.pool, events.HandlerFunc(func(ctx context.Context, tx pgx.Tx, env events.Envelope) error {
+		if env.ID == ids[1].String() {
+			calls.Add(1)
+			return errors.New("ledger temporarily unavailable")
+		}
+		return nil
+	}), b.log)
+	require.NoError(t, err)
+	stop := runInBackground(t, c.Run)
+	require.Eventually(t, func() bool { return c.Stats().Failed == 1 && c.Stats().Processed == 2 }, 30*time.Second, 20*time.Millisecond)
+	stop()
+	row, err := eventsdb.New(b.pool).GetInbox(context.Background(), "gl:"+ids[1].String())
+	require.NoError(t, err)
+	require.Equal(t, "failed", row.Status)
+	require.Equal(t, int32(3), row.Attempts, "delivered MaxDeliver times")
+	require.GreaterOrEqual(t, calls.Load(), int64(3))
+	require.Contains(t, *row.Reason, "gave up after 3 deliveries")
+}
+
+func TestARefusedRowIsDeadLetteredAtMaxAttemptsAndRequeuedByAnOperator(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	b.topo.MaxMsgSize = 2048
+	require.NoError(t, b.topo.EnsureStreams(ctx, b.js))
+	id := uuid.Must(uuid.NewV7())
+	big := strings.Repeat("x", 4096)
+	err := events.NewOutbox(events.SourceWallet).Add(ctx, b.pool, events.Event{
+		ID: id, Type: events.TypeTransferCompleted, AggregateID: "t-big", Time: time.Now(),
+		Data: map[string]string{"padding": big},
+	})
+	require.NoError(t, err)
+
+	relay := b.relay(t, events.RelayConfig{MaxAttempts: 2})
+	q := eventsdb.New(b.pool)
+	for attempt := 1; attempt <= 2; attempt++ {
+		_, err := relay.DispatchOnce(ctx)
+		require.NoError(t, err)
+		row, err := q.GetOutbox(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, int32(attempt), row.Attempts)
+		require.Contains(t, *row.LastError, "maximum")
+		if attempt == 1 {
+			require.Equal(t, "failed", row.Status)
+			require.True(t, row.NextAttemptAt.After(time.Now()), "a backoff is set")
+			_, err = b.pool.Exec(ctx, "UPDATE outbox SET next_attempt_at = now() WHERE id = $1", id)
+			require.NoError(t, err)
+		} else {
+			require.Equal(t, "dead_letter", row.Status)
+		}
+	}
+	n, err := relay.DispatchOnce(ctx)
+	require.NoError(t, err)
+	require.Zero(t, n, "dead letters are not retried on their own")
+
+	// The operator fixes the cause and requeues the row.
+	b.topo.MaxMsgSize = 0
+	require.NoError(t, b.topo.EnsureStreams(ctx, b.js))
+	requeued, err := q.RequeueOutbox(ctx, []uuid.UUID{id})
+	require.NoError(t, err)
+	require.Equal(t, []uuid.UUID{id}, requeued)
+	relay2 := b.relay(t, events.RelayConfig{MaxAttempts: 2}) // ensures the fixed topology
+	n, err = relay2.DispatchOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	row, err := q.GetOutbox(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, "dispatched", row.Status)
+	require.Equal(t, uint64(1), b.streamMessages(t), "published once")
+}
+
+func TestRetentionDeletesOnlyOldAcknowledgedRows(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	ids := b.addEvents(t, 6)
+	q := eventsdb.New(b.pool)
+	// ids[0..1]: acknowledged long ago; ids[2]: acknowledged just now; ids[3]: dead letter, old;
+	// ids[4..5]: pending, old.
+	_, err := q.AcknowledgeOutbox(ctx, ids[:3])
+	require.NoError(t, err)
+	_, err = b.pool.Exec(ctx, "UPDATE outbox SET acknowledged_at = now() - interval '8 days' WHERE id = ANY($1)", ids[:2])
+	require.NoError(t, err)
+	_, err = b.pool.Exec(ctx, "UPDATE outbox SET status = 'dispatching', lease_owner = 'x', lease_until = now() WHERE id = $1", ids[3])
+	require.NoError(t, err)
+	_, err = b.pool.Exec(ctx, "UPDATE outbox SET status = 'dead_letter', lease_owner = NULL, lease_until = NULL WHERE id = $1", ids[3])
+	require.NoError(t, err)
+	_, err = b.pool.Exec(ctx, "UPDATE outbox SET created_at = now() - interval '30 days'")
+	require.NoError(t, err)
+
+	relay := b.relay(t, events.RelayConfig{Retention: 7 * 24 * time.Hour})
+	require.NoError(t, relay.MaintainOnce(ctx))
+
+	counts := b.statusCounts(t)
+	require.Equal(t, map[string]int64{"acknowledged": 1, "dead_letter": 1, "pending": 2}, counts,
+		"only the acknowledged rows past the retention are gone")
+}
+
+func envelopeBody(t *testing.T, id uuid.UUID, data any) []byte {
+	t.Helper()
+	raw, err := json.Marshal(data)
+	require.NoError(t, err)
+	body, err := json.Marshal(events.Envelope{SpecVersion: "1.0", ID: id.String(), Source: "wallet",
+		Type: events.TypeTransferCompleted, Time: time.Now(), DataContentType: "application/json", Data: raw})
+	require.NoError(t, err)
+	return body
+}
+
+func envelopeID(t *testing.T, body []byte) string {
+	t.Helper()
+	env, err := events.DecodeEnvelope(body)
+	require.NoError(t, err)
+	return env.ID
+}
+
+var _ = fmt.Sprint
