@@ -81,6 +81,7 @@ func (e Entry) Balanced() bool {
 var (
 	ErrAccountNotFound = problem.New(problem.NotFound, "account-not-found", "the account is not in the chart of accounts")
 	ErrEntryNotFound   = problem.New(problem.NotFound, "entry-not-found", "no journal entry matches")
+	ErrUnavailable     = problem.New(problem.Unavailable, "unavailable", "the ledger is unavailable; retry later")
 )
 
 // ErrUnbalanced is returned for an entry that must not be posted (see Entry.Balanced). It is a

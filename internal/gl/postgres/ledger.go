@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"walletgl/internal/database"
 	"walletgl/internal/gl"
 	"walletgl/internal/gl/postgres/gldb"
 )
@@ -49,7 +50,7 @@ func (l *Ledger) Post(ctx context.Context, tx pgx.Tx, e gl.Entry) (bool, error) 
 		return false, nil // ON CONFLICT DO NOTHING: event or transfer already posted
 	}
 	if err != nil {
-		return false, fmt.Errorf("insert entry %s: %w", e.ID, err)
+		return false, dbError(err, "insert entry %s", e.ID)
 	}
 	params := gldb.InsertLinesParams{EntryID: row.ID, Currency: row.Currency, PostedAt: row.PostedAt}
 	for _, line := range e.Lines {
@@ -58,7 +59,7 @@ func (l *Ledger) Post(ctx context.Context, tx pgx.Tx, e gl.Entry) (bool, error) 
 		params.Amounts = append(params.Amounts, line.Amount)
 	}
 	if err := q.InsertLines(ctx, params); err != nil {
-		return false, fmt.Errorf("insert lines of entry %s: %w", e.ID, err)
+		return false, dbError(err, "insert lines of entry %s", e.ID)
 	}
 	return true, nil
 }
@@ -70,7 +71,7 @@ func (l *Ledger) PostedEntry(ctx context.Context, tx pgx.Tx, transferID string) 
 		return gl.Entry{}, fmt.Errorf("get entry of transfer %s: %w", transferID, gl.ErrEntryNotFound)
 	}
 	if err != nil {
-		return gl.Entry{}, fmt.Errorf("get entry of transfer %s: %w", transferID, err)
+		return gl.Entry{}, dbError(err, "get entry of transfer %s", transferID)
 	}
 	return entryFromRow(row), nil
 }
@@ -80,7 +81,7 @@ func (l *Ledger) PostedEntry(ctx context.Context, tx pgx.Tx, transferID string) 
 func (l *Ledger) EntriesByTransfer(ctx context.Context, transferID string) ([]gl.Entry, error) {
 	rows, err := l.queries.ListEntriesByTransfer(ctx, transferID)
 	if err != nil {
-		return nil, fmt.Errorf("list entries of transfer %s: %w", transferID, err)
+		return nil, dbError(err, "list entries of transfer %s", transferID)
 	}
 	entries := make([]gl.Entry, 0, len(rows))
 	if len(rows) == 0 {
@@ -95,7 +96,7 @@ func (l *Ledger) EntriesByTransfer(ctx context.Context, transferID string) ([]gl
 	}
 	lines, err := l.queries.ListLinesByEntries(ctx, ids)
 	if err != nil {
-		return nil, fmt.Errorf("list lines of transfer %s: %w", transferID, err)
+		return nil, dbError(err, "list lines of transfer %s", transferID)
 	}
 	for _, line := range lines {
 		i := byID[line.EntryID]
@@ -113,7 +114,7 @@ func (l *Ledger) AccountBalance(ctx context.Context, code, currency string) (gl.
 		return gl.AccountBalance{}, fmt.Errorf("balance of account %q: %w", code, gl.ErrAccountNotFound)
 	}
 	if err != nil {
-		return gl.AccountBalance{}, fmt.Errorf("balance of account %q: %w", code, err)
+		return gl.AccountBalance{}, dbError(err, "balance of account %q", code)
 	}
 	return gl.AccountBalance{AccountCode: row.AccountCode, Currency: currency, Debits: row.Debits, Credits: row.Credits}, nil
 }
@@ -122,7 +123,7 @@ func (l *Ledger) AccountBalance(ctx context.Context, code, currency string) (gl.
 func (l *Ledger) TrialBalance(ctx context.Context) (gl.TrialBalance, error) {
 	rows, err := l.queries.TrialBalance(ctx)
 	if err != nil {
-		return gl.TrialBalance{}, fmt.Errorf("trial balance: %w", err)
+		return gl.TrialBalance{}, dbError(err, "trial balance")
 	}
 	accounts := make([]gl.AccountBalance, 0, len(rows))
 	for _, row := range rows {
@@ -140,7 +141,7 @@ func (l *Ledger) Account(ctx context.Context, code string) (gl.Account, error) {
 		return gl.Account{}, fmt.Errorf("get account %q: %w", code, gl.ErrAccountNotFound)
 	}
 	if err != nil {
-		return gl.Account{}, fmt.Errorf("get account %q: %w", code, err)
+		return gl.Account{}, dbError(err, "get account %q", code)
 	}
 	return gl.Account{Code: row.Code, Name: row.Name, Type: row.Type, NormalBalance: gl.Direction(row.NormalBalance)}, nil
 }
@@ -151,6 +152,16 @@ func (l *Ledger) Ping(ctx context.Context) error {
 		return fmt.Errorf("ping gl database: %w", err)
 	}
 	return nil
+}
+
+// dbError wraps a database error; one that means the database cannot be reached also matches
+// gl.ErrUnavailable, so callers can tell "retry later" from a failure.
+func dbError(err error, format string, args ...any) error {
+	what := fmt.Sprintf(format, args...)
+	if database.IsUnavailable(err) {
+		return fmt.Errorf("%s: %w: %w", what, gl.ErrUnavailable, err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
 }
 
 func entryFromRow(row gldb.JournalEntry) gl.Entry {
