@@ -22,11 +22,16 @@ SELECT * FROM journal_entries WHERE transfer_id = @transfer_id ORDER BY posted_a
 SELECT * FROM journal_lines WHERE entry_id = ANY (@entry_ids::uuid[]) ORDER BY entry_id, id;
 
 -- name: AccountBalance :one
+-- Starts from the chart of accounts so that an unknown code returns no row (not found) while a
+-- known account without lines in this currency returns zeros.
 SELECT
-    coalesce(sum(amount) FILTER (WHERE direction = 'debit'), 0)::bigint  AS debits,
-    coalesce(sum(amount) FILTER (WHERE direction = 'credit'), 0)::bigint AS credits
-FROM journal_lines
-WHERE account_code = @account_code AND currency = @currency;
+    a.code                                                                    AS account_code,
+    coalesce(sum(l.amount) FILTER (WHERE l.direction = 'debit'), 0)::bigint  AS debits,
+    coalesce(sum(l.amount) FILTER (WHERE l.direction = 'credit'), 0)::bigint AS credits
+FROM accounts a
+LEFT JOIN journal_lines l ON l.account_code = a.code AND l.currency = @currency
+WHERE a.code = @account_code
+GROUP BY a.code;
 
 -- name: TrialBalance :many
 SELECT

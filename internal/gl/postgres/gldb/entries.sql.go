@@ -14,26 +14,32 @@ import (
 
 const accountBalance = `-- name: AccountBalance :one
 SELECT
-    coalesce(sum(amount) FILTER (WHERE direction = 'debit'), 0)::bigint  AS debits,
-    coalesce(sum(amount) FILTER (WHERE direction = 'credit'), 0)::bigint AS credits
-FROM journal_lines
-WHERE account_code = $1 AND currency = $2
+    a.code                                                                    AS account_code,
+    coalesce(sum(l.amount) FILTER (WHERE l.direction = 'debit'), 0)::bigint  AS debits,
+    coalesce(sum(l.amount) FILTER (WHERE l.direction = 'credit'), 0)::bigint AS credits
+FROM accounts a
+LEFT JOIN journal_lines l ON l.account_code = a.code AND l.currency = $1
+WHERE a.code = $2
+GROUP BY a.code
 `
 
 type AccountBalanceParams struct {
-	AccountCode string
 	Currency    string
+	AccountCode string
 }
 
 type AccountBalanceRow struct {
-	Debits  int64
-	Credits int64
+	AccountCode string
+	Debits      int64
+	Credits     int64
 }
 
+// Starts from the chart of accounts so that an unknown code returns no row (not found) while a
+// known account without lines in this currency returns zeros.
 func (q *Queries) AccountBalance(ctx context.Context, arg AccountBalanceParams) (AccountBalanceRow, error) {
-	row := q.db.QueryRow(ctx, accountBalance, arg.AccountCode, arg.Currency)
+	row := q.db.QueryRow(ctx, accountBalance, arg.Currency, arg.AccountCode)
 	var i AccountBalanceRow
-	err := row.Scan(&i.Debits, &i.Credits)
+	err := row.Scan(&i.AccountCode, &i.Debits, &i.Credits)
 	return i, err
 }
 

@@ -1,0 +1,174 @@
+// Package gl owns the general ledger's domain: journal entries and their lines, the posting
+// rule that turns a completed transfer into a balanced entry, and the reports read from the
+// ledger (entries of a transfer, account balances, the trial balance). Storage lives in the
+// postgres adapter, HTTP in httpapi; cmd/gl wires them together.
+package gl
+
+import (
+	"context"
+	"errors"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"walletgl/internal/problem"
+)
+
+// Direction is the side of an account a line is posted to.
+type Direction string
+
+// The two directions of double-entry bookkeeping.
+const (
+	Debit  Direction = "debit"
+	Credit Direction = "credit"
+)
+
+// Valid reports whether d is debit or credit.
+func (d Direction) Valid() bool { return d == Debit || d == Credit }
+
+// Entry is a journal entry: one business event posted as lines that balance in one currency.
+type Entry struct {
+	ID          uuid.UUID
+	EventID     string // the event that caused the entry; unique, like TransferID
+	TransferID  string
+	Currency    string
+	Description string
+	OccurredAt  time.Time // when the transfer happened in the wallet
+	PostedAt    time.Time // when the GL committed the entry; set by the ledger
+	Lines       []Line
+}
+
+// Line is one amount on one account, in the entry's currency and in minor units.
+type Line struct {
+	AccountCode string
+	Direction   Direction
+	Amount      int64
+}
+
+// Balanced reports whether e can be posted: at least one debit and one credit, every amount
+// positive and every direction known, and debits equal to credits (without overflow).
+func (e Entry) Balanced() bool {
+	var debits, credits int64
+	var nDebits, nCredits int
+	for _, l := range e.Lines {
+		if l.Amount <= 0 || l.AccountCode == "" {
+			return false
+		}
+		switch l.Direction {
+		case Debit:
+			if debits > math.MaxInt64-l.Amount {
+				return false
+			}
+			debits += l.Amount
+			nDebits++
+		case Credit:
+			if credits > math.MaxInt64-l.Amount {
+				return false
+			}
+			credits += l.Amount
+			nCredits++
+		default:
+			return false
+		}
+	}
+	return nDebits > 0 && nCredits > 0 && debits == credits
+}
+
+// Errors of the ledger. They are application errors, so the HTTP API shows them as they are.
+var (
+	ErrAccountNotFound = problem.New(problem.NotFound, "account-not-found", "the account is not in the chart of accounts")
+	ErrEntryNotFound   = problem.New(problem.NotFound, "entry-not-found", "no journal entry matches")
+	ErrUnavailable     = problem.New(problem.Unavailable, "unavailable", "the ledger is unavailable; retry later")
+)
+
+// ErrUnbalanced is returned for an entry that must not be posted (see Entry.Balanced). It is a
+// bug in whoever built the entry, so it is not an application error.
+var ErrUnbalanced = errors.New("journal entry does not balance")
+
+// Poster posts an entry inside the caller's transaction. The built-in Postgres ledger is the
+// default; a deployment could post to an external GL instead. Exactly-once comes from the
+// inbox claim in the same transaction; a Poster must still refuse a second entry for the same
+// event or transfer, reporting it as created == false rather than as an error.
+type Poster interface {
+	Post(ctx context.Context, tx pgx.Tx, e Entry) (created bool, err error)
+}
+
+// PostingFinder is implemented by a Poster that can tell which entry holds a transfer's
+// posting (ErrEntryNotFound when none does). The acknowledgment then names the entry really
+// stored and its posting time, also when the posting was a duplicate.
+type PostingFinder interface {
+	PostedEntry(ctx context.Context, tx pgx.Tx, transferID string) (Entry, error)
+}
+
+// Account is an account of the chart of accounts.
+type Account struct {
+	Code          string
+	Name          string
+	Type          string    // asset, liability, equity, revenue or expense
+	NormalBalance Direction // the side on which the account grows
+}
+
+// Accounts looks accounts up in the chart of accounts (ErrAccountNotFound when missing).
+type Accounts interface {
+	Account(ctx context.Context, code string) (Account, error)
+}
+
+// AccountBalance is the sum of an account's lines in one currency.
+type AccountBalance struct {
+	AccountCode string
+	Currency    string
+	Debits      int64
+	Credits     int64
+}
+
+// CurrencyTotal sums all lines of one currency; the ledger balances when every total does.
+type CurrencyTotal struct {
+	Currency string
+	Debits   int64
+	Credits  int64
+	Balanced bool
+}
+
+// TrialBalance lists every account's balance per currency with the totals per currency.
+type TrialBalance struct {
+	Accounts   []AccountBalance
+	Currencies []CurrencyTotal
+	Balanced   bool
+}
+
+// NewTrialBalance totals the accounts' balances per currency. An empty ledger balances.
+func NewTrialBalance(accounts []AccountBalance) TrialBalance {
+	totals := map[string]*CurrencyTotal{}
+	for _, a := range accounts {
+		t, ok := totals[a.Currency]
+		if !ok {
+			t = &CurrencyTotal{Currency: a.Currency}
+			totals[a.Currency] = t
+		}
+		t.Debits += a.Debits
+		t.Credits += a.Credits
+	}
+	tb := TrialBalance{Accounts: accounts, Currencies: make([]CurrencyTotal, 0, len(totals)), Balanced: true}
+	if tb.Accounts == nil {
+		tb.Accounts = []AccountBalance{}
+	}
+	for _, t := range totals {
+		t.Balanced = t.Debits == t.Credits
+		tb.Balanced = tb.Balanced && t.Balanced
+		tb.Currencies = append(tb.Currencies, *t)
+	}
+	sort.Slice(tb.Currencies, func(i, j int) bool { return tb.Currencies[i].Currency < tb.Currencies[j].Currency })
+	return tb
+}
+
+// Reader is what the HTTP API reads from the ledger.
+type Reader interface {
+	// EntriesByTransfer returns the transfer's entries with their lines; none is not an error.
+	EntriesByTransfer(ctx context.Context, transferID string) ([]Entry, error)
+	// AccountBalance returns ErrAccountNotFound for a code outside the chart of accounts.
+	AccountBalance(ctx context.Context, code, currency string) (AccountBalance, error)
+	TrialBalance(ctx context.Context) (TrialBalance, error)
+}

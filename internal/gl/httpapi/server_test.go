@@ -1,0 +1,308 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+
+	"walletgl/internal/database"
+	"walletgl/internal/gl"
+	"walletgl/internal/gl/httpapi"
+	"walletgl/internal/gl/postgres"
+	"walletgl/internal/problem"
+	"walletgl/internal/testenv"
+)
+
+type testBundle struct {
+	ledger *postgres.Ledger
+	server *httptest.Server
+}
+
+// setup serves the API over a real, migrated ledger holding the given entries.
+func setup(t *testing.T, entries ...gl.Entry) *testBundle {
+	t.Helper()
+	pool, _ := testenv.MigratedPool(t, "gl")
+	ledger := postgres.NewLedger(pool)
+	for _, e := range entries {
+		err := database.WithTx(context.Background(), pool, func(tx pgx.Tx) error {
+			_, err := ledger.Post(context.Background(), tx, e)
+			return err
+		})
+		require.NoError(t, err)
+	}
+	server := httptest.NewServer(httpapi.NewServer(zerolog.Nop(), ledger, ledger.Ping))
+	t.Cleanup(server.Close)
+	return &testBundle{ledger: ledger, server: server}
+}
+
+func entry(transferID, currency string, amount int64) gl.Entry {
+	return gl.Entry{
+		ID: uuid.Must(uuid.NewV7()), EventID: uuid.Must(uuid.NewV7()).String(), TransferID: transferID,
+		Currency: currency, OccurredAt: time.Now().UTC(),
+		Lines: []gl.Line{
+			{AccountCode: "1010", Direction: gl.Debit, Amount: amount},
+			{AccountCode: "2010", Direction: gl.Credit, Amount: amount},
+		},
+	}
+}
+
+// get requests path and decodes the body into v, returning the status and content type.
+func get(t *testing.T, server *httptest.Server, path string, v any) (int, string) {
+	t.Helper()
+	resp, err := http.Get(server.URL + path)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(v))
+	return resp.StatusCode, resp.Header.Get("Content-Type")
+}
+
+// requireProblem asserts that path answers with the problem named by slug.
+func requireProblem(t *testing.T, server *httptest.Server, path string, status int, slug string) problem.Details {
+	t.Helper()
+	var details problem.Details
+	gotStatus, contentType := get(t, server, path, &details)
+	require.Equal(t, status, gotStatus)
+	require.Equal(t, "application/problem+json", contentType)
+	require.Equal(t, problem.TypeBase+slug, details.Type)
+	require.Equal(t, status, details.Status)
+	return details
+}
+
+func TestHealthz(t *testing.T) {
+	t.Parallel()
+
+	t.Run("a reachable database is healthy", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		var body map[string]string
+		status, contentType := get(t, b.server, "/healthz", &body)
+		require.Equal(t, http.StatusOK, status)
+		require.Equal(t, "application/json", contentType)
+		require.Equal(t, map[string]string{"status": "ok"}, body)
+	})
+
+	t.Run("a failing check answers 503 with its error as the detail", func(t *testing.T) {
+		t.Parallel()
+		server := httptest.NewServer(httpapi.NewServer(zerolog.Nop(), nil, func(context.Context) error {
+			return errors.New("database is on fire")
+		}))
+		t.Cleanup(server.Close)
+		details := requireProblem(t, server, "/healthz", http.StatusServiceUnavailable, "unavailable")
+		require.Equal(t, "database is on fire", details.Detail)
+	})
+}
+
+func TestEntries(t *testing.T) {
+	t.Parallel()
+	posted := entry("t-1", "USD", 1250)
+	b := setup(t, posted, entry("t-2", "USD", 3))
+
+	t.Run("a posted transfer lists its entry with lines", func(t *testing.T) {
+		t.Parallel()
+		var body struct {
+			Entries []struct {
+				ID         string    `json:"id"`
+				EventID    string    `json:"event_id"`
+				TransferID string    `json:"transfer_id"`
+				Currency   string    `json:"currency"`
+				PostedAt   time.Time `json:"posted_at"`
+				Lines      []struct {
+					AccountCode string `json:"account_code"`
+					Direction   string `json:"direction"`
+					Amount      int64  `json:"amount"`
+				} `json:"lines"`
+			} `json:"entries"`
+		}
+		status, contentType := get(t, b.server, "/v1/entries?transfer_id=t-1", &body)
+		require.Equal(t, http.StatusOK, status)
+		require.Equal(t, "application/json", contentType)
+		require.Len(t, body.Entries, 1)
+		e := body.Entries[0]
+		require.Equal(t, posted.ID.String(), e.ID)
+		require.Equal(t, posted.EventID, e.EventID)
+		require.Equal(t, "t-1", e.TransferID)
+		require.Equal(t, "USD", e.Currency)
+		require.False(t, e.PostedAt.IsZero())
+		require.Len(t, e.Lines, 2)
+		require.Equal(t, "1010", e.Lines[0].AccountCode)
+		require.Equal(t, "debit", e.Lines[0].Direction)
+		require.Equal(t, int64(1250), e.Lines[0].Amount)
+		require.Equal(t, "2010", e.Lines[1].AccountCode)
+		require.Equal(t, "credit", e.Lines[1].Direction)
+		require.Equal(t, int64(1250), e.Lines[1].Amount)
+	})
+
+	t.Run("an unposted transfer has an empty list, not null", func(t *testing.T) {
+		t.Parallel()
+		var body map[string]json.RawMessage
+		status, _ := get(t, b.server, "/v1/entries?transfer_id=t-unknown", &body)
+		require.Equal(t, http.StatusOK, status)
+		require.JSONEq(t, `[]`, string(body["entries"]))
+	})
+
+	t.Run("a missing transfer_id is a bad request", func(t *testing.T) {
+		t.Parallel()
+		requireProblem(t, b.server, "/v1/entries", http.StatusBadRequest, "invalid-transfer-id")
+	})
+
+	t.Run("an overlong transfer_id is a bad request", func(t *testing.T) {
+		t.Parallel()
+		long := make([]byte, 300)
+		for i := range long {
+			long[i] = 'x'
+		}
+		requireProblem(t, b.server, "/v1/entries?transfer_id="+string(long), http.StatusBadRequest, "invalid-transfer-id")
+	})
+}
+
+func TestAccountBalance(t *testing.T) {
+	t.Parallel()
+	b := setup(t, entry("t-1", "USD", 100), entry("t-2", "USD", 50), entry("t-3", "EUR", 9))
+
+	tests := []struct {
+		name string
+		path string
+		want string
+	}{
+		{"a debit account sums its debits", "/v1/accounts/1010/balance?currency=USD",
+			`{"account_code":"1010","currency":"USD","debits":150,"credits":0}`},
+		{"a credit account sums its credits in the currency asked", "/v1/accounts/2010/balance?currency=EUR",
+			`{"account_code":"2010","currency":"EUR","debits":0,"credits":9}`},
+		{"a currency without lines gives zeros", "/v1/accounts/2010/balance?currency=JPY",
+			`{"account_code":"2010","currency":"JPY","debits":0,"credits":0}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var body json.RawMessage
+			status, contentType := get(t, b.server, tt.path, &body)
+			require.Equal(t, http.StatusOK, status)
+			require.Equal(t, "application/json", contentType)
+			require.JSONEq(t, tt.want, string(body))
+		})
+	}
+
+	problems := []struct {
+		name   string
+		path   string
+		status int
+		slug   string
+	}{
+		{"an unknown account is not found", "/v1/accounts/9999/balance?currency=USD", http.StatusNotFound, "account-not-found"},
+		{"a missing currency is a bad request", "/v1/accounts/1010/balance", http.StatusBadRequest, "invalid-currency"},
+		{"a lower-case currency is a bad request", "/v1/accounts/1010/balance?currency=usd", http.StatusBadRequest, "invalid-currency"},
+		{"a long currency is a bad request", "/v1/accounts/1010/balance?currency=" + url.QueryEscape("USDX"), http.StatusBadRequest, "invalid-currency"},
+	}
+	for _, tt := range problems {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			requireProblem(t, b.server, tt.path, tt.status, tt.slug)
+		})
+	}
+}
+
+func TestTrialBalance(t *testing.T) {
+	t.Parallel()
+
+	t.Run("an empty ledger balances with empty lists", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		var body json.RawMessage
+		status, _ := get(t, b.server, "/v1/trial-balance", &body)
+		require.Equal(t, http.StatusOK, status)
+		require.JSONEq(t, `{"accounts":[],"currencies":[],"balanced":true}`, string(body))
+	})
+
+	t.Run("accounts and totals are per currency", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, entry("t-1", "USD", 100), entry("t-2", "EUR", 9))
+		var body json.RawMessage
+		status, contentType := get(t, b.server, "/v1/trial-balance", &body)
+		require.Equal(t, http.StatusOK, status)
+		require.Equal(t, "application/json", contentType)
+		require.JSONEq(t, `{
+			"accounts": [
+				{"account_code":"1010","currency":"EUR","debits":9,"credits":0},
+				{"account_code":"2010","currency":"EUR","debits":0,"credits":9},
+				{"account_code":"1010","currency":"USD","debits":100,"credits":0},
+				{"account_code":"2010","currency":"USD","debits":0,"credits":100}
+			],
+			"currencies": [
+				{"currency":"EUR","debits":9,"credits":9,"balanced":true},
+				{"currency":"USD","debits":100,"credits":100,"balanced":true}
+			],
+			"balanced": true
+		}`, string(body))
+	})
+}
+
+func TestUnreachableDatabase(t *testing.T) {
+	t.Parallel()
+	// A real pool on a port where nothing listens: the reads fail as they would in an outage.
+	pool, err := database.Open(context.Background(), "postgres://postgres@127.0.0.1:1/gl?sslmode=disable&connect_timeout=2", 2)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	ledger := postgres.NewLedger(pool)
+	server := httptest.NewServer(httpapi.NewServer(zerolog.Nop(), ledger, ledger.Ping))
+	t.Cleanup(server.Close)
+
+	for _, path := range []string{"/v1/trial-balance", "/v1/entries?transfer_id=t-1", "/v1/accounts/1010/balance?currency=USD"} {
+		details := requireProblem(t, server, path, http.StatusServiceUnavailable, "unavailable")
+		require.NotContains(t, details.Detail, "127.0.0.1", "connection details stay in the log")
+	}
+	details := requireProblem(t, server, "/healthz", http.StatusServiceUnavailable, "unavailable")
+	require.NotEmpty(t, details.Detail)
+}
+
+func TestUnknownRoute(t *testing.T) {
+	t.Parallel()
+	server := httptest.NewServer(httpapi.NewServer(zerolog.Nop(), nil, func(context.Context) error { return nil }))
+	t.Cleanup(server.Close)
+	requireProblem(t, server, "/v1/nothing-here", http.StatusNotFound, "not-found")
+}
+
+func TestRequestsAreLoggedAtDebugWithRequestScopedFields(t *testing.T) {
+	t.Parallel()
+	var logs bytes.Buffer
+	logger := zerolog.New(&logs).Level(zerolog.DebugLevel)
+	handler := httpapi.NewServer(logger, nil, func(ctx context.Context) error {
+		zerolog.Ctx(ctx).Info().Msg("checking health") // handlers log through the request's logger
+		return nil
+	})
+
+	req := httptest.NewRequest(http.MethodGet, "/healthz", nil)
+	req.Header.Set("X-Request-Id", "req-42")
+	rec := httptest.NewRecorder()
+	handler.ServeHTTP(rec, req)
+	require.Equal(t, http.StatusOK, rec.Code)
+	require.Equal(t, "req-42", rec.Header().Get("X-Request-Id"))
+
+	type logLine struct {
+		Level     string `json:"level"`
+		Message   string `json:"message"`
+		RequestID string `json:"request_id"`
+		Path      string `json:"path"`
+		Status    int    `json:"status"`
+	}
+	var lines []logLine
+	dec := json.NewDecoder(&logs)
+	for dec.More() {
+		var l logLine
+		require.NoError(t, dec.Decode(&l))
+		lines = append(lines, l)
+	}
+	require.Len(t, lines, 2)
+	require.Equal(t, logLine{Level: "info", Message: "checking health", RequestID: "req-42", Path: "/healthz"}, lines[0])
+	require.Equal(t, logLine{Level: "debug", Message: "request", RequestID: "req-42", Path: "/healthz", Status: 200}, lines[1])
+}

@@ -1,0 +1,253 @@
+package gl_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+
+	"walletgl/internal/database"
+	"walletgl/internal/events"
+	"walletgl/internal/events/eventsdb"
+	"walletgl/internal/gl"
+	"walletgl/internal/gl/postgres"
+	"walletgl/internal/testenv"
+)
+
+type testBundle struct {
+	pool   *pgxpool.Pool
+	ledger *postgres.Ledger
+}
+
+func setup(t *testing.T) *testBundle {
+	t.Helper()
+	pool, _ := testenv.MigratedPool(t, "gl")
+	return &testBundle{pool: pool, ledger: postgres.NewLedger(pool)}
+}
+
+// handle runs the handler in a transaction on the test pool, as the consumer would.
+func (b *testBundle) handle(t *testing.T, h events.Handler, env events.Envelope) error {
+	t.Helper()
+	return database.WithTx(context.Background(), b.pool, func(tx pgx.Tx) error {
+		return h.Handle(context.Background(), tx, env)
+	})
+}
+
+// acknowledgments returns the data of the TransferPosted events in the GL's outbox.
+func (b *testBundle) acknowledgments(t *testing.T) []events.TransferPosted {
+	t.Helper()
+	rows, err := eventsdb.New(b.pool).ListOutbox(context.Background(), eventsdb.ListOutboxParams{Status: "pending", RowLimit: 100})
+	require.NoError(t, err)
+	acks := make([]events.TransferPosted, 0, len(rows))
+	for _, row := range rows {
+		require.Equal(t, events.TypeTransferPosted, row.EventType)
+		env, err := events.DecodeEnvelope(row.Payload)
+		require.NoError(t, err)
+		require.Equal(t, events.SourceGL, env.Source)
+		require.Equal(t, row.AggregateID, env.Subject)
+		var ack events.TransferPosted
+		require.NoError(t, env.DecodeData(&ack))
+		acks = append(acks, ack)
+	}
+	return acks
+}
+
+func transferCompleted(t *testing.T, transferID string, amount int64, currency string) events.Envelope {
+	t.Helper()
+	data, err := json.Marshal(events.TransferCompleted{
+		TransferID: transferID, FromWalletID: "w-from", ToWalletID: "w-to",
+		Amount: amount, Currency: currency, CreatedAt: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC),
+	})
+	require.NoError(t, err)
+	return events.Envelope{
+		SpecVersion: "1.0", ID: uuid.Must(uuid.NewV7()).String(), Source: events.SourceWallet,
+		Type: events.TypeTransferCompleted, Subject: transferID, Time: time.Now().UTC(),
+		DataContentType: "application/json", Data: data,
+	}
+}
+
+func newTransferID() string { return "tr-" + uuid.Must(uuid.NewV7()).String() }
+
+func TestTransferPosterPostsBalancedEntryAndAcknowledges(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h := gl.NewTransferPoster(gl.DefaultPostingRule, b.ledger, zerolog.Nop())
+	transferID := newTransferID()
+	env := transferCompleted(t, transferID, 1250, "USD")
+
+	require.NoError(t, b.handle(t, h, env))
+
+	entries, err := b.ledger.EntriesByTransfer(context.Background(), transferID)
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	e := entries[0]
+	require.Equal(t, env.ID, e.EventID)
+	require.Equal(t, transferID, e.TransferID)
+	require.Equal(t, "USD", e.Currency)
+	require.True(t, e.OccurredAt.Equal(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)))
+	require.Equal(t, []gl.Line{
+		{AccountCode: "1010", Direction: gl.Debit, Amount: 1250},
+		{AccountCode: "2010", Direction: gl.Credit, Amount: 1250},
+	}, e.Lines)
+	require.True(t, e.Balanced())
+
+	acks := b.acknowledgments(t)
+	require.Len(t, acks, 1)
+	require.Equal(t, transferID, acks[0].TransferID)
+	require.Equal(t, env.ID, acks[0].SourceEventID)
+	require.Equal(t, e.ID.String(), acks[0].EntryID)
+	require.True(t, acks[0].PostedAt.Equal(e.PostedAt), "ack posted_at %v, entry %v", acks[0].PostedAt, e.PostedAt)
+}
+
+func TestTransferPosterSkipsSecondPostingOfTransferButAcknowledges(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var logs bytes.Buffer
+	h := gl.NewTransferPoster(gl.DefaultPostingRule, b.ledger, zerolog.New(&logs))
+	transferID := newTransferID()
+	first := transferCompleted(t, transferID, 500, "EUR")
+	second := transferCompleted(t, transferID, 500, "EUR") // same transfer, new event id
+
+	require.NoError(t, b.handle(t, h, first))
+	require.NoError(t, b.handle(t, h, second))
+	require.NoError(t, b.handle(t, h, first), "a replay of the same event past the inbox is a duplicate too")
+
+	entries, err := b.ledger.EntriesByTransfer(context.Background(), transferID)
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	require.Equal(t, first.ID, entries[0].EventID)
+
+	acks := b.acknowledgments(t)
+	require.Len(t, acks, 3)
+	for i, env := range []events.Envelope{first, second, first} {
+		require.Equal(t, env.ID, acks[i].SourceEventID)
+		require.Equal(t, entries[0].ID.String(), acks[i].EntryID, "every acknowledgment names the stored entry")
+	}
+
+	var warning struct {
+		Level      string `json:"level"`
+		Message    string `json:"message"`
+		TransferID string `json:"transfer_id"`
+		EventID    string `json:"event_id"`
+	}
+	line, err := logs.ReadBytes('\n')
+	require.NoError(t, err, "the duplicate is logged")
+	require.NoError(t, json.Unmarshal(line, &warning))
+	require.Equal(t, "warn", warning.Level)
+	require.Equal(t, "transfer already has posting; skipping duplicate create", warning.Message)
+	require.Equal(t, transferID, warning.TransferID)
+	require.Equal(t, second.ID, warning.EventID)
+
+	tb, err := b.ledger.TrialBalance(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, []gl.CurrencyTotal{{Currency: "EUR", Debits: 500, Credits: 500, Balanced: true}}, tb.Currencies)
+}
+
+func TestTransferPosterRejectsMalformedEventsWithoutWriting(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h := gl.NewTransferPoster(gl.DefaultPostingRule, b.ledger, zerolog.Nop())
+
+	wrongType := transferCompleted(t, newTransferID(), 100, "USD")
+	wrongType.Type = events.TypeTransferPosted
+	undecodable := transferCompleted(t, newTransferID(), 100, "USD")
+	undecodable.Data = json.RawMessage(`{"amount":"a lot"}`)
+	notAnObject := transferCompleted(t, newTransferID(), 100, "USD")
+	notAnObject.Data = json.RawMessage(`[1,2]`)
+
+	tests := []struct {
+		name string
+		env  events.Envelope
+	}{
+		{"an amount of zero", transferCompleted(t, newTransferID(), 0, "USD")},
+		{"a negative amount", transferCompleted(t, newTransferID(), -1, "USD")},
+		{"a lower-case currency", transferCompleted(t, newTransferID(), 100, "usd")},
+		{"a currency that is not three letters", transferCompleted(t, newTransferID(), 100, "DOLLAR")},
+		{"an empty transfer id", transferCompleted(t, "", 100, "USD")},
+		{"an event of another type", wrongType},
+		{"data that does not decode", undecodable},
+		{"data that is not an object", notAnObject},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := b.handle(t, h, tt.env)
+			require.Error(t, err)
+			require.ErrorIs(t, err, events.ErrMalformed)
+		})
+	}
+
+	tb, err := b.ledger.TrialBalance(context.Background())
+	require.NoError(t, err)
+	require.Empty(t, tb.Accounts)
+	require.Empty(t, b.acknowledgments(t))
+}
+
+func TestTransferPosterRefusesEventIDReusedForAnotherTransfer(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h := gl.NewTransferPoster(gl.DefaultPostingRule, b.ledger, zerolog.Nop())
+	first := transferCompleted(t, newTransferID(), 100, "USD")
+	reused := transferCompleted(t, newTransferID(), 100, "USD")
+	reused.ID = first.ID
+
+	require.NoError(t, b.handle(t, h, first))
+	err := b.handle(t, h, reused)
+	require.ErrorIs(t, err, events.ErrMalformed)
+	require.Len(t, b.acknowledgments(t), 1)
+}
+
+func TestTransferPosterHonoursCustomPostingRule(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	// The rule is configuration: it posts the reverse of the default here.
+	rule := gl.PostingRule{DebitAccount: "2010", CreditAccount: "1010"}
+	require.NoError(t, rule.Check(context.Background(), b.ledger))
+	h := gl.NewTransferPoster(rule, b.ledger, zerolog.Nop())
+	transferID := newTransferID()
+
+	require.NoError(t, b.handle(t, h, transferCompleted(t, transferID, 42, "GBP")))
+
+	entries, err := b.ledger.EntriesByTransfer(context.Background(), transferID)
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	require.Equal(t, []gl.Line{
+		{AccountCode: "2010", Direction: gl.Debit, Amount: 42},
+		{AccountCode: "1010", Direction: gl.Credit, Amount: 42},
+	}, entries[0].Lines)
+}
+
+func TestPostingRuleCheck(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+
+	require.NoError(t, gl.DefaultPostingRule.Check(ctx, b.ledger))
+
+	tests := []struct {
+		name     string
+		rule     gl.PostingRule
+		notFound bool
+	}{
+		{"an unknown debit account fails", gl.PostingRule{DebitAccount: "9999", CreditAccount: "2010"}, true},
+		{"an unknown credit account fails", gl.PostingRule{DebitAccount: "1010", CreditAccount: "nope"}, true},
+		{"an empty account fails", gl.PostingRule{DebitAccount: "1010"}, false},
+		{"the same account on both sides fails", gl.PostingRule{DebitAccount: "1010", CreditAccount: "1010"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			err := tt.rule.Check(ctx, b.ledger)
+			require.Error(t, err)
+			if tt.notFound {
+				require.ErrorIs(t, err, gl.ErrAccountNotFound)
+			}
+		})
+	}
+}
