@@ -2,6 +2,7 @@ package events
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
+	"golang.org/x/sync/errgroup"
 
 	"walletgl/internal/database"
 	"walletgl/internal/events/eventsdb"
@@ -58,6 +60,7 @@ type ConsumerStats struct {
 type Consumer struct {
 	cfg     ConsumerConfig
 	topo    Topology
+	nc      *nats.Conn
 	js      jetstream.JetStream
 	pool    *pgxpool.Pool
 	handler Handler
@@ -77,7 +80,7 @@ func NewConsumer(cfg ConsumerConfig, topo Topology, nc *nats.Conn, pool *pgxpool
 	}
 	cfg = cfg.withDefaults()
 	return &Consumer{
-		cfg: cfg, topo: topo, js: js, pool: pool, handler: handler,
+		cfg: cfg, topo: topo, nc: nc, js: js, pool: pool, handler: handler,
 		log: log.With().Str("component", "consumer").Str("consumer", cfg.Name).Logger(),
 	}, nil
 }
@@ -91,8 +94,16 @@ func (c *Consumer) Stats() ConsumerStats {
 }
 
 // Run consumes until ctx is cancelled. A batch in progress is finished (committed and
-// acknowledged) before Run returns; what was not yet fetched stays with the broker.
+// acknowledged) before Run returns; what was not yet fetched stays with the broker. Alongside,
+// it records the events the broker gave up on (the max-deliveries advisory) in the inbox.
 func (c *Consumer) Run(ctx context.Context) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return c.consume(ctx) })
+	g.Go(func() error { return c.watchMaxDeliveries(ctx) })
+	return g.Wait()
+}
+
+func (c *Consumer) consume(ctx context.Context) error {
 	failures := 0
 	var cons jetstream.Consumer
 	for ctx.Err() == nil {
@@ -122,6 +133,65 @@ func (c *Consumer) Run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// maxDeliveriesAdvisorySubject prefixes the subject of the broker's max-deliveries advisory,
+// followed by the stream and consumer names.
+const maxDeliveriesAdvisorySubject = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES"
+
+// maxDeliveriesAdvisory is the part of JetStream's max-deliveries advisory we use.
+type maxDeliveriesAdvisory struct {
+	StreamSeq  uint64 `json:"stream_seq"`
+	Deliveries uint64 `json:"deliveries"`
+}
+
+// watchMaxDeliveries listens for the broker's max-deliveries advisory: it is a plain NATS
+// message, lost if nobody listens, sent when a message ran out of deliveries without our loop
+// recording it (for example, the process died while handling its last delivery). The event is
+// recorded as failed in the inbox with its payload, read back from the stream. An advisory
+// missed while no consumer runs is covered by the producer's catch-up, which publishes the
+// still unacknowledged event again.
+func (c *Consumer) watchMaxDeliveries(ctx context.Context) error {
+	stream := c.topo.StreamName(c.cfg.Source)
+	ch := make(chan *nats.Msg, 64)
+	sub, err := c.nc.ChanSubscribe(maxDeliveriesAdvisorySubject+"."+stream+"."+c.cfg.Name, ch)
+	if err != nil {
+		return fmt.Errorf("subscribe to max-deliveries advisories: %w", err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case msg := <-ch:
+			var adv maxDeliveriesAdvisory
+			if err := json.Unmarshal(msg.Data, &adv); err != nil {
+				c.log.Warn().Err(err).Msg("unreadable max-deliveries advisory")
+				continue
+			}
+			c.recordGivenUp(ctx, stream, adv)
+		}
+	}
+}
+
+func (c *Consumer) recordGivenUp(ctx context.Context, stream string, adv maxDeliveriesAdvisory) {
+	d := delivery{seq: adv.StreamSeq, delivered: adv.Deliveries, eventID: "seq-" + strconv.FormatUint(adv.StreamSeq, 10)}
+	var payload []byte
+	if s, err := c.js.Stream(ctx, stream); err == nil {
+		if raw, err := s.GetMsg(ctx, adv.StreamSeq); err == nil {
+			payload = raw.Data
+			if env, err := DecodeEnvelope(raw.Data); err == nil || env.ID != "" {
+				d.env, d.eventID = env, env.ID
+			}
+		}
+	}
+	reason := fmt.Errorf("the broker gave up after %d deliveries (max-deliveries advisory)", adv.Deliveries)
+	if err := c.record(ctx, d, payload, reason); err != nil {
+		c.log.Error().Err(err).Str("event_id", d.eventID).Msg("record event the broker gave up on")
+		return
+	}
+	c.failed.Add(1)
+	c.log.Error().Err(reason).Str("event_id", d.eventID).Uint64("stream_seq", d.seq).Msg("event dead-lettered in the inbox")
 }
 
 func (c *Consumer) logFailure(err error, failures int) *zerolog.Event {
@@ -301,14 +371,7 @@ func (c *Consumer) handleFailure(ctx context.Context, d delivery, err error) {
 // terminates it at the broker so it is not delivered again. If the record cannot be written
 // (database down), the message is left to be redelivered instead: nothing is dropped unrecorded.
 func (c *Consumer) deadLetter(ctx context.Context, d delivery, reason error) {
-	err := database.WithTx(ctx, c.pool, func(tx pgx.Tx) error {
-		return eventsdb.New(tx).RecordInboxFailure(ctx, eventsdb.RecordInboxFailureParams{
-			ID: c.inboxID(d.eventID), Consumer: c.cfg.Name, EventID: d.eventID,
-			EventType: eventTypeOr(d.env.Type), StreamSeq: int64(d.seq), Reason: reason.Error(),
-			Payload: d.msg.Data(), Attempts: int32(max(d.delivered, 1)),
-		})
-	})
-	if err != nil {
+	if err := c.record(ctx, d, d.msg.Data(), reason); err != nil {
 		c.retried.Add(1)
 		c.log.Error().Err(err).Str("event_id", d.eventID).Msg("record failed event; leaving it for redelivery")
 		_ = d.msg.NakWithDelay(backoff(int(d.delivered), c.cfg.RetryDelay, time.Minute))
@@ -319,6 +382,17 @@ func (c *Consumer) deadLetter(ctx context.Context, d delivery, reason error) {
 	if err := d.msg.Term(); err != nil {
 		c.log.Debug().Err(err).Str("event_id", d.eventID).Msg("term not sent")
 	}
+}
+
+// record writes the inbox row of a failed event; an event already processed is left alone.
+func (c *Consumer) record(ctx context.Context, d delivery, payload []byte, reason error) error {
+	return database.WithTx(ctx, c.pool, func(tx pgx.Tx) error {
+		return eventsdb.New(tx).RecordInboxFailure(ctx, eventsdb.RecordInboxFailureParams{
+			ID: c.inboxID(d.eventID), Consumer: c.cfg.Name, EventID: d.eventID,
+			EventType: eventTypeOr(d.env.Type), StreamSeq: int64(d.seq), Reason: reason.Error(),
+			Payload: payload, Attempts: int32(max(d.delivered, 1)),
+		})
+	})
 }
 
 func eventTypeOr(t string) string {

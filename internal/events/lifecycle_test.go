@@ -344,3 +344,36 @@ func envelopeID(t *testing.T, body []byte) string {
 }
 
 var _ = fmt.Sprint
+
+func TestAnEventTheBrokerGaveUpOnIsRecordedFromItsAdvisory(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	ids := b.addEvents(t, 1)
+	relay := b.relay(t, events.RelayConfig{})
+	_, err := relay.DispatchOnce(ctx)
+	require.NoError(t, err)
+
+	spec := events.ConsumerSpec{Name: "gl", Source: events.SourceWallet, EventType: events.TypeTransferCompleted,
+		MaxDeliver: 1, AckWait: 300 * time.Millisecond}
+	// A process takes the only delivery the event has and dies without acknowledging it.
+	raw, err := b.topo.EnsureConsumer(ctx, b.js, spec)
+	require.NoError(t, err)
+	batch, err := raw.Fetch(1, jetstream.FetchMaxWait(2*time.Second))
+	require.NoError(t, err)
+	for range batch.Messages() {
+	}
+
+	c, err := events.NewConsumer(events.ConsumerConfig{ConsumerSpec: spec}, b.topo, b.nc, b.pool,
+		events.HandlerFunc(func(context.Context, pgx.Tx, events.Envelope) error { return nil }), b.log)
+	require.NoError(t, err)
+	stop := runInBackground(t, c.Run)
+	require.Eventually(t, func() bool { return c.Stats().Failed == 1 }, 15*time.Second, 20*time.Millisecond)
+	stop()
+	row, err := eventsdb.New(b.pool).GetInbox(ctx, "gl:"+ids[0].String())
+	require.NoError(t, err)
+	require.Equal(t, "failed", row.Status)
+	require.Contains(t, *row.Reason, "max-deliveries advisory")
+	require.NotEmpty(t, row.Payload)
+	require.Zero(t, c.Stats().Processed)
+}
