@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
@@ -312,4 +313,18 @@ func TestListTransfers(t *testing.T) {
 	requireProblem(t, b.do(t, http.MethodGet, "/v1/transfers?after=%21%21", nil, ""), 400, "invalid-request")
 	res = b.do(t, http.MethodGet, "/v1/transfers?limit=5000", nil, "")
 	require.Equal(t, http.StatusOK, res.status, "a limit over the maximum is capped: %s", res.body)
+}
+
+func TestUnreachableDatabaseIs503(t *testing.T) {
+	t.Parallel()
+	pool, err := pgxpool.New(context.Background(), "postgres://postgres@127.0.0.1:1/wallet?sslmode=disable&connect_timeout=2")
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	srv := httptest.NewServer(httpapi.NewServer(zerolog.Nop(), postgres.NewStore(pool), nil))
+	t.Cleanup(srv.Close)
+	b := &testBundle{url: srv.URL}
+
+	requireProblem(t, b.do(t, http.MethodGet, "/v1/wallets/alice", nil, ""), http.StatusServiceUnavailable, "database-unavailable")
+	requireProblem(t, b.transfer(t, "k", `{"from_wallet_id":"a","to_wallet_id":"b","amount":1,"currency":"USD"}`),
+		http.StatusServiceUnavailable, "database-unavailable")
 }

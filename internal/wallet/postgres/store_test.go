@@ -552,3 +552,19 @@ func TestBalanceTotalsStayZeroPerCurrency(t *testing.T) {
 		{Currency: "USD", Total: 0, Wallets: 3},
 	}, totals)
 }
+
+func TestUnreachableDatabaseIsUnavailable(t *testing.T) {
+	t.Parallel()
+	// Port 1 on loopback: nothing listens, the connection is refused at once.
+	pool, err := pgxpool.New(context.Background(), "postgres://postgres@127.0.0.1:1/wallet?sslmode=disable&connect_timeout=2")
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	store := postgres.NewStore(pool)
+
+	_, err = store.GetWallet(context.Background(), "alice")
+	require.ErrorIs(t, err, wallet.ErrUnavailable)
+	_, _, err = store.CreateTransfer(context.Background(), wallet.TransferRequest{
+		IdempotencyKey: "k", FromWalletID: "a", ToWalletID: "b", Amount: 1, Currency: "USD",
+	})
+	require.ErrorIs(t, err, wallet.ErrUnavailable)
+}
