@@ -7,7 +7,11 @@ ON CONFLICT (idempotency_key) DO NOTHING
 RETURNING *;
 
 -- name: GetTransferByIdempotencyKey :one
-SELECT * FROM transfers WHERE idempotency_key = @idempotency_key;
+-- A replayed request answers with the transfer as it is now, outbox status included.
+SELECT sqlc.embed(t), coalesce(o.status, 'acknowledged')::text AS outbox_status
+FROM transfers t
+LEFT JOIN outbox o ON o.id = t.event_id
+WHERE t.idempotency_key = @idempotency_key;
 
 -- name: GetTransferWithOutbox :one
 -- Acknowledged rows are deleted by retention, so a transfer without its outbox row was acknowledged.

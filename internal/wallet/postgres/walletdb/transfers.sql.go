@@ -13,23 +13,33 @@ import (
 )
 
 const getTransferByIdempotencyKey = `-- name: GetTransferByIdempotencyKey :one
-SELECT id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at FROM transfers WHERE idempotency_key = $1
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, coalesce(o.status, 'acknowledged')::text AS outbox_status
+FROM transfers t
+LEFT JOIN outbox o ON o.id = t.event_id
+WHERE t.idempotency_key = $1
 `
 
-func (q *Queries) GetTransferByIdempotencyKey(ctx context.Context, idempotencyKey string) (Transfer, error) {
+type GetTransferByIdempotencyKeyRow struct {
+	Transfer     Transfer
+	OutboxStatus string
+}
+
+// A replayed request answers with the transfer as it is now, outbox status included.
+func (q *Queries) GetTransferByIdempotencyKey(ctx context.Context, idempotencyKey string) (GetTransferByIdempotencyKeyRow, error) {
 	row := q.db.QueryRow(ctx, getTransferByIdempotencyKey, idempotencyKey)
-	var i Transfer
+	var i GetTransferByIdempotencyKeyRow
 	err := row.Scan(
-		&i.ID,
-		&i.IdempotencyKey,
-		&i.RequestHash,
-		&i.FromWalletID,
-		&i.ToWalletID,
-		&i.Amount,
-		&i.Currency,
-		&i.Status,
-		&i.EventID,
-		&i.CreatedAt,
+		&i.Transfer.ID,
+		&i.Transfer.IdempotencyKey,
+		&i.Transfer.RequestHash,
+		&i.Transfer.FromWalletID,
+		&i.Transfer.ToWalletID,
+		&i.Transfer.Amount,
+		&i.Transfer.Currency,
+		&i.Transfer.Status,
+		&i.Transfer.EventID,
+		&i.Transfer.CreatedAt,
+		&i.OutboxStatus,
 	)
 	return i, err
 }

@@ -1,0 +1,24 @@
+package wallet
+
+import "walletgl/internal/problem"
+
+// The application errors of the wallet service. Their slugs are the stable part of the
+// problem type clients match on; problem.Newf gives one a specific detail and errors.Is still
+// matches it against the sentinel.
+var (
+	ErrInvalid           = problem.New(problem.Invalid, "invalid-request", "the request is invalid")
+	ErrWalletExists      = problem.New(problem.Conflict, "wallet-exists", "a wallet with this id exists")
+	ErrWalletNotFound    = problem.New(problem.NotFound, "wallet-not-found", "the wallet does not exist")
+	ErrTransferNotFound  = problem.New(problem.NotFound, "transfer-not-found", "the transfer does not exist")
+	ErrInsufficientFunds = problem.New(problem.Unprocessable, "insufficient-funds",
+		"the source wallet's balance does not cover the amount")
+	ErrCurrencyMismatch = problem.New(problem.Unprocessable, "currency-mismatch",
+		"the transfer's currency differs from a wallet's currency")
+	ErrSameWallet           = problem.New(problem.Unprocessable, "same-wallet", "a wallet cannot transfer to itself")
+	ErrIdempotencyKeyReused = problem.New(problem.Unprocessable, "idempotency-key-reused",
+		"this Idempotency-Key was used for a different transfer")
+	ErrIdempotencyKeyInFlight = problem.New(problem.Conflict, "idempotency-key-in-flight",
+		"a request with this Idempotency-Key is still being processed; retry later")
+	ErrUnavailable = problem.New(problem.Unavailable, "database-unavailable",
+		"the database is unavailable; retry later")
+)

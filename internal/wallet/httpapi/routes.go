@@ -1,0 +1,18 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+
+	"walletgl/internal/wallet"
+)
+
+// addRoutes is the whole API surface of the wallet service.
+func addRoutes(mux *http.ServeMux, service wallet.Service, health func(ctx context.Context) error) {
+	mux.Handle("GET /healthz", handleHealth(health))
+	mux.Handle("POST /v1/wallets", handleCreateWallet(service))
+	mux.Handle("GET /v1/wallets/{id}", handleGetWallet(service))
+	mux.Handle("POST /v1/transfers", handleCreateTransfer(service))
+	mux.Handle("GET /v1/transfers/{id}", handleGetTransfer(service))
+	mux.Handle("GET /v1/transfers", handleListTransfers(service))
+}

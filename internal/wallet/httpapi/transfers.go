@@ -1,0 +1,124 @@
+package httpapi
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"walletgl/internal/problem"
+	"walletgl/internal/wallet"
+)
+
+type transferJSON struct {
+	ID             string    `json:"id"`
+	IdempotencyKey string    `json:"idempotency_key"`
+	FromWalletID   string    `json:"from_wallet_id"`
+	ToWalletID     string    `json:"to_wallet_id"`
+	Amount         int64     `json:"amount"`
+	Currency       string    `json:"currency"`
+	Status         string    `json:"status"`
+	CreatedAt      time.Time `json:"created_at"`
+	// OutboxStatus is shown where a transfer is read, not where it is created.
+	OutboxStatus *string `json:"outbox_status,omitempty"`
+}
+
+func toTransferJSON(t wallet.Transfer, withOutbox bool) transferJSON {
+	out := transferJSON{
+		ID: t.ID.String(), IdempotencyKey: t.IdempotencyKey,
+		FromWalletID: t.FromWalletID, ToWalletID: t.ToWalletID,
+		Amount: t.Amount, Currency: t.Currency, Status: t.Status, CreatedAt: t.CreatedAt.UTC(),
+	}
+	if withOutbox {
+		out.OutboxStatus = &t.OutboxStatus
+	}
+	return out
+}
+
+func handleCreateTransfer(service wallet.Service) http.Handler {
+	type request struct {
+		FromWalletID string `json:"from_wallet_id"`
+		ToWalletID   string `json:"to_wallet_id"`
+		Amount       int64  `json:"amount"`
+		Currency     string `json:"currency"`
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		req, err := decode[request](w, r)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		t, replayed, err := service.CreateTransfer(r.Context(), wallet.TransferRequest{
+			IdempotencyKey: r.Header.Get("Idempotency-Key"),
+			FromWalletID:   req.FromWalletID, ToWalletID: req.ToWalletID,
+			Amount: req.Amount, Currency: req.Currency,
+		})
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		logger := zerolog.Ctx(r.Context())
+		logger.UpdateContext(func(c zerolog.Context) zerolog.Context { return c.Str("transfer_id", t.ID.String()) })
+		status := http.StatusCreated
+		if replayed {
+			status = http.StatusOK
+			logger.Debug().Msg("transfer replayed")
+		} else {
+			logger.Info().Str("event_id", t.EventID.String()).Msg("transfer created")
+		}
+		encode(w, status, toTransferJSON(t, false))
+	})
+}
+
+func handleGetTransfer(service wallet.Service) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := wallet.ParseTransferID(r.PathValue("id"))
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		t, err := service.GetTransfer(r.Context(), id)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		encode(w, http.StatusOK, toTransferJSON(t, true))
+	})
+}
+
+// handleListTransfers pages through all transfers, oldest first, for reconciliation.
+func handleListTransfers(service wallet.Service) http.Handler {
+	type response struct {
+		Transfers  []transferJSON `json:"transfers"`
+		NextCursor string         `json:"next_cursor"`
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		query := r.URL.Query()
+		after, err := wallet.ParseCursor(query.Get("after"))
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		limit := wallet.DefaultListLimit
+		if s := query.Get("limit"); s != "" {
+			limit, err = strconv.Atoi(s)
+			if err != nil || limit < 1 {
+				writeError(w, r, problem.Newf(wallet.ErrInvalid,
+					"limit must be an integer from 1 to %d, got %q", wallet.MaxListLimit, s))
+				return
+			}
+			limit = min(limit, wallet.MaxListLimit)
+		}
+		page, err := service.ListTransfers(r.Context(), after, limit)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		out := response{Transfers: make([]transferJSON, 0, len(page.Transfers)), NextCursor: page.Next.String()}
+		for _, t := range page.Transfers {
+			out.Transfers = append(out.Transfers, toTransferJSON(t, true))
+		}
+		encode(w, http.StatusOK, out)
+	})
+}

@@ -1,0 +1,56 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/rs/zerolog"
+
+	"walletgl/internal/wallet"
+)
+
+type walletJSON struct {
+	ID            string `json:"id"`
+	Currency      string `json:"currency"`
+	Balance       int64  `json:"balance"`
+	AllowNegative bool   `json:"allow_negative"`
+}
+
+func toWalletJSON(w wallet.Wallet) walletJSON {
+	return walletJSON{ID: w.ID, Currency: w.Currency, Balance: w.Balance, AllowNegative: w.AllowNegative}
+}
+
+func handleCreateWallet(service wallet.Service) http.Handler {
+	type request struct {
+		ID            string `json:"id"`
+		Currency      string `json:"currency"`
+		AllowNegative bool   `json:"allow_negative"`
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		req, err := decode[request](w, r)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		created, err := service.CreateWallet(r.Context(), wallet.Wallet{
+			ID: req.ID, Currency: req.Currency, AllowNegative: req.AllowNegative,
+		})
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		zerolog.Ctx(r.Context()).Info().Str("wallet_id", created.ID).Str("currency", created.Currency).
+			Bool("allow_negative", created.AllowNegative).Msg("wallet created")
+		encode(w, http.StatusCreated, toWalletJSON(created))
+	})
+}
+
+func handleGetWallet(service wallet.Service) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		found, err := service.GetWallet(r.Context(), r.PathValue("id"))
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		encode(w, http.StatusOK, toWalletJSON(found))
+	})
+}

@@ -1,0 +1,337 @@
+// Package postgres stores wallets and transfers in PostgreSQL and writes each transfer's
+// TransferCompleted event to the outbox in the same transaction. The sqlc code in walletdb
+// stays behind this package: callers see wallet types and wallet errors only.
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/rs/zerolog"
+
+	"walletgl/internal/database"
+	"walletgl/internal/events"
+	"walletgl/internal/problem"
+	"walletgl/internal/wallet"
+	"walletgl/internal/wallet/postgres/walletdb"
+)
+
+// Store is the wallet service over PostgreSQL.
+type Store struct {
+	pool    *pgxpool.Pool
+	queries *walletdb.Queries
+	outbox  *events.Outbox
+}
+
+var _ wallet.Service = (*Store)(nil)
+
+// NewStore returns a Store on pool, whose database has the "wallet" migrations applied.
+func NewStore(pool *pgxpool.Pool) *Store {
+	return &Store{pool: pool, queries: walletdb.New(pool), outbox: events.NewOutbox(events.SourceWallet)}
+}
+
+// CreateWallet creates an empty wallet.
+func (s *Store) CreateWallet(ctx context.Context, w wallet.Wallet) (wallet.Wallet, error) {
+	if err := w.Validate(); err != nil {
+		return wallet.Wallet{}, err
+	}
+	row, err := s.queries.CreateWallet(ctx, walletdb.CreateWalletParams{
+		ID: w.ID, Currency: w.Currency, AllowNegative: w.AllowNegative,
+	})
+	if errors.Is(err, pgx.ErrNoRows) { // ON CONFLICT DO NOTHING: the id is taken
+		return wallet.Wallet{}, problem.Newf(wallet.ErrWalletExists, "wallet %q exists", w.ID)
+	}
+	if err != nil {
+		return wallet.Wallet{}, storeError("create wallet "+w.ID, err)
+	}
+	return toWallet(row), nil
+}
+
+// GetWallet returns the wallet with this id.
+func (s *Store) GetWallet(ctx context.Context, id string) (wallet.Wallet, error) {
+	row, err := s.queries.GetWallet(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return wallet.Wallet{}, problem.Newf(wallet.ErrWalletNotFound, "wallet %q does not exist", id)
+	}
+	if err != nil {
+		return wallet.Wallet{}, storeError("get wallet "+id, err)
+	}
+	return toWallet(row), nil
+}
+
+// CreateTransfer moves the money and records the transfer and its TransferCompleted event, all
+// in one transaction, or returns the transfer an earlier request with the same key created.
+func (s *Store) CreateTransfer(ctx context.Context, req wallet.TransferRequest) (wallet.Transfer, bool, error) {
+	if err := req.Validate(); err != nil {
+		return wallet.Transfer{}, false, err
+	}
+	// The ids exist before the transaction so that a retried transaction (deadlock, serialization
+	// failure) writes the same transfer and the same event.
+	transferID, err := uuid.NewV7()
+	if err != nil {
+		return wallet.Transfer{}, false, fmt.Errorf("generate transfer id: %w", err)
+	}
+	eventID, err := uuid.NewV7()
+	if err != nil {
+		return wallet.Transfer{}, false, fmt.Errorf("generate event id: %w", err)
+	}
+	hash := requestHash(req)
+
+	var (
+		out      wallet.Transfer
+		replayed bool
+	)
+	err = database.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.queries.WithTx(tx)
+		replayed = false
+
+		// (a) Claim the key. A concurrent request with the same key waits here on the unique
+		// index until the first one commits (then it conflicts) or rolls back (then it claims).
+		row, err := q.InsertTransfer(ctx, walletdb.InsertTransferParams{
+			ID: transferID, IdempotencyKey: req.IdempotencyKey, RequestHash: hash,
+			FromWalletID: req.FromWalletID, ToWalletID: req.ToWalletID,
+			Amount: req.Amount, Currency: req.Currency, EventID: eventID,
+		})
+		if errors.Is(err, pgx.ErrNoRows) {
+			existing, err := q.GetTransferByIdempotencyKey(ctx, req.IdempotencyKey)
+			if err != nil {
+				return fmt.Errorf("load transfer by idempotency key: %w", err)
+			}
+			if !bytes.Equal(existing.Transfer.RequestHash, hash) {
+				return problem.Newf(wallet.ErrIdempotencyKeyReused,
+					"Idempotency-Key %q was used for transfer %s, which differs from this request",
+					req.IdempotencyKey, existing.Transfer.ID)
+			}
+			out, replayed = toTransfer(existing.Transfer, existing.OutboxStatus), true
+			return nil
+		}
+		if err != nil {
+			return claimError(req, err)
+		}
+
+		// (b) Lock both wallets in id order: two transfers in opposite directions take the locks
+		// in the same order and cannot deadlock, and NO KEY UPDATE leaves the KEY SHARE locks of
+		// other transfers' foreign keys alone.
+		locked, err := q.LockWallets(ctx, []string{req.FromWalletID, req.ToWalletID})
+		if err != nil {
+			return fmt.Errorf("lock wallets: %w", err)
+		}
+		if err := checkTransfer(req, locked); err != nil {
+			return err
+		}
+
+		// (c) Both balances in one statement.
+		n, err := q.AddToBalances(ctx, walletdb.AddToBalancesParams{
+			Ids:    []string{req.FromWalletID, req.ToWalletID},
+			Deltas: []int64{-req.Amount, req.Amount},
+		})
+		if err != nil {
+			return fmt.Errorf("update balances: %w", err)
+		}
+		if n != 2 {
+			return fmt.Errorf("update balances: %d wallets changed, want 2", n)
+		}
+
+		// (d) The event commits or rolls back with the transfer.
+		err = s.outbox.Add(ctx, tx, events.Event{
+			ID:          eventID,
+			Type:        events.TypeTransferCompleted,
+			AggregateID: row.ID.String(),
+			Time:        row.CreatedAt,
+			Data: events.TransferCompleted{
+				TransferID:   row.ID.String(),
+				FromWalletID: row.FromWalletID,
+				ToWalletID:   row.ToWalletID,
+				Amount:       row.Amount,
+				Currency:     row.Currency,
+				CreatedAt:    row.CreatedAt.UTC(),
+			},
+		})
+		if err != nil {
+			return err
+		}
+		out = toTransfer(row, "pending")
+		return nil
+	})
+	if err != nil {
+		return wallet.Transfer{}, false, storeError("create transfer", err)
+	}
+	return out, replayed, nil
+}
+
+// claimError explains why the transfer row could not be inserted.
+func claimError(req wallet.TransferRequest, err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch {
+		case pgErr.Code == "23503" && pgErr.ConstraintName == "transfers_from_wallet_id_fkey":
+			return problem.Newf(wallet.ErrWalletNotFound, "from_wallet_id %q does not exist", req.FromWalletID)
+		case pgErr.Code == "23503" && pgErr.ConstraintName == "transfers_to_wallet_id_fkey":
+			return problem.Newf(wallet.ErrWalletNotFound, "to_wallet_id %q does not exist", req.ToWalletID)
+		case pgErr.Code == "55P03":
+			// Only with a lock_timeout set on the connection: the request that holds the key
+			// has not finished within it.
+			return problem.Newf(wallet.ErrIdempotencyKeyInFlight,
+				"a request with Idempotency-Key %q is still being processed; retry later", req.IdempotencyKey)
+		}
+	}
+	return fmt.Errorf("insert transfer: %w", err)
+}
+
+// checkTransfer applies the business rules to the locked wallets.
+func checkTransfer(req wallet.TransferRequest, locked []walletdb.LockWalletsRow) error {
+	var from, to *walletdb.LockWalletsRow
+	for i := range locked {
+		switch locked[i].ID {
+		case req.FromWalletID:
+			from = &locked[i]
+		case req.ToWalletID:
+			to = &locked[i]
+		}
+	}
+	switch {
+	case from == nil:
+		return problem.Newf(wallet.ErrWalletNotFound, "from_wallet_id %q does not exist", req.FromWalletID)
+	case to == nil:
+		return problem.Newf(wallet.ErrWalletNotFound, "to_wallet_id %q does not exist", req.ToWalletID)
+	case from.Currency != req.Currency:
+		return problem.Newf(wallet.ErrCurrencyMismatch,
+			"wallet %q holds %s, the transfer is in %s", from.ID, from.Currency, req.Currency)
+	case to.Currency != req.Currency:
+		return problem.Newf(wallet.ErrCurrencyMismatch,
+			"wallet %q holds %s, the transfer is in %s", to.ID, to.Currency, req.Currency)
+	case !from.AllowNegative && from.Balance < req.Amount: // balance - amount < 0, without overflow
+		return problem.Newf(wallet.ErrInsufficientFunds,
+			"wallet %q holds %d %s, the transfer needs %d", from.ID, from.Balance, from.Currency, req.Amount)
+	}
+	return nil
+}
+
+// GetTransfer returns the transfer with this id and where its event is.
+func (s *Store) GetTransfer(ctx context.Context, id uuid.UUID) (wallet.Transfer, error) {
+	row, err := s.queries.GetTransferWithOutbox(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return wallet.Transfer{}, problem.Newf(wallet.ErrTransferNotFound, "transfer %s does not exist", id)
+	}
+	if err != nil {
+		return wallet.Transfer{}, storeError("get transfer "+id.String(), err)
+	}
+	return toTransfer(row.Transfer, row.OutboxStatus), nil
+}
+
+// ListTransfers returns up to limit transfers after the cursor, oldest first. A limit out of
+// range is brought into 1..wallet.MaxListLimit (0 means wallet.DefaultListLimit).
+func (s *Store) ListTransfers(ctx context.Context, after wallet.Cursor, limit int) (wallet.Page, error) {
+	switch {
+	case limit <= 0:
+		limit = wallet.DefaultListLimit
+	case limit > wallet.MaxListLimit:
+		limit = wallet.MaxListLimit
+	}
+	rows, err := s.queries.ListTransfers(ctx, walletdb.ListTransfersParams{
+		AfterCreatedAt: after.CreatedAt, AfterID: after.ID, RowLimit: int32(limit),
+	})
+	if err != nil {
+		return wallet.Page{}, storeError("list transfers", err)
+	}
+	page := wallet.Page{Transfers: make([]wallet.Transfer, 0, len(rows)), Next: after}
+	for _, row := range rows {
+		page.Transfers = append(page.Transfers, toTransfer(row.Transfer, row.OutboxStatus))
+	}
+	if n := len(page.Transfers); n > 0 {
+		page.Next = page.Transfers[n-1].Cursor()
+	}
+	return page, nil
+}
+
+// BalanceTotals returns the sum of all balances per currency, for verification: transfers
+// never change it.
+func (s *Store) BalanceTotals(ctx context.Context) ([]wallet.CurrencyTotal, error) {
+	rows, err := s.queries.BalanceTotals(ctx)
+	if err != nil {
+		return nil, storeError("sum balances", err)
+	}
+	totals := make([]wallet.CurrencyTotal, 0, len(rows))
+	for _, r := range rows {
+		totals = append(totals, wallet.CurrencyTotal{Currency: r.Currency, Total: r.Total, Wallets: r.Wallets})
+	}
+	return totals, nil
+}
+
+// HandleTransferPosted applies the GL's acknowledgment of a transfer: the outbox row of the
+// event the GL posted becomes acknowledged. It is an events.Handler (through
+// events.HandlerFunc) and runs in the consumer's transaction.
+func (s *Store) HandleTransferPosted(ctx context.Context, tx pgx.Tx, env events.Envelope) error {
+	if env.Type != events.TypeTransferPosted {
+		return events.Permanent(fmt.Errorf("handle %s: want %s", env.Type, events.TypeTransferPosted))
+	}
+	var posted events.TransferPosted
+	if err := env.DecodeData(&posted); err != nil {
+		return err
+	}
+	if err := posted.Validate(); err != nil {
+		return err
+	}
+	id, err := uuid.Parse(posted.SourceEventID)
+	if err != nil {
+		return events.Permanent(fmt.Errorf("source_event_id %q is not a uuid: %w", posted.SourceEventID, err))
+	}
+	n, err := s.outbox.Acknowledge(ctx, tx, id)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		// A repeated acknowledgment, or one whose row retention already removed.
+		zerolog.Ctx(ctx).Debug().Str("transfer_id", posted.TransferID).Str("outbox_id", id.String()).
+			Msg("transfer already acknowledged")
+	}
+	return nil
+}
+
+// storeError keeps application errors as they are and turns a database that cannot be
+// reached into wallet.ErrUnavailable; anything else is an internal error, wrapped.
+func storeError(op string, err error) error {
+	var appErr *problem.Error
+	switch {
+	case errors.As(err, &appErr):
+		return err
+	case database.IsUnavailable(err):
+		return fmt.Errorf("%w: %s: %w", wallet.ErrUnavailable, op, err)
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+// requestHash fingerprints what a transfer request asks for, so a key that comes back with a
+// different request is refused. Each field is length-prefixed: no two requests share an encoding.
+func requestHash(req wallet.TransferRequest) []byte {
+	h := sha256.New()
+	for _, field := range []string{"transfer.v1", req.FromWalletID, req.ToWalletID,
+		strconv.FormatInt(req.Amount, 10), req.Currency} {
+		fmt.Fprintf(h, "%d:%s;", len(field), field)
+	}
+	return h.Sum(nil)
+}
+
+func toWallet(w walletdb.Wallet) wallet.Wallet {
+	return wallet.Wallet{
+		ID: w.ID, Currency: w.Currency, Balance: w.Balance,
+		AllowNegative: w.AllowNegative, CreatedAt: w.CreatedAt.UTC(),
+	}
+}
+
+func toTransfer(t walletdb.Transfer, outboxStatus string) wallet.Transfer {
+	return wallet.Transfer{
+		ID: t.ID, IdempotencyKey: t.IdempotencyKey,
+		FromWalletID: t.FromWalletID, ToWalletID: t.ToWalletID,
+		Amount: t.Amount, Currency: t.Currency, Status: t.Status,
+		OutboxStatus: outboxStatus, EventID: t.EventID, CreatedAt: t.CreatedAt.UTC(),
+	}
+}

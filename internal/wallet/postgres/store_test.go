@@ -1,0 +1,570 @@
+package postgres_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"walletgl/internal/database"
+	"walletgl/internal/events"
+	"walletgl/internal/testenv"
+	"walletgl/internal/wallet"
+	"walletgl/internal/wallet/postgres"
+)
+
+type testBundle struct {
+	pool  *pgxpool.Pool
+	dbURL string
+}
+
+func setup(t *testing.T) (*postgres.Store, *testBundle) {
+	t.Helper()
+	pool, dbURL := testenv.MigratedPool(t, "wallet")
+	return postgres.NewStore(pool), &testBundle{pool: pool, dbURL: dbURL}
+}
+
+func createWallet(t *testing.T, store *postgres.Store, id, currency string, allowNegative bool) {
+	t.Helper()
+	_, err := store.CreateWallet(context.Background(), wallet.Wallet{ID: id, Currency: currency, AllowNegative: allowNegative})
+	require.NoError(t, err)
+}
+
+// fund creates wallet id holding amount, paid from a funding wallet that may go negative.
+func fund(t *testing.T, store *postgres.Store, id, currency string, amount int64) {
+	t.Helper()
+	createWallet(t, store, id, currency, false)
+	mint := "mint-" + currency
+	if _, err := store.GetWallet(context.Background(), mint); err != nil {
+		createWallet(t, store, mint, currency, true)
+	}
+	if amount == 0 {
+		return
+	}
+	_, _, err := store.CreateTransfer(context.Background(), wallet.TransferRequest{
+		IdempotencyKey: "fund-" + id, FromWalletID: mint, ToWalletID: id, Amount: amount, Currency: currency,
+	})
+	require.NoError(t, err)
+}
+
+func balance(t *testing.T, store *postgres.Store, id string) int64 {
+	t.Helper()
+	w, err := store.GetWallet(context.Background(), id)
+	require.NoError(t, err)
+	return w.Balance
+}
+
+func count(t *testing.T, pool *pgxpool.Pool, table string) int {
+	t.Helper()
+	var n int
+	require.NoError(t, pool.QueryRow(context.Background(), "SELECT count(*) FROM "+pgx.Identifier{table}.Sanitize()).Scan(&n))
+	return n
+}
+
+type outboxRow struct {
+	ID          uuid.UUID
+	EventType   string
+	AggregateID string
+	Payload     []byte
+	Status      string
+}
+
+func outboxRows(t *testing.T, pool *pgxpool.Pool, aggregateID string) []outboxRow {
+	t.Helper()
+	rows, err := pool.Query(context.Background(),
+		"SELECT id, event_type, aggregate_id, payload, status FROM outbox WHERE aggregate_id = $1", aggregateID)
+	require.NoError(t, err)
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[outboxRow])
+	require.NoError(t, err)
+	return out
+}
+
+func TestCreateTransferWritesTransferBalancesAndOneEvent(t *testing.T) {
+	t.Parallel()
+	store, bundle := setup(t)
+	ctx := context.Background()
+	fund(t, store, "alice", "USD", 1000)
+	createWallet(t, store, "bob", "USD", false)
+
+	tr, replayed, err := store.CreateTransfer(ctx, wallet.TransferRequest{
+		IdempotencyKey: "k-1", FromWalletID: "alice", ToWalletID: "bob", Amount: 250, Currency: "USD",
+	})
+	require.NoError(t, err)
+	require.False(t, replayed)
+	require.Equal(t, wallet.StatusCompleted, tr.Status)
+	require.Equal(t, "pending", tr.OutboxStatus)
+	require.Equal(t, uuid.Version(7), tr.ID.Version())
+	require.Equal(t, uuid.Version(7), tr.EventID.Version())
+	require.Equal(t, int64(750), balance(t, store, "alice"))
+	require.Equal(t, int64(250), balance(t, store, "bob"))
+
+	got, err := store.GetTransfer(ctx, tr.ID)
+	require.NoError(t, err)
+	require.Equal(t, tr, got)
+
+	rows := outboxRows(t, bundle.pool, tr.ID.String())
+	require.Len(t, rows, 1)
+	row := rows[0]
+	require.Equal(t, tr.EventID, row.ID)
+	require.Equal(t, events.TypeTransferCompleted, row.EventType)
+	require.Equal(t, "pending", row.Status)
+
+	env, err := events.DecodeEnvelope(row.Payload)
+	require.NoError(t, err)
+	require.Equal(t, "1.0", env.SpecVersion)
+	require.Equal(t, tr.EventID.String(), env.ID)
+	require.Equal(t, events.SourceWallet, env.Source)
+	require.Equal(t, events.TypeTransferCompleted, env.Type)
+	require.Equal(t, tr.ID.String(), env.Subject)
+	require.Equal(t, "application/json", env.DataContentType)
+	require.True(t, env.Time.Equal(tr.CreatedAt))
+
+	var data events.TransferCompleted
+	require.NoError(t, env.DecodeData(&data))
+	require.NoError(t, data.Validate())
+	require.Equal(t, events.TransferCompleted{
+		TransferID: tr.ID.String(), FromWalletID: "alice", ToWalletID: "bob",
+		Amount: 250, Currency: "USD", CreatedAt: data.CreatedAt,
+	}, data)
+	require.True(t, data.CreatedAt.Equal(tr.CreatedAt))
+
+	// The data's field names are the contract the GL decodes.
+	var raw map[string]any
+	require.NoError(t, json.Unmarshal(env.Data, &raw))
+	require.ElementsMatch(t, []string{"transfer_id", "from_wallet_id", "to_wallet_id", "amount", "currency", "created_at"},
+		keys(raw))
+}
+
+func keys(m map[string]any) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func TestRefusedTransferLeavesNoTrace(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		req  wallet.TransferRequest
+		want error
+	}{
+		{"a transfer over the balance is insufficient funds",
+			wallet.TransferRequest{FromWalletID: "alice", ToWalletID: "bob", Amount: 101, Currency: "USD"},
+			wallet.ErrInsufficientFunds},
+		{"a transfer in another currency than the source is a mismatch",
+			wallet.TransferRequest{FromWalletID: "alice", ToWalletID: "bob", Amount: 1, Currency: "EUR"},
+			wallet.ErrCurrencyMismatch},
+		{"a transfer to a wallet of another currency is a mismatch",
+			wallet.TransferRequest{FromWalletID: "alice", ToWalletID: "eve", Amount: 1, Currency: "USD"},
+			wallet.ErrCurrencyMismatch},
+		{"an unknown source wallet is not found",
+			wallet.TransferRequest{FromWalletID: "nobody", ToWalletID: "bob", Amount: 1, Currency: "USD"},
+			wallet.ErrWalletNotFound},
+		{"an unknown target wallet is not found",
+			wallet.TransferRequest{FromWalletID: "alice", ToWalletID: "nobody", Amount: 1, Currency: "USD"},
+			wallet.ErrWalletNotFound},
+		{"a transfer to the same wallet is refused",
+			wallet.TransferRequest{FromWalletID: "alice", ToWalletID: "alice", Amount: 1, Currency: "USD"},
+			wallet.ErrSameWallet},
+		{"a zero amount is invalid",
+			wallet.TransferRequest{FromWalletID: "alice", ToWalletID: "bob", Amount: 0, Currency: "USD"},
+			wallet.ErrInvalid},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			store, bundle := setup(t)
+			fund(t, store, "alice", "USD", 100)
+			createWallet(t, store, "bob", "USD", false)
+			createWallet(t, store, "eve", "EUR", false)
+			transfersBefore, outboxBefore := count(t, bundle.pool, "transfers"), count(t, bundle.pool, "outbox")
+
+			tt.req.IdempotencyKey = "refused"
+			_, _, err := store.CreateTransfer(context.Background(), tt.req)
+			require.ErrorIs(t, err, tt.want)
+
+			require.Equal(t, transfersBefore, count(t, bundle.pool, "transfers"))
+			require.Equal(t, outboxBefore, count(t, bundle.pool, "outbox"))
+			require.Equal(t, int64(100), balance(t, store, "alice"))
+			require.Equal(t, int64(0), balance(t, store, "bob"))
+			require.Equal(t, int64(0), balance(t, store, "eve"))
+		})
+	}
+}
+
+func TestRefusedTransferFreesItsKey(t *testing.T) {
+	t.Parallel()
+	store, _ := setup(t)
+	ctx := context.Background()
+	fund(t, store, "alice", "USD", 10)
+	createWallet(t, store, "bob", "USD", false)
+	req := wallet.TransferRequest{IdempotencyKey: "k", FromWalletID: "alice", ToWalletID: "bob", Amount: 20, Currency: "USD"}
+
+	_, _, err := store.CreateTransfer(ctx, req)
+	require.ErrorIs(t, err, wallet.ErrInsufficientFunds)
+
+	// The refusal rolled back the claim, so the same key works once the wallet is funded.
+	_, _, err = store.CreateTransfer(ctx, wallet.TransferRequest{
+		IdempotencyKey: "top-up", FromWalletID: "mint-USD", ToWalletID: "alice", Amount: 10, Currency: "USD",
+	})
+	require.NoError(t, err)
+	_, replayed, err := store.CreateTransfer(ctx, req)
+	require.NoError(t, err)
+	require.False(t, replayed)
+}
+
+func TestConcurrentRequestsWithOneKeyCreateOneTransfer(t *testing.T) {
+	t.Parallel()
+	store, bundle := setup(t)
+	fund(t, store, "alice", "USD", 1000)
+	createWallet(t, store, "bob", "USD", false)
+	transfersBefore := count(t, bundle.pool, "transfers")
+	outboxBefore := count(t, bundle.pool, "outbox")
+	req := wallet.TransferRequest{IdempotencyKey: "same", FromWalletID: "alice", ToWalletID: "bob", Amount: 7, Currency: "USD"}
+
+	const callers = 20
+	var (
+		wg       sync.WaitGroup
+		start    = make(chan struct{})
+		ids      = make([]uuid.UUID, callers)
+		replays  = make([]bool, callers)
+		failures = make([]error, callers)
+	)
+	for i := range callers {
+		wg.Go(func() {
+			<-start
+			tr, replayed, err := store.CreateTransfer(context.Background(), req)
+			ids[i], replays[i], failures[i] = tr.ID, replayed, err
+		})
+	}
+	close(start)
+	wg.Wait()
+
+	created := 0
+	for i := range callers {
+		require.NoError(t, failures[i])
+		require.Equal(t, ids[0], ids[i])
+		if !replays[i] {
+			created++
+		}
+	}
+	require.Equal(t, 1, created)
+	require.Equal(t, transfersBefore+1, count(t, bundle.pool, "transfers"))
+	require.Equal(t, outboxBefore+1, count(t, bundle.pool, "outbox"))
+	require.Len(t, outboxRows(t, bundle.pool, ids[0].String()), 1)
+	require.Equal(t, int64(993), balance(t, store, "alice"))
+	require.Equal(t, int64(7), balance(t, store, "bob"))
+}
+
+func TestOneKeyWithAnotherRequestIsRefused(t *testing.T) {
+	t.Parallel()
+	store, _ := setup(t)
+	ctx := context.Background()
+	fund(t, store, "alice", "USD", 1000)
+	createWallet(t, store, "bob", "USD", false)
+	first := wallet.TransferRequest{IdempotencyKey: "k", FromWalletID: "alice", ToWalletID: "bob", Amount: 5, Currency: "USD"}
+	tr, _, err := store.CreateTransfer(ctx, first)
+	require.NoError(t, err)
+
+	again, replayed, err := store.CreateTransfer(ctx, first)
+	require.NoError(t, err)
+	require.True(t, replayed)
+	require.Equal(t, tr.ID, again.ID)
+	require.Equal(t, tr.EventID, again.EventID)
+
+	tests := []struct {
+		name   string
+		change func(r *wallet.TransferRequest)
+	}{
+		{"another amount", func(r *wallet.TransferRequest) { r.Amount = 6 }},
+		{"another target", func(r *wallet.TransferRequest) { r.ToWalletID = "mint-USD" }},
+		{"swapped wallets", func(r *wallet.TransferRequest) { r.FromWalletID, r.ToWalletID = r.ToWalletID, r.FromWalletID }},
+		{"a missing wallet", func(r *wallet.TransferRequest) { r.ToWalletID = "nobody" }},
+	}
+	for _, tt := range tests {
+		req := first
+		tt.change(&req)
+		_, _, err := store.CreateTransfer(ctx, req)
+		require.ErrorIs(t, err, wallet.ErrIdempotencyKeyReused, tt.name)
+	}
+	require.Equal(t, int64(995), balance(t, store, "alice"))
+}
+
+func TestConcurrentTransfersLoseNoUpdate(t *testing.T) {
+	t.Parallel()
+	store, _ := setup(t)
+	fund(t, store, "alice", "USD", 100)
+	createWallet(t, store, "bob", "USD", false)
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 101)
+	for i := range 101 { // one more than alice holds: exactly one is refused
+		wg.Go(func() {
+			_, _, err := store.CreateTransfer(context.Background(), wallet.TransferRequest{
+				IdempotencyKey: fmt.Sprintf("k-%d", i), FromWalletID: "alice", ToWalletID: "bob", Amount: 1, Currency: "USD",
+			})
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	refused := 0
+	for err := range errs {
+		if err != nil {
+			require.ErrorIs(t, err, wallet.ErrInsufficientFunds)
+			refused++
+		}
+	}
+	require.Equal(t, 1, refused)
+	require.Equal(t, int64(0), balance(t, store, "alice"))
+	require.Equal(t, int64(100), balance(t, store, "bob"))
+}
+
+func TestOppositeTransfersDoNotDeadlock(t *testing.T) {
+	t.Parallel()
+	store, bundle := setup(t)
+	fund(t, store, "a", "USD", 1000)
+	fund(t, store, "b", "USD", 1000)
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 100)
+	for i := range 50 {
+		for _, dir := range [][2]string{{"a", "b"}, {"b", "a"}} {
+			wg.Go(func() {
+				_, _, err := store.CreateTransfer(context.Background(), wallet.TransferRequest{
+					IdempotencyKey: fmt.Sprintf("%s-%s-%d", dir[0], dir[1], i),
+					FromWalletID:   dir[0], ToWalletID: dir[1], Amount: int64(i + 1), Currency: "USD",
+				})
+				errs <- err
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	require.Equal(t, int64(1000), balance(t, store, "a"))
+	require.Equal(t, int64(1000), balance(t, store, "b"))
+
+	// WithTx would hide deadlocks by retrying; the database counts them.
+	var deadlocks int64
+	require.NoError(t, bundle.pool.QueryRow(context.Background(),
+		"SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()").Scan(&deadlocks))
+	require.Zero(t, deadlocks)
+}
+
+func TestClaimWaitingPastLockTimeoutIsInFlight(t *testing.T) {
+	t.Parallel()
+	store, bundle := setup(t)
+	ctx := context.Background()
+	fund(t, store, "alice", "USD", 10)
+	createWallet(t, store, "bob", "USD", false)
+
+	// Another request holds the key: its transaction claimed it and has not finished.
+	holder, err := bundle.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = holder.Rollback(ctx) }()
+	_, err = holder.Exec(ctx, `INSERT INTO transfers (id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id)
+		VALUES ($1, 'busy', '\x00', 'alice', 'bob', 1, 'USD', $2)`, uuid.New(), uuid.New())
+	require.NoError(t, err)
+
+	cfg, err := pgxpool.ParseConfig(bundle.dbURL)
+	require.NoError(t, err)
+	cfg.ConnConfig.RuntimeParams["lock_timeout"] = "200ms"
+	impatient, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(impatient.Close)
+
+	_, _, err = postgres.NewStore(impatient).CreateTransfer(ctx, wallet.TransferRequest{
+		IdempotencyKey: "busy", FromWalletID: "alice", ToWalletID: "bob", Amount: 1, Currency: "USD",
+	})
+	require.ErrorIs(t, err, wallet.ErrIdempotencyKeyInFlight)
+}
+
+func TestHandleTransferPostedAcknowledgesTheEvent(t *testing.T) {
+	t.Parallel()
+	store, bundle := setup(t)
+	ctx := context.Background()
+	fund(t, store, "alice", "USD", 100)
+	createWallet(t, store, "bob", "USD", false)
+	tr, _, err := store.CreateTransfer(ctx, wallet.TransferRequest{
+		IdempotencyKey: "k", FromWalletID: "alice", ToWalletID: "bob", Amount: 1, Currency: "USD",
+	})
+	require.NoError(t, err)
+	other, _, err := store.CreateTransfer(ctx, wallet.TransferRequest{
+		IdempotencyKey: "other", FromWalletID: "alice", ToWalletID: "bob", Amount: 2, Currency: "USD",
+	})
+	require.NoError(t, err)
+
+	handler := events.HandlerFunc(store.HandleTransferPosted)
+	handle := func(env events.Envelope) error {
+		return database.WithTx(ctx, bundle.pool, func(tx pgx.Tx) error { return handler.Handle(ctx, tx, env) })
+	}
+	env := postedEnvelope(t, events.TransferPosted{
+		TransferID: tr.ID.String(), SourceEventID: tr.EventID.String(), EntryID: "entry-1", PostedAt: time.Now(),
+	})
+
+	require.NoError(t, handle(env))
+	got, err := store.GetTransfer(ctx, tr.ID)
+	require.NoError(t, err)
+	require.Equal(t, "acknowledged", got.OutboxStatus)
+	var acknowledgedAt time.Time
+	require.NoError(t, bundle.pool.QueryRow(ctx, "SELECT acknowledged_at FROM outbox WHERE id = $1", tr.EventID).Scan(&acknowledgedAt))
+
+	// Delivered again: nothing moves and nothing fails.
+	require.NoError(t, handle(env))
+	var again time.Time
+	require.NoError(t, bundle.pool.QueryRow(ctx, "SELECT acknowledged_at FROM outbox WHERE id = $1", tr.EventID).Scan(&again))
+	require.True(t, again.Equal(acknowledgedAt))
+
+	untouched, err := store.GetTransfer(ctx, other.ID)
+	require.NoError(t, err)
+	require.Equal(t, "pending", untouched.OutboxStatus)
+}
+
+func TestHandleTransferPostedRefusesMalformedEvents(t *testing.T) {
+	t.Parallel()
+	store, bundle := setup(t)
+	ctx := context.Background()
+	tests := []struct {
+		name string
+		env  events.Envelope
+	}{
+		{"a source event id that is not a uuid",
+			postedEnvelope(t, events.TransferPosted{TransferID: "t", SourceEventID: "not-a-uuid"})},
+		{"an empty source event id",
+			postedEnvelope(t, events.TransferPosted{TransferID: "t"})},
+		{"data that does not decode",
+			events.Envelope{SpecVersion: "1.0", ID: "x", Type: events.TypeTransferPosted, Data: json.RawMessage(`[1]`)}},
+		{"another event type",
+			events.Envelope{SpecVersion: "1.0", ID: "x", Type: events.TypeTransferCompleted, Data: json.RawMessage(`{}`)}},
+	}
+	for _, tt := range tests {
+		err := database.WithTx(ctx, bundle.pool, func(tx pgx.Tx) error { return store.HandleTransferPosted(ctx, tx, tt.env) })
+		require.ErrorIs(t, err, events.ErrMalformed, tt.name)
+	}
+}
+
+func postedEnvelope(t *testing.T, posted events.TransferPosted) events.Envelope {
+	t.Helper()
+	data, err := json.Marshal(posted)
+	require.NoError(t, err)
+	return events.Envelope{
+		SpecVersion: "1.0", ID: uuid.NewString(), Source: events.SourceGL, Type: events.TypeTransferPosted,
+		Subject: posted.TransferID, Time: time.Now().UTC(), DataContentType: "application/json", Data: data,
+	}
+}
+
+func TestWallets(t *testing.T) {
+	t.Parallel()
+	store, _ := setup(t)
+	ctx := context.Background()
+
+	w, err := store.CreateWallet(ctx, wallet.Wallet{ID: "alice_1-x", Currency: "USD", Balance: 99})
+	require.NoError(t, err)
+	require.Equal(t, "alice_1-x", w.ID)
+	require.Zero(t, w.Balance, "a new wallet starts empty whatever the caller says")
+	require.False(t, w.CreatedAt.IsZero())
+
+	got, err := store.GetWallet(ctx, "alice_1-x")
+	require.NoError(t, err)
+	require.Equal(t, w, got)
+
+	_, err = store.CreateWallet(ctx, wallet.Wallet{ID: "alice_1-x", Currency: "EUR"})
+	require.ErrorIs(t, err, wallet.ErrWalletExists)
+	_, err = store.GetWallet(ctx, "nobody")
+	require.ErrorIs(t, err, wallet.ErrWalletNotFound)
+	_, err = store.GetTransfer(ctx, uuid.New())
+	require.ErrorIs(t, err, wallet.ErrTransferNotFound)
+
+	for _, invalid := range []wallet.Wallet{
+		{ID: "", Currency: "USD"},
+		{ID: "has space", Currency: "USD"},
+		{ID: string(make([]byte, 65)), Currency: "USD"},
+		{ID: "ok", Currency: "usd"},
+		{ID: "ok", Currency: "USDT"},
+	} {
+		_, err := store.CreateWallet(ctx, invalid)
+		require.ErrorIs(t, err, wallet.ErrInvalid, "%+v", invalid)
+	}
+}
+
+func TestListTransfersPagesInOrder(t *testing.T) {
+	t.Parallel()
+	store, _ := setup(t)
+	ctx := context.Background()
+	fund(t, store, "alice", "USD", 100)
+	createWallet(t, store, "bob", "USD", false)
+	for i := range 6 {
+		_, _, err := store.CreateTransfer(ctx, wallet.TransferRequest{
+			IdempotencyKey: fmt.Sprintf("k-%d", i), FromWalletID: "alice", ToWalletID: "bob", Amount: 1, Currency: "USD",
+		})
+		require.NoError(t, err)
+	}
+
+	var (
+		seen   []wallet.Transfer
+		cursor wallet.Cursor
+	)
+	for range 10 {
+		page, err := store.ListTransfers(ctx, cursor, 3)
+		require.NoError(t, err)
+		seen = append(seen, page.Transfers...)
+		if len(page.Transfers) == 0 {
+			require.Equal(t, cursor, page.Next, "an empty page keeps the position")
+			break
+		}
+		parsed, err := wallet.ParseCursor(page.Next.String())
+		require.NoError(t, err)
+		require.Equal(t, page.Next, parsed, "the cursor survives its encoding")
+		cursor = parsed
+	}
+	require.Len(t, seen, 7) // the funding transfer and six more
+	for i := 1; i < len(seen); i++ {
+		prev, cur := seen[i-1], seen[i]
+		require.True(t, prev.CreatedAt.Before(cur.CreatedAt) ||
+			(prev.CreatedAt.Equal(cur.CreatedAt) && prev.ID.String() < cur.ID.String()))
+		require.Equal(t, "pending", cur.OutboxStatus)
+	}
+}
+
+func TestBalanceTotalsStayZeroPerCurrency(t *testing.T) {
+	t.Parallel()
+	store, _ := setup(t)
+	fund(t, store, "alice", "USD", 100)
+	fund(t, store, "bob", "USD", 50)
+	fund(t, store, "eve", "EUR", 70)
+
+	totals, err := store.BalanceTotals(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, []wallet.CurrencyTotal{
+		{Currency: "EUR", Total: 0, Wallets: 2},
+		{Currency: "USD", Total: 0, Wallets: 3},
+	}, totals)
+}
+
+func TestUnreachableDatabaseIsUnavailable(t *testing.T) {
+	t.Parallel()
+	// Port 1 on loopback: nothing listens, the connection is refused at once.
+	pool, err := pgxpool.New(context.Background(), "postgres://postgres@127.0.0.1:1/wallet?sslmode=disable&connect_timeout=2")
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	store := postgres.NewStore(pool)
+
+	_, err = store.GetWallet(context.Background(), "alice")
+	require.ErrorIs(t, err, wallet.ErrUnavailable)
+	_, _, err = store.CreateTransfer(context.Background(), wallet.TransferRequest{
+		IdempotencyKey: "k", FromWalletID: "a", ToWalletID: "b", Amount: 1, Currency: "USD",
+	})
+	require.ErrorIs(t, err, wallet.ErrUnavailable)
+}

@@ -1,0 +1,204 @@
+// Package wallet owns the wallet domain: wallets holding a balance in one currency, transfers
+// between them that are idempotent per client key, the rules a request must pass and the
+// application errors a client can see. Adapters live beside it: postgres (storage, outbox)
+// and httpapi (the HTTP interface).
+package wallet
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"regexp"
+	"time"
+
+	"github.com/google/uuid"
+
+	"walletgl/internal/problem"
+)
+
+// Transfer statuses. A transfer is written only when it succeeds, so it has one status today;
+// the field exists so that clients need not change when reversals arrive.
+const StatusCompleted = "completed"
+
+// Wallet holds money in one currency, as int64 minor units.
+type Wallet struct {
+	ID       string
+	Currency string
+	Balance  int64
+	// AllowNegative marks a funding source: its balance may go below zero, which is how money
+	// enters the system (every transfer keeps the per-currency sum unchanged).
+	AllowNegative bool
+	CreatedAt     time.Time
+}
+
+// Validate reports whether w can be created. Balance and CreatedAt are set by the store.
+func (w Wallet) Validate() error {
+	if err := validateWalletID("id", w.ID); err != nil {
+		return err
+	}
+	return validateCurrency(w.Currency)
+}
+
+// Transfer moves Amount from one wallet to another; it is stored with its TransferCompleted
+// event in one transaction.
+type Transfer struct {
+	ID             uuid.UUID
+	IdempotencyKey string
+	FromWalletID   string
+	ToWalletID     string
+	Amount         int64
+	Currency       string
+	Status         string
+	// OutboxStatus is where the transfer's event is on its way to the general ledger: pending,
+	// dispatching, dispatched, failed, dead_letter, or acknowledged once the GL posted it.
+	OutboxStatus string
+	EventID      uuid.UUID
+	CreatedAt    time.Time
+}
+
+// Cursor is the position after t in the list of transfers.
+func (t Transfer) Cursor() Cursor { return Cursor{CreatedAt: t.CreatedAt, ID: t.ID} }
+
+// TransferRequest is what a client asks for. The IdempotencyKey makes a retry safe: the same
+// key with the same request returns the first transfer instead of moving money twice.
+type TransferRequest struct {
+	IdempotencyKey string
+	FromWalletID   string
+	ToWalletID     string
+	Amount         int64
+	Currency       string
+}
+
+// Validate reports why r can never succeed, whatever the state of the wallets.
+func (r TransferRequest) Validate() error {
+	if err := validateIdempotencyKey(r.IdempotencyKey); err != nil {
+		return err
+	}
+	if err := validateWalletID("from_wallet_id", r.FromWalletID); err != nil {
+		return err
+	}
+	if err := validateWalletID("to_wallet_id", r.ToWalletID); err != nil {
+		return err
+	}
+	if r.Amount <= 0 {
+		return problem.Newf(ErrInvalid, "amount must be a positive integer of minor units, got %d", r.Amount)
+	}
+	if err := validateCurrency(r.Currency); err != nil {
+		return err
+	}
+	if r.FromWalletID == r.ToWalletID {
+		return problem.Newf(ErrSameWallet, "wallet %q cannot transfer to itself", r.FromWalletID)
+	}
+	return nil
+}
+
+// Service is what the HTTP interface needs; postgres.Store implements it.
+type Service interface {
+	CreateWallet(ctx context.Context, w Wallet) (Wallet, error)
+	GetWallet(ctx context.Context, id string) (Wallet, error)
+	// CreateTransfer moves the money, or returns the transfer an earlier request with the same
+	// key created (replayed is then true).
+	CreateTransfer(ctx context.Context, req TransferRequest) (t Transfer, replayed bool, err error)
+	GetTransfer(ctx context.Context, id uuid.UUID) (Transfer, error)
+	// ListTransfers returns up to limit transfers after the cursor, oldest first.
+	ListTransfers(ctx context.Context, after Cursor, limit int) (Page, error)
+}
+
+// Page is one slice of the transfer list.
+type Page struct {
+	Transfers []Transfer
+	// Next is where the following page starts: after the last transfer of this page, or the
+	// requested cursor when the page is empty, so a reader can keep polling from it.
+	Next Cursor
+}
+
+// Listing limits.
+const (
+	DefaultListLimit = 100
+	MaxListLimit     = 1000
+)
+
+// Cursor is a position in the transfer list, ordered by (CreatedAt, ID). The zero Cursor is the
+// start of the list.
+type Cursor struct {
+	CreatedAt time.Time
+	ID        uuid.UUID
+}
+
+// IsZero reports whether c is the start of the list.
+func (c Cursor) IsZero() bool { return c.CreatedAt.IsZero() && c.ID == uuid.Nil }
+
+// String encodes c for clients, who must treat it as opaque; the zero Cursor is "".
+func (c Cursor) String() string {
+	if c.IsZero() {
+		return ""
+	}
+	// PostgreSQL keeps microseconds, so the cursor loses nothing.
+	var b [8 + 16]byte
+	binary.BigEndian.PutUint64(b[:8], uint64(c.CreatedAt.UnixMicro()))
+	copy(b[8:], c.ID[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// ParseCursor decodes a cursor made by Cursor.String; "" is the start of the list.
+func ParseCursor(s string) (Cursor, error) {
+	if s == "" {
+		return Cursor{}, nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(b) != 8+16 {
+		return Cursor{}, problem.Newf(ErrInvalid, "cursor %q is not one this service handed out", s)
+	}
+	var c Cursor
+	c.CreatedAt = time.UnixMicro(int64(binary.BigEndian.Uint64(b[:8]))).UTC()
+	copy(c.ID[:], b[8:])
+	return c, nil
+}
+
+// CurrencyTotal is the sum of all balances in one currency. Transfers never change it, so a
+// verifier compares it with the funding wallets' history.
+type CurrencyTotal struct {
+	Currency string
+	Total    int64
+	Wallets  int64
+}
+
+var (
+	walletIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+	currencyPattern = regexp.MustCompile(`^[A-Z]{3}$`)
+)
+
+func validateWalletID(field, id string) error {
+	if !walletIDPattern.MatchString(id) {
+		return problem.Newf(ErrInvalid, "%s must be 1 to 64 characters of A-Z, a-z, 0-9, _ or -", field)
+	}
+	return nil
+}
+
+func validateCurrency(c string) error {
+	if !currencyPattern.MatchString(c) {
+		return problem.Newf(ErrInvalid, "currency must be a three-letter upper-case code such as USD, got %q", c)
+	}
+	return nil
+}
+
+func validateIdempotencyKey(k string) error {
+	if k == "" || len(k) > 255 {
+		return problem.Newf(ErrInvalid, "the Idempotency-Key header is required: 1 to 255 printable ASCII characters")
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x20 || k[i] > 0x7e {
+			return problem.Newf(ErrInvalid, "the Idempotency-Key header may hold only printable ASCII characters (byte %d is 0x%02x)", i, k[i])
+		}
+	}
+	return nil
+}
+
+// ParseTransferID parses a transfer id from a client; an id that is not a UUID names no transfer.
+func ParseTransferID(s string) (uuid.UUID, error) {
+	id, err := uuid.Parse(s)
+	if err != nil || len(s) != 36 {
+		return uuid.Nil, problem.Newf(ErrTransferNotFound, "transfer %q does not exist", s)
+	}
+	return id, nil
+}
