@@ -21,7 +21,9 @@ func Connect(ctx context.Context, url, name string, log zerolog.Logger) (*nats.C
 		nats.ReconnectJitter(250*time.Millisecond, time.Second),
 		nats.Timeout(2*time.Second),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			log.Warn().Err(err).Msg("nats disconnected")
+			if err != nil { // nil: we closed it
+				log.Warn().Err(err).Msg("nats disconnected")
+			}
 		}),
 		nats.ReconnectHandler(func(c *nats.Conn) {
 			log.Info().Str("server", c.ConnectedUrlRedacted()).Msg("nats reconnected")

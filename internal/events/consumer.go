@@ -202,10 +202,28 @@ func (c *Consumer) logFailure(err error, failures int) *zerolog.Event {
 	return ev.Err(err).Int("failures", failures)
 }
 
-// fetch pulls up to a batch, waiting at most a second for the first message. Pulling a small
-// batch at a time (instead of Consume's buffer) keeps messages from expiring in a local queue.
+// fetch returns the next batch: whatever is waiting right now (up to the batch size), or else
+// the first message to arrive within a second followed by whatever came with it. Every pull
+// request is complete when fetch returns, so no message is left parked in a request nobody
+// reads, and nothing is buffered ahead to outlive its ack wait.
 func (c *Consumer) fetch(cons jetstream.Consumer) ([]jetstream.Msg, error) {
-	batch, err := cons.Fetch(c.cfg.BatchSize, jetstream.FetchMaxWait(time.Second))
+	msgs, err := collect(cons.FetchNoWait(c.cfg.BatchSize))
+	if err != nil || len(msgs) > 0 {
+		return msgs, err
+	}
+	msgs, err = collect(cons.Fetch(1, jetstream.FetchMaxWait(time.Second)))
+	if err != nil || len(msgs) == 0 {
+		return msgs, err
+	}
+	if c.cfg.BatchSize > 1 {
+		if rest, err := collect(cons.FetchNoWait(c.cfg.BatchSize - 1)); err == nil {
+			msgs = append(msgs, rest...)
+		}
+	}
+	return msgs, nil
+}
+
+func collect(batch jetstream.MessageBatch, err error) ([]jetstream.Msg, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fetch: %w", err)
 	}
@@ -213,13 +231,12 @@ func (c *Consumer) fetch(cons jetstream.Consumer) ([]jetstream.Msg, error) {
 	for msg := range batch.Messages() {
 		msgs = append(msgs, msg)
 	}
-	if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) {
-		if len(msgs) > 0 {
-			return msgs, nil // handle what arrived; the error shows again on the next fetch
-		}
-		return nil, fmt.Errorf("fetch: %w", err)
+	err = batch.Error()
+	if err == nil || len(msgs) > 0 || errors.Is(err, nats.ErrTimeout) || errors.Is(err, jetstream.ErrNoMessages) ||
+		errors.Is(err, context.DeadlineExceeded) {
+		return msgs, nil // handle what arrived; a real error shows again on the next fetch
 	}
-	return msgs, nil
+	return nil, fmt.Errorf("fetch: %w", err)
 }
 
 // delivery is one fetched message with what the loop needs to know about it.
