@@ -39,15 +39,22 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	}
 	defer nc.Close()
 
+	fs, err := cfg.Events.FaultSet()
+	if err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
+	if fs != nil {
+		log.Warn().Str("faults", cfg.Events.Faults).Msg("fault points armed")
+	}
 	topo := cfg.Events.Topology()
 	poster := gl.NewTransferPoster(cfg.Rule, ledger, log)
-	consumer, err := events.NewConsumer(cfg.Events.Consumer(events.ConsumerGL, events.SourceWallet, events.TypeTransferCompleted),
+	consumer, err := events.NewConsumer(cfg.Events.Consumer(events.ConsumerGL, events.SourceWallet, events.TypeTransferCompleted, fs),
 		topo, nc, pool, poster, log)
 	if err != nil {
 		return err
 	}
 	// The GL's acknowledgments are done once the wallet's consumer acknowledged them.
-	relay, err := events.NewRelay(cfg.Events.Relay(events.SourceGL, events.ConsumerWallet), topo, pool, nc, log)
+	relay, err := events.NewRelay(cfg.Events.Relay(events.SourceGL, events.ConsumerWallet, fs), topo, pool, nc, log)
 	if err != nil {
 		return err
 	}

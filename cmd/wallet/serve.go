@@ -34,13 +34,20 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	}
 	defer nc.Close()
 
+	fs, err := cfg.Events.FaultSet()
+	if err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
+	if fs != nil {
+		log.Warn().Str("faults", cfg.Events.Faults).Msg("fault points armed")
+	}
 	topo := cfg.Events.Topology()
-	relay, err := events.NewRelay(cfg.Events.Relay(events.SourceWallet, ""), topo, pool, nc, log)
+	relay, err := events.NewRelay(cfg.Events.Relay(events.SourceWallet, "", fs), topo, pool, nc, log)
 	if err != nil {
 		return err
 	}
-	store := postgres.NewStore(pool)
-	acks, err := events.NewConsumer(cfg.Events.Consumer(events.ConsumerWallet, events.SourceGL, events.TypeTransferPosted),
+	store := postgres.NewStore(pool).WithFaults(fs)
+	acks, err := events.NewConsumer(cfg.Events.Consumer(events.ConsumerWallet, events.SourceGL, events.TypeTransferPosted, fs),
 		topo, nc, pool, events.HandlerFunc(store.HandleTransferPosted), log)
 	if err != nil {
 		return err

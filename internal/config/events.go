@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"walletgl/internal/events"
+	"walletgl/internal/faults"
 )
 
 // Events holds the settings of the outbox, relay, inbox and consumer, shared by both services.
@@ -23,6 +24,8 @@ type Events struct {
 	BatchSize       int
 	MaxDeliver      int
 	AckWait         time.Duration
+	Faults          string
+	FaultsSeed      int
 }
 
 // BindEvents binds the shared event settings with their defaults (the seed's where it names one).
@@ -40,6 +43,13 @@ func BindEvents(s *Set, c *Events) {
 	s.Int(&c.BatchSize, "EVENTS_BATCH_SIZE", "batch-size", 100, "rows a relay claims, and events a consumer fetches and commits, per round")
 	s.Int(&c.MaxDeliver, "EVENTS_MAX_DELIVER", "max-deliver", 10, "deliveries of a failing event before the inbox records it failed")
 	s.Duration(&c.AckWait, "EVENTS_ACK_WAIT", "ack-wait", 30*time.Second, "how long the broker waits for a consumer's ack before redelivering")
+	s.String(&c.Faults, "FAULTS", "faults", "", "arms fault points for game days and the fault harness, e.g. gl.consumer.after_commit:crash@0.05 (empty: none)")
+	s.Int(&c.FaultsSeed, "FAULTS_SEED", "faults-seed", 1, "seed of the fault points' draws, for repeatable runs")
+}
+
+// FaultSet parses FAULTS; nil when no fault point is armed.
+func (c Events) FaultSet() (*faults.Set, error) {
+	return faults.Parse(c.Faults, uint64(c.FaultsSeed))
 }
 
 // Validate reports every setting out of range.
@@ -75,8 +85,9 @@ func (c Events) Topology() events.Topology {
 }
 
 // Relay is the relay configuration for source's outbox.
-func (c Events) Relay(source, ackConsumer string) events.RelayConfig {
+func (c Events) Relay(source, ackConsumer string, f *faults.Set) events.RelayConfig {
 	return events.RelayConfig{
+		Faults: f,
 		Source: source, BatchSize: c.BatchSize, CatchUpLimit: c.CatchUpLimit, PollInterval: c.PollInterval,
 		AckTimeout: c.AckTimeout, MaxAttempts: c.MaxAttempts, Lease: c.Lease, Retention: c.Retention,
 		AckConsumer: ackConsumer,
@@ -84,8 +95,9 @@ func (c Events) Relay(source, ackConsumer string) events.RelayConfig {
 }
 
 // Consumer is the configuration of the durable consumer name reading eventType from source.
-func (c Events) Consumer(name, source, eventType string) events.ConsumerConfig {
+func (c Events) Consumer(name, source, eventType string, f *faults.Set) events.ConsumerConfig {
 	return events.ConsumerConfig{
+		Faults: f,
 		ConsumerSpec: events.ConsumerSpec{
 			Name: name, Source: source, EventType: eventType,
 			AckWait: c.AckWait, MaxDeliver: c.MaxDeliver,

@@ -19,6 +19,7 @@ import (
 
 	"walletgl/internal/database"
 	"walletgl/internal/events/eventsdb"
+	"walletgl/internal/faults"
 )
 
 // ConsumerConfig holds the consumer loop's settings; zero values take the defaults.
@@ -26,6 +27,7 @@ type ConsumerConfig struct {
 	ConsumerSpec
 	BatchSize  int           // messages fetched (and committed together) per round (100)
 	RetryDelay time.Duration // first delay before a failed event is delivered again (1s)
+	Faults     *faults.Set   // arms the consumer's fault points (nil: none)
 }
 
 func (c ConsumerConfig) withDefaults() ConsumerConfig {
@@ -286,6 +288,7 @@ func (c *Consumer) HandleBatch(ctx context.Context, msgs []jetstream.Msg) {
 	if len(good) > 1 {
 		fresh, err := c.processTx(ctx, good)
 		if err == nil {
+			_ = c.cfg.Faults.Hit(c.cfg.Name + faults.ConsumerAfterCommit)
 			c.acknowledge(ctx, good, fresh)
 			return
 		}
@@ -297,6 +300,7 @@ func (c *Consumer) HandleBatch(ctx context.Context, msgs []jetstream.Msg) {
 			c.handleFailure(ctx, d, err)
 			continue
 		}
+		_ = c.cfg.Faults.Hit(c.cfg.Name + faults.ConsumerAfterCommit)
 		c.acknowledge(ctx, []delivery{d}, fresh)
 	}
 }
@@ -324,7 +328,7 @@ func (c *Consumer) processTx(ctx context.Context, ds []delivery) (fresh []bool, 
 				return fmt.Errorf("mark inbox %s processed: %w", c.inboxID(d.eventID), err)
 			}
 		}
-		return nil
+		return c.cfg.Faults.Hit(c.cfg.Name + faults.ConsumerBeforeCommit)
 	})
 	return fresh, err
 }

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"walletgl/internal/events/eventsdb"
+	"walletgl/internal/faults"
 )
 
 // RelayConfig holds the relay's settings; zero values take the seed's defaults.
@@ -34,6 +35,8 @@ type RelayConfig struct {
 	// acknowledges rows: the GL's TransferPosted.v1 rows are done once the wallet's consumer
 	// acknowledged them. Empty: rows are acknowledged by the consumer's reply event.
 	AckConsumer string
+	// Faults arms the relay's fault points (nil: none).
+	Faults *faults.Set
 }
 
 func (c RelayConfig) withDefaults() RelayConfig {
@@ -252,6 +255,9 @@ func (r *Relay) publish(ctx context.Context, rows []claimedRow, republish bool) 
 		return nil
 	}
 	outcomes := r.send(ctx, rows)
+	if err := r.cfg.Faults.Hit(r.cfg.Source + faults.RelayAfterPublish); err != nil {
+		return err
+	}
 	var (
 		ids       []uuid.UUID
 		seqs      []int64
@@ -298,6 +304,7 @@ func (r *Relay) publish(ctx context.Context, rows []claimedRow, republish bool) 
 func (r *Relay) send(ctx context.Context, rows []claimedRow) []publishOutcome {
 	outcomes := make([]publishOutcome, len(rows))
 	futures := make([]jetstream.PubAckFuture, len(rows))
+	var extra []jetstream.PubAckFuture // second copies published by the publish_twice fault
 	for i, row := range rows {
 		msg := nats.NewMsg(r.topo.Subject(r.cfg.Source, row.eventType))
 		msg.Data = row.payload
@@ -307,7 +314,13 @@ func (r *Relay) send(ctx context.Context, rows []claimedRow) []publishOutcome {
 			continue
 		}
 		futures[i] = f
+		if r.cfg.Faults.Duplicate(r.cfg.Source + faults.RelayPublishTwice) {
+			if f2, err := r.js.PublishMsgAsync(msg, jetstream.WithMsgID(row.id.String())); err == nil {
+				extra = append(extra, f2)
+			}
+		}
 	}
+	defer r.countExtra(extra)
 	timeout := time.NewTimer(10 * time.Second)
 	defer timeout.Stop()
 	for i, f := range futures {
@@ -326,6 +339,21 @@ func (r *Relay) send(ctx context.Context, rows []claimedRow) []publishOutcome {
 		}
 	}
 	return outcomes
+}
+
+// countExtra waits for the second copies the publish_twice fault sent and counts the ones the
+// broker dropped as duplicates.
+func (r *Relay) countExtra(extra []jetstream.PubAckFuture) {
+	for _, f := range extra {
+		select {
+		case ack := <-f.Ok():
+			if ack.Duplicate {
+				r.duplicates.Add(1)
+			}
+		case <-f.Err():
+		case <-time.After(5 * time.Second):
+		}
+	}
 }
 
 // isMissingStream reports whether no stream took the message although the broker is

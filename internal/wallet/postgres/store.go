@@ -19,6 +19,7 @@ import (
 
 	"walletgl/internal/database"
 	"walletgl/internal/events"
+	"walletgl/internal/faults"
 	"walletgl/internal/problem"
 	"walletgl/internal/wallet"
 	"walletgl/internal/wallet/postgres/walletdb"
@@ -29,6 +30,7 @@ type Store struct {
 	pool    *pgxpool.Pool
 	queries *walletdb.Queries
 	outbox  *events.Outbox
+	faults  *faults.Set
 }
 
 var _ wallet.Service = (*Store)(nil)
@@ -36,6 +38,12 @@ var _ wallet.Service = (*Store)(nil)
 // NewStore returns a Store on pool, whose database has the "wallet" migrations applied.
 func NewStore(pool *pgxpool.Pool) *Store {
 	return &Store{pool: pool, queries: walletdb.New(pool), outbox: events.NewOutbox(events.SourceWallet)}
+}
+
+// WithFaults arms the store's fault points (the transfer's after-commit crash).
+func (s *Store) WithFaults(f *faults.Set) *Store {
+	s.faults = f
+	return s
 }
 
 // CreateWallet creates an empty wallet.
@@ -163,6 +171,9 @@ func (s *Store) CreateTransfer(ctx context.Context, req wallet.TransferRequest) 
 	})
 	if err != nil {
 		return wallet.Transfer{}, false, storeError("create transfer", err)
+	}
+	if err := s.faults.Hit(faults.TransferAfterCommit); err != nil {
+		return wallet.Transfer{}, false, err
 	}
 	return out, replayed, nil
 }
