@@ -243,9 +243,9 @@ type claimedRow struct {
 }
 
 type publishOutcome struct {
-	seq uint64
-	dup bool
-	err error
+	seq  uint64
+	dups int32 // PubAcks that said duplicate (a second copy, or a re-publish inside the window)
+	err  error
 }
 
 // publish sends rows asynchronously (bounded by the batch), waits for every PubAck and then
@@ -261,6 +261,7 @@ func (r *Relay) publish(ctx context.Context, rows []claimedRow, republish bool) 
 	var (
 		ids       []uuid.UUID
 		seqs      []int64
+		dups      []int32
 		released  []uuid.UUID
 		brokerErr error
 	)
@@ -269,9 +270,9 @@ func (r *Relay) publish(ctx context.Context, rows []claimedRow, republish bool) 
 		case out.err == nil:
 			ids = append(ids, rows[i].id)
 			seqs = append(seqs, int64(out.seq))
-			if out.dup {
-				r.duplicates.Add(1)
-			} else {
+			dups = append(dups, out.dups)
+			r.duplicates.Add(int64(out.dups))
+			if out.dups == 0 {
 				r.published.Add(1)
 			}
 			if republish {
@@ -288,7 +289,7 @@ func (r *Relay) publish(ctx context.Context, rows []claimedRow, republish bool) 
 	markCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if len(ids) > 0 {
-		if _, err := r.q.MarkDispatched(markCtx, eventsdb.MarkDispatchedParams{Ids: ids, Seqs: seqs, Owner: r.cfg.Owner}); err != nil {
+		if _, err := r.q.MarkDispatched(markCtx, eventsdb.MarkDispatchedParams{Ids: ids, Seqs: seqs, Dups: dups, Owner: r.cfg.Owner}); err != nil {
 			return fmt.Errorf("mark %d outbox rows dispatched: %w", len(ids), err)
 		}
 	}
@@ -304,7 +305,7 @@ func (r *Relay) publish(ctx context.Context, rows []claimedRow, republish bool) 
 func (r *Relay) send(ctx context.Context, rows []claimedRow) []publishOutcome {
 	outcomes := make([]publishOutcome, len(rows))
 	futures := make([]jetstream.PubAckFuture, len(rows))
-	var extra []jetstream.PubAckFuture // second copies published by the publish_twice fault
+	extra := make([]jetstream.PubAckFuture, len(rows)) // second copies sent by the publish_twice fault
 	for i, row := range rows {
 		msg := nats.NewMsg(r.topo.Subject(r.cfg.Source, row.eventType))
 		msg.Data = row.payload
@@ -316,11 +317,10 @@ func (r *Relay) send(ctx context.Context, rows []claimedRow) []publishOutcome {
 		futures[i] = f
 		if r.cfg.Faults.Duplicate(r.cfg.Source + faults.RelayPublishTwice) {
 			if f2, err := r.js.PublishMsgAsync(msg, jetstream.WithMsgID(row.id.String())); err == nil {
-				extra = append(extra, f2)
+				extra[i] = f2
 			}
 		}
 	}
-	defer r.countExtra(extra)
 	timeout := time.NewTimer(10 * time.Second)
 	defer timeout.Stop()
 	for i, f := range futures {
@@ -329,7 +329,13 @@ func (r *Relay) send(ctx context.Context, rows []claimedRow) []publishOutcome {
 		}
 		select {
 		case ack := <-f.Ok():
-			outcomes[i] = publishOutcome{seq: ack.Sequence, dup: ack.Duplicate}
+			outcomes[i] = publishOutcome{seq: ack.Sequence}
+			if ack.Duplicate {
+				outcomes[i].dups++
+			}
+			if extra[i] != nil && awaitDuplicate(extra[i]) {
+				outcomes[i].dups++
+			}
 		case err := <-f.Err():
 			outcomes[i].err = err
 		case <-timeout.C:
@@ -341,19 +347,16 @@ func (r *Relay) send(ctx context.Context, rows []claimedRow) []publishOutcome {
 	return outcomes
 }
 
-// countExtra waits for the second copies the publish_twice fault sent and counts the ones the
-// broker dropped as duplicates.
-func (r *Relay) countExtra(extra []jetstream.PubAckFuture) {
-	for _, f := range extra {
-		select {
-		case ack := <-f.Ok():
-			if ack.Duplicate {
-				r.duplicates.Add(1)
-			}
-		case <-f.Err():
-		case <-time.After(5 * time.Second):
-		}
+// awaitDuplicate waits for the PubAck of a second copy and reports whether the broker
+// dropped it as a duplicate.
+func awaitDuplicate(f jetstream.PubAckFuture) bool {
+	select {
+	case ack := <-f.Ok():
+		return ack.Duplicate
+	case <-f.Err():
+	case <-time.After(5 * time.Second):
 	}
+	return false
 }
 
 // isMissingStream reports whether no stream took the message although the broker is

@@ -50,10 +50,11 @@ SET status        = 'dispatched',
     dispatched_at = clock_timestamp(),
     stream_seq    = p.seq,
     publish_count = o.publish_count + 1,
+    broker_duplicates = o.broker_duplicates + p.dups,
     lease_owner   = NULL,
     lease_until   = NULL,
     last_error    = NULL
-FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@seqs::bigint[]) AS seq) AS p
+FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@seqs::bigint[]) AS seq, unnest(@dups::int[]) AS dups) AS p
 WHERE o.id = p.id
   AND o.status = 'dispatching'
   AND o.lease_owner = @owner::text;

@@ -233,7 +233,7 @@ func (q *Queries) DeleteAcknowledged(ctx context.Context, arg DeleteAcknowledged
 }
 
 const getOutbox = `-- name: GetOutbox :one
-SELECT id, event_type, aggregate_id, payload, status, attempts, publish_count, last_error, next_attempt_at, lease_owner, lease_until, stream_seq, created_at, dispatched_at, acknowledged_at, updated_at FROM outbox WHERE id = $1
+SELECT id, event_type, aggregate_id, payload, status, attempts, publish_count, last_error, next_attempt_at, lease_owner, lease_until, stream_seq, created_at, dispatched_at, acknowledged_at, updated_at, broker_duplicates FROM outbox WHERE id = $1
 `
 
 func (q *Queries) GetOutbox(ctx context.Context, id uuid.UUID) (Outbox, error) {
@@ -256,6 +256,7 @@ func (q *Queries) GetOutbox(ctx context.Context, id uuid.UUID) (Outbox, error) {
 		&i.DispatchedAt,
 		&i.AcknowledgedAt,
 		&i.UpdatedAt,
+		&i.BrokerDuplicates,
 	)
 	return i, err
 }
@@ -283,7 +284,7 @@ func (q *Queries) InsertOutbox(ctx context.Context, arg InsertOutboxParams) erro
 }
 
 const listOutbox = `-- name: ListOutbox :many
-SELECT id, event_type, aggregate_id, payload, status, attempts, publish_count, last_error, next_attempt_at, lease_owner, lease_until, stream_seq, created_at, dispatched_at, acknowledged_at, updated_at FROM outbox
+SELECT id, event_type, aggregate_id, payload, status, attempts, publish_count, last_error, next_attempt_at, lease_owner, lease_until, stream_seq, created_at, dispatched_at, acknowledged_at, updated_at, broker_duplicates FROM outbox
 WHERE status = $1
 ORDER BY id
 LIMIT $2
@@ -320,6 +321,7 @@ func (q *Queries) ListOutbox(ctx context.Context, arg ListOutboxParams) ([]Outbo
 			&i.DispatchedAt,
 			&i.AcknowledgedAt,
 			&i.UpdatedAt,
+			&i.BrokerDuplicates,
 		); err != nil {
 			return nil, err
 		}
@@ -347,10 +349,11 @@ SET status        = 'dispatched',
     dispatched_at = clock_timestamp(),
     stream_seq    = p.seq,
     publish_count = o.publish_count + 1,
+    broker_duplicates = o.broker_duplicates + p.dups,
     lease_owner   = NULL,
     lease_until   = NULL,
     last_error    = NULL
-FROM (SELECT unnest($2::uuid[]) AS id, unnest($3::bigint[]) AS seq) AS p
+FROM (SELECT unnest($2::uuid[]) AS id, unnest($3::bigint[]) AS seq, unnest($4::int[]) AS dups) AS p
 WHERE o.id = p.id
   AND o.status = 'dispatching'
   AND o.lease_owner = $1::text
@@ -360,10 +363,16 @@ type MarkDispatchedParams struct {
 	Owner string
 	Ids   []uuid.UUID
 	Seqs  []int64
+	Dups  []int32
 }
 
 func (q *Queries) MarkDispatched(ctx context.Context, arg MarkDispatchedParams) (int64, error) {
-	result, err := q.db.Exec(ctx, markDispatched, arg.Owner, arg.Ids, arg.Seqs)
+	result, err := q.db.Exec(ctx, markDispatched,
+		arg.Owner,
+		arg.Ids,
+		arg.Seqs,
+		arg.Dups,
+	)
 	if err != nil {
 		return 0, err
 	}
