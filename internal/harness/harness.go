@@ -64,7 +64,7 @@ func FreeAddr() (string, error) {
 	return ln.Addr().String(), nil
 }
 
-// Process is one running service binary.
+// Process is one running binary (a service or a broker).
 type Process struct {
 	Name string
 	Bin  string
@@ -73,16 +73,17 @@ type Process struct {
 	Addr string   // its HTTP address, for health checks
 	Log  string   // file that receives its output (appended across restarts)
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan error
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	exited  chan struct{} // closed when the current run ends
+	exitErr error
 }
 
 // Start starts the process; it does not wait for it to be healthy.
 func (p *Process) Start() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.cmd != nil {
+	if p.cmd != nil && !isClosed(p.exited) {
 		return fmt.Errorf("start %s: already running", p.Name)
 	}
 	logFile, err := os.OpenFile(p.Log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
@@ -96,14 +97,29 @@ func (p *Process) Start() error {
 		logFile.Close()
 		return fmt.Errorf("start %s: %w", p.Name, err)
 	}
-	done := make(chan error, 1)
+	exited := make(chan struct{})
 	go func() {
 		err := cmd.Wait()
 		logFile.Close()
-		done <- err
+		p.mu.Lock()
+		p.exitErr = err
+		p.mu.Unlock()
+		close(exited)
 	}()
-	p.cmd, p.done = cmd, done
+	p.cmd, p.exited = cmd, exited
 	return nil
+}
+
+func isClosed(ch chan struct{}) bool {
+	if ch == nil {
+		return true
+	}
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 // WaitHealthy polls GET /healthz until it answers 200 or ctx ends.
@@ -125,7 +141,8 @@ func (p *Process) WaitHealthy(ctx context.Context) error {
 	}
 }
 
-// Stop sends SIGTERM and waits for a graceful exit (SIGKILL after timeout).
+// Stop sends SIGTERM and waits for a graceful exit (SIGKILL after timeout). A non-zero exit
+// is an error: the process did not shut down cleanly.
 func (p *Process) Stop(timeout time.Duration) error {
 	return p.signal(syscall.SIGTERM, timeout)
 }
@@ -135,24 +152,47 @@ func (p *Process) Kill() error {
 	return p.signal(syscall.SIGKILL, 10*time.Second)
 }
 
-func (p *Process) signal(sig syscall.Signal, timeout time.Duration) error {
+// Pause stops the process with SIGSTOP (it keeps its connections but does nothing); Resume
+// continues it.
+func (p *Process) Pause() error { return p.send(syscall.SIGSTOP) }
+
+// Resume continues a paused process.
+func (p *Process) Resume() error { return p.send(syscall.SIGCONT) }
+
+func (p *Process) send(sig syscall.Signal) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.cmd == nil {
+	if p.cmd == nil || isClosed(p.exited) {
+		return fmt.Errorf("signal %s: not running", p.Name)
+	}
+	return p.cmd.Process.Signal(sig)
+}
+
+func (p *Process) signal(sig syscall.Signal, timeout time.Duration) error {
+	p.mu.Lock()
+	cmd, exited := p.cmd, p.exited
+	p.mu.Unlock()
+	if cmd == nil || isClosed(exited) {
 		return nil
 	}
-	_ = p.cmd.Process.Signal(sig)
-	var err error
+	_ = cmd.Process.Signal(syscall.SIGCONT) // a paused process must run to handle SIGTERM
+	_ = cmd.Process.Signal(sig)
+	var timedOut bool
 	select {
-	case err = <-p.done:
+	case <-exited:
 	case <-time.After(timeout):
-		_ = p.cmd.Process.Kill()
-		err = <-p.done
-		err = fmt.Errorf("%s did not stop within %s: %w", p.Name, timeout, err)
+		timedOut = true
+		_ = cmd.Process.Kill()
+		<-exited
 	}
-	p.cmd = nil
+	p.mu.Lock()
+	err := p.exitErr
+	p.mu.Unlock()
 	if sig == syscall.SIGKILL {
 		return nil
+	}
+	if timedOut {
+		return fmt.Errorf("%s did not stop within %s", p.Name, timeout)
 	}
 	var exitErr *exec.ExitError
 	if errors.As(err, &exitErr) {
@@ -161,11 +201,23 @@ func (p *Process) signal(sig syscall.Signal, timeout time.Duration) error {
 	return err
 }
 
-// Running reports whether the process was started and not stopped.
+// Running reports whether the process was started and has not exited.
 func (p *Process) Running() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.cmd != nil
+	return p.cmd != nil && !isClosed(p.exited)
+}
+
+// Exited returns a channel closed when the current run of the process ends.
+func (p *Process) Exited() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.exited == nil {
+		ch := make(chan struct{})
+		close(ch)
+		return ch
+	}
+	return p.exited
 }
 
 // Tail returns the last n lines of the process's log.

@@ -29,22 +29,23 @@ type Inbox struct {
 }
 
 type Outbox struct {
-	ID             uuid.UUID
-	EventType      string
-	AggregateID    string
-	Payload        json.RawMessage
-	Status         string
-	Attempts       int32
-	PublishCount   int32
-	LastError      *string
-	NextAttemptAt  *time.Time
-	LeaseOwner     *string
-	LeaseUntil     *time.Time
-	StreamSeq      *int64
-	CreatedAt      time.Time
-	DispatchedAt   *time.Time
-	AcknowledgedAt *time.Time
-	UpdatedAt      time.Time
+	ID               uuid.UUID
+	EventType        string
+	AggregateID      string
+	Payload          json.RawMessage
+	Status           string
+	Attempts         int32
+	PublishCount     int32
+	LastError        *string
+	NextAttemptAt    *time.Time
+	LeaseOwner       *string
+	LeaseUntil       *time.Time
+	StreamSeq        *int64
+	CreatedAt        time.Time
+	DispatchedAt     *time.Time
+	AcknowledgedAt   *time.Time
+	UpdatedAt        time.Time
+	BrokerDuplicates int32
 }
 
 type Transfer struct {

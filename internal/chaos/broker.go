@@ -1,0 +1,131 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"walletgl/internal/harness"
+)
+
+// natsServerBinary returns the nats-server to run: NATS_SERVER_BIN when set (for example
+// Debian's 2.9 at /usr/sbin/nats-server), else one built from the module's nats-server.
+func natsServerBinary(ctx context.Context, dir string) (string, error) {
+	if bin := os.Getenv("NATS_SERVER_BIN"); bin != "" {
+		return bin, nil
+	}
+	out := filepath.Join(dir, "nats-server")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "github.com/nats-io/nats-server/v2")
+	if root, err := moduleRoot(ctx); err == nil {
+		cmd.Dir = root
+	}
+	if output, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build nats-server: %w\n%s", err, output)
+	}
+	return out, nil
+}
+
+func moduleRoot(ctx context.Context) (string, error) {
+	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Dir(strings.TrimSpace(string(out))), nil
+}
+
+// Broker is a nats-server process with JetStream whose store the harness controls: it can be
+// stopped, killed, restarted on the same port and wiped.
+type Broker struct {
+	*harness.Process
+	ClientPort int
+	StoreDir   string
+}
+
+// brokers starts n nats-server processes: one plain server, or a cluster of n on loopback.
+func startBrokers(ctx context.Context, bin, dir string, n int) ([]*Broker, error) {
+	ports := make([][3]int, n) // client, monitor, cluster
+	for i := range ports {
+		for j := range 3 {
+			p, err := freePort()
+			if err != nil {
+				return nil, err
+			}
+			ports[i][j] = p
+		}
+	}
+	var routes []string
+	for _, p := range ports {
+		routes = append(routes, "nats://127.0.0.1:"+strconv.Itoa(p[2]))
+	}
+	brokers := make([]*Broker, n)
+	for i, p := range ports {
+		name := fmt.Sprintf("nats-%d", i+1)
+		store := filepath.Join(dir, name)
+		args := []string{"-a", "127.0.0.1", "-p", strconv.Itoa(p[0]), "-m", strconv.Itoa(p[1]), "-js", "-sd", store, "-n", name}
+		if n > 1 {
+			args = append(args, "--cluster_name", "chaos", "--cluster", "nats://127.0.0.1:"+strconv.Itoa(p[2]),
+				"--routes", strings.Join(routes, ","))
+		}
+		brokers[i] = &Broker{
+			Process: &harness.Process{Name: name, Bin: bin, Args: args, Addr: "127.0.0.1:" + strconv.Itoa(p[1]),
+				Log: filepath.Join(dir, name+".log")},
+			ClientPort: p[0], StoreDir: store,
+		}
+		if err := brokers[i].Start(); err != nil {
+			return nil, err
+		}
+	}
+	for _, b := range brokers {
+		if err := b.waitReady(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return brokers, nil
+}
+
+// URL is the broker's client URL.
+func (b *Broker) URL() string { return "nats://127.0.0.1:" + strconv.Itoa(b.ClientPort) }
+
+func (b *Broker) waitReady(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return b.WaitHealthy(ctx)
+}
+
+// Restart starts a stopped broker again with its store.
+func (b *Broker) Restart(ctx context.Context) error {
+	if err := b.Start(); err != nil {
+		return err
+	}
+	return b.waitReady(ctx)
+}
+
+// Wipe deletes the store of a stopped broker: what it had acknowledged is gone.
+func (b *Broker) Wipe() error {
+	if b.Running() {
+		return fmt.Errorf("wipe %s: still running", b.Name)
+	}
+	return os.RemoveAll(b.StoreDir)
+}
+
+func freePort() (int, error) {
+	addr, err := harness.FreeAddr()
+	if err != nil {
+		return 0, err
+	}
+	_, port, _ := strings.Cut(addr, ":")
+	return strconv.Atoi(port)
+}
+
+func urls(brokers []*Broker) string {
+	var us []string
+	for _, b := range brokers {
+		us = append(us, b.URL())
+	}
+	return strings.Join(us, ",")
+}

@@ -1,0 +1,310 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Check is one invariant and whether it held.
+type Check struct {
+	Name   string `json:"name"`
+	Passed bool   `json:"passed"`
+	Detail string `json:"detail"`
+}
+
+// Counts are the run's numbers, read from the databases at the end.
+type Counts struct {
+	Confirmed        int   `json:"confirmed"`
+	Refused          int   `json:"refused"`
+	GaveUp           int   `json:"gave_up"`
+	Requests         int64 `json:"requests"`
+	Retried          int64 `json:"retried"`
+	Transfers        int   `json:"transfers"`
+	Posted           int   `json:"posted"`
+	Republished      int64 `json:"republished"`
+	BrokerDuplicates int64 `json:"broker_duplicates"`
+	InboxDuplicates  int64 `json:"inbox_duplicates"`
+	Faults           int   `json:"faults"`
+}
+
+// waitQuiet waits until every outbox row in both databases is terminal and the GL has as many
+// entries as the wallet has transfers.
+func waitQuiet(ctx context.Context, s *System, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		var walletOpen, glOpen, transfers, entries int
+		err := s.WalletDB.QueryRow(ctx, `SELECT
+			(SELECT count(*) FROM outbox WHERE status NOT IN ('acknowledged', 'dead_letter')),
+			(SELECT count(*) FROM transfers)`).Scan(&walletOpen, &transfers)
+		if err == nil {
+			err = s.GLDB.QueryRow(ctx, `SELECT
+				(SELECT count(*) FROM outbox WHERE status NOT IN ('acknowledged', 'dead_letter')),
+				(SELECT count(*) FROM journal_entries)`).Scan(&glOpen, &entries)
+		}
+		if err == nil && walletOpen == 0 && glOpen == 0 && entries == transfers {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not quiet after %s: wallet outbox open %d, gl outbox open %d, transfers %d, entries %d (last error: %v)",
+				timeout, walletOpen, glOpen, transfers, entries, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+type checker struct {
+	ctx    context.Context
+	wallet *pgxpool.Pool
+	gl     *pgxpool.Pool
+	checks []Check
+}
+
+func (c *checker) add(name string, passed bool, format string, args ...any) {
+	c.checks = append(c.checks, Check{Name: name, Passed: passed, Detail: fmt.Sprintf(format, args...)})
+}
+
+func (c *checker) failed(name string, err error) {
+	c.add(name, false, "could not check: %v", err)
+}
+
+// verify checks every invariant of the system against what the clients saw.
+func verify(ctx context.Context, s *System, load LoadResult, allowDeadLetters bool) ([]Check, Counts) {
+	c := &checker{ctx: ctx, wallet: s.WalletDB, gl: s.GLDB}
+	counts := Counts{Confirmed: len(load.Confirmed), Refused: load.Refused, GaveUp: load.GaveUp,
+		Requests: load.Requests, Retried: load.Retried}
+
+	transfers := c.confirmedExactlyOnce(load, &counts)
+	c.postedExactlyOnce(transfers, &counts)
+	c.outboxesTerminal(allowDeadLetters)
+	c.inboxesClean(allowDeadLetters)
+	c.debitsEqualCredits()
+	c.balancesHold()
+	c.readCounts(&counts)
+	return c.checks, counts
+}
+
+type transferRow struct {
+	id, key, currency string
+	amount            int64
+}
+
+func (c *checker) confirmedExactlyOnce(load LoadResult, counts *Counts) map[string]transferRow {
+	const name = "every confirmed transfer exists exactly once, one per key"
+	rows, err := c.wallet.Query(c.ctx, "SELECT id::text, idempotency_key, amount, currency FROM transfers")
+	if err != nil {
+		c.failed(name, err)
+		return nil
+	}
+	byKey := map[string]transferRow{}
+	byID := map[string]transferRow{}
+	for rows.Next() {
+		var t transferRow
+		if err := rows.Scan(&t.id, &t.key, &t.amount, &t.currency); err != nil {
+			c.failed(name, err)
+			return nil
+		}
+		byKey[t.key], byID[t.id] = t, t
+	}
+	if err := rows.Err(); err != nil {
+		c.failed(name, err)
+		return nil
+	}
+	counts.Transfers = len(byID)
+	var problems []string
+	for key, id := range load.Confirmed {
+		t, ok := byKey[key]
+		switch {
+		case !ok:
+			problems = append(problems, "confirmed key "+key+" has no transfer")
+		case t.id != id:
+			problems = append(problems, fmt.Sprintf("key %s confirmed as %s but stored as %s", key, id, t.id))
+		case t.amount != load.Amounts[key]:
+			problems = append(problems, fmt.Sprintf("key %s amount %d, asked %d", key, t.amount, load.Amounts[key]))
+		}
+	}
+	for key := range byKey {
+		if _, ok := load.Confirmed[key]; !ok && load.GaveUp == 0 {
+			problems = append(problems, "transfer for key "+key+" that no client saw confirmed")
+		}
+	}
+	c.add(name, len(problems) == 0, "%d confirmed, %d transfers stored%s", len(load.Confirmed), len(byID), list(problems))
+	return byID
+}
+
+func (c *checker) postedExactlyOnce(transfers map[string]transferRow, counts *Counts) {
+	const name = "every transfer has exactly one GL entry with its amount and currency, nothing else"
+	if transfers == nil {
+		c.add(name, false, "no transfers read")
+		return
+	}
+	rows, err := c.gl.Query(c.ctx, `
+		SELECT e.transfer_id, e.currency,
+		       coalesce(sum(l.amount) FILTER (WHERE l.direction = 'debit'), 0)
+		FROM journal_entries e JOIN journal_lines l ON l.entry_id = e.id
+		GROUP BY e.id`)
+	if err != nil {
+		c.failed(name, err)
+		return
+	}
+	seen := map[string]int{}
+	var problems []string
+	for rows.Next() {
+		var id, currency string
+		var amount int64
+		if err := rows.Scan(&id, &currency, &amount); err != nil {
+			c.failed(name, err)
+			return
+		}
+		seen[id]++
+		t, ok := transfers[id]
+		switch {
+		case !ok:
+			problems = append(problems, "GL entry for unknown transfer "+id)
+		case t.amount != amount || t.currency != currency:
+			problems = append(problems, fmt.Sprintf("transfer %s: %d %s in the wallet, %d %s in the GL", id, t.amount, t.currency, amount, currency))
+		}
+	}
+	if err := rows.Err(); err != nil {
+		c.failed(name, err)
+		return
+	}
+	for id, n := range seen {
+		if n > 1 {
+			problems = append(problems, fmt.Sprintf("transfer %s posted %d times", id, n))
+		}
+	}
+	for id := range transfers {
+		if seen[id] == 0 {
+			problems = append(problems, "transfer "+id+" never posted")
+		}
+	}
+	counts.Posted = len(seen)
+	c.add(name, len(problems) == 0, "%d transfers, %d posted%s", len(transfers), len(seen), list(problems))
+}
+
+func (c *checker) outboxesTerminal(allowDeadLetters bool) {
+	for _, side := range []struct {
+		name string
+		db   *pgxpool.Pool
+	}{{"wallet", c.wallet}, {"gl", c.gl}} {
+		name := "every " + side.name + " outbox row is acknowledged"
+		rows, err := side.db.Query(c.ctx, "SELECT status, count(*) FROM outbox GROUP BY status ORDER BY status")
+		if err != nil {
+			c.failed(name, err)
+			continue
+		}
+		var parts []string
+		ok := true
+		for rows.Next() {
+			var status string
+			var n int
+			if err := rows.Scan(&status, &n); err != nil {
+				c.failed(name, err)
+				break
+			}
+			parts = append(parts, fmt.Sprintf("%s %d", status, n))
+			if status != "acknowledged" && !(allowDeadLetters && status == "dead_letter") {
+				ok = false
+			}
+		}
+		rows.Close()
+		c.add(name, ok, "%s", strings.Join(parts, ", "))
+	}
+}
+
+func (c *checker) inboxesClean(allowFailed bool) {
+	for _, side := range []struct {
+		name string
+		db   *pgxpool.Pool
+	}{{"gl", c.gl}, {"wallet", c.wallet}} {
+		name := "no " + side.name + " inbox event failed or stuck processing"
+		var failed, processing int
+		err := side.db.QueryRow(c.ctx, `SELECT count(*) FILTER (WHERE status = 'failed'), count(*) FILTER (WHERE status = 'processing') FROM inbox`).Scan(&failed, &processing)
+		if err != nil {
+			c.failed(name, err)
+			continue
+		}
+		c.add(name, processing == 0 && (failed == 0 || allowFailed), "failed %d, processing %d", failed, processing)
+	}
+}
+
+func (c *checker) debitsEqualCredits() {
+	const name = "debits equal credits, in every entry and in total"
+	var debits, credits int64
+	var unbalanced int
+	err := c.gl.QueryRow(c.ctx, `
+		SELECT coalesce(sum(d), 0), coalesce(sum(cr), 0), count(*) FILTER (WHERE d <> cr)
+		FROM (SELECT sum(amount) FILTER (WHERE direction = 'debit') AS d,
+		             sum(amount) FILTER (WHERE direction = 'credit') AS cr
+		      FROM journal_lines GROUP BY entry_id) e`).Scan(&debits, &credits, &unbalanced)
+	if err != nil {
+		c.failed(name, err)
+		return
+	}
+	c.add(name, debits == credits && unbalanced == 0, "debits %d, credits %d, unbalanced entries %d", debits, credits, unbalanced)
+}
+
+func (c *checker) balancesHold() {
+	const name = "balances: zero-sum per currency, each equals its transfers, none below its floor"
+	var problems []string
+	rows, err := c.wallet.Query(c.ctx, `
+		SELECT w.id, w.balance, w.allow_negative,
+		       coalesce((SELECT sum(amount) FROM transfers WHERE to_wallet_id = w.id), 0)
+		     - coalesce((SELECT sum(amount) FROM transfers WHERE from_wallet_id = w.id), 0)
+		FROM wallets w`)
+	if err != nil {
+		c.failed(name, err)
+		return
+	}
+	var total int64
+	for rows.Next() {
+		var id string
+		var balance, net int64
+		var allowNegative bool
+		if err := rows.Scan(&id, &balance, &allowNegative, &net); err != nil {
+			c.failed(name, err)
+			return
+		}
+		total += balance
+		if balance != net {
+			problems = append(problems, fmt.Sprintf("wallet %s balance %d, transfers say %d", id, balance, net))
+		}
+		if balance < 0 && !allowNegative {
+			problems = append(problems, fmt.Sprintf("wallet %s below its floor: %d", id, balance))
+		}
+	}
+	if err := rows.Err(); err != nil {
+		c.failed(name, err)
+		return
+	}
+	if total != 0 {
+		problems = append(problems, fmt.Sprintf("balances sum to %d, not 0", total))
+	}
+	c.add(name, len(problems) == 0, "sum of balances %d%s", total, list(problems))
+}
+
+func (c *checker) readCounts(counts *Counts) {
+	_ = c.wallet.QueryRow(c.ctx, `SELECT coalesce(sum(greatest(publish_count - 1, 0)), 0), coalesce(sum(broker_duplicates), 0) FROM outbox`).
+		Scan(&counts.Republished, &counts.BrokerDuplicates)
+	_ = c.gl.QueryRow(c.ctx, `SELECT coalesce(sum(duplicates), 0) FROM inbox`).Scan(&counts.InboxDuplicates)
+}
+
+func list(problems []string) string {
+	if len(problems) == 0 {
+		return ""
+	}
+	sort.Strings(problems)
+	if len(problems) > 10 {
+		problems = append(problems[:10], fmt.Sprintf("… and %d more", len(problems)-10))
+	}
+	return "; " + strings.Join(problems, "; ")
+}

@@ -1,0 +1,147 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"walletgl/internal/harness"
+)
+
+// The wallets every run uses: a funding source that may go negative and users that may not.
+const (
+	fundingWallet = "funding"
+	currency      = "USD"
+)
+
+// LoadResult is what the clients saw.
+type LoadResult struct {
+	Confirmed map[string]string // idempotency key -> transfer id, for every 200/201
+	Refused   int               // definitive refusals (422: insufficient funds between users)
+	Requests  int64             // HTTP attempts, first tries and retries
+	Retried   int64             // attempts that were retries of a key
+	GaveUp    int               // keys that never got an answer before the deadline
+	Amounts   map[string]int64  // idempotency key -> amount asked
+}
+
+type loadGen struct {
+	targets []*harness.Client
+	users   []string
+	rng     *rand.Rand
+	mu      sync.Mutex
+	res     LoadResult
+	reqs    atomic.Int64
+	retried atomic.Int64
+}
+
+func setupWallets(ctx context.Context, c *harness.Client, users int) ([]string, error) {
+	if err := c.CreateWallet(ctx, fundingWallet, currency, true); err != nil {
+		return nil, err
+	}
+	ids := make([]string, users)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("user-%03d", i)
+		if err := c.CreateWallet(ctx, ids[i], currency, false); err != nil {
+			return nil, err
+		}
+	}
+	return ids, nil
+}
+
+// runLoad sends total transfers spread over duration by clients concurrent clients. Each
+// client retries a transfer with the same Idempotency-Key until it gets a definitive answer,
+// as a careful client would, moving to another wallet instance when one does not answer.
+func runLoad(ctx context.Context, targets []*harness.Client, users []string, seed uint64, total, clients int, duration time.Duration) LoadResult {
+	g := &loadGen{targets: targets, users: users, rng: rand.New(rand.NewPCG(seed, 99))}
+	g.res = LoadResult{Confirmed: map[string]string{}, Amounts: map[string]int64{}}
+	type job struct {
+		key string
+		req harness.TransferRequest
+	}
+	jobs := make([]job, total)
+	for i := range jobs {
+		from := fundingWallet
+		if i >= len(users) && g.rng.IntN(3) > 0 {
+			from = users[g.rng.IntN(len(users))]
+		}
+		to := users[g.rng.IntN(len(users))]
+		for to == from {
+			to = users[g.rng.IntN(len(users))]
+		}
+		amount := int64(1 + g.rng.IntN(100))
+		if from == fundingWallet {
+			amount *= 10
+		}
+		jobs[i] = job{key: fmt.Sprintf("chaos-%d-%d", seed, i), req: harness.TransferRequest{FromWalletID: from, ToWalletID: to, Amount: amount, Currency: currency}}
+		g.res.Amounts[jobs[i].key] = amount
+	}
+	interval := duration / time.Duration(max(total, 1))
+	work := make(chan job)
+	var wg sync.WaitGroup
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range work {
+				g.send(ctx, c, j.key, j.req)
+			}
+		}()
+	}
+	ticker := time.NewTicker(max(interval, time.Microsecond))
+	defer ticker.Stop()
+	for _, j := range jobs {
+		select {
+		case <-ctx.Done():
+		case <-ticker.C:
+		}
+		work <- j
+	}
+	close(work)
+	wg.Wait()
+	g.res.Requests, g.res.Retried = g.reqs.Load(), g.retried.Load()
+	return g.res
+}
+
+func (g *loadGen) send(ctx context.Context, client int, key string, req harness.TransferRequest) {
+	deadline := time.Now().Add(90 * time.Second)
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			g.retried.Add(1)
+			delay := min(time.Duration(attempt)*50*time.Millisecond, time.Second)
+			time.Sleep(delay)
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			g.mu.Lock()
+			g.res.GaveUp++
+			g.mu.Unlock()
+			return
+		}
+		target := g.targets[(client+attempt)%len(g.targets)]
+		g.reqs.Add(1)
+		resp, err := target.Transfer(ctx, key, req)
+		if err != nil {
+			continue // no answer: the same key again
+		}
+		switch resp.Status {
+		case http.StatusOK, http.StatusCreated:
+			var tr harness.Transfer
+			if err := resp.Decode(&tr); err != nil {
+				continue
+			}
+			g.mu.Lock()
+			g.res.Confirmed[key] = tr.ID
+			g.mu.Unlock()
+			return
+		case http.StatusUnprocessableEntity:
+			g.mu.Lock()
+			g.res.Refused++
+			g.mu.Unlock()
+			return
+		default: // 409 in flight, 5xx: the answer is not known yet
+		}
+	}
+}

@@ -1,0 +1,245 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"walletgl/internal/database"
+	"walletgl/internal/harness"
+)
+
+// System is one run's world: two databases, the brokers, and the service processes.
+type System struct {
+	Dir              string
+	WalletURL, GLURL string
+	Brokers          []*Broker
+	Wallets, GLs     []*harness.Process
+	WalletDB, GLDB   *pgxpool.Pool
+	Namespace        string
+	log              *Timeline
+
+	mu        sync.Mutex
+	expecting map[*harness.Process]bool // processes the scenario stopped on purpose
+	killed    map[*harness.Process]bool // processes the harness killed (the restart is no news)
+}
+
+// Topology of one scenario's system.
+type Topology struct {
+	WalletInstances, GLInstances, Brokers int
+	// Env is added to both services' environment (settings and FAULTS for the scenario).
+	WalletEnv, GLEnv []string
+}
+
+func startSystem(ctx context.Context, opts Options, topo Topology, dir string, bins harness.Binaries, natsBin string, tl *Timeline) (*System, error) {
+	s := &System{Dir: dir, log: tl, expecting: map[*harness.Process]bool{}, killed: map[*harness.Process]bool{}, Namespace: "chaos"}
+	id := strings.ToLower(filepath.Base(dir))
+	id = strings.NewReplacer("-", "_", ".", "_").Replace(id)
+	var err error
+	if s.WalletURL, err = databaseURL(opts.DatabaseURL, "chaos_"+id+"_wallet"); err != nil {
+		return nil, err
+	}
+	if s.GLURL, err = databaseURL(opts.DatabaseURL, "chaos_"+id+"_gl"); err != nil {
+		return nil, err
+	}
+	if s.Brokers, err = startBrokers(ctx, natsBin, dir, max(topo.Brokers, 1)); err != nil {
+		return nil, err
+	}
+	replicas := "1"
+	if len(s.Brokers) >= 3 {
+		replicas = "3"
+	}
+	common := []string{
+		"NATS_URL=" + urls(s.Brokers), "EVENTS_NAMESPACE=" + s.Namespace, "EVENTS_STREAM_REPLICAS=" + replicas,
+		"LOG_FORMAT=json", "LOG_LEVEL=info", "FAULTS_SEED=" + fmt.Sprint(opts.Seed),
+		"EVENTS_POLL_INTERVAL=500ms", "EVENTS_ACK_TIMEOUT=4s", "EVENTS_LEASE=3s", "EVENTS_ACK_WAIT=4s",
+		"EVENTS_MAX_ATTEMPTS=1000", "EVENTS_MAX_DELIVER=1000",
+	}
+	for i := range max(topo.WalletInstances, 1) {
+		p, err := s.process(fmt.Sprintf("wallet-%d", i+1), bins.Wallet, "WALLET", s.WalletURL, append(common, topo.WalletEnv...))
+		if err != nil {
+			return nil, err
+		}
+		s.Wallets = append(s.Wallets, p)
+	}
+	for i := range max(topo.GLInstances, 1) {
+		p, err := s.process(fmt.Sprintf("gl-%d", i+1), bins.GL, "GL", s.GLURL, append(common, topo.GLEnv...))
+		if err != nil {
+			return nil, err
+		}
+		s.GLs = append(s.GLs, p)
+	}
+	// The first instance of each creates and migrates its database; the others follow.
+	for _, group := range [][]*harness.Process{s.Wallets, s.GLs} {
+		for _, p := range group {
+			if err := s.startAndWait(ctx, p); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if s.WalletDB, err = database.Open(ctx, s.WalletURL, 4); err != nil {
+		return nil, err
+	}
+	if s.GLDB, err = database.Open(ctx, s.GLURL, 4); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *System) process(name, bin, prefix, dbURL string, env []string) (*harness.Process, error) {
+	addr, err := harness.FreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	return &harness.Process{
+		Name: name, Bin: bin, Args: []string{"serve"}, Addr: addr, Log: filepath.Join(s.Dir, name+".log"),
+		Env: append([]string{prefix + "_DATABASE_URL=" + dbURL, prefix + "_HTTP_ADDR=" + addr}, env...),
+	}, nil
+}
+
+func (s *System) startAndWait(ctx context.Context, p *harness.Process) error {
+	if err := p.Start(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	return p.WaitHealthy(ctx)
+}
+
+// supervise restarts services that die while the scenario did not stop them (a crash fault
+// point fired), as an orchestrator would, and records each crash.
+func (s *System) supervise(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, p := range append(append([]*harness.Process{}, s.Wallets...), s.GLs...) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-p.Exited():
+				}
+				if s.isExpected(p) {
+					select {
+					case <-ctx.Done():
+						return
+					case <-time.After(50 * time.Millisecond):
+						continue
+					}
+				}
+				if s.takeKilled(p) {
+					s.log.Note("restarting %s", p.Name)
+				} else {
+					s.log.Fault("%s crashed at an armed fault point; restarting it", p.Name)
+				}
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(200 * time.Millisecond):
+				}
+				if err := s.startAndWait(ctx, p); err != nil && ctx.Err() == nil {
+					first, _, _ := strings.Cut(err.Error(), "\n")
+					s.log.Note("restart %s: %s", p.Name, first)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func (s *System) isExpected(p *harness.Process) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.expecting[p]
+}
+
+// Down marks p as stopped on purpose, so the supervisor leaves it alone.
+func (s *System) hold(p *harness.Process, held bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.expecting[p] = held
+}
+
+// Kill9 kills a service with SIGKILL; the supervisor restarts it unless keepDown.
+func (s *System) Kill9(p *harness.Process, keepDown bool) {
+	s.mu.Lock()
+	s.expecting[p], s.killed[p] = keepDown, true
+	s.mu.Unlock()
+	_ = p.Kill()
+}
+
+func (s *System) takeKilled(p *harness.Process) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := s.killed[p]
+	delete(s.killed, p)
+	return k
+}
+
+// Running lists the service processes that are up.
+func (s *System) running(ps []*harness.Process) []*harness.Process {
+	var up []*harness.Process
+	for _, p := range ps {
+		if p.Running() && !s.isExpected(p) {
+			up = append(up, p)
+		}
+	}
+	return up
+}
+
+func (s *System) adminURL() string {
+	u, _ := url.Parse(s.WalletURL)
+	u.Path = "/postgres"
+	return u.String()
+}
+
+func dbName(dbURL string) string {
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimPrefix(u.Path, "/")
+}
+
+// StopAll stops every process gracefully and closes the pools.
+func (s *System) StopAll() []error {
+	var errs []error
+	for _, p := range append(append([]*harness.Process{}, s.Wallets...), s.GLs...) {
+		s.hold(p, true)
+		if err := p.Stop(20 * time.Second); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, b := range s.Brokers {
+		_ = b.Stop(10 * time.Second)
+	}
+	if s.WalletDB != nil {
+		s.WalletDB.Close()
+	}
+	if s.GLDB != nil {
+		s.GLDB.Close()
+	}
+	return errs
+}
+
+// DropDatabases removes the run's databases.
+func (s *System) DropDatabases(ctx context.Context) {
+	_ = database.Drop(ctx, s.WalletURL)
+	_ = database.Drop(ctx, s.GLURL)
+}
+
+func databaseURL(server, name string) (string, error) {
+	u, err := url.Parse(server)
+	if err != nil {
+		return "", fmt.Errorf("parse database url: %w", err)
+	}
+	u.Path = "/" + name
+	return u.String(), nil
+}
