@@ -92,3 +92,19 @@ func check(name string, checked int64, rows []offender) gl.Check {
 	}
 	return c
 }
+
+// Size counts the ledger's entries and the events its inbox marked processed; a rebuild
+// starts only from a ledger where both are zero.
+func (l *Ledger) Size(ctx context.Context) (entries, processedEvents int64, err error) {
+	counts, err := l.queries.CountLedger(ctx)
+	if err != nil {
+		return 0, 0, dbError(err, "count entries")
+	}
+	processed, err := l.queries.CountProcessedInbox(ctx, gldb.CountProcessedInboxParams{
+		Consumer: events.ConsumerGL, EventType: events.TypeTransferCompleted,
+	})
+	if err != nil {
+		return 0, 0, dbError(err, "count processed inbox rows")
+	}
+	return counts.Entries, processed, nil
+}
