@@ -28,7 +28,7 @@ import (
 // side, amount and currency (entry ids and posting times are new by nature).
 type posting struct {
 	EventID, TransferID, Account, Direction, Currency string
-	Amount                                           int64
+	Amount                                            int64
 }
 
 func postings(t *testing.T, pool *pgxpool.Pool) []posting {
