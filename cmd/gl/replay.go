@@ -124,14 +124,22 @@ func replayCmd(ctx context.Context, env cli.Env, args []string) error {
 	}
 	log.Info().Str("stream", stream).Str("target", targetName).Uint64("events", cons.CachedInfo().NumPending).Msg("replay started")
 
-	progress := newProgress(env.Stderr, log, started)
+	progress := newProgress(env.Stderr, log, time.Now())
 	total := cons.CachedInfo().NumPending
+	pending := total
 	for {
 		if err := ctx.Err(); err != nil {
 			progress.finish()
 			return fmt.Errorf("replay interrupted after %d events; drop database %s before replaying again: %w", progress.done, targetName, err)
 		}
-		batch, err := cons.Fetch(cfg.Events.BatchSize, jetstream.FetchMaxWait(time.Second))
+		// While the stream has events for us, take what is there without waiting for a full
+		// batch; at the end, wait a little for deliveries that were negatively acknowledged.
+		var batch jetstream.MessageBatch
+		if pending > 0 {
+			batch, err = cons.FetchNoWait(cfg.Events.BatchSize)
+		} else {
+			batch, err = cons.Fetch(cfg.Events.BatchSize, jetstream.FetchMaxWait(time.Second))
+		}
 		if err != nil {
 			return fmt.Errorf("replay: fetch: %w", err)
 		}
@@ -151,6 +159,7 @@ func replayCmd(ctx context.Context, env cli.Env, args []string) error {
 		if err != nil {
 			return fmt.Errorf("replay: consumer state: %w", err)
 		}
+		pending = info.NumPending
 		stats := handler.Stats()
 		done := uint64(stats.Processed + stats.Duplicates + stats.Failed)
 		// Events published meanwhile join the replay; the total grows with them.
@@ -173,7 +182,7 @@ func replayCmd(ctx context.Context, env cli.Env, args []string) error {
 	fmt.Fprintf(env.Stdout, "  entries posted       %d\n", entries)
 	fmt.Fprintf(env.Stdout, "  duplicates skipped   %d\n", stats.Duplicates)
 	fmt.Fprintf(env.Stdout, "  dead-lettered        %d (see the target's inbox, status failed)\n", stats.Failed)
-	fmt.Fprintf(env.Stdout, "  rate                 %.0f events/s\n", float64(progress.done)/max(elapsed.Seconds(), 1e-9))
+	fmt.Fprintf(env.Stdout, "  rate                 %.0f events/s\n", float64(progress.done)/max(time.Since(progress.started).Seconds(), 1e-9))
 	fmt.Fprintf(env.Stdout, "  acknowledgments      left unpublished in %s's outbox\n", targetName)
 	fmt.Fprintf(env.Stdout, "next: GL_DATABASE_URL='%s' gl verify\n", redact(target))
 	return nil

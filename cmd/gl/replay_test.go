@@ -159,6 +159,7 @@ func TestReplayRebuildsTheLiveLedger(t *testing.T) {
 		target := testenv.DatabaseURL(t)
 		out, _, err := runGL(t, b.env(b.liveURL), "replay", "--from-start", "--into", target)
 		require.NoError(t, err)
+		t.Log(out)
 		require.Contains(t, out, "events read          37\n") // 30 + 6 republished + 1 poison
 		require.Contains(t, out, fmt.Sprintf("entries posted       %d\n", n))
 		require.Contains(t, out, "duplicates skipped   6\n")
