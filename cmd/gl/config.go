@@ -19,7 +19,14 @@ type Config struct {
 
 // loadConfig reads the settings from the environment and args (flags override variables).
 func loadConfig(name string, args []string, env cli.Env) (Config, *config.Set, error) {
-	var c Config
+	c, s := bindConfig(name, env)
+	err := s.Parse(args)
+	return *c, s, err
+}
+
+// bindConfig binds every setting to the returned Config; parsing the set fills it in.
+func bindConfig(name string, env cli.Env) (*Config, *config.Set) {
+	c := &Config{}
 	s := config.NewSet(name, env.Getenv, env.Stderr)
 	s.String(&c.DatabaseURL, "GL_DATABASE_URL", "database-url", "postgres://postgres@127.0.0.1:5432/gl?sslmode=disable", "the GL's PostgreSQL database (created when missing)")
 	s.String(&c.HTTPAddr, "GL_HTTP_ADDR", "http-addr", "127.0.0.1:8081", "address of the GL's HTTP API")
@@ -27,7 +34,7 @@ func loadConfig(name string, args []string, env cli.Env) (Config, *config.Set, e
 	s.String(&c.Rule.CreditAccount, "GL_TRANSFER_CREDIT_ACCOUNT", "transfer-credit-account", gl.DefaultPostingRule.CreditAccount, "account credited for each TransferCompleted.v1")
 	config.BindEvents(s, &c.Events)
 	config.BindLog(s, &c.Log)
-	return c, s, s.Parse(args)
+	return c, s
 }
 
 func (c Config) validate() error {

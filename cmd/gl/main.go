@@ -31,5 +31,9 @@ func commands() []cli.Command {
 	return []cli.Command{
 		{Words: []string{"serve"}, Help: "run the event consumer, the acknowledgment relay and the HTTP API", Run: serveCmd},
 		{Words: []string{"migrate"}, Help: "create the database if missing and apply its migrations", Run: migrateCmd},
+		{Words: []string{"accounts", "list"}, Help: "list the chart of accounts [--json]", Run: accountsListCmd},
+		{Words: []string{"accounts", "add"}, Help: "add an account: CODE --name N --type asset|liability|equity|revenue|expense [--json]", Run: accountsAddCmd},
+		{Words: []string{"replay"}, Help: replayHelp, Run: replayCmd},
+		{Words: []string{"verify"}, Help: "check the ledger's invariants on the live database; exit 1 when one fails [--json]", Run: verifyCmd},
 	}
 }

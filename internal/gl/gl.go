@@ -8,7 +8,9 @@ import (
 	"context"
 	"errors"
 	"math"
+	"regexp"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -82,6 +84,9 @@ var (
 	ErrAccountNotFound = problem.New(problem.NotFound, "account-not-found", "the account is not in the chart of accounts")
 	ErrEntryNotFound   = problem.New(problem.NotFound, "entry-not-found", "no journal entry matches")
 	ErrUnavailable     = problem.New(problem.Unavailable, "unavailable", "the ledger is unavailable; retry later")
+	ErrInvalidAccount  = problem.New(problem.Invalid, "invalid-account", "the account is not valid")
+	ErrAccountExists   = problem.New(problem.Conflict, "account-exists", "the chart of accounts already has this code")
+	ErrInvalidCursor   = problem.New(problem.Invalid, "invalid-cursor", "the cursor is not one this API returned")
 )
 
 // ErrUnbalanced is returned for an entry that must not be posted (see Entry.Balanced). It is a
@@ -107,8 +112,50 @@ type PostingFinder interface {
 type Account struct {
 	Code          string
 	Name          string
-	Type          string    // asset, liability, equity, revenue or expense
+	Type          AccountType
 	NormalBalance Direction // the side on which the account grows
+}
+
+// AccountType is one of the five classes of the chart of accounts.
+type AccountType string
+
+// The account types.
+const (
+	Asset     AccountType = "asset"
+	Liability AccountType = "liability"
+	Equity    AccountType = "equity"
+	Revenue   AccountType = "revenue"
+	Expense   AccountType = "expense"
+)
+
+// AccountTypes lists the types in the order of a balance sheet and income statement.
+var AccountTypes = []AccountType{Asset, Liability, Equity, Revenue, Expense}
+
+// NormalBalance is the side on which an account of type t grows: debit for assets and
+// expenses, credit for the others. It is "" for an unknown type.
+func (t AccountType) NormalBalance() Direction {
+	switch t {
+	case Asset, Expense:
+		return Debit
+	case Liability, Equity, Revenue:
+		return Credit
+	}
+	return ""
+}
+
+var accountCode = regexp.MustCompile(`^[A-Za-z0-9._-]{1,32}$`)
+
+// NewAccount returns an account of the given type, its normal balance derived from the type.
+func NewAccount(code, name string, typ AccountType) (Account, error) {
+	switch {
+	case !accountCode.MatchString(code):
+		return Account{}, problem.Newf(ErrInvalidAccount, "account code %q must be 1 to 32 letters, digits, '.', '_' or '-'", code)
+	case strings.TrimSpace(name) == "":
+		return Account{}, problem.Newf(ErrInvalidAccount, "account %s needs a name", code)
+	case typ.NormalBalance() == "":
+		return Account{}, problem.Newf(ErrInvalidAccount, "account type %q is not one of asset, liability, equity, revenue, expense", typ)
+	}
+	return Account{Code: code, Name: name, Type: typ, NormalBalance: typ.NormalBalance()}, nil
 }
 
 // Accounts looks accounts up in the chart of accounts (ErrAccountNotFound when missing).
@@ -116,13 +163,72 @@ type Accounts interface {
 	Account(ctx context.Context, code string) (Account, error)
 }
 
-// AccountBalance is the sum of an account's lines in one currency.
+// AccountBalance is the sum of an account's lines in one currency, up to AsOf when set.
 type AccountBalance struct {
+	AccountCode   string
+	Currency      string
+	NormalBalance Direction
+	AsOf          *time.Time // nil: every line posted so far
+	Debits        int64
+	Credits       int64
+}
+
+// Balance is the account's balance in its normal-balance sign: debits minus credits for a
+// debit-normal account, credits minus debits otherwise (negative when the account is overdrawn
+// against its nature).
+func (b AccountBalance) Balance() int64 {
+	if b.NormalBalance == Credit {
+		return b.Credits - b.Debits
+	}
+	return b.Debits - b.Credits
+}
+
+// StatementLine is one line of an account statement.
+type StatementLine struct {
+	LineID         int64
+	EntryID        uuid.UUID
+	EventID        string
+	TransferID     string
+	Direction      Direction
+	Amount         int64
+	PostedAt       time.Time
+	RunningBalance int64 // after this line, in the account's normal-balance sign
+}
+
+// StatementQuery asks for one page of an account's lines in one currency.
+type StatementQuery struct {
 	AccountCode string
 	Currency    string
-	Debits      int64
-	Credits     int64
+	After       string // the cursor: "" for the first page, else a page's NextCursor
+	Limit       int
 }
+
+// Statement is one page of an account's lines, oldest first.
+type Statement struct {
+	Account    Account
+	Currency   string
+	Lines      []StatementLine
+	NextCursor string // "" when this page is the last
+}
+
+// EntryQuery asks for one page of entries posted in [From, To); zero bounds are open.
+type EntryQuery struct {
+	From, To time.Time
+	After    string // the cursor: "" for the first page, else a page's NextCursor
+	Limit    int
+}
+
+// EntryPage is one page of entries with their lines, in posting order.
+type EntryPage struct {
+	Entries    []Entry
+	NextCursor string // "" when this page is the last
+}
+
+// Page sizes of the paginated reads.
+const (
+	DefaultPageSize = 100
+	MaxPageSize     = 1000
+)
 
 // CurrencyTotal sums all lines of one currency; the ledger balances when every total does.
 type CurrencyTotal struct {
@@ -168,7 +274,14 @@ func NewTrialBalance(accounts []AccountBalance) TrialBalance {
 type Reader interface {
 	// EntriesByTransfer returns the transfer's entries with their lines; none is not an error.
 	EntriesByTransfer(ctx context.Context, transferID string) ([]Entry, error)
-	// AccountBalance returns ErrAccountNotFound for a code outside the chart of accounts.
-	AccountBalance(ctx context.Context, code, currency string) (AccountBalance, error)
+	// EntriesByEvent returns the entries the event caused (at most one); none is not an error.
+	EntriesByEvent(ctx context.Context, eventID string) ([]Entry, error)
+	// Entries returns a page of entries by posting time.
+	Entries(ctx context.Context, q EntryQuery) (EntryPage, error)
+	// AccountBalance sums the lines posted up to asOf (zero: all of them). It returns
+	// ErrAccountNotFound for a code outside the chart of accounts.
+	AccountBalance(ctx context.Context, code, currency string, asOf time.Time) (AccountBalance, error)
+	// Statement returns a page of an account's lines with running balances.
+	Statement(ctx context.Context, q StatementQuery) (Statement, error)
 	TrialBalance(ctx context.Context) (TrialBalance, error)
 }

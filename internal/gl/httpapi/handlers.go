@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/url"
 	"regexp"
+	"strconv"
 	"time"
 
 	"walletgl/internal/gl"
@@ -13,12 +15,16 @@ import (
 
 // Problems of the API's own; the ledger's (account-not-found, unavailable) come from gl.
 var (
-	errInvalidTransferID = problem.New(problem.Invalid, "invalid-transfer-id", "the transfer_id query parameter is required")
+	errInvalidTransferID = problem.New(problem.Invalid, "invalid-transfer-id", "the transfer_id query parameter is not valid")
+	errInvalidEventID    = problem.New(problem.Invalid, "invalid-event-id", "the event_id query parameter is not valid")
+	errInvalidQuery      = problem.New(problem.Invalid, "invalid-query", "the query parameters do not fit together")
+	errInvalidTime       = problem.New(problem.Invalid, "invalid-time", "a timestamp parameter is not RFC 3339")
+	errInvalidLimit      = problem.New(problem.Invalid, "invalid-limit", "the limit parameter is out of range")
 	errInvalidCurrency   = problem.New(problem.Invalid, "invalid-currency", "the currency query parameter must be a three-letter upper-case code")
 	errNotFound          = problem.New(problem.NotFound, "not-found", "no such resource")
 )
 
-const maxTransferIDLen = 256
+const maxIDLen = 256
 
 var currencyCode = regexp.MustCompile(`^[A-Z]{3}$`)
 
@@ -35,48 +41,104 @@ func handleHealthz(health func(ctx context.Context) error) http.Handler {
 	})
 }
 
+// entryJSON is an entry as the API shows it.
+type entryJSON struct {
+	ID         string     `json:"id"`
+	EventID    string     `json:"event_id"`
+	TransferID string     `json:"transfer_id"`
+	Currency   string     `json:"currency"`
+	OccurredAt time.Time  `json:"occurred_at"`
+	PostedAt   time.Time  `json:"posted_at"`
+	Lines      []lineJSON `json:"lines"`
+}
+
+type lineJSON struct {
+	AccountCode string       `json:"account_code"`
+	Direction   gl.Direction `json:"direction"`
+	Amount      int64        `json:"amount"`
+}
+
+func entriesJSON(entries []gl.Entry) []entryJSON {
+	out := make([]entryJSON, 0, len(entries))
+	for _, e := range entries {
+		j := entryJSON{
+			ID: e.ID.String(), EventID: e.EventID, TransferID: e.TransferID, Currency: e.Currency,
+			OccurredAt: e.OccurredAt.UTC(), PostedAt: e.PostedAt.UTC(), Lines: make([]lineJSON, 0, len(e.Lines)),
+		}
+		for _, l := range e.Lines {
+			j.Lines = append(j.Lines, lineJSON{AccountCode: l.AccountCode, Direction: l.Direction, Amount: l.Amount})
+		}
+		out = append(out, j)
+	}
+	return out
+}
+
+// handleEntries answers one of three questions: the entries of a transfer (transfer_id), of an
+// event (event_id), or a page of entries by posting time (from, to, after, limit; all optional).
 func handleEntries(ledger gl.Reader) http.Handler {
-	type line struct {
-		AccountCode string       `json:"account_code"`
-		Direction   gl.Direction `json:"direction"`
-		Amount      int64        `json:"amount"`
-	}
-	type entry struct {
-		ID         string    `json:"id"`
-		EventID    string    `json:"event_id"`
-		TransferID string    `json:"transfer_id"`
-		Currency   string    `json:"currency"`
-		PostedAt   time.Time `json:"posted_at"`
-		Lines      []line    `json:"lines"`
-	}
 	type response struct {
-		Entries []entry `json:"entries"`
+		Entries []entryJSON `json:"entries"`
+	}
+	type pageResponse struct {
+		Entries    []entryJSON `json:"entries"`
+		NextCursor *string     `json:"next_cursor"` // null on the last page
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		transferID := r.URL.Query().Get("transfer_id")
+		query := r.URL.Query()
+		transferID, eventID := query.Get("transfer_id"), query.Get("event_id")
+		ranged := query.Has("from") || query.Has("to") || query.Has("after") || query.Has("limit")
 		switch {
-		case transferID == "":
-			fail(w, r, errInvalidTransferID)
+		case query.Has("transfer_id") && (query.Has("event_id") || ranged), query.Has("event_id") && ranged:
+			fail(w, r, problem.Newf(errInvalidQuery, "use transfer_id, event_id, or from/to/after/limit; not several"))
 			return
-		case len(transferID) > maxTransferIDLen:
-			fail(w, r, problem.Newf(errInvalidTransferID, "transfer_id is longer than %d characters", maxTransferIDLen))
+		case query.Has("transfer_id"):
+			if transferID == "" || len(transferID) > maxIDLen {
+				fail(w, r, problem.Newf(errInvalidTransferID, "transfer_id must be 1 to %d characters", maxIDLen))
+				return
+			}
+			entries, err := ledger.EntriesByTransfer(r.Context(), transferID)
+			if err != nil {
+				fail(w, r, err)
+				return
+			}
+			encode(w, r, http.StatusOK, response{Entries: entriesJSON(entries)})
+			return
+		case query.Has("event_id"):
+			if eventID == "" || len(eventID) > maxIDLen {
+				fail(w, r, problem.Newf(errInvalidEventID, "event_id must be 1 to %d characters", maxIDLen))
+				return
+			}
+			entries, err := ledger.EntriesByEvent(r.Context(), eventID)
+			if err != nil {
+				fail(w, r, err)
+				return
+			}
+			encode(w, r, http.StatusOK, response{Entries: entriesJSON(entries)})
 			return
 		}
-		entries, err := ledger.EntriesByTransfer(r.Context(), transferID)
+		var q gl.EntryQuery
+		var err error
+		if q.From, err = parseTime(query, "from"); err != nil {
+			fail(w, r, err)
+			return
+		}
+		if q.To, err = parseTime(query, "to"); err != nil {
+			fail(w, r, err)
+			return
+		}
+		if q.Limit, err = parseLimit(query); err != nil {
+			fail(w, r, err)
+			return
+		}
+		q.After = query.Get("after")
+		page, err := ledger.Entries(r.Context(), q)
 		if err != nil {
 			fail(w, r, err)
 			return
 		}
-		resp := response{Entries: make([]entry, 0, len(entries))}
-		for _, e := range entries {
-			out := entry{
-				ID: e.ID.String(), EventID: e.EventID, TransferID: e.TransferID, Currency: e.Currency,
-				PostedAt: e.PostedAt.UTC(), Lines: make([]line, 0, len(e.Lines)),
-			}
-			for _, l := range e.Lines {
-				out.Lines = append(out.Lines, line{AccountCode: l.AccountCode, Direction: l.Direction, Amount: l.Amount})
-			}
-			resp.Entries = append(resp.Entries, out)
+		resp := pageResponse{Entries: entriesJSON(page.Entries)}
+		if page.NextCursor != "" {
+			resp.NextCursor = &page.NextCursor
 		}
 		encode(w, r, http.StatusOK, resp)
 	})
@@ -84,10 +146,13 @@ func handleEntries(ledger gl.Reader) http.Handler {
 
 func handleAccountBalance(ledger gl.Reader) http.Handler {
 	type response struct {
-		AccountCode string `json:"account_code"`
-		Currency    string `json:"currency"`
-		Debits      int64  `json:"debits"`
-		Credits     int64  `json:"credits"`
+		AccountCode   string       `json:"account_code"`
+		Currency      string       `json:"currency"`
+		NormalBalance gl.Direction `json:"normal_balance"`
+		AsOf          *time.Time   `json:"as_of"` // null: everything posted so far
+		Debits        int64        `json:"debits"`
+		Credits       int64        `json:"credits"`
+		Balance       int64        `json:"balance"` // in the normal-balance sign
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		code := r.PathValue("code")
@@ -96,7 +161,12 @@ func handleAccountBalance(ledger gl.Reader) http.Handler {
 			fail(w, r, errInvalidCurrency)
 			return
 		}
-		balance, err := ledger.AccountBalance(r.Context(), code, currency)
+		asOf, err := parseTime(r.URL.Query(), "as_of")
+		if err != nil {
+			fail(w, r, err)
+			return
+		}
+		balance, err := ledger.AccountBalance(r.Context(), code, currency, asOf)
 		if errors.Is(err, gl.ErrAccountNotFound) {
 			fail(w, r, problem.Newf(gl.ErrAccountNotFound, "account %q is not in the chart of accounts", code))
 			return
@@ -105,10 +175,98 @@ func handleAccountBalance(ledger gl.Reader) http.Handler {
 			fail(w, r, err)
 			return
 		}
-		encode(w, r, http.StatusOK, response{
-			AccountCode: balance.AccountCode, Currency: balance.Currency, Debits: balance.Debits, Credits: balance.Credits,
-		})
+		resp := response{
+			AccountCode: balance.AccountCode, Currency: balance.Currency, NormalBalance: balance.NormalBalance,
+			Debits: balance.Debits, Credits: balance.Credits, Balance: balance.Balance(),
+		}
+		if balance.AsOf != nil {
+			t := balance.AsOf.UTC()
+			resp.AsOf = &t
+		}
+		encode(w, r, http.StatusOK, resp)
 	})
+}
+
+func handleAccountStatement(ledger gl.Reader) http.Handler {
+	type line struct {
+		LineID         int64        `json:"line_id"`
+		EntryID        string       `json:"entry_id"`
+		EventID        string       `json:"event_id"`
+		TransferID     string       `json:"transfer_id"`
+		Direction      gl.Direction `json:"direction"`
+		Amount         int64        `json:"amount"`
+		PostedAt       time.Time    `json:"posted_at"`
+		RunningBalance int64        `json:"running_balance"`
+	}
+	type response struct {
+		AccountCode   string       `json:"account_code"`
+		Currency      string       `json:"currency"`
+		NormalBalance gl.Direction `json:"normal_balance"`
+		Lines         []line       `json:"lines"`
+		NextCursor    *string      `json:"next_cursor"` // null on the last page
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		query := r.URL.Query()
+		q := gl.StatementQuery{AccountCode: r.PathValue("code"), Currency: query.Get("currency"), After: query.Get("after")}
+		if !currencyCode.MatchString(q.Currency) {
+			fail(w, r, errInvalidCurrency)
+			return
+		}
+		var err error
+		if q.Limit, err = parseLimit(query); err != nil {
+			fail(w, r, err)
+			return
+		}
+		st, err := ledger.Statement(r.Context(), q)
+		if errors.Is(err, gl.ErrAccountNotFound) {
+			fail(w, r, problem.Newf(gl.ErrAccountNotFound, "account %q is not in the chart of accounts", q.AccountCode))
+			return
+		}
+		if err != nil {
+			fail(w, r, err)
+			return
+		}
+		resp := response{
+			AccountCode: st.Account.Code, Currency: st.Currency, NormalBalance: st.Account.NormalBalance,
+			Lines: make([]line, 0, len(st.Lines)),
+		}
+		for _, l := range st.Lines {
+			resp.Lines = append(resp.Lines, line{
+				LineID: l.LineID, EntryID: l.EntryID.String(), EventID: l.EventID, TransferID: l.TransferID,
+				Direction: l.Direction, Amount: l.Amount, PostedAt: l.PostedAt.UTC(), RunningBalance: l.RunningBalance,
+			})
+		}
+		if st.NextCursor != "" {
+			resp.NextCursor = &st.NextCursor
+		}
+		encode(w, r, http.StatusOK, resp)
+	})
+}
+
+// parseTime reads an optional RFC 3339 timestamp; absent is the zero time.
+func parseTime(query url.Values, name string) (time.Time, error) {
+	raw := query.Get(name)
+	if raw == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, raw)
+	if err != nil {
+		return time.Time{}, problem.Newf(errInvalidTime, "%s must be an RFC 3339 timestamp such as 2026-01-02T15:04:05Z, got %q", name, raw)
+	}
+	return t, nil
+}
+
+// parseLimit reads the optional page size; absent is the default.
+func parseLimit(query url.Values) (int, error) {
+	raw := query.Get("limit")
+	if raw == "" {
+		return gl.DefaultPageSize, nil
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil || n < 1 || n > gl.MaxPageSize {
+		return 0, problem.Newf(errInvalidLimit, "limit must be a whole number from 1 to %d, got %q", gl.MaxPageSize, raw)
+	}
+	return n, nil
 }
 
 func handleTrialBalance(ledger gl.Reader) http.Handler {
@@ -141,7 +299,7 @@ func handleTrialBalance(ledger gl.Reader) http.Handler {
 			Balanced:   tb.Balanced,
 		}
 		for _, a := range tb.Accounts {
-			resp.Accounts = append(resp.Accounts, account(a))
+			resp.Accounts = append(resp.Accounts, account{AccountCode: a.AccountCode, Currency: a.Currency, Debits: a.Debits, Credits: a.Credits})
 		}
 		for _, c := range tb.Currencies {
 			resp.Currencies = append(resp.Currencies, currency(c))

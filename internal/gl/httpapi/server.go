@@ -1,5 +1,6 @@
-// Package httpapi is the GL's read-only HTTP API: journal entries of a transfer, account
-// balances and the trial balance, plus the health check. Errors are problem+json.
+// Package httpapi is the GL's read-only HTTP API: journal entries (by transfer, by event, by
+// posting time), account balances (also as of a time) and statements, and the trial balance,
+// plus the health check. Errors are problem+json.
 package httpapi
 
 import (

@@ -151,10 +151,73 @@ func TestEntries(t *testing.T) {
 		require.JSONEq(t, `[]`, string(body["entries"]))
 	})
 
-	t.Run("a missing transfer_id is a bad request", func(t *testing.T) {
+	t.Run("an empty transfer_id is a bad request", func(t *testing.T) {
 		t.Parallel()
-		requireProblem(t, b.server, "/v1/entries", http.StatusBadRequest, "invalid-transfer-id")
+		requireProblem(t, b.server, "/v1/entries?transfer_id=", http.StatusBadRequest, "invalid-transfer-id")
 	})
+
+	t.Run("an event finds its entry", func(t *testing.T) {
+		t.Parallel()
+		var body struct {
+			Entries []struct {
+				ID         string `json:"id"`
+				TransferID string `json:"transfer_id"`
+			} `json:"entries"`
+		}
+		status, _ := get(t, b.server, "/v1/entries?event_id="+url.QueryEscape(posted.EventID), &body)
+		require.Equal(t, http.StatusOK, status)
+		require.Len(t, body.Entries, 1)
+		require.Equal(t, posted.ID.String(), body.Entries[0].ID)
+		require.Equal(t, "t-1", body.Entries[0].TransferID)
+	})
+
+	t.Run("without a filter the entries are paged by posting time", func(t *testing.T) {
+		t.Parallel()
+		type page struct {
+			Entries []struct {
+				TransferID string `json:"transfer_id"`
+			} `json:"entries"`
+			NextCursor *string `json:"next_cursor"`
+		}
+		var first, second page
+		status, _ := get(t, b.server, "/v1/entries?limit=1", &first)
+		require.Equal(t, http.StatusOK, status)
+		require.Len(t, first.Entries, 1)
+		require.Equal(t, "t-1", first.Entries[0].TransferID)
+		require.NotNil(t, first.NextCursor)
+		status, _ = get(t, b.server, "/v1/entries?limit=1&after="+*first.NextCursor, &second)
+		require.Equal(t, http.StatusOK, status)
+		require.Len(t, second.Entries, 1)
+		require.Equal(t, "t-2", second.Entries[0].TransferID)
+		require.Nil(t, second.NextCursor, "the last page has no cursor")
+	})
+
+	t.Run("a time range in the future is empty", func(t *testing.T) {
+		t.Parallel()
+		var body map[string]json.RawMessage
+		from := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+		status, _ := get(t, b.server, "/v1/entries?from="+from, &body)
+		require.Equal(t, http.StatusOK, status)
+		require.JSONEq(t, `[]`, string(body["entries"]))
+		require.JSONEq(t, `null`, string(body["next_cursor"]))
+	})
+
+	problems := []struct {
+		name, path, slug string
+	}{
+		{"transfer_id and event_id together are a bad request", "/v1/entries?transfer_id=t-1&event_id=e", "invalid-query"},
+		{"event_id with a time range is a bad request", "/v1/entries?event_id=e&from=2026-01-01T00:00:00Z", "invalid-query"},
+		{"a malformed from is a bad request", "/v1/entries?from=yesterday", "invalid-time"},
+		{"a zero limit is a bad request", "/v1/entries?limit=0", "invalid-limit"},
+		{"a limit over the maximum is a bad request", "/v1/entries?limit=100000", "invalid-limit"},
+		{"a cursor that is not an entry id is a bad request", "/v1/entries?after=nope", "invalid-cursor"},
+	}
+	for _, tt := range problems {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			requireProblem(t, b.server, tt.path, http.StatusBadRequest, tt.slug)
+		})
+	}
 
 	t.Run("an overlong transfer_id is a bad request", func(t *testing.T) {
 		t.Parallel()
@@ -176,11 +239,13 @@ func TestAccountBalance(t *testing.T) {
 		want string
 	}{
 		{"a debit account sums its debits", "/v1/accounts/1010/balance?currency=USD",
-			`{"account_code":"1010","currency":"USD","debits":150,"credits":0}`},
+			`{"account_code":"1010","currency":"USD","normal_balance":"debit","as_of":null,"debits":150,"credits":0,"balance":150}`},
 		{"a credit account sums its credits in the currency asked", "/v1/accounts/2010/balance?currency=EUR",
-			`{"account_code":"2010","currency":"EUR","debits":0,"credits":9}`},
+			`{"account_code":"2010","currency":"EUR","normal_balance":"credit","as_of":null,"debits":0,"credits":9,"balance":9}`},
 		{"a currency without lines gives zeros", "/v1/accounts/2010/balance?currency=JPY",
-			`{"account_code":"2010","currency":"JPY","debits":0,"credits":0}`},
+			`{"account_code":"2010","currency":"JPY","normal_balance":"credit","as_of":null,"debits":0,"credits":0,"balance":0}`},
+		{"a balance as of a time before any posting is zero", "/v1/accounts/1010/balance?currency=USD&as_of=2000-01-01T00:00:00Z",
+			`{"account_code":"1010","currency":"USD","normal_balance":"debit","as_of":"2000-01-01T00:00:00Z","debits":0,"credits":0,"balance":0}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -203,6 +268,65 @@ func TestAccountBalance(t *testing.T) {
 		{"a missing currency is a bad request", "/v1/accounts/1010/balance", http.StatusBadRequest, "invalid-currency"},
 		{"a lower-case currency is a bad request", "/v1/accounts/1010/balance?currency=usd", http.StatusBadRequest, "invalid-currency"},
 		{"a long currency is a bad request", "/v1/accounts/1010/balance?currency=" + url.QueryEscape("USDX"), http.StatusBadRequest, "invalid-currency"},
+		{"a malformed as_of is a bad request", "/v1/accounts/1010/balance?currency=USD&as_of=2026-13-01", http.StatusBadRequest, "invalid-time"},
+	}
+	for _, tt := range problems {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			requireProblem(t, b.server, tt.path, tt.status, tt.slug)
+		})
+	}
+}
+
+func TestAccountStatement(t *testing.T) {
+	t.Parallel()
+	b := setup(t, entry("t-1", "USD", 100), entry("t-2", "USD", 50), entry("t-3", "EUR", 9))
+	type page struct {
+		AccountCode   string `json:"account_code"`
+		Currency      string `json:"currency"`
+		NormalBalance string `json:"normal_balance"`
+		Lines         []struct {
+			LineID         int64     `json:"line_id"`
+			EntryID        string    `json:"entry_id"`
+			TransferID     string    `json:"transfer_id"`
+			Direction      string    `json:"direction"`
+			Amount         int64     `json:"amount"`
+			PostedAt       time.Time `json:"posted_at"`
+			RunningBalance int64     `json:"running_balance"`
+		} `json:"lines"`
+		NextCursor *string `json:"next_cursor"`
+	}
+
+	t.Run("pages carry the running balance across the cursor", func(t *testing.T) {
+		t.Parallel()
+		var first, second page
+		status, contentType := get(t, b.server, "/v1/accounts/2010/statement?currency=USD&limit=1", &first)
+		require.Equal(t, http.StatusOK, status)
+		require.Equal(t, "application/json", contentType)
+		require.Equal(t, "credit", first.NormalBalance)
+		require.Len(t, first.Lines, 1)
+		require.Equal(t, "t-1", first.Lines[0].TransferID)
+		require.Equal(t, "credit", first.Lines[0].Direction)
+		require.Equal(t, int64(100), first.Lines[0].RunningBalance)
+		require.NotNil(t, first.NextCursor)
+
+		status, _ = get(t, b.server, "/v1/accounts/2010/statement?currency=USD&limit=1&after="+*first.NextCursor, &second)
+		require.Equal(t, http.StatusOK, status)
+		require.Len(t, second.Lines, 1)
+		require.Equal(t, "t-2", second.Lines[0].TransferID)
+		require.Equal(t, int64(150), second.Lines[0].RunningBalance)
+		require.Nil(t, second.NextCursor)
+	})
+
+	problems := []struct {
+		name, path string
+		status     int
+		slug       string
+	}{
+		{"an unknown account is not found", "/v1/accounts/9999/statement?currency=USD", http.StatusNotFound, "account-not-found"},
+		{"a missing currency is a bad request", "/v1/accounts/1010/statement", http.StatusBadRequest, "invalid-currency"},
+		{"a malformed cursor is a bad request", "/v1/accounts/1010/statement?currency=USD&after=abc", http.StatusBadRequest, "invalid-cursor"},
+		{"a negative limit is a bad request", "/v1/accounts/1010/statement?currency=USD&limit=-1", http.StatusBadRequest, "invalid-limit"},
 	}
 	for _, tt := range problems {
 		t.Run(tt.name, func(t *testing.T) {
@@ -257,7 +381,10 @@ func TestUnreachableDatabase(t *testing.T) {
 	server := httptest.NewServer(httpapi.NewServer(zerolog.Nop(), ledger, ledger.Ping))
 	t.Cleanup(server.Close)
 
-	for _, path := range []string{"/v1/trial-balance", "/v1/entries?transfer_id=t-1", "/v1/accounts/1010/balance?currency=USD"} {
+	for _, path := range []string{
+		"/v1/trial-balance", "/v1/entries?transfer_id=t-1", "/v1/entries?event_id=e-1", "/v1/entries?limit=5",
+		"/v1/accounts/1010/balance?currency=USD", "/v1/accounts/1010/statement?currency=USD",
+	} {
 		details := requireProblem(t, server, path, http.StatusServiceUnavailable, "unavailable")
 		require.NotContains(t, details.Detail, "127.0.0.1", "connection details stay in the log")
 	}

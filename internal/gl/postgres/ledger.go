@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -14,6 +16,7 @@ import (
 	"walletgl/internal/database"
 	"walletgl/internal/gl"
 	"walletgl/internal/gl/postgres/gldb"
+	"walletgl/internal/problem"
 )
 
 // Ledger is the built-in GL: the default gl.Poster, and the gl.Reader of the HTTP API.
@@ -27,6 +30,7 @@ var (
 	_ gl.PostingFinder = (*Ledger)(nil)
 	_ gl.Reader        = (*Ledger)(nil)
 	_ gl.Accounts      = (*Ledger)(nil)
+	_ gl.Verifier      = (*Ledger)(nil)
 )
 
 // NewLedger returns the ledger in the database behind pool (migrated with the "gl" set).
@@ -83,6 +87,51 @@ func (l *Ledger) EntriesByTransfer(ctx context.Context, transferID string) ([]gl
 	if err != nil {
 		return nil, dbError(err, "list entries of transfer %s", transferID)
 	}
+	return l.withLines(ctx, rows)
+}
+
+// EntriesByEvent returns the entries the event caused, with their lines (at most one).
+func (l *Ledger) EntriesByEvent(ctx context.Context, eventID string) ([]gl.Entry, error) {
+	rows, err := l.queries.ListEntriesByEvent(ctx, eventID)
+	if err != nil {
+		return nil, dbError(err, "list entries of event %s", eventID)
+	}
+	return l.withLines(ctx, rows)
+}
+
+// Entries returns a page of entries posted in [q.From, q.To), with their lines. The cursor is
+// the last entry's id; an id the ledger does not hold is an invalid cursor.
+func (l *Ledger) Entries(ctx context.Context, q gl.EntryQuery) (gl.EntryPage, error) {
+	limit := pageSize(q.Limit)
+	params := gldb.ListEntriesPostedParams{RowLimit: int32(limit + 1)}
+	if !q.From.IsZero() {
+		params.PostedFrom = &q.From
+	}
+	if !q.To.IsZero() {
+		params.PostedBefore = &q.To
+	}
+	if q.After != "" {
+		id, err := uuid.Parse(q.After)
+		if err != nil {
+			return gl.EntryPage{}, gl.ErrInvalidCursor
+		}
+		params.AfterID = uuid.NullUUID{UUID: id, Valid: true}
+	}
+	rows, err := l.queries.ListEntriesPosted(ctx, params)
+	if err != nil {
+		return gl.EntryPage{}, dbError(err, "list entries")
+	}
+	var page gl.EntryPage
+	if len(rows) > limit {
+		rows = rows[:limit]
+		page.NextCursor = rows[limit-1].ID.String()
+	}
+	page.Entries, err = l.withLines(ctx, rows)
+	return page, err
+}
+
+// withLines converts rows to entries and loads their lines in one query.
+func (l *Ledger) withLines(ctx context.Context, rows []gldb.JournalEntry) ([]gl.Entry, error) {
 	entries := make([]gl.Entry, 0, len(rows))
 	if len(rows) == 0 {
 		return entries, nil
@@ -96,7 +145,7 @@ func (l *Ledger) EntriesByTransfer(ctx context.Context, transferID string) ([]gl
 	}
 	lines, err := l.queries.ListLinesByEntries(ctx, ids)
 	if err != nil {
-		return nil, dbError(err, "list lines of transfer %s", transferID)
+		return nil, dbError(err, "list lines of %d entries", len(ids))
 	}
 	for _, line := range lines {
 		i := byID[line.EntryID]
@@ -107,16 +156,71 @@ func (l *Ledger) EntriesByTransfer(ctx context.Context, transferID string) ([]gl
 	return entries, nil
 }
 
-// AccountBalance sums the account's lines in currency; zeros when it has none.
-func (l *Ledger) AccountBalance(ctx context.Context, code, currency string) (gl.AccountBalance, error) {
-	row, err := l.queries.AccountBalance(ctx, gldb.AccountBalanceParams{AccountCode: code, Currency: currency})
+// AccountBalance sums the account's lines in currency posted up to asOf (zero time: all of
+// them); zeros when it has none.
+func (l *Ledger) AccountBalance(ctx context.Context, code, currency string, asOf time.Time) (gl.AccountBalance, error) {
+	params := gldb.AccountBalanceParams{AccountCode: code, Currency: currency}
+	if !asOf.IsZero() {
+		params.AsOf = &asOf
+	}
+	row, err := l.queries.AccountBalance(ctx, params)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return gl.AccountBalance{}, fmt.Errorf("balance of account %q: %w", code, gl.ErrAccountNotFound)
 	}
 	if err != nil {
 		return gl.AccountBalance{}, dbError(err, "balance of account %q", code)
 	}
-	return gl.AccountBalance{AccountCode: row.AccountCode, Currency: currency, Debits: row.Debits, Credits: row.Credits}, nil
+	return gl.AccountBalance{
+		AccountCode: row.AccountCode, Currency: currency, NormalBalance: gl.Direction(row.NormalBalance),
+		AsOf: params.AsOf, Debits: row.Debits, Credits: row.Credits,
+	}, nil
+}
+
+// Statement returns a page of the account's lines in q.Currency with running balances in the
+// account's normal-balance sign. The cursor is the last line's id.
+func (l *Ledger) Statement(ctx context.Context, q gl.StatementQuery) (gl.Statement, error) {
+	account, err := l.Account(ctx, q.AccountCode)
+	if err != nil {
+		return gl.Statement{}, err
+	}
+	limit := pageSize(q.Limit)
+	params := gldb.AccountStatementParams{
+		AccountCode: account.Code, Currency: q.Currency, NormalBalance: string(account.NormalBalance),
+		RowLimit: int32(limit + 1),
+	}
+	if q.After != "" {
+		id, err := strconv.ParseInt(q.After, 10, 64)
+		if err != nil || id <= 0 {
+			return gl.Statement{}, gl.ErrInvalidCursor
+		}
+		params.AfterID = &id
+	}
+	rows, err := l.queries.AccountStatement(ctx, params)
+	if err != nil {
+		return gl.Statement{}, dbError(err, "statement of account %q", q.AccountCode)
+	}
+	st := gl.Statement{Account: account, Currency: q.Currency, Lines: make([]gl.StatementLine, 0, len(rows))}
+	if len(rows) > limit {
+		rows = rows[:limit]
+		st.NextCursor = strconv.FormatInt(rows[limit-1].LineID, 10)
+	}
+	for _, r := range rows {
+		st.Lines = append(st.Lines, gl.StatementLine{
+			LineID: r.LineID, EntryID: r.EntryID, EventID: r.EventID, TransferID: r.TransferID,
+			Direction: gl.Direction(r.Direction), Amount: r.Amount, PostedAt: r.PostedAt, RunningBalance: r.RunningBalance,
+		})
+	}
+	return st, nil
+}
+
+func pageSize(n int) int {
+	switch {
+	case n <= 0:
+		return gl.DefaultPageSize
+	case n > gl.MaxPageSize:
+		return gl.MaxPageSize
+	}
+	return n
 }
 
 // TrialBalance sums every account's lines per currency, with the totals per currency.
@@ -143,7 +247,38 @@ func (l *Ledger) Account(ctx context.Context, code string) (gl.Account, error) {
 	if err != nil {
 		return gl.Account{}, dbError(err, "get account %q", code)
 	}
-	return gl.Account{Code: row.Code, Name: row.Name, Type: row.Type, NormalBalance: gl.Direction(row.NormalBalance)}, nil
+	return accountFromRow(row), nil
+}
+
+// Accounts lists the chart of accounts by code.
+func (l *Ledger) Accounts(ctx context.Context) ([]gl.Account, error) {
+	rows, err := l.queries.ListAccounts(ctx)
+	if err != nil {
+		return nil, dbError(err, "list accounts")
+	}
+	accounts := make([]gl.Account, 0, len(rows))
+	for _, row := range rows {
+		accounts = append(accounts, accountFromRow(row))
+	}
+	return accounts, nil
+}
+
+// AddAccount adds a to the chart of accounts; ErrAccountExists when its code is taken.
+func (l *Ledger) AddAccount(ctx context.Context, a gl.Account) (gl.Account, error) {
+	row, err := l.queries.InsertAccount(ctx, gldb.InsertAccountParams{
+		Code: a.Code, Name: a.Name, Type: string(a.Type), NormalBalance: string(a.NormalBalance),
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return gl.Account{}, problem.Newf(gl.ErrAccountExists, "account %s is already in the chart of accounts", a.Code)
+	}
+	if err != nil {
+		return gl.Account{}, dbError(err, "add account %q", a.Code)
+	}
+	return accountFromRow(row), nil
+}
+
+func accountFromRow(row gldb.Account) gl.Account {
+	return gl.Account{Code: row.Code, Name: row.Name, Type: gl.AccountType(row.Type), NormalBalance: gl.Direction(row.NormalBalance)}
 }
 
 // Ping reports whether the database answers; cmd/gl can pass it as the health check.

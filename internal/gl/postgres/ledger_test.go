@@ -202,17 +202,18 @@ func TestLedgerReads(t *testing.T) {
 
 	t.Run("an account balance sums its lines in one currency", func(t *testing.T) {
 		t.Parallel()
-		got, err := b.ledger.AccountBalance(ctx, "1010", "USD")
+		got, err := b.ledger.AccountBalance(ctx, "1010", "USD", time.Time{})
 		require.NoError(t, err)
-		require.Equal(t, gl.AccountBalance{AccountCode: "1010", Currency: "USD", Debits: 150}, got)
-		got, err = b.ledger.AccountBalance(ctx, "2010", "JPY")
+		require.Equal(t, gl.AccountBalance{AccountCode: "1010", Currency: "USD", NormalBalance: gl.Debit, Debits: 150}, got)
+		require.Equal(t, int64(150), got.Balance())
+		got, err = b.ledger.AccountBalance(ctx, "2010", "JPY", time.Time{})
 		require.NoError(t, err)
-		require.Equal(t, gl.AccountBalance{AccountCode: "2010", Currency: "JPY"}, got)
+		require.Equal(t, gl.AccountBalance{AccountCode: "2010", Currency: "JPY", NormalBalance: gl.Credit}, got)
 	})
 
 	t.Run("an unknown account is not found", func(t *testing.T) {
 		t.Parallel()
-		_, err := b.ledger.AccountBalance(ctx, "9999", "USD")
+		_, err := b.ledger.AccountBalance(ctx, "9999", "USD", time.Time{})
 		require.ErrorIs(t, err, gl.ErrAccountNotFound)
 		_, err = b.ledger.Account(ctx, "9999")
 		require.ErrorIs(t, err, gl.ErrAccountNotFound)
@@ -223,7 +224,7 @@ func TestLedgerReads(t *testing.T) {
 		got, err := b.ledger.Account(ctx, "2010")
 		require.NoError(t, err)
 		require.Equal(t, gl.Credit, got.NormalBalance)
-		require.Equal(t, "liability", got.Type)
+		require.Equal(t, gl.Liability, got.Type)
 	})
 
 	t.Run("the trial balance lists accounts per currency and balances", func(t *testing.T) {

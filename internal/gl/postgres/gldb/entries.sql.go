@@ -15,32 +15,126 @@ import (
 const accountBalance = `-- name: AccountBalance :one
 SELECT
     a.code                                                                    AS account_code,
+    a.normal_balance,
     coalesce(sum(l.amount) FILTER (WHERE l.direction = 'debit'), 0)::bigint  AS debits,
     coalesce(sum(l.amount) FILTER (WHERE l.direction = 'credit'), 0)::bigint AS credits
 FROM accounts a
 LEFT JOIN journal_lines l ON l.account_code = a.code AND l.currency = $1
-WHERE a.code = $2
-GROUP BY a.code
+    AND ($2::timestamptz IS NULL OR l.posted_at <= $2::timestamptz)
+WHERE a.code = $3
+GROUP BY a.code, a.normal_balance
 `
 
 type AccountBalanceParams struct {
 	Currency    string
+	AsOf        *time.Time
 	AccountCode string
 }
 
 type AccountBalanceRow struct {
-	AccountCode string
-	Debits      int64
-	Credits     int64
+	AccountCode   string
+	NormalBalance string
+	Debits        int64
+	Credits       int64
 }
 
 // Starts from the chart of accounts so that an unknown code returns no row (not found) while a
-// known account without lines in this currency returns zeros.
+// known account without lines in this currency returns zeros. With as_of, only lines posted at
+// or before it count: the balance as the ledger stood then. The covering index on
+// (account_code, currency, posted_at, id) makes both an index-only range scan.
 func (q *Queries) AccountBalance(ctx context.Context, arg AccountBalanceParams) (AccountBalanceRow, error) {
-	row := q.db.QueryRow(ctx, accountBalance, arg.Currency, arg.AccountCode)
+	row := q.db.QueryRow(ctx, accountBalance, arg.Currency, arg.AsOf, arg.AccountCode)
 	var i AccountBalanceRow
-	err := row.Scan(&i.AccountCode, &i.Debits, &i.Credits)
+	err := row.Scan(
+		&i.AccountCode,
+		&i.NormalBalance,
+		&i.Debits,
+		&i.Credits,
+	)
 	return i, err
+}
+
+const accountStatement = `-- name: AccountStatement :many
+WITH cursor_line AS (
+    SELECT c.posted_at, c.id FROM journal_lines c
+    WHERE c.id = $2::bigint AND c.account_code = $3 AND c.currency = $4
+), page AS (
+    SELECT l.id, l.entry_id, l.direction, l.amount, l.posted_at
+    FROM journal_lines l
+    WHERE l.account_code = $3 AND l.currency = $4
+      AND ($2::bigint IS NULL OR (l.posted_at, l.id) > (SELECT posted_at, id FROM cursor_line))
+    ORDER BY l.posted_at, l.id
+    LIMIT $5
+), opening AS (
+    SELECT coalesce(sum(CASE WHEN o.direction = $1::text THEN o.amount ELSE -o.amount END), 0)::bigint AS amount
+    FROM journal_lines o
+    WHERE o.account_code = $3 AND o.currency = $4
+      AND (o.posted_at, o.id) <= (SELECT posted_at, id FROM cursor_line)
+)
+SELECT
+    p.id AS line_id, p.entry_id, e.event_id, e.transfer_id, p.direction, p.amount, p.posted_at,
+    ((SELECT amount FROM opening) + sum(CASE WHEN p.direction = $1::text THEN p.amount ELSE -p.amount END)
+        OVER (ORDER BY p.posted_at, p.id))::bigint AS running_balance
+FROM page p
+JOIN journal_entries e ON e.id = p.entry_id
+ORDER BY p.posted_at, p.id
+`
+
+type AccountStatementParams struct {
+	NormalBalance string
+	AfterID       *int64
+	AccountCode   string
+	Currency      string
+	RowLimit      int32
+}
+
+type AccountStatementRow struct {
+	LineID         int64
+	EntryID        uuid.UUID
+	EventID        string
+	TransferID     string
+	Direction      string
+	Amount         int64
+	PostedAt       time.Time
+	RunningBalance int64
+}
+
+// One page of an account's lines in one currency, in posting order, after the line named by
+// after_id (the cursor; NULL for the first page). running_balance is in the account's normal
+// balance sign (@normal_balance): the opening balance up to the cursor plus the page's lines.
+func (q *Queries) AccountStatement(ctx context.Context, arg AccountStatementParams) ([]AccountStatementRow, error) {
+	rows, err := q.db.Query(ctx, accountStatement,
+		arg.NormalBalance,
+		arg.AfterID,
+		arg.AccountCode,
+		arg.Currency,
+		arg.RowLimit,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []AccountStatementRow
+	for rows.Next() {
+		var i AccountStatementRow
+		if err := rows.Scan(
+			&i.LineID,
+			&i.EntryID,
+			&i.EventID,
+			&i.TransferID,
+			&i.Direction,
+			&i.Amount,
+			&i.PostedAt,
+			&i.RunningBalance,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const getAccount = `-- name: GetAccount :one
@@ -75,6 +169,39 @@ func (q *Queries) GetEntryByTransfer(ctx context.Context, transferID string) (Jo
 		&i.Description,
 		&i.OccurredAt,
 		&i.PostedAt,
+	)
+	return i, err
+}
+
+const insertAccount = `-- name: InsertAccount :one
+INSERT INTO accounts (code, name, type, normal_balance)
+VALUES ($1, $2, $3, $4)
+ON CONFLICT (code) DO NOTHING
+RETURNING code, name, type, normal_balance, created_at
+`
+
+type InsertAccountParams struct {
+	Code          string
+	Name          string
+	Type          string
+	NormalBalance string
+}
+
+// A code already in the chart returns no row: accounts are never silently redefined.
+func (q *Queries) InsertAccount(ctx context.Context, arg InsertAccountParams) (Account, error) {
+	row := q.db.QueryRow(ctx, insertAccount,
+		arg.Code,
+		arg.Name,
+		arg.Type,
+		arg.NormalBalance,
+	)
+	var i Account
+	err := row.Scan(
+		&i.Code,
+		&i.Name,
+		&i.Type,
+		&i.NormalBalance,
+		&i.CreatedAt,
 	)
 	return i, err
 }
@@ -147,12 +274,126 @@ func (q *Queries) InsertLines(ctx context.Context, arg InsertLinesParams) error 
 	return err
 }
 
+const listAccounts = `-- name: ListAccounts :many
+SELECT code, name, type, normal_balance, created_at FROM accounts ORDER BY code
+`
+
+func (q *Queries) ListAccounts(ctx context.Context) ([]Account, error) {
+	rows, err := q.db.Query(ctx, listAccounts)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Account
+	for rows.Next() {
+		var i Account
+		if err := rows.Scan(
+			&i.Code,
+			&i.Name,
+			&i.Type,
+			&i.NormalBalance,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listEntriesByEvent = `-- name: ListEntriesByEvent :many
+SELECT id, event_id, transfer_id, currency, description, occurred_at, posted_at FROM journal_entries WHERE event_id = $1 ORDER BY posted_at, id
+`
+
+func (q *Queries) ListEntriesByEvent(ctx context.Context, eventID string) ([]JournalEntry, error) {
+	rows, err := q.db.Query(ctx, listEntriesByEvent, eventID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []JournalEntry
+	for rows.Next() {
+		var i JournalEntry
+		if err := rows.Scan(
+			&i.ID,
+			&i.EventID,
+			&i.TransferID,
+			&i.Currency,
+			&i.Description,
+			&i.OccurredAt,
+			&i.PostedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const listEntriesByTransfer = `-- name: ListEntriesByTransfer :many
 SELECT id, event_id, transfer_id, currency, description, occurred_at, posted_at FROM journal_entries WHERE transfer_id = $1 ORDER BY posted_at, id
 `
 
 func (q *Queries) ListEntriesByTransfer(ctx context.Context, transferID string) ([]JournalEntry, error) {
 	rows, err := q.db.Query(ctx, listEntriesByTransfer, transferID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []JournalEntry
+	for rows.Next() {
+		var i JournalEntry
+		if err := rows.Scan(
+			&i.ID,
+			&i.EventID,
+			&i.TransferID,
+			&i.Currency,
+			&i.Description,
+			&i.OccurredAt,
+			&i.PostedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listEntriesPosted = `-- name: ListEntriesPosted :many
+SELECT e.id, e.event_id, e.transfer_id, e.currency, e.description, e.occurred_at, e.posted_at FROM journal_entries e
+WHERE ($1::timestamptz IS NULL OR e.posted_at >= $1::timestamptz)
+  AND ($2::timestamptz IS NULL OR e.posted_at < $2::timestamptz)
+  AND ($3::uuid IS NULL
+       OR (e.posted_at, e.id) > (SELECT c.posted_at, c.id FROM journal_entries c WHERE c.id = $3::uuid))
+ORDER BY e.posted_at, e.id
+LIMIT $4
+`
+
+type ListEntriesPostedParams struct {
+	PostedFrom   *time.Time
+	PostedBefore *time.Time
+	AfterID      uuid.NullUUID
+	RowLimit     int32
+}
+
+// A page of entries posted in [posted_from, posted_before), each bound optional, in posting
+// order after the entry named by after_id (the cursor; NULL for the first page).
+func (q *Queries) ListEntriesPosted(ctx context.Context, arg ListEntriesPostedParams) ([]JournalEntry, error) {
+	rows, err := q.db.Query(ctx, listEntriesPosted,
+		arg.PostedFrom,
+		arg.PostedBefore,
+		arg.AfterID,
+		arg.RowLimit,
+	)
 	if err != nil {
 		return nil, err
 	}

@@ -19,6 +19,23 @@ type Account struct {
 	CreatedAt     time.Time
 }
 
+// One row per journal line; signed_amount is debit-positive, credit-negative (sums to zero per entry and per currency).
+type GlPosting struct {
+	LineID       int64
+	EntryID      uuid.UUID
+	EventID      string
+	TransferID   string
+	AccountCode  string
+	AccountName  string
+	AccountType  string
+	Direction    string
+	SignedAmount int64
+	Amount       int64
+	Currency     string
+	OccurredAt   time.Time
+	PostedAt     time.Time
+}
+
 type Inbox struct {
 	ID              string
 	Consumer        string

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"walletgl/internal/testenv"
+)
+
+// runGL runs the gl program as main would, with env as its whole environment.
+func runGL(t *testing.T, env map[string]string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err = run(context.Background(), args, func(k string) string { return env[k] }, &out, &errOut)
+	return out.String(), errOut.String(), err
+}
+
+func glEnv(dbURL string) map[string]string {
+	return map[string]string{"GL_DATABASE_URL": dbURL, "LOG_FORMAT": "json"}
+}
+
+func TestAccountsCommands(t *testing.T) {
+	t.Parallel()
+	_, dbURL := testenv.MigratedPool(t, "gl")
+	env := glEnv(dbURL)
+
+	out, _, err := runGL(t, env, "accounts", "add", "4010", "--name", "Fee revenue", "--type", "revenue")
+	require.NoError(t, err)
+	require.Equal(t, "added account 4010 (Fee revenue, revenue, normal balance credit)\n", out)
+
+	out, _, err = runGL(t, env, "accounts", "add", "--type", "expense", "--name", "Bank fees", "--json", "5010")
+	require.NoError(t, err, "the code may follow the flags")
+	require.JSONEq(t, `{"code":"5010","name":"Bank fees","type":"expense","normal_balance":"debit"}`, out)
+
+	out, _, err = runGL(t, env, "accounts", "list")
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 5)
+	require.Regexp(t, `^CODE\s+NAME\s+TYPE\s+NORMAL BALANCE$`, lines[0])
+	require.Regexp(t, `^4010\s+Fee revenue\s+revenue\s+credit$`, lines[3])
+	require.Regexp(t, `^5010\s+Bank fees\s+expense\s+debit$`, lines[4])
+
+	out, _, err = runGL(t, env, "accounts", "list", "--json")
+	require.NoError(t, err)
+	var listed struct {
+		Accounts []struct{ Code, NormalBalance string } `json:"accounts"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &listed))
+	require.Len(t, listed.Accounts, 4)
+
+	refusals := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"a code already in the chart is refused", []string{"accounts", "add", "4010", "--name", "Again", "--type", "revenue"}, "account-exists"},
+		{"an unknown type is refused", []string{"accounts", "add", "4020", "--name", "Cash", "--type", "cash"}, "invalid-account"},
+		{"a missing name is refused", []string{"accounts", "add", "4020", "--type", "revenue"}, "needs a name"},
+		{"a missing code is refused", []string{"accounts", "add", "--name", "X", "--type", "revenue"}, "code is missing"},
+	}
+	for _, tt := range refusals {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := runGL(t, env, tt.args...)
+			require.ErrorContains(t, err, tt.want)
+		})
+	}
+}
+
+func TestVerify(t *testing.T) {
+	t.Parallel()
+
+	t.Run("a healthy ledger passes every check", func(t *testing.T) {
+		t.Parallel()
+		pool, dbURL := testenv.MigratedPool(t, "gl")
+		postConsistently(t, pool, "ev-1", "tr-1", 100)
+		postConsistently(t, pool, "ev-2", "tr-2", 5)
+		out, _, err := runGL(t, glEnv(dbURL), "verify")
+		require.NoError(t, err)
+		require.Equal(t, 4, strings.Count(out, "  PASS  "), out)
+		require.Contains(t, out, "every entry balances (debits = credits, one currency, two lines or more): 2 checked, 0 failing")
+		require.True(t, strings.HasSuffix(out, "verdict: PASS, all 4 checks hold\n"), out)
+	})
+
+	t.Run("every broken invariant is reported with its ids and fails the command", func(t *testing.T) {
+		t.Parallel()
+		pool, dbURL := testenv.MigratedPool(t, "gl")
+		ctx := context.Background()
+		postConsistently(t, pool, "ev-ok", "tr-ok", 100)
+		// An inbox row that says processed, with no entry.
+		_, err := pool.Exec(ctx, `INSERT INTO inbox (id, consumer, event_id, event_type, status, stream_seq, processed_at)
+			VALUES ('gl:ev-lost', 'gl', 'ev-lost', 'TransferCompleted.v1', 'processed', 9, now())`)
+		require.NoError(t, err)
+		// An entry written around the consumer, and an unbalanced one by a superuser who
+		// switched the triggers off: what the database guards cannot stop, verify must see.
+		_, err = pool.Exec(ctx, `BEGIN;
+			SET LOCAL session_replication_role = replica;
+			INSERT INTO journal_entries (id, event_id, transfer_id, currency, occurred_at)
+			VALUES ('00000000-0000-7000-8000-0000000000aa', 'ev-bad', 'tr-bad', 'USD', now());
+			INSERT INTO journal_lines (entry_id, account_code, direction, amount, currency) VALUES
+			    ('00000000-0000-7000-8000-0000000000aa', '1010', 'debit', 7, 'USD'),
+			    ('00000000-0000-7000-8000-0000000000aa', '2010', 'credit', 5, 'USD');
+			COMMIT;`)
+		require.NoError(t, err)
+
+		out, _, err := runGL(t, glEnv(dbURL), "verify")
+		require.ErrorContains(t, err, "4 of 4 checks failed")
+		require.Contains(t, out, "FAIL  every entry balances (debits = credits, one currency, two lines or more): 2 checked, 1 failing\n        00000000-0000-7000-8000-0000000000aa\n")
+		require.Contains(t, out, "FAIL  the trial balance nets to zero in every currency: 1 checked, 1 failing\n        USD (debits 107, credits 105)\n")
+		require.Contains(t, out, "FAIL  every processed TransferCompleted.v1 in the inbox has its entry: 2 checked, 1 failing\n        gl:ev-lost\n")
+		require.Contains(t, out, "FAIL  every entry has its processed inbox row (gl:<event id>): 2 checked, 1 failing\n        00000000-0000-7000-8000-0000000000aa\n")
+		require.True(t, strings.HasSuffix(out, "verdict: FAIL, 4 of 4 checks failed\n"), out)
+
+		out, _, err = runGL(t, glEnv(dbURL), "verify", "--json")
+		require.Error(t, err)
+		var report struct {
+			Passed bool `json:"passed"`
+			Checks []struct {
+				Passed    bool     `json:"passed"`
+				Failures  int64    `json:"failures"`
+				Offenders []string `json:"offenders"`
+			} `json:"checks"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(out), &report))
+		require.False(t, report.Passed)
+		require.Len(t, report.Checks, 4)
+		require.Equal(t, []string{"gl:ev-lost"}, report.Checks[2].Offenders)
+	})
+
+	t.Run("a database that does not exist is an error, not an empty pass", func(t *testing.T) {
+		t.Parallel()
+		dbURL := strings.Replace(testenv.ServerURL(t), "/postgres?", "/gl_no_such_database?", 1)
+		_, _, err := runGL(t, glEnv(dbURL), "verify")
+		require.ErrorContains(t, err, "gl_no_such_database")
+	})
+}
+
+// postConsistently writes an entry with its processed inbox row in one transaction, as the
+// consumer does.
+func postConsistently(t *testing.T, pool *pgxpool.Pool, eventID, transferID string, amount int64) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	_, err = tx.Exec(ctx, `INSERT INTO inbox (id, consumer, event_id, event_type, status, stream_seq, processed_at)
+		VALUES ('gl:' || $1::text, 'gl', $1::text, 'TransferCompleted.v1', 'processed', 1, now())`, eventID)
+	require.NoError(t, err)
+	var id string
+	require.NoError(t, tx.QueryRow(ctx, `INSERT INTO journal_entries (id, event_id, transfer_id, currency, occurred_at)
+		VALUES (gen_random_uuid(), $1, $2, 'USD', now()) RETURNING id::text`, eventID, transferID).Scan(&id))
+	_, err = tx.Exec(ctx, `INSERT INTO journal_lines (entry_id, account_code, direction, amount, currency)
+		VALUES ($1::uuid, '1010', 'debit', $2, 'USD'), ($1::uuid, '2010', 'credit', $2, 'USD')`, id, amount)
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit(ctx))
+}

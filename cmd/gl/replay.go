@@ -1,0 +1,271 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/mattn/go-isatty"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"walletgl/internal/cli"
+	"walletgl/internal/events"
+	"walletgl/internal/gl"
+	"walletgl/internal/gl/postgres"
+	"walletgl/internal/serve"
+)
+
+const replayHelp = "rebuild the GL from the wallet's stream into an empty database: --from-start [--into URL]; " +
+	"the TransferPosted.v1 acknowledgments it writes stay unpublished in the target's outbox"
+
+// replayCmd rebuilds the GL as a projection of the wallet's event stream: every
+// TransferCompleted.v1 still on the stream goes, in stream order, through the same inbox claim
+// and TransferPoster as live posting, into an empty GL database. It reads the stream through a
+// consumer of its own (ephemeral, deleted at the end) and never touches the live "gl" consumer,
+// the live GL database or the GL's stream: the acknowledgments the poster writes stay in the
+// target's outbox, unpublished, since the wallet has had its acknowledgments from the live GL.
+// Serving the target later (gl serve) would publish them; the wallet's inbox absorbs them, but
+// empty the target's outbox first if that matters.
+func replayCmd(ctx context.Context, env cli.Env, args []string) error {
+	var fromStart bool
+	var into string
+	cfg, s := loadConfigWith("gl replay", env, func(s *flagSet) {
+		s.set.Flags().BoolVar(&fromStart, "from-start", false, "replay from the stream's first event (required: the only mode)")
+		s.set.Flags().StringVar(&into, "into", "", "URL of the empty GL database to rebuild into (default: a new database <current>_replay_<timestamp>)")
+	})
+	if err := s.parse(args, cfg); err != nil {
+		return err
+	}
+	if !fromStart {
+		return errors.New("replay: say --from-start: a replay rebuilds the GL from the stream's first event")
+	}
+	started := time.Now()
+	target := into
+	if target == "" {
+		var err error
+		if target, err = replayDatabaseURL(cfg.DatabaseURL, started); err != nil {
+			return err
+		}
+	}
+	log, err := cfg.Log.Logger(env.Stderr, "gl")
+	if err != nil {
+		return err
+	}
+	log = log.With().Str("component", "replay").Logger()
+
+	pool, err := serve.OpenDatabase(ctx, target, "gl", log)
+	if err != nil {
+		return fmt.Errorf("replay: open target: %w", err)
+	}
+	defer pool.Close()
+	targetName := pool.Config().ConnConfig.Database
+	ledger := postgres.NewLedger(pool)
+	entries, processed, err := ledger.Size(ctx)
+	if err != nil {
+		return fmt.Errorf("replay: %w", err)
+	}
+	if entries > 0 || processed > 0 {
+		return fmt.Errorf("replay: target database %s already has %d entries and %d processed events; replay only into an empty GL", targetName, entries, processed)
+	}
+	if err := cfg.Rule.Check(ctx, ledger); err != nil {
+		return fmt.Errorf("replay: %w", err)
+	}
+
+	nc, err := events.Connect(ctx, cfg.Events.NATSURL, "gl-replay", log)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return fmt.Errorf("replay: jetstream context: %w", err)
+	}
+	topo := cfg.Events.Topology()
+	stream := topo.StreamName(events.SourceWallet)
+	cons, err := js.CreateConsumer(ctx, stream, jetstream.ConsumerConfig{
+		Description:       "gl replay into " + targetName,
+		DeliverPolicy:     jetstream.DeliverAllPolicy,
+		AckPolicy:         jetstream.AckExplicitPolicy,
+		AckWait:           cfg.Events.AckWait,
+		MaxDeliver:        cfg.Events.MaxDeliver,
+		MaxAckPending:     1000,
+		FilterSubject:     topo.Subject(events.SourceWallet, events.TypeTransferCompleted),
+		InactiveThreshold: time.Minute, // the server removes it even if this process dies
+	})
+	if err != nil {
+		return fmt.Errorf("replay: create consumer on %s: %w", stream, err)
+	}
+	consumerName := cons.CachedInfo().Name
+	defer func() {
+		delCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := js.DeleteConsumer(delCtx, stream, consumerName); err != nil {
+			log.Debug().Err(err).Str("consumer", consumerName).Msg("delete replay consumer; the server drops it after a minute")
+		}
+	}()
+
+	// The consumer is named after the live one because the name is the inbox prefix: the
+	// target's inbox then reads gl:<event id>, as the live GL's does, and gl verify holds
+	// there too. Only HandleBatch is used; Run, which would attach to the live durable
+	// consumer of that name, is never called.
+	poster := gl.NewTransferPoster(cfg.Rule, ledger, log)
+	handler, err := events.NewConsumer(cfg.Events.Consumer(events.ConsumerGL, events.SourceWallet, events.TypeTransferCompleted),
+		topo, nc, pool, poster, log)
+	if err != nil {
+		return err
+	}
+	log.Info().Str("stream", stream).Str("target", targetName).Uint64("events", cons.CachedInfo().NumPending).Msg("replay started")
+
+	progress := newProgress(env.Stderr, log, time.Now())
+	total := cons.CachedInfo().NumPending
+	pending := total
+	for {
+		if err := ctx.Err(); err != nil {
+			progress.finish()
+			return fmt.Errorf("replay interrupted after %d events; drop database %s before replaying again: %w", progress.done, targetName, err)
+		}
+		// While the stream has events for us, take what is there without waiting for a full
+		// batch; at the end, wait a little for deliveries that were negatively acknowledged.
+		var batch jetstream.MessageBatch
+		if pending > 0 {
+			batch, err = cons.FetchNoWait(cfg.Events.BatchSize)
+		} else {
+			batch, err = cons.Fetch(cfg.Events.BatchSize, jetstream.FetchMaxWait(time.Second))
+		}
+		if err != nil {
+			return fmt.Errorf("replay: fetch: %w", err)
+		}
+		var msgs []jetstream.Msg
+		for msg := range batch.Messages() {
+			msgs = append(msgs, msg)
+		}
+		if err := batch.Error(); err != nil && len(msgs) == 0 && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("replay: fetch: %w", err)
+		}
+		if len(msgs) > 0 {
+			batchCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Events.AckWait)
+			handler.HandleBatch(batchCtx, msgs)
+			cancel()
+		}
+		info, err := cons.Info(ctx)
+		if err != nil {
+			return fmt.Errorf("replay: consumer state: %w", err)
+		}
+		pending = info.NumPending
+		stats := handler.Stats()
+		done := uint64(stats.Processed + stats.Duplicates + stats.Failed)
+		// Events published meanwhile join the replay; the total grows with them.
+		total = max(total, done+info.NumPending+uint64(info.NumAckPending))
+		progress.update(done, total)
+		if info.NumPending == 0 && info.NumAckPending == 0 {
+			break
+		}
+	}
+	progress.finish()
+
+	stats := handler.Stats()
+	entries, _, err = ledger.Size(ctx)
+	if err != nil {
+		return fmt.Errorf("replay: %w", err)
+	}
+	elapsed := time.Since(started)
+	fmt.Fprintf(env.Stdout, "gl replay: rebuilt database %s from stream %s in %s\n", targetName, stream, elapsed.Round(time.Millisecond))
+	fmt.Fprintf(env.Stdout, "  events read          %d\n", stats.Processed+stats.Duplicates+stats.Failed)
+	fmt.Fprintf(env.Stdout, "  entries posted       %d\n", entries)
+	fmt.Fprintf(env.Stdout, "  duplicates skipped   %d\n", stats.Duplicates)
+	fmt.Fprintf(env.Stdout, "  dead-lettered        %d (see the target's inbox, status failed)\n", stats.Failed)
+	fmt.Fprintf(env.Stdout, "  rate                 %.0f events/s\n", float64(progress.done)/max(time.Since(progress.started).Seconds(), 1e-9))
+	fmt.Fprintf(env.Stdout, "  acknowledgments      left unpublished in %s's outbox\n", targetName)
+	fmt.Fprintf(env.Stdout, "next: GL_DATABASE_URL='%s' gl verify\n", redact(target))
+	return nil
+}
+
+// replayDatabaseURL names the default target: the current database's name with
+// _replay_<timestamp>, on the same server.
+func replayDatabaseURL(current string, now time.Time) (string, error) {
+	cfg, err := pgx.ParseConfig(current)
+	if err != nil {
+		return "", fmt.Errorf("replay: parse GL_DATABASE_URL: %w", err)
+	}
+	name := cfg.Database + "_replay_" + strings.ToLower(now.UTC().Format("20060102t150405"))
+	if len(name) > 63 { // PostgreSQL's identifier limit; keep the distinguishing suffix
+		name = name[len(name)-63:]
+	}
+	u, err := url.Parse(current)
+	if err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
+		u.Path = "/" + name
+		return u.String(), nil
+	}
+	return strings.Replace(current, "dbname="+cfg.Database, "dbname="+name, 1), nil
+}
+
+// redact hides a password in a URL printed for the operator to copy.
+func redact(dbURL string) string {
+	u, err := url.Parse(dbURL)
+	if err != nil || u.User == nil {
+		return dbURL
+	}
+	return u.Redacted()
+}
+
+// progress shows events done / total, rate and time left: one line rewritten in place on a
+// terminal, a log line every few seconds otherwise.
+type progress struct {
+	w        io.Writer
+	log      zerolog.Logger
+	terminal bool
+	started  time.Time
+	last     time.Time
+	done     uint64
+	total    uint64
+	drawn    bool
+}
+
+func newProgress(w io.Writer, log zerolog.Logger, started time.Time) *progress {
+	f, ok := w.(*os.File)
+	return &progress{w: w, log: log, terminal: ok && isatty.IsTerminal(f.Fd()), started: started}
+}
+
+func (p *progress) update(done, total uint64) {
+	p.done, p.total = done, total
+	now := time.Now()
+	every := 5 * time.Second
+	if p.terminal {
+		every = 200 * time.Millisecond
+	}
+	if now.Sub(p.last) < every && done < total {
+		return
+	}
+	p.last = now
+	elapsed := now.Sub(p.started).Seconds()
+	rate := float64(done) / max(elapsed, 1e-9)
+	left := time.Duration(0)
+	if rate > 0 && total > done {
+		left = time.Duration(float64(total-done) / rate * float64(time.Second))
+	}
+	percent := 100.0
+	if total > 0 {
+		percent = 100 * float64(done) / float64(total)
+	}
+	if p.terminal {
+		fmt.Fprintf(p.w, "\rreplay: %d/%d events (%.1f%%), %.0f/s, %s left   ", done, total, percent, rate, left.Round(time.Second))
+		p.drawn = true
+		return
+	}
+	p.log.Info().Uint64("done", done).Uint64("total", total).Float64("percent", percent).
+		Float64("per_second", rate).Dur("left", left.Round(time.Second)).Msg("replay progress")
+}
+
+func (p *progress) finish() {
+	if p.drawn {
+		fmt.Fprintln(p.w)
+	}
+}

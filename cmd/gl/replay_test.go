@@ -1,0 +1,217 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+
+	"walletgl/internal/database"
+	"walletgl/internal/events"
+	"walletgl/internal/gl"
+	"walletgl/internal/gl/postgres"
+	"walletgl/internal/testenv"
+)
+
+// posting is what a replay must reproduce of each line: the same event, transfer, account,
+// side, amount and currency (entry ids and posting times are new by nature).
+type posting struct {
+	EventID, TransferID, Account, Direction, Currency string
+	Amount                                            int64
+}
+
+func postings(t *testing.T, pool *pgxpool.Pool) []posting {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), `SELECT event_id, transfer_id, account_code, direction, currency, amount
+		FROM gl_postings ORDER BY event_id, direction`)
+	require.NoError(t, err)
+	defer rows.Close()
+	var out []posting
+	for rows.Next() {
+		var p posting
+		require.NoError(t, rows.Scan(&p.EventID, &p.TransferID, &p.Account, &p.Direction, &p.Currency, &p.Amount))
+		out = append(out, p)
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+type replayBundle struct {
+	natsURL, ns string
+	topo        events.Topology
+	nc          *nats.Conn
+	js          jetstream.JetStream
+	live        *pgxpool.Pool
+	liveURL     string
+}
+
+func (b *replayBundle) env(dbURL string) map[string]string {
+	return map[string]string{
+		"GL_DATABASE_URL": dbURL, "NATS_URL": b.natsURL, "EVENTS_NAMESPACE": b.ns,
+		"LOG_FORMAT": "json", "EVENTS_BATCH_SIZE": "7", // small batches: many rounds
+	}
+}
+
+// publish sends a TransferCompleted envelope as the wallet's relay would, under msgID.
+func (b *replayBundle) publish(t *testing.T, eventID uuid.UUID, transfer events.TransferCompleted, msgID string) {
+	t.Helper()
+	data, err := json.Marshal(transfer)
+	require.NoError(t, err)
+	body, err := json.Marshal(events.Envelope{
+		SpecVersion: "1.0", ID: eventID.String(), Source: events.SourceWallet, Type: events.TypeTransferCompleted,
+		Subject: transfer.TransferID, Time: transfer.CreatedAt, DataContentType: "application/json", Data: data,
+	})
+	require.NoError(t, err)
+	_, err = b.js.Publish(context.Background(), b.topo.Subject(events.SourceWallet, events.TypeTransferCompleted), body,
+		jetstream.WithMsgID(msgID))
+	require.NoError(t, err)
+}
+
+// startLive runs the live GL consumer on the live database until the returned stop is called.
+func (b *replayBundle) startLive(t *testing.T) (stop func()) {
+	t.Helper()
+	ledger := postgres.NewLedger(b.live)
+	consumer, err := events.NewConsumer(events.ConsumerConfig{
+		ConsumerSpec: events.ConsumerSpec{
+			Name: events.ConsumerGL, Source: events.SourceWallet, EventType: events.TypeTransferCompleted,
+			AckWait: 5 * time.Second, MaxDeliver: 5,
+		},
+		BatchSize: 5,
+	}, b.topo, b.nc, b.live, gl.NewTransferPoster(gl.DefaultPostingRule, ledger, zerolog.Nop()), zerolog.Nop())
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- consumer.Run(ctx) }()
+	return func() {
+		cancel()
+		require.NoError(t, <-done)
+	}
+}
+
+func (b *replayBundle) waitForEntries(t *testing.T, n int64) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		var got int64
+		err := b.live.QueryRow(context.Background(), "SELECT count(*) FROM journal_entries").Scan(&got)
+		return err == nil && got == n
+	}, 30*time.Second, 50*time.Millisecond, "live GL never reached %d entries", n)
+}
+
+func TestReplayRebuildsTheLiveLedger(t *testing.T) {
+	t.Parallel()
+	b := &replayBundle{natsURL: testenv.NATSURL(t)}
+	b.ns = testenv.Namespace(t, b.natsURL)
+	b.topo = events.Topology{Namespace: b.ns}
+	b.live, b.liveURL = testenv.MigratedPool(t, "gl")
+	var err error
+	b.nc, err = nats.Connect(b.natsURL)
+	require.NoError(t, err)
+	t.Cleanup(b.nc.Close)
+	b.js, err = jetstream.New(b.nc)
+	require.NoError(t, err)
+	require.NoError(t, b.topo.EnsureStreams(context.Background(), b.js))
+
+	// 30 transfers in two currencies. Every fifth one is published again under another
+	// Nats-Msg-Id (the broker keeps both; the inbox must drop the second), and the live
+	// consumer is stopped and started again between the halves.
+	const n = 30
+	publishRange := func(from, to int) {
+		for i := from; i < to; i++ {
+			currency := []string{"USD", "EUR"}[i%2]
+			id := uuid.NewSHA1(uuid.NameSpaceOID, fmt.Appendf(nil, "%s-%d", b.ns, i))
+			transfer := events.TransferCompleted{
+				TransferID: fmt.Sprintf("tr-%02d", i), FromWalletID: "w-a", ToWalletID: "w-b",
+				Amount: int64(100 + i), Currency: currency, CreatedAt: time.Now().UTC(),
+			}
+			b.publish(t, id, transfer, id.String())
+			if i%5 == 0 {
+				b.publish(t, id, transfer, id.String()+"-republished")
+			}
+		}
+	}
+	stop := b.startLive(t)
+	publishRange(0, n/2)
+	b.waitForEntries(t, n/2)
+	stop()
+	publishRange(n/2, n)
+	// A poison message: dead-lettered by both the live GL and the replay, posted by neither.
+	_, err = b.js.Publish(context.Background(), b.topo.Subject(events.SourceWallet, events.TypeTransferCompleted),
+		[]byte("{not json"), jetstream.WithMsgID("poison-1"))
+	require.NoError(t, err)
+	stop = b.startLive(t)
+	b.waitForEntries(t, n)
+	stop()
+	want := postings(t, b.live)
+	require.Len(t, want, 2*n)
+
+	t.Run("into an empty database it rebuilds the same postings", func(t *testing.T) {
+		target := testenv.DatabaseURL(t)
+		out, _, err := runGL(t, b.env(b.liveURL), "replay", "--from-start", "--into", target)
+		require.NoError(t, err)
+		t.Log(out)
+		require.Contains(t, out, "events read          37\n") // 30 + 6 republished + 1 poison
+		require.Contains(t, out, fmt.Sprintf("entries posted       %d\n", n))
+		require.Contains(t, out, "duplicates skipped   6\n")
+		require.Contains(t, out, "dead-lettered        1 ")
+
+		pool, err := database.Open(context.Background(), target, 2)
+		require.NoError(t, err)
+		t.Cleanup(pool.Close)
+		require.Equal(t, want, postings(t, pool))
+
+		var outbox int64
+		require.NoError(t, pool.QueryRow(context.Background(), "SELECT count(*) FROM outbox WHERE status = 'pending'").Scan(&outbox))
+		require.Equal(t, int64(n), outbox, "acknowledgments are written but left unpublished")
+
+		out, _, err = runGL(t, b.env(target), "verify")
+		require.NoError(t, err, out)
+
+		_, _, err = runGL(t, b.env(b.liveURL), "replay", "--from-start", "--into", target)
+		require.ErrorContains(t, err, "already has 30 entries")
+
+		// The replay's own consumer is gone; the live one is untouched.
+		stream, err := b.js.Stream(context.Background(), b.topo.StreamName(events.SourceWallet))
+		require.NoError(t, err)
+		names := stream.ConsumerNames(context.Background())
+		var consumers []string
+		for name := range names.Name() {
+			consumers = append(consumers, name)
+		}
+		require.Equal(t, []string{events.ConsumerGL}, consumers)
+	})
+
+	t.Run("without --into it creates a database named after the current one", func(t *testing.T) {
+		out, errOut, err := runGL(t, b.env(b.liveURL), "replay", "--from-start")
+		require.NoError(t, err)
+		m := regexp.MustCompile(`rebuilt database (\S+) from`).FindStringSubmatch(out)
+		require.Len(t, m, 2, out)
+		name := m[1]
+		require.True(t, strings.HasPrefix(name, b.live.Config().ConnConfig.Database+"_replay_"), name)
+		u, err := url.Parse(b.liveURL)
+		require.NoError(t, err)
+		u.Path = "/" + name
+		target := u.String()
+		t.Cleanup(func() { _ = database.Drop(context.Background(), target) })
+		pool, err := database.Open(context.Background(), target, 2)
+		require.NoError(t, err)
+		t.Cleanup(pool.Close)
+		require.Equal(t, want, postings(t, pool))
+		require.Contains(t, errOut, `"message":"replay progress"`, "progress is logged when stderr is not a terminal")
+	})
+
+	t.Run("without --from-start it refuses to guess", func(t *testing.T) {
+		_, _, err := runGL(t, b.env(b.liveURL), "replay")
+		require.ErrorContains(t, err, "--from-start")
+	})
+}

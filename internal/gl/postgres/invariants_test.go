@@ -1,0 +1,110 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/stretchr/testify/require"
+)
+
+// TestDatabaseInvariantsHoldAgainstPlainSQL plays a client that bypasses the ledger's code and
+// writes SQL of its own: each statement breaks one invariant and the database must refuse it.
+// The statements run in one transaction each, committed, so deferred checks run too.
+func TestDatabaseInvariantsHoldAgainstPlainSQL(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	// A balanced entry to collide with and to try to rewrite.
+	_, err := b.pool.Exec(ctx, `
+		BEGIN;
+		INSERT INTO journal_entries (id, event_id, transfer_id, currency, occurred_at)
+		VALUES ('00000000-0000-7000-8000-000000000001', 'ev-1', 'tr-1', 'USD', now());
+		INSERT INTO journal_lines (entry_id, account_code, direction, amount, currency) VALUES
+		    ('00000000-0000-7000-8000-000000000001', '1010', 'debit', 100, 'USD'),
+		    ('00000000-0000-7000-8000-000000000001', '2010', 'credit', 100, 'USD');
+		COMMIT;`)
+	require.NoError(t, err, "a balanced entry written by plain SQL commits")
+
+	// entry inserts a fresh entry (id ...02) in USD before the statement under test.
+	const entry = `INSERT INTO journal_entries (id, event_id, transfer_id, currency, occurred_at)
+		VALUES ('00000000-0000-7000-8000-000000000002', 'ev-2', 'tr-2', 'USD', now());`
+	line := func(account, direction, amount, currency string) string {
+		return `INSERT INTO journal_lines (entry_id, account_code, direction, amount, currency) VALUES
+			('00000000-0000-7000-8000-000000000002', '` + account + `', '` + direction + `', ` + amount + `, '` + currency + `');`
+	}
+	tests := []struct {
+		name    string
+		sql     string
+		sqlCode string // the SQLSTATE expected
+		message string // a part of the message or the constraint's name
+	}{
+		{"an entry whose debits exceed its credits cannot commit",
+			entry + line("1010", "debit", "5", "USD") + line("2010", "credit", "4", "USD"), "23514", "does not balance"},
+		{"an entry with one line cannot commit",
+			entry + line("1010", "debit", "5", "USD"), "23514", "does not balance"},
+		{"an entry without lines cannot commit", entry, "23514", "does not balance"},
+		{"an entry with a line in another currency cannot commit",
+			entry + line("1010", "debit", "5", "USD") + line("2010", "credit", "5", "EUR"), "23514", "does not balance"},
+		{"checking immediately instead of at commit does not help",
+			"SET CONSTRAINTS ALL IMMEDIATE;" + entry, "23514", "does not balance"},
+		{"lines added to a committed entry unbalance it",
+			`INSERT INTO journal_lines (entry_id, account_code, direction, amount, currency)
+			 VALUES ('00000000-0000-7000-8000-000000000001', '1010', 'debit', 1, 'USD');`, "23514", "does not balance"},
+		{"a line's amount cannot be changed", "UPDATE journal_lines SET amount = amount + 1;", "23001", "append-only"},
+		{"a line cannot be moved to another account", "UPDATE journal_lines SET account_code = '2010';", "23001", "append-only"},
+		{"a line cannot be deleted", "DELETE FROM journal_lines;", "23001", "append-only"},
+		{"an entry cannot be changed", "UPDATE journal_entries SET transfer_id = 'tr-other';", "23001", "append-only"},
+		{"an entry cannot be deleted", "DELETE FROM journal_entries;", "23001", "append-only"},
+		{"a second entry for the same event is refused",
+			`INSERT INTO journal_entries (id, event_id, transfer_id, currency, occurred_at)
+			 VALUES ('00000000-0000-7000-8000-000000000003', 'ev-1', 'tr-3', 'USD', now());`, "23505", "journal_entries_event_id_key"},
+		{"a second entry for the same transfer is refused",
+			`INSERT INTO journal_entries (id, event_id, transfer_id, currency, occurred_at)
+			 VALUES ('00000000-0000-7000-8000-000000000003', 'ev-3', 'tr-1', 'USD', now());`, "23505", "journal_entries_transfer_id_key"},
+		{"a zero amount is refused",
+			entry + line("1010", "debit", "0", "USD") + line("2010", "credit", "0", "USD"), "23514", "journal_lines_amount_check"},
+		{"a negative amount is refused",
+			entry + line("1010", "debit", "-5", "USD") + line("2010", "credit", "-5", "USD"), "23514", "journal_lines_amount_check"},
+		{"an account outside the chart of accounts is refused",
+			entry + line("9999", "debit", "5", "USD") + line("2010", "credit", "5", "USD"), "23503", "journal_lines_account_code_fkey"},
+		{"an unknown direction is refused",
+			entry + line("1010", "up", "5", "USD") + line("2010", "credit", "5", "USD"), "23514", "journal_lines_direction_check"},
+		{"a lower-case currency on an entry is refused",
+			`INSERT INTO journal_entries (id, event_id, transfer_id, currency, occurred_at)
+			 VALUES ('00000000-0000-7000-8000-000000000003', 'ev-3', 'tr-3', 'usd', now());`, "23514", "journal_entries_currency_check"},
+		{"a two-letter currency on an entry is refused",
+			`INSERT INTO journal_entries (id, event_id, transfer_id, currency, occurred_at)
+			 VALUES ('00000000-0000-7000-8000-000000000003', 'ev-3', 'tr-3', 'US', now());`, "23514", "journal_entries_currency_check"},
+		{"a four-letter currency on a line is refused",
+			entry + line("1010", "debit", "5", "USDX") + line("2010", "credit", "5", "USDX"), "23514", "journal_lines_currency_check"},
+		{"an account's normal balance must follow its type",
+			`INSERT INTO accounts (code, name, type, normal_balance) VALUES ('1020', 'Bad', 'asset', 'credit');`, "23514", "accounts_normal_balance_follows_type"},
+		{"an account type outside the five is refused",
+			`INSERT INTO accounts (code, name, type, normal_balance) VALUES ('1020', 'Bad', 'cash', 'credit');`, "23514", "accounts_type_check"},
+	}
+	// The group returns only when its parallel subtests are done, so the check after it sees
+	// what all the attempts left behind.
+	t.Run("each attempt is refused", func(t *testing.T) {
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				t.Parallel()
+				_, err := b.pool.Exec(ctx, "BEGIN;"+tt.sql+"COMMIT;")
+				require.Error(t, err)
+				var pgErr *pgconn.PgError
+				require.True(t, errors.As(err, &pgErr), "a database error, got %v", err)
+				require.Equal(t, tt.sqlCode, pgErr.Code, pgErr.Message)
+				require.Contains(t, pgErr.Message+" "+pgErr.ConstraintName, tt.message)
+			})
+		}
+	})
+
+	t.Run("after all attempts the ledger holds the one balanced entry", func(t *testing.T) {
+		var entries, lines, sum int64
+		err := b.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM journal_entries), count(*), coalesce(sum(signed_amount), 0)
+			FROM gl_postings`).Scan(&entries, &lines, &sum)
+		require.NoError(t, err)
+		require.Equal(t, []int64{1, 2, 0}, []int64{entries, lines, sum})
+	})
+}
