@@ -160,3 +160,12 @@ RETURNING id;
 -- name: ListenOutbox :exec
 -- The outbox_notify trigger notifies this channel on every insert.
 LISTEN outbox;
+
+-- name: ListOutboxAfter :many
+-- ListOutboxAfter pages through the rows in some statuses in id order, for an operator's
+-- reconcile that may change each row it passes.
+SELECT * FROM outbox
+WHERE status = ANY (@statuses::text[])
+  AND id > @after::uuid
+ORDER BY id
+LIMIT @row_limit;

@@ -331,6 +331,59 @@ func (q *Queries) ListOutbox(ctx context.Context, arg ListOutboxParams) ([]Outbo
 	return items, nil
 }
 
+const listOutboxAfter = `-- name: ListOutboxAfter :many
+SELECT id, event_type, aggregate_id, payload, status, attempts, publish_count, last_error, next_attempt_at, lease_owner, lease_until, stream_seq, created_at, dispatched_at, acknowledged_at, updated_at FROM outbox
+WHERE status = ANY ($1::text[])
+  AND id > $2::uuid
+ORDER BY id
+LIMIT $3
+`
+
+type ListOutboxAfterParams struct {
+	Statuses []string
+	After    uuid.UUID
+	RowLimit int32
+}
+
+// ListOutboxAfter pages through the rows in some statuses in id order, for an operator's
+// reconcile that may change each row it passes.
+func (q *Queries) ListOutboxAfter(ctx context.Context, arg ListOutboxAfterParams) ([]Outbox, error) {
+	rows, err := q.db.Query(ctx, listOutboxAfter, arg.Statuses, arg.After, arg.RowLimit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Outbox
+	for rows.Next() {
+		var i Outbox
+		if err := rows.Scan(
+			&i.ID,
+			&i.EventType,
+			&i.AggregateID,
+			&i.Payload,
+			&i.Status,
+			&i.Attempts,
+			&i.PublishCount,
+			&i.LastError,
+			&i.NextAttemptAt,
+			&i.LeaseOwner,
+			&i.LeaseUntil,
+			&i.StreamSeq,
+			&i.CreatedAt,
+			&i.DispatchedAt,
+			&i.AcknowledgedAt,
+			&i.UpdatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const listenOutbox = `-- name: ListenOutbox :exec
 LISTEN outbox
 `
