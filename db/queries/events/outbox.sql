@@ -138,10 +138,15 @@ GROUP BY status
 ORDER BY status;
 
 -- name: OutboxOldest :one
+-- The oldest rows the relay still has to bring home (dead-lettered rows wait for an operator
+-- instead). With a count of 0 the time is meaningless: the current time stands in for NULL.
 SELECT
-    (SELECT min(created_at) FROM outbox WHERE status = 'pending')::timestamptz AS oldest_pending,
-    (SELECT min(created_at) FROM outbox
-     WHERE status IN ('pending', 'dispatching', 'dispatched', 'failed'))::timestamptz AS oldest_unacknowledged;
+    count(*) FILTER (WHERE status = 'pending')::bigint AS pending,
+    coalesce(min(created_at) FILTER (WHERE status = 'pending'), clock_timestamp())::timestamptz AS oldest_pending,
+    count(*)::bigint AS unacknowledged,
+    coalesce(min(created_at), clock_timestamp())::timestamptz AS oldest_unacknowledged
+FROM outbox
+WHERE status IN ('pending', 'dispatching', 'dispatched', 'failed');
 
 -- name: RequeueOutbox :many
 UPDATE outbox

@@ -459,20 +459,32 @@ func (q *Queries) MarkFailed(ctx context.Context, arg MarkFailedParams) (int64, 
 
 const outboxOldest = `-- name: OutboxOldest :one
 SELECT
-    (SELECT min(created_at) FROM outbox WHERE status = 'pending')::timestamptz AS oldest_pending,
-    (SELECT min(created_at) FROM outbox
-     WHERE status IN ('pending', 'dispatching', 'dispatched', 'failed'))::timestamptz AS oldest_unacknowledged
+    count(*) FILTER (WHERE status = 'pending')::bigint AS pending,
+    coalesce(min(created_at) FILTER (WHERE status = 'pending'), clock_timestamp())::timestamptz AS oldest_pending,
+    count(*)::bigint AS unacknowledged,
+    coalesce(min(created_at), clock_timestamp())::timestamptz AS oldest_unacknowledged
+FROM outbox
+WHERE status IN ('pending', 'dispatching', 'dispatched', 'failed')
 `
 
 type OutboxOldestRow struct {
+	Pending              int64
 	OldestPending        time.Time
+	Unacknowledged       int64
 	OldestUnacknowledged time.Time
 }
 
+// The oldest rows the relay still has to bring home (dead-lettered rows wait for an operator
+// instead). With a count of 0 the time is meaningless: the current time stands in for NULL.
 func (q *Queries) OutboxOldest(ctx context.Context) (OutboxOldestRow, error) {
 	row := q.db.QueryRow(ctx, outboxOldest)
 	var i OutboxOldestRow
-	err := row.Scan(&i.OldestPending, &i.OldestUnacknowledged)
+	err := row.Scan(
+		&i.Pending,
+		&i.OldestPending,
+		&i.Unacknowledged,
+		&i.OldestUnacknowledged,
+	)
 	return i, err
 }
 
