@@ -29,13 +29,14 @@ type Store struct {
 	pool    *pgxpool.Pool
 	queries *walletdb.Queries
 	outbox  *events.Outbox
+	admin   *events.Admin
 }
 
 var _ wallet.Service = (*Store)(nil)
 
 // NewStore returns a Store on pool, whose database has the "wallet" migrations applied.
 func NewStore(pool *pgxpool.Pool) *Store {
-	return &Store{pool: pool, queries: walletdb.New(pool), outbox: events.NewOutbox(events.SourceWallet)}
+	return &Store{pool: pool, queries: walletdb.New(pool), outbox: events.NewOutbox(events.SourceWallet), admin: events.NewAdmin(pool)}
 }
 
 // CreateWallet creates an empty wallet.
