@@ -60,7 +60,7 @@ func TestAdminOutbox(t *testing.T) {
 	})
 	for _, path := range []string{"/v1/admin/outbox?status=lost", "/v1/admin/outbox?status=failed&limit=0", "/v1/admin/outbox?status=failed&limit=x"} {
 		t.Run(fmt.Sprintf("%s is a bad request", path), func(t *testing.T) {
-				requireProblem(t, b.do(t, http.MethodGet, path, nil, ""), http.StatusBadRequest, "invalid-request")
+			requireProblem(t, b.do(t, http.MethodGet, path, nil, ""), http.StatusBadRequest, "invalid-request")
 		})
 	}
 	t.Run("requeue by ids moves failed rows and refuses the others", func(t *testing.T) {
