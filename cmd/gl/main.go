@@ -31,5 +31,6 @@ func commands() []cli.Command {
 	return []cli.Command{
 		{Words: []string{"serve"}, Help: "run the event consumer, the acknowledgment relay and the HTTP API", Run: serveCmd},
 		{Words: []string{"migrate"}, Help: "create the database if missing and apply its migrations", Run: migrateCmd},
+		{Words: []string{"inbox"}, Help: "the inbox's operator tools: stats, list, retry (gl inbox lists them)", Run: inboxCmd},
 	}
 }
