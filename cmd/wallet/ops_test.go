@@ -269,4 +269,3 @@ func TestVerify(t *testing.T) {
 		require.Equal(t, []string{"bob"}, report.Checks[4].Sample)
 	})
 }
-
