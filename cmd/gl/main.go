@@ -35,5 +35,6 @@ func commands() []cli.Command {
 		{Words: []string{"accounts", "add"}, Help: "add an account: CODE --name N --type asset|liability|equity|revenue|expense [--json]", Run: accountsAddCmd},
 		{Words: []string{"replay"}, Help: replayHelp, Run: replayCmd},
 		{Words: []string{"verify"}, Help: "check the ledger's invariants on the live database; exit 1 when one fails [--json]", Run: verifyCmd},
+		{Words: []string{"inbox"}, Help: "the inbox's operator tools: stats, list, retry (gl inbox lists them)", Run: inboxCmd},
 	}
 }

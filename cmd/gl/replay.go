@@ -117,7 +117,7 @@ func replayCmd(ctx context.Context, env cli.Env, args []string) error {
 	// there too. Only HandleBatch is used; Run, which would attach to the live durable
 	// consumer of that name, is never called.
 	poster := gl.NewTransferPoster(cfg.Rule, ledger, log)
-	handler, err := events.NewConsumer(cfg.Events.Consumer(events.ConsumerGL, events.SourceWallet, events.TypeTransferCompleted),
+	handler, err := events.NewConsumer(cfg.Events.Consumer(events.ConsumerGL, events.SourceWallet, events.TypeTransferCompleted, nil),
 		topo, nc, pool, poster, log)
 	if err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 type Config struct {
 	DatabaseURL string
 	HTTPAddr    string
+	GLURL       string // the GL's HTTP API, asked by wallet outbox reconcile
 	Events      config.Events
 	Log         config.Log
 }
@@ -22,6 +23,7 @@ func loadConfig(name string, args []string, env cli.Env) (Config, *config.Set, e
 	s := config.NewSet(name, env.Getenv, env.Stderr)
 	s.String(&c.DatabaseURL, "WALLET_DATABASE_URL", "database-url", "postgres://postgres@127.0.0.1:5432/wallet?sslmode=disable", "the wallet's PostgreSQL database (created when missing)")
 	s.String(&c.HTTPAddr, "WALLET_HTTP_ADDR", "http-addr", "127.0.0.1:8080", "address of the wallet's HTTP API")
+	s.String(&c.GLURL, "GL_URL", "gl-url", "http://127.0.0.1:8081", "the GL's HTTP API, which wallet outbox reconcile asks what it posted")
 	config.BindEvents(s, &c.Events)
 	config.BindLog(s, &c.Log)
 	return c, s, s.Parse(args)

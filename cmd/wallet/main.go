@@ -31,5 +31,11 @@ func commands() []cli.Command {
 	return []cli.Command{
 		{Words: []string{"serve"}, Help: "run the HTTP API, the outbox relay and the acknowledgment consumer", Run: serveCmd},
 		{Words: []string{"migrate"}, Help: "create the database if missing and apply its migrations", Run: migrateCmd},
+		{Words: []string{"outbox", "stats"}, Help: "outbox rows per status, oldest pending and unacknowledged age", Run: outboxStatsCmd},
+		{Words: []string{"outbox", "list"}, Help: "outbox rows of one status: --status S [--limit N]", Run: outboxListCmd},
+		{Words: []string{"outbox", "show"}, Help: "one outbox row with its payload: ID", Run: outboxShowCmd},
+		{Words: []string{"outbox", "requeue"}, Help: "failed/dead_letter rows back to pending: ID... | --status S", Run: outboxRequeueCmd},
+		{Words: []string{"outbox", "reconcile"}, Help: "acknowledge stuck rows the GL already posted [--dry-run]", Run: outboxReconcileCmd},
+		{Words: []string{"verify"}, Help: "check the wallet's invariants; non-zero exit when one fails", Run: verifyCmd},
 	}
 }

@@ -52,7 +52,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	handler := httpapi.NewServer(log, store, serve.Health(pool, nc))
+	handler := httpapi.NewServer(log, store, store, serve.Health(pool, nc))
 	return serve.Run(ctx, cfg.HTTPAddr, handler, []serve.Worker{
 		{Name: "relay", Run: relay.Run},
 		{Name: "acknowledgment consumer", Run: acks.Run},

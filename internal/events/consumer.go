@@ -264,10 +264,18 @@ func (c *Consumer) inspect(msg jetstream.Msg) delivery {
 	if d.eventID == "" {
 		d.eventID = "seq-" + strconv.FormatUint(d.seq, 10)
 	}
-	if d.err == nil && d.env.Type != c.cfg.EventType {
-		d.err = Permanent(fmt.Errorf("unexpected event type %q", d.env.Type))
+	if d.err == nil {
+		d.err = expectType(d.env, c.cfg.EventType)
 	}
 	return d
+}
+
+// expectType refuses, for good, an event of a type this consumer does not handle.
+func expectType(env Envelope, want string) error {
+	if env.Type != want {
+		return Permanent(fmt.Errorf("unexpected event type %q", env.Type))
+	}
+	return nil
 }
 
 func (c *Consumer) inboxID(eventID string) string { return c.cfg.Name + ":" + eventID }
@@ -320,17 +328,27 @@ func (c *Consumer) processTx(ctx context.Context, ds []delivery) (fresh []bool, 
 			if !isNew {
 				continue
 			}
-			log := c.log.With().Str("event_id", d.eventID).Str("subject", d.env.Subject).Logger()
-			if err := c.handler.Handle(log.WithContext(ctx), tx, d.env); err != nil {
-				return fmt.Errorf("handle event %s: %w", d.eventID, err)
-			}
-			if _, err := q.MarkInboxProcessed(ctx, c.inboxID(d.eventID)); err != nil {
-				return fmt.Errorf("mark inbox %s processed: %w", c.inboxID(d.eventID), err)
+			if err := apply(ctx, tx, c.handler, c.log, c.inboxID(d.eventID), d.eventID, d.env); err != nil {
+				return err
 			}
 		}
 		return c.cfg.Faults.Hit(c.cfg.Name + faults.ConsumerBeforeCommit)
 	})
 	return fresh, err
+}
+
+// apply hands an event whose inbox row tx holds in status processing to the handler and marks
+// the row processed, in tx. It is the one path an event takes into a handler: the consumer's,
+// after its claim, and an operator's retry (RetryInbox), after reclaiming a failed row.
+func apply(ctx context.Context, tx pgx.Tx, handler Handler, log zerolog.Logger, inboxID, eventID string, env Envelope) error {
+	log = log.With().Str("event_id", eventID).Str("subject", env.Subject).Logger()
+	if err := handler.Handle(log.WithContext(ctx), tx, env); err != nil {
+		return fmt.Errorf("handle event %s: %w", eventID, err)
+	}
+	if _, err := eventsdb.New(tx).MarkInboxProcessed(ctx, inboxID); err != nil {
+		return fmt.Errorf("mark inbox %s processed: %w", inboxID, err)
+	}
+	return nil
 }
 
 // claim inserts the inbox row. A primary-key conflict is a duplicate: never a fresh start.

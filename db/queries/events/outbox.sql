@@ -139,10 +139,15 @@ GROUP BY status
 ORDER BY status;
 
 -- name: OutboxOldest :one
+-- The oldest rows the relay still has to bring home (dead-lettered rows wait for an operator
+-- instead). With a count of 0 the time is meaningless: the current time stands in for NULL.
 SELECT
-    (SELECT min(created_at) FROM outbox WHERE status = 'pending')::timestamptz AS oldest_pending,
-    (SELECT min(created_at) FROM outbox
-     WHERE status IN ('pending', 'dispatching', 'dispatched', 'failed'))::timestamptz AS oldest_unacknowledged;
+    count(*) FILTER (WHERE status = 'pending')::bigint AS pending,
+    coalesce(min(created_at) FILTER (WHERE status = 'pending'), clock_timestamp())::timestamptz AS oldest_pending,
+    count(*)::bigint AS unacknowledged,
+    coalesce(min(created_at), clock_timestamp())::timestamptz AS oldest_unacknowledged
+FROM outbox
+WHERE status IN ('pending', 'dispatching', 'dispatched', 'failed');
 
 -- name: RequeueOutbox :many
 UPDATE outbox
@@ -161,3 +166,12 @@ RETURNING id;
 -- name: ListenOutbox :exec
 -- The outbox_notify trigger notifies this channel on every insert.
 LISTEN outbox;
+
+-- name: ListOutboxAfter :many
+-- ListOutboxAfter pages through the rows in some statuses in id order, for an operator's
+-- reconcile that may change each row it passes.
+SELECT * FROM outbox
+WHERE status = ANY (@statuses::text[])
+  AND id > @after::uuid
+ORDER BY id
+LIMIT @row_limit;

@@ -333,6 +333,59 @@ func (q *Queries) ListOutbox(ctx context.Context, arg ListOutboxParams) ([]Outbo
 	return items, nil
 }
 
+const listOutboxAfter = `-- name: ListOutboxAfter :many
+SELECT id, event_type, aggregate_id, payload, status, attempts, publish_count, last_error, next_attempt_at, lease_owner, lease_until, stream_seq, created_at, dispatched_at, acknowledged_at, updated_at FROM outbox
+WHERE status = ANY ($1::text[])
+  AND id > $2::uuid
+ORDER BY id
+LIMIT $3
+`
+
+type ListOutboxAfterParams struct {
+	Statuses []string
+	After    uuid.UUID
+	RowLimit int32
+}
+
+// ListOutboxAfter pages through the rows in some statuses in id order, for an operator's
+// reconcile that may change each row it passes.
+func (q *Queries) ListOutboxAfter(ctx context.Context, arg ListOutboxAfterParams) ([]Outbox, error) {
+	rows, err := q.db.Query(ctx, listOutboxAfter, arg.Statuses, arg.After, arg.RowLimit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Outbox
+	for rows.Next() {
+		var i Outbox
+		if err := rows.Scan(
+			&i.ID,
+			&i.EventType,
+			&i.AggregateID,
+			&i.Payload,
+			&i.Status,
+			&i.Attempts,
+			&i.PublishCount,
+			&i.LastError,
+			&i.NextAttemptAt,
+			&i.LeaseOwner,
+			&i.LeaseUntil,
+			&i.StreamSeq,
+			&i.CreatedAt,
+			&i.DispatchedAt,
+			&i.AcknowledgedAt,
+			&i.UpdatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const listenOutbox = `-- name: ListenOutbox :exec
 LISTEN outbox
 `
@@ -415,20 +468,32 @@ func (q *Queries) MarkFailed(ctx context.Context, arg MarkFailedParams) (int64, 
 
 const outboxOldest = `-- name: OutboxOldest :one
 SELECT
-    (SELECT min(created_at) FROM outbox WHERE status = 'pending')::timestamptz AS oldest_pending,
-    (SELECT min(created_at) FROM outbox
-     WHERE status IN ('pending', 'dispatching', 'dispatched', 'failed'))::timestamptz AS oldest_unacknowledged
+    count(*) FILTER (WHERE status = 'pending')::bigint AS pending,
+    coalesce(min(created_at) FILTER (WHERE status = 'pending'), clock_timestamp())::timestamptz AS oldest_pending,
+    count(*)::bigint AS unacknowledged,
+    coalesce(min(created_at), clock_timestamp())::timestamptz AS oldest_unacknowledged
+FROM outbox
+WHERE status IN ('pending', 'dispatching', 'dispatched', 'failed')
 `
 
 type OutboxOldestRow struct {
+	Pending              int64
 	OldestPending        time.Time
+	Unacknowledged       int64
 	OldestUnacknowledged time.Time
 }
 
+// The oldest rows the relay still has to bring home (dead-lettered rows wait for an operator
+// instead). With a count of 0 the time is meaningless: the current time stands in for NULL.
 func (q *Queries) OutboxOldest(ctx context.Context) (OutboxOldestRow, error) {
 	row := q.db.QueryRow(ctx, outboxOldest)
 	var i OutboxOldestRow
-	err := row.Scan(&i.OldestPending, &i.OldestUnacknowledged)
+	err := row.Scan(
+		&i.Pending,
+		&i.OldestPending,
+		&i.Unacknowledged,
+		&i.OldestUnacknowledged,
+	)
 	return i, err
 }
 

@@ -8,11 +8,13 @@ import (
 )
 
 // addRoutes is the whole API surface of the wallet service.
-func addRoutes(mux *http.ServeMux, service wallet.Service, health func(ctx context.Context) error) {
+func addRoutes(mux *http.ServeMux, service wallet.Service, admin wallet.Admin, health func(ctx context.Context) error) {
 	mux.Handle("GET /healthz", handleHealth(health))
 	mux.Handle("POST /v1/wallets", handleCreateWallet(service))
 	mux.Handle("GET /v1/wallets/{id}", handleGetWallet(service))
 	mux.Handle("POST /v1/transfers", handleCreateTransfer(service))
 	mux.Handle("GET /v1/transfers/{id}", handleGetTransfer(service))
 	mux.Handle("GET /v1/transfers", handleListTransfers(service))
+	mux.Handle("GET /v1/admin/outbox", handleAdminOutbox(admin))
+	mux.Handle("POST /v1/admin/outbox/requeue", handleAdminRequeue(admin))
 }

@@ -14,11 +14,12 @@ import (
 	"walletgl/internal/wallet"
 )
 
-// NewServer returns the wallet service's HTTP handler. health reports whether the service can
-// do its work (nil: yes); it answers GET /healthz.
-func NewServer(logger zerolog.Logger, service wallet.Service, health func(ctx context.Context) error) http.Handler {
+// NewServer returns the wallet service's HTTP handler. admin serves the operator endpoints
+// (/v1/admin/...). health reports whether the service can do its work (nil: yes); it answers
+// GET /healthz.
+func NewServer(logger zerolog.Logger, service wallet.Service, admin wallet.Admin, health func(ctx context.Context) error) http.Handler {
 	mux := http.NewServeMux()
-	addRoutes(mux, service, health)
+	addRoutes(mux, service, admin, health)
 	var handler http.Handler = problemsForUnrouted(mux)
 	handler = logRequests(logger, handler)
 	return handler

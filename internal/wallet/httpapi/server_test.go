@@ -23,7 +23,8 @@ import (
 )
 
 type testBundle struct {
-	url string
+	url  string
+	pool *pgxpool.Pool
 }
 
 // setup serves the API over the real store on this test's own database, with alice holding
@@ -32,9 +33,10 @@ func setup(t *testing.T, health func(ctx context.Context) error) *testBundle {
 	t.Helper()
 	pool, _ := testenv.MigratedPool(t, "wallet")
 	logger := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)
-	srv := httptest.NewServer(httpapi.NewServer(logger, postgres.NewStore(pool), health))
+	store := postgres.NewStore(pool)
+	srv := httptest.NewServer(httpapi.NewServer(logger, store, store, health))
 	t.Cleanup(srv.Close)
-	b := &testBundle{url: srv.URL}
+	b := &testBundle{url: srv.URL, pool: pool}
 
 	for _, body := range []string{
 		`{"id":"mint","currency":"USD","allow_negative":true}`,
@@ -320,9 +322,9 @@ func TestUnreachableDatabaseIs503(t *testing.T) {
 	pool, err := pgxpool.New(context.Background(), "postgres://postgres@127.0.0.1:1/wallet?sslmode=disable&connect_timeout=2")
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	srv := httptest.NewServer(httpapi.NewServer(zerolog.Nop(), postgres.NewStore(pool), nil))
+	srv := httptest.NewServer(httpapi.NewServer(zerolog.Nop(), postgres.NewStore(pool), postgres.NewStore(pool), nil))
 	t.Cleanup(srv.Close)
-	b := &testBundle{url: srv.URL}
+	b := &testBundle{url: srv.URL, pool: pool}
 
 	requireProblem(t, b.do(t, http.MethodGet, "/v1/wallets/alice", nil, ""), http.StatusServiceUnavailable, "database-unavailable")
 	requireProblem(t, b.transfer(t, "k", `{"from_wallet_id":"a","to_wallet_id":"b","amount":1,"currency":"USD"}`),

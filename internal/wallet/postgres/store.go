@@ -31,13 +31,14 @@ type Store struct {
 	queries *walletdb.Queries
 	outbox  *events.Outbox
 	faults  *faults.Set
+	admin   *events.Admin
 }
 
 var _ wallet.Service = (*Store)(nil)
 
 // NewStore returns a Store on pool, whose database has the "wallet" migrations applied.
 func NewStore(pool *pgxpool.Pool) *Store {
-	return &Store{pool: pool, queries: walletdb.New(pool), outbox: events.NewOutbox(events.SourceWallet)}
+	return &Store{pool: pool, queries: walletdb.New(pool), outbox: events.NewOutbox(events.SourceWallet), admin: events.NewAdmin(pool)}
 }
 
 // WithFaults arms the store's fault points (the transfer's after-commit crash).

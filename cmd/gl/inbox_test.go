@@ -1,0 +1,77 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"walletgl/internal/events"
+	"walletgl/internal/events/eventsdb"
+	"walletgl/internal/gl/postgres"
+	"walletgl/internal/testenv"
+)
+
+func failedEvent(t *testing.T, q *eventsdb.Queries, transferID string, amount int64) string {
+	t.Helper()
+	id := uuid.Must(uuid.NewV7())
+	data, err := json.Marshal(events.TransferCompleted{TransferID: transferID, FromWalletID: "bank", ToWalletID: "alice",
+		Amount: amount, Currency: "USD", CreatedAt: time.Now().UTC()})
+	require.NoError(t, err)
+	body, err := json.Marshal(events.Envelope{SpecVersion: "1.0", ID: id.String(), Source: "wallet", Type: events.TypeTransferCompleted,
+		Subject: transferID, Time: time.Now().UTC(), DataContentType: "application/json", Data: data})
+	require.NoError(t, err)
+	require.NoError(t, q.RecordInboxFailure(context.Background(), eventsdb.RecordInboxFailureParams{
+		ID: "gl:" + id.String(), Consumer: "gl", EventID: id.String(), EventType: events.TypeTransferCompleted,
+		StreamSeq: 7, Reason: "gave up after 10 deliveries: database unavailable", Payload: body, Attempts: 10,
+	}))
+	return "gl:" + id.String()
+}
+
+func TestInboxCommands(t *testing.T) {
+	t.Parallel()
+	pool, dbURL := testenv.MigratedPool(t, "gl")
+	q := eventsdb.New(pool)
+	good := failedEvent(t, q, "transfer-good", 1200)
+	bad := failedEvent(t, q, "transfer-bad", 0)
+	env := map[string]string{"GL_DATABASE_URL": dbURL, "LOG_FORMAT": "json", "LOG_LEVEL": "warn"}
+	gl := func(args ...string) (string, error) {
+		var out, errOut bytes.Buffer
+		err := run(context.Background(), args, func(k string) string { return env[k] }, &out, &errOut)
+		return out.String(), err
+	}
+
+	out, err := gl("inbox", "stats")
+	require.NoError(t, err)
+	require.Regexp(t, `(?m)^failed\s+2$`, out)
+	require.Contains(t, out, "duplicates absorbed: 0")
+
+	out, err = gl("inbox", "list", "--status", "failed", "--limit", "10")
+	require.NoError(t, err)
+	require.Contains(t, out, good)
+	require.Contains(t, out, "gave up after 10 deliveries")
+
+	out, err = gl("inbox", "retry", good, bad)
+	require.ErrorContains(t, err, "1 of 2 events still fail")
+	require.Regexp(t, good+`\s+processed`, out)
+	require.Regexp(t, bad+`\s+still failed: .*amount 0 is not positive`, out)
+
+	entries, err := postgres.NewLedger(pool).EntriesByTransfer(context.Background(), "transfer-good")
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "the retried event is posted")
+	require.Equal(t, int64(1200), entries[0].Lines[0].Amount)
+
+	out, err = gl("inbox", "stats", "--json")
+	require.NoError(t, err)
+	require.JSONEq(t, `{"counts":{"processing":0,"processed":1,"failed":1,"duplicate":0},"duplicates":0}`, out)
+
+	_, err = gl("inbox", "retry", good)
+	require.ErrorContains(t, err, "1 of 1 events still fail", "a processed event is not processed again")
+	entries, err = postgres.NewLedger(pool).EntriesByTransfer(context.Background(), "transfer-good")
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+}

@@ -1,0 +1,271 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+
+	"walletgl/internal/database"
+	"walletgl/internal/gl"
+	glhttpapi "walletgl/internal/gl/httpapi"
+	glpostgres "walletgl/internal/gl/postgres"
+	"walletgl/internal/testenv"
+	"walletgl/internal/wallet"
+	"walletgl/internal/wallet/postgres"
+)
+
+type testBundle struct {
+	pool      *pgxpool.Pool
+	env       map[string]string
+	transfers []wallet.Transfer
+}
+
+// setup gives the test a wallet database holding a funding wallet, two customers and three
+// transfers between them, each with its pending outbox row.
+func setup(t *testing.T) *testBundle {
+	t.Helper()
+	pool, dbURL := testenv.MigratedPool(t, "wallet")
+	ctx := context.Background()
+	store := postgres.NewStore(pool)
+	for _, w := range []wallet.Wallet{{ID: "bank", Currency: "USD", AllowNegative: true}, {ID: "alice", Currency: "USD"}, {ID: "bob", Currency: "USD"}} {
+		_, err := store.CreateWallet(ctx, w)
+		require.NoError(t, err)
+	}
+	b := &testBundle{pool: pool, env: map[string]string{"WALLET_DATABASE_URL": dbURL, "LOG_FORMAT": "json"}}
+	for i, req := range []wallet.TransferRequest{
+		{IdempotencyKey: "fund-alice", FromWalletID: "bank", ToWalletID: "alice", Amount: 10000, Currency: "USD"},
+		{IdempotencyKey: "pay-bob", FromWalletID: "alice", ToWalletID: "bob", Amount: 2550, Currency: "USD"},
+		{IdempotencyKey: "refund-alice", FromWalletID: "bob", ToWalletID: "alice", Amount: 50, Currency: "USD"},
+	} {
+		tr, _, err := store.CreateTransfer(ctx, req)
+		require.NoError(t, err, i)
+		b.transfers = append(b.transfers, tr)
+	}
+	return b
+}
+
+// run runs the wallet command with args and the bundle's environment.
+func (b *testBundle) run(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err = run(context.Background(), args, func(k string) string { return b.env[k] }, &out, &errOut)
+	return out.String(), errOut.String(), err
+}
+
+// setStatus moves the outbox row of transfer i along the lifecycle to status.
+func (b *testBundle) setStatus(t *testing.T, i int, status string) uuid.UUID {
+	t.Helper()
+	id := b.transfers[i].EventID
+	steps := map[string][]string{
+		"dispatched":  {"dispatching", "dispatched"},
+		"failed":      {"dispatching", "failed"},
+		"dead_letter": {"dispatching", "dead_letter"},
+	}[status]
+	for _, s := range steps {
+		_, err := b.pool.Exec(context.Background(), `
+			UPDATE outbox SET status = $2, attempts = attempts + 1,
+			       lease_owner = CASE WHEN $2 = 'dispatching' THEN 'relay-1' END,
+			       lease_until = CASE WHEN $2 = 'dispatching' THEN now() + interval '30 seconds' END,
+			       dispatched_at = CASE WHEN $2 = 'dispatched' THEN now() ELSE dispatched_at END,
+			       last_error = CASE WHEN $2 IN ('failed', 'dead_letter') THEN 'nats: no responders' END
+			WHERE id = $1`, id, s)
+		require.NoError(t, err)
+	}
+	return id
+}
+
+func (b *testBundle) status(t *testing.T, id uuid.UUID) string {
+	t.Helper()
+	var s string
+	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT status FROM outbox WHERE id = $1`, id).Scan(&s))
+	return s
+}
+
+func TestOutboxCommands(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	dead := b.setStatus(t, 0, "dead_letter")
+	failed := b.setStatus(t, 1, "failed")
+	pending := b.transfers[2].EventID
+
+	t.Run("stats counts every status and dates the oldest", func(t *testing.T) {
+		out, _, err := b.run(t, "outbox", "stats")
+		require.NoError(t, err)
+		require.Regexp(t, `(?m)^pending\s+1$`, out)
+		require.Regexp(t, `(?m)^dead_letter\s+1$`, out)
+		require.Regexp(t, `(?m)^acknowledged\s+0$`, out)
+		require.Contains(t, out, "oldest pending:")
+
+		out, _, err = b.run(t, "outbox", "stats", "--json")
+		require.NoError(t, err)
+		var stats struct {
+			Counts map[string]int64 `json:"counts"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(out), &stats))
+		require.Equal(t, map[string]int64{"pending": 1, "dispatching": 0, "dispatched": 0, "acknowledged": 0, "failed": 1, "dead_letter": 1}, stats.Counts)
+	})
+	t.Run("list shows the rows of a status", func(t *testing.T) {
+		out, _, err := b.run(t, "outbox", "list", "--status", "dead_letter", "--limit", "5")
+		require.NoError(t, err)
+		require.Contains(t, out, dead.String())
+		require.Contains(t, out, "nats: no responders")
+		require.NotContains(t, out, failed.String())
+
+		_, _, err = b.run(t, "outbox", "list")
+		require.ErrorContains(t, err, "--status is required")
+		_, _, err = b.run(t, "outbox", "list", "--status", "lost")
+		require.ErrorContains(t, err, "invalid status")
+	})
+	t.Run("show prints one row and its payload", func(t *testing.T) {
+		out, _, err := b.run(t, "outbox", "show", failed.String())
+		require.NoError(t, err)
+		require.Regexp(t, `(?m)^status\s+failed$`, out)
+		require.Contains(t, out, `"type": "TransferCompleted.v1"`)
+
+		_, _, err = b.run(t, "outbox", "show", uuid.NewString())
+		require.ErrorContains(t, err, "not found")
+	})
+	t.Run("requeue by id moves a dead letter and refuses a pending row", func(t *testing.T) {
+		out, _, err := b.run(t, "outbox", "requeue", dead.String(), pending.String())
+		require.ErrorContains(t, err, "1 of the ids were not requeued")
+		require.Contains(t, out, "requeued "+dead.String())
+		require.Contains(t, out, "refused  "+pending.String()+": it is pending")
+		require.Equal(t, "pending", b.status(t, dead))
+	})
+	t.Run("requeue by status moves every row of it", func(t *testing.T) {
+		out, _, err := b.run(t, "outbox", "requeue", "--status", "failed", "--json")
+		require.NoError(t, err)
+		require.JSONEq(t, fmt.Sprintf(`{"requeued":[%q]}`, failed), out)
+		require.Equal(t, "pending", b.status(t, failed))
+
+		_, _, err = b.run(t, "outbox", "requeue", "--status", "acknowledged")
+		require.ErrorContains(t, err, "invalid status")
+		_, _, err = b.run(t, "outbox", "requeue")
+		require.ErrorContains(t, err, "give outbox row ids")
+	})
+}
+
+func TestOutboxReconcileAsksTheGLOverHTTP(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	posted := b.setStatus(t, 0, "dispatched")   // the GL has it; its acknowledgment was lost
+	unposted := b.setStatus(t, 1, "dispatched") // the GL has not seen it
+	deadPosted := b.setStatus(t, 2, "dead_letter")
+
+	// A real GL: its database with the postings, behind its own HTTP API.
+	glPool, _ := testenv.MigratedPool(t, "gl")
+	ledger := glpostgres.NewLedger(glPool)
+	for _, i := range []int{0, 2} {
+		tr := b.transfers[i]
+		err := database.WithTx(context.Background(), glPool, func(tx pgx.Tx) error {
+			_, err := ledger.Post(context.Background(), tx, gl.Entry{
+				ID: uuid.Must(uuid.NewV7()), EventID: tr.EventID.String(), TransferID: tr.ID.String(),
+				Currency: tr.Currency, OccurredAt: tr.CreatedAt,
+				Lines: []gl.Line{{AccountCode: "1010", Direction: gl.Debit, Amount: tr.Amount}, {AccountCode: "2010", Direction: gl.Credit, Amount: tr.Amount}},
+			})
+			return err
+		})
+		require.NoError(t, err)
+	}
+	srv := httptest.NewServer(glhttpapi.NewServer(zerolog.Nop(), ledger, ledger.Ping))
+	t.Cleanup(srv.Close)
+	b.env["GL_URL"] = srv.URL
+
+	out, _, err := b.run(t, "outbox", "reconcile", "--dry-run")
+	require.NoError(t, err)
+	require.Contains(t, out, "would acknowledge "+posted.String()+" (was dispatched): transfer "+b.transfers[0].ID.String())
+	require.Contains(t, out, "would acknowledge "+deadPosted.String()+" (was dead_letter)")
+	require.NotContains(t, out, unposted.String())
+	require.Contains(t, out, "checked 3 rows (dispatched, failed, dead_letter): 2 would acknowledge, 1 not posted by the GL yet")
+	require.Equal(t, "dispatched", b.status(t, posted), "a dry run changes nothing")
+	require.Equal(t, "dead_letter", b.status(t, deadPosted))
+
+	out, _, err = b.run(t, "outbox", "reconcile")
+	require.NoError(t, err)
+	require.Contains(t, out, "acknowledged "+posted.String())
+	require.Contains(t, out, "2 acknowledged, 1 not posted")
+	require.Equal(t, "acknowledged", b.status(t, posted))
+	require.Equal(t, "acknowledged", b.status(t, deadPosted))
+	require.Equal(t, "dispatched", b.status(t, unposted))
+
+	out, _, err = b.run(t, "outbox", "reconcile", "--json")
+	require.NoError(t, err)
+	require.JSONEq(t, `{"dry_run":false,"checked":1,"changed":[],"not_posted":1}`, out)
+
+	b.env["GL_URL"] = "http://127.0.0.1:1"
+	_, _, err = b.run(t, "outbox", "reconcile")
+	require.ErrorContains(t, err, "ask the GL")
+	require.Equal(t, "dispatched", b.status(t, unposted))
+}
+
+func TestVerify(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	t.Run("a consistent database passes every check", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		out, _, err := b.run(t, "verify")
+		require.NoError(t, err, out)
+		require.Equal(t, 5, strings.Count(out, "PASS  "), out)
+		require.Contains(t, out, "verdict: PASS, all 5 checks hold")
+	})
+
+	t.Run("an acknowledged row deleted by retention is fine once the transfer is older than it", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		_, err := b.pool.Exec(ctx, `UPDATE transfers SET created_at = now() - interval '8 days'`)
+		require.NoError(t, err)
+		_, err = b.pool.Exec(ctx, `DELETE FROM outbox`)
+		require.NoError(t, err)
+		out, _, err := b.run(t, "verify")
+		require.NoError(t, err, out)
+		b.env["EVENTS_RETENTION"] = "240h"
+		out, _, err = b.run(t, "verify")
+		require.Error(t, err, "younger than a 10-day retention, the rows must still be there")
+		require.Regexp(t, `FAIL\s+every transfer has exactly one outbox row`, out)
+	})
+
+	t.Run("each broken invariant fails with its ids", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		orphan := uuid.New()
+		for _, sql := range []string{
+			`DELETE FROM outbox WHERE id = '` + b.transfers[1].EventID.String() + `'`,
+			`INSERT INTO outbox (id, event_type, aggregate_id, payload) VALUES ('` + orphan.String() + `', 'TransferCompleted.v1', 'no-such-transfer', '{}')`,
+			`ALTER TABLE wallets DROP CONSTRAINT wallets_balance_floor`,
+			`UPDATE wallets SET balance = -7 WHERE id = 'bob'`,
+		} {
+			_, err := b.pool.Exec(ctx, sql)
+			require.NoError(t, err, sql)
+		}
+		out, _, err := b.run(t, "verify")
+		require.ErrorContains(t, err, "5 of 5 checks fail")
+		require.Regexp(t, `FAIL\s+every transfer has exactly one outbox row\s+3 transfers\s+1\s+`+b.transfers[1].ID.String(), out)
+		require.Regexp(t, `FAIL\s+every outbox row has its transfer\s+3 outbox rows\s+1\s+`+orphan.String(), out)
+		require.Regexp(t, `FAIL\s+every balance equals its transfers in minus out\s+3 wallets\s+1\s+bob`, out)
+		require.Regexp(t, `FAIL\s+balances sum to zero per currency\s+1 currencies\s+1\s+USD=-2507`, out)
+		require.Regexp(t, `FAIL\s+no balance below its floor\s+3 wallets\s+1\s+bob`, out)
+		require.Contains(t, out, "verdict: FAIL, 5 of 5 checks fail")
+
+		out, _, err = b.run(t, "verify", "--json")
+		require.Error(t, err)
+		var report struct {
+			OK     bool           `json:"ok"`
+			Checks []wallet.Check `json:"checks"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(out), &report))
+		require.False(t, report.OK)
+		require.Equal(t, []string{"bob"}, report.Checks[4].Sample)
+	})
+}

@@ -1,0 +1,79 @@
+-- The checks of `wallet verify`. Each answers how many rows it looked at, how many break the
+-- invariant, and the first offending ids (at most sample_size of them).
+
+-- name: VerifyTransfersHaveOutbox :one
+-- Each transfer has exactly one outbox row. Retention deletes acknowledged rows older than the
+-- retention, so a transfer older than that may have lost its row legitimately; a younger one
+-- may not (its row, acknowledged after the transfer, cannot yet be due for deletion).
+WITH bad AS (
+    SELECT t.id, t.created_at
+    FROM transfers t
+    WHERE (t.created_at > clock_timestamp() - make_interval(secs => @retention_seconds::float8)
+           AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.id = t.event_id))
+       OR (SELECT count(*) FROM outbox o
+           WHERE o.aggregate_id = t.id::text AND o.event_type = 'TransferCompleted.v1') > 1
+)
+SELECT (SELECT count(*) FROM transfers)::bigint AS checked,
+       (SELECT count(*) FROM bad)::bigint AS failed,
+       coalesce((SELECT array_agg(s.id::text ORDER BY s.created_at, s.id)
+                 FROM (SELECT id, created_at FROM bad ORDER BY created_at, id LIMIT @sample_size) s),
+                '{}')::text[] AS sample;
+
+-- name: VerifyOutboxHasTransfers :one
+-- Each TransferCompleted outbox row belongs to its transfer.
+WITH bad AS (
+    SELECT o.id
+    FROM outbox o
+    WHERE o.event_type = 'TransferCompleted.v1'
+      AND NOT EXISTS (SELECT 1 FROM transfers t WHERE t.event_id = o.id AND t.id::text = o.aggregate_id)
+)
+SELECT (SELECT count(*) FROM outbox WHERE event_type = 'TransferCompleted.v1')::bigint AS checked,
+       (SELECT count(*) FROM bad)::bigint AS failed,
+       coalesce((SELECT array_agg(s.id::text ORDER BY s.id)
+                 FROM (SELECT id FROM bad ORDER BY id LIMIT @sample_size) s),
+                '{}')::text[] AS sample;
+
+-- name: VerifyBalancesMatchTransfers :one
+-- Every balance equals what its wallet received minus what it sent (wallets start at zero).
+WITH flows AS (
+    SELECT wallet_id, sum(delta)::bigint AS net
+    FROM (SELECT to_wallet_id AS wallet_id, amount AS delta FROM transfers
+          UNION ALL
+          SELECT from_wallet_id, -amount FROM transfers) f
+    GROUP BY wallet_id
+), bad AS (
+    SELECT w.id
+    FROM wallets w
+    LEFT JOIN flows ON flows.wallet_id = w.id
+    WHERE w.balance <> coalesce(flows.net, 0)
+)
+SELECT (SELECT count(*) FROM wallets)::bigint AS checked,
+       (SELECT count(*) FROM bad)::bigint AS failed,
+       coalesce((SELECT array_agg(s.id ORDER BY s.id)
+                 FROM (SELECT id FROM bad ORDER BY id LIMIT @sample_size) s),
+                '{}')::text[] AS sample;
+
+-- name: VerifyCurrencyTotalsZero :one
+-- Transfers only move money, so per currency the balances sum to zero (funding wallets hold
+-- the negative side).
+WITH totals AS (
+    SELECT currency, sum(balance) AS total FROM wallets GROUP BY currency
+), bad AS (
+    SELECT currency, total FROM totals WHERE total <> 0
+)
+SELECT (SELECT count(*) FROM totals)::bigint AS checked,
+       (SELECT count(*) FROM bad)::bigint AS failed,
+       coalesce((SELECT array_agg(s.currency || '=' || s.total::text ORDER BY s.currency)
+                 FROM (SELECT currency, total FROM bad ORDER BY currency LIMIT @sample_size) s),
+                '{}')::text[] AS sample;
+
+-- name: VerifyBalanceFloors :one
+-- No balance below its floor: only a funding wallet (allow_negative) may go below zero.
+WITH bad AS (
+    SELECT id FROM wallets WHERE NOT allow_negative AND balance < 0
+)
+SELECT (SELECT count(*) FROM wallets)::bigint AS checked,
+       (SELECT count(*) FROM bad)::bigint AS failed,
+       coalesce((SELECT array_agg(s.id ORDER BY s.id)
+                 FROM (SELECT id FROM bad ORDER BY id LIMIT @sample_size) s),
+                '{}')::text[] AS sample;

@@ -1,0 +1,452 @@
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/rs/zerolog"
+
+	"walletgl/internal/database"
+	"walletgl/internal/events/eventsdb"
+)
+
+// The statuses of an outbox row and of an inbox row, in the order of their lifecycle.
+var (
+	OutboxStatuses = []string{"pending", "dispatching", "dispatched", "acknowledged", "failed", "dead_letter"}
+	InboxStatuses  = []string{"processing", "processed", "failed", "duplicate"}
+	// RequeueStatuses are the statuses an operator may send back to pending.
+	RequeueStatuses = []string{"failed", "dead_letter"}
+)
+
+// Errors of the operator API; callers turn them into their own application errors.
+var (
+	ErrNotFound      = errors.New("not found")
+	ErrInvalidStatus = errors.New("invalid status")
+)
+
+// Admin is the operator's view of a service's outbox and inbox: what is where, and the ways out
+// for rows that are stuck. Both binaries' subcommands and the wallet's admin endpoints use it.
+type Admin struct {
+	db eventsdb.DBTX
+}
+
+// NewAdmin returns the operator API on db, a database with the events migrations applied.
+func NewAdmin(db eventsdb.DBTX) *Admin { return &Admin{db: db} }
+
+// OutboxStats is how many outbox rows are in each status and how long the oldest have waited.
+type OutboxStats struct {
+	Counts map[string]int64 `json:"counts"` // every status of OutboxStatuses, zeros included
+	// OldestPending and OldestUnacknowledged are creation times; nil when no row is in question.
+	OldestPending        *time.Time `json:"oldest_pending_at"`
+	OldestUnacknowledged *time.Time `json:"oldest_unacknowledged_at"`
+	// The same as ages, measured when the stats were read (0 when there is none); in JSON,
+	// as seconds.
+	OldestPendingAge        time.Duration `json:"-"`
+	OldestUnacknowledgedAge time.Duration `json:"-"`
+}
+
+// OutboxRow is one outbox row as an operator sees it.
+type OutboxRow struct {
+	ID             uuid.UUID       `json:"id"`
+	EventType      string          `json:"event_type"`
+	AggregateID    string          `json:"aggregate_id"`
+	Status         string          `json:"status"`
+	Attempts       int32           `json:"attempts"`
+	PublishCount   int32           `json:"publish_count"`
+	LastError      string          `json:"last_error,omitempty"`
+	NextAttemptAt  *time.Time      `json:"next_attempt_at,omitempty"`
+	LeaseOwner     string          `json:"lease_owner,omitempty"`
+	LeaseUntil     *time.Time      `json:"lease_until,omitempty"`
+	StreamSeq      *int64          `json:"stream_seq,omitempty"`
+	CreatedAt      time.Time       `json:"created_at"`
+	DispatchedAt   *time.Time      `json:"dispatched_at,omitempty"`
+	AcknowledgedAt *time.Time      `json:"acknowledged_at,omitempty"`
+	UpdatedAt      time.Time       `json:"updated_at"`
+	Payload        json.RawMessage `json:"payload"`
+}
+
+// Refusal names an id that was not moved and why: its status, or "" when no such row exists.
+type Refusal struct {
+	ID     uuid.UUID `json:"id"`
+	Status string    `json:"status"`
+}
+
+// Requeued is the outcome of a requeue: the rows sent back to pending, and the ids asked for
+// that were not (only failed and dead_letter rows may be requeued).
+type Requeued struct {
+	IDs     []uuid.UUID `json:"requeued"`
+	Refused []Refusal   `json:"refused,omitempty"`
+}
+
+// OutboxStats counts the outbox rows per status and dates the oldest waiting ones.
+func (a *Admin) OutboxStats(ctx context.Context) (OutboxStats, error) {
+	q := eventsdb.New(a.db)
+	rows, err := q.OutboxStatusCounts(ctx)
+	if err != nil {
+		return OutboxStats{}, fmt.Errorf("count outbox rows: %w", err)
+	}
+	stats := OutboxStats{Counts: make(map[string]int64, len(OutboxStatuses))}
+	for _, s := range OutboxStatuses {
+		stats.Counts[s] = 0
+	}
+	for _, r := range rows {
+		stats.Counts[r.Status] = r.Count
+	}
+	oldest, err := q.OutboxOldest(ctx)
+	if err != nil {
+		return OutboxStats{}, fmt.Errorf("find oldest outbox rows: %w", err)
+	}
+	now := time.Now()
+	if oldest.Pending > 0 {
+		stats.OldestPending, stats.OldestPendingAge = since(now, oldest.OldestPending)
+	}
+	if oldest.Unacknowledged > 0 {
+		stats.OldestUnacknowledged, stats.OldestUnacknowledgedAge = since(now, oldest.OldestUnacknowledged)
+	}
+	return stats, nil
+}
+
+// MarshalJSON adds the ages in seconds, which scripts compare with thresholds.
+func (s OutboxStats) MarshalJSON() ([]byte, error) {
+	type plain OutboxStats
+	return json.Marshal(struct {
+		plain
+		OldestPendingAgeSeconds        float64 `json:"oldest_pending_age_seconds"`
+		OldestUnacknowledgedAgeSeconds float64 `json:"oldest_unacknowledged_age_seconds"`
+	}{plain(s), s.OldestPendingAge.Seconds(), s.OldestUnacknowledgedAge.Seconds()})
+}
+
+func since(now time.Time, t time.Time) (*time.Time, time.Duration) {
+	u := t.UTC()
+	return &u, max(now.Sub(u), 0)
+}
+
+// ListOutbox returns up to limit rows in status, oldest id first.
+func (a *Admin) ListOutbox(ctx context.Context, status string, limit int) ([]OutboxRow, error) {
+	if err := checkStatus(status, OutboxStatuses); err != nil {
+		return nil, err
+	}
+	rows, err := eventsdb.New(a.db).ListOutbox(ctx, eventsdb.ListOutboxParams{Status: status, RowLimit: clampLimit(limit)})
+	if err != nil {
+		return nil, fmt.Errorf("list %s outbox rows: %w", status, err)
+	}
+	return toOutboxRows(rows), nil
+}
+
+// GetOutbox returns the outbox row with this id, or ErrNotFound.
+func (a *Admin) GetOutbox(ctx context.Context, id uuid.UUID) (OutboxRow, error) {
+	row, err := eventsdb.New(a.db).GetOutbox(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return OutboxRow{}, fmt.Errorf("outbox row %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return OutboxRow{}, fmt.Errorf("get outbox row %s: %w", id, err)
+	}
+	return toOutboxRow(row), nil
+}
+
+// RequeueOutbox sends the failed and dead_letter rows among ids back to pending with their
+// attempts reset; the relay publishes them again. Other ids are refused, with their status.
+func (a *Admin) RequeueOutbox(ctx context.Context, ids ...uuid.UUID) (Requeued, error) {
+	q := eventsdb.New(a.db)
+	moved, err := q.RequeueOutbox(ctx, ids)
+	if err != nil {
+		return Requeued{}, fmt.Errorf("requeue outbox rows: %w", err)
+	}
+	out := Requeued{IDs: orEmpty(moved)}
+	for _, id := range ids {
+		if slices.Contains(moved, id) || slices.ContainsFunc(out.Refused, func(r Refusal) bool { return r.ID == id }) {
+			continue
+		}
+		row, err := q.GetOutbox(ctx, id)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			out.Refused = append(out.Refused, Refusal{ID: id})
+		case err != nil:
+			return out, fmt.Errorf("look up outbox row %s: %w", id, err)
+		default:
+			out.Refused = append(out.Refused, Refusal{ID: id, Status: row.Status})
+		}
+	}
+	return out, nil
+}
+
+// RequeueOutboxStatus sends every row in status (failed or dead_letter) back to pending.
+func (a *Admin) RequeueOutboxStatus(ctx context.Context, status string) (Requeued, error) {
+	if err := checkStatus(status, RequeueStatuses); err != nil {
+		return Requeued{}, err
+	}
+	moved, err := eventsdb.New(a.db).RequeueOutboxByStatus(ctx, status)
+	if err != nil {
+		return Requeued{}, fmt.Errorf("requeue %s outbox rows: %w", status, err)
+	}
+	return Requeued{IDs: orEmpty(moved)}, nil
+}
+
+// ReconcileStatuses are the statuses reconcile looks at: rows published, or given up on, whose
+// acknowledgment may never come although the consumer has their effect.
+var ReconcileStatuses = []string{"dispatched", "failed", "dead_letter"}
+
+// PostedFunc tells whether the consuming service already has the effect of row (for the
+// wallet: whether the GL posted the transfer row.AggregateID), with a note for the operator.
+type PostedFunc func(ctx context.Context, row OutboxRow) (posted bool, note string, err error)
+
+// Reconciled is one row reconcile moved (or, in a dry run, would move) to acknowledged.
+type Reconciled struct {
+	ID          uuid.UUID `json:"id"`
+	AggregateID string    `json:"aggregate_id"`
+	From        string    `json:"from"`
+	Note        string    `json:"note,omitempty"`
+}
+
+// ReconcileReport is what a reconcile looked at and what it changed.
+type ReconcileReport struct {
+	DryRun    bool         `json:"dry_run"`
+	Checked   int          `json:"checked"`
+	Changed   []Reconciled `json:"changed"`
+	NotPosted int          `json:"not_posted"`
+}
+
+// Reconcile is the clean-up of stuck historical events: each row in ReconcileStatuses whose
+// effect the consumer already has (posted says so) is moved to acknowledged, so catch-up stops
+// re-publishing it. With dryRun nothing changes; the report says what would.
+func (a *Admin) Reconcile(ctx context.Context, posted PostedFunc, dryRun bool) (ReconcileReport, error) {
+	const page = 200
+	q := eventsdb.New(a.db)
+	report := ReconcileReport{DryRun: dryRun, Changed: []Reconciled{}}
+	after := uuid.Nil
+	for {
+		rows, err := q.ListOutboxAfter(ctx, eventsdb.ListOutboxAfterParams{Statuses: ReconcileStatuses, After: after, RowLimit: page})
+		if err != nil {
+			return report, fmt.Errorf("list outbox rows to reconcile: %w", err)
+		}
+		for _, r := range rows {
+			after = r.ID
+			row := toOutboxRow(r)
+			report.Checked++
+			ok, note, err := posted(ctx, row)
+			if err != nil {
+				return report, fmt.Errorf("reconcile outbox row %s: %w", row.ID, err)
+			}
+			if !ok {
+				report.NotPosted++
+				continue
+			}
+			if !dryRun {
+				n, err := q.AcknowledgeOutbox(ctx, []uuid.UUID{row.ID})
+				if err != nil {
+					return report, fmt.Errorf("acknowledge outbox row %s: %w", row.ID, err)
+				}
+				if n == 0 {
+					continue // acknowledged meanwhile by the consumer's answer
+				}
+			}
+			report.Changed = append(report.Changed, Reconciled{ID: row.ID, AggregateID: row.AggregateID, From: row.Status, Note: note})
+		}
+		if len(rows) < page {
+			return report, nil
+		}
+	}
+}
+
+// InboxStats is how many inbox rows are in each status and how many duplicates they absorbed.
+type InboxStats struct {
+	Counts     map[string]int64 `json:"counts"` // every status of InboxStatuses, zeros included
+	Duplicates int64            `json:"duplicates"`
+}
+
+// InboxRow is one inbox row as an operator sees it.
+type InboxRow struct {
+	ID          string     `json:"id"`
+	Consumer    string     `json:"consumer"`
+	EventID     string     `json:"event_id"`
+	EventType   string     `json:"event_type"`
+	Status      string     `json:"status"`
+	Attempts    int32      `json:"attempts"`
+	Duplicates  int32      `json:"duplicates"`
+	StreamSeq   *int64     `json:"stream_seq,omitempty"`
+	Reason      string     `json:"reason,omitempty"`
+	Payload     string     `json:"payload,omitempty"` // the raw message, as text
+	ReceivedAt  time.Time  `json:"received_at"`
+	ProcessedAt *time.Time `json:"processed_at,omitempty"`
+	UpdatedAt   time.Time  `json:"updated_at"`
+}
+
+// InboxStats counts the inbox rows per status and the duplicates the inbox absorbed.
+func (a *Admin) InboxStats(ctx context.Context) (InboxStats, error) {
+	rows, err := eventsdb.New(a.db).InboxStatusCounts(ctx)
+	if err != nil {
+		return InboxStats{}, fmt.Errorf("count inbox rows: %w", err)
+	}
+	stats := InboxStats{Counts: make(map[string]int64, len(InboxStatuses))}
+	for _, s := range InboxStatuses {
+		stats.Counts[s] = 0
+	}
+	for _, r := range rows {
+		stats.Counts[r.Status] = r.Count
+		stats.Duplicates += r.Duplicates
+	}
+	return stats, nil
+}
+
+// ListInbox returns up to limit inbox rows in status, oldest first.
+func (a *Admin) ListInbox(ctx context.Context, status string, limit int) ([]InboxRow, error) {
+	if err := checkStatus(status, InboxStatuses); err != nil {
+		return nil, err
+	}
+	rows, err := eventsdb.New(a.db).ListInbox(ctx, eventsdb.ListInboxParams{Status: status, RowLimit: clampLimit(limit)})
+	if err != nil {
+		return nil, fmt.Errorf("list %s inbox rows: %w", status, err)
+	}
+	out := make([]InboxRow, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, toInboxRow(r))
+	}
+	return out, nil
+}
+
+// Retried is the outcome of retrying one inbox row: Error is empty when it was processed.
+type Retried struct {
+	ID    string `json:"id"`
+	Error string `json:"error,omitempty"`
+}
+
+// RetryInbox processes failed inbox events again from their stored payload, through the
+// consumer's own path: one transaction per event reclaims the row (failed → processing), hands
+// the decoded envelope to handler and marks the row processed. An event that fails again is
+// rolled back and stays failed, with the error in its outcome. ids are inbox ids
+// ("<consumer>:<event id>") or bare event ids of this consumer.
+func RetryInbox(ctx context.Context, pool *pgxpool.Pool, handler Handler, consumer string, ids ...string) []Retried {
+	log := zerolog.Ctx(ctx).With().Str("component", "inbox retry").Str("consumer", consumer).Logger()
+	out := make([]Retried, 0, len(ids))
+	for _, id := range ids {
+		if !strings.HasPrefix(id, consumer+":") {
+			id = consumer + ":" + id
+		}
+		err := database.WithTx(ctx, pool, func(tx pgx.Tx) error {
+			row, err := eventsdb.New(tx).ReclaimFailedInbox(ctx, id)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return notFailed(ctx, pool, id)
+			}
+			if err != nil {
+				return fmt.Errorf("reclaim inbox %s: %w", id, err)
+			}
+			if len(row.Payload) == 0 {
+				return fmt.Errorf("inbox %s has no stored payload to process", id)
+			}
+			env, err := DecodeEnvelope(row.Payload)
+			if err == nil {
+				err = expectType(env, row.EventType)
+			}
+			if err != nil {
+				return fmt.Errorf("decode inbox %s: %w", id, err)
+			}
+			return apply(ctx, tx, handler, log, id, row.EventID, env)
+		})
+		r := Retried{ID: id}
+		if err != nil {
+			r.Error = err.Error()
+			log.Warn().Err(err).Str("inbox_id", id).Msg("retried event failed again")
+		} else {
+			log.Info().Str("inbox_id", id).Msg("retried event processed")
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// notFailed explains why an inbox row could not be reclaimed for a retry.
+func notFailed(ctx context.Context, db eventsdb.DBTX, id string) error {
+	row, err := eventsdb.New(db).GetInbox(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("inbox %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("get inbox %s: %w", id, err)
+	}
+	return fmt.Errorf("inbox %s is %s, only a failed event is retried: %w", id, row.Status, ErrInvalidStatus)
+}
+
+// ParseOutboxIDs parses outbox row ids given by an operator.
+func ParseOutboxIDs(raw []string) ([]uuid.UUID, error) {
+	ids := make([]uuid.UUID, 0, len(raw))
+	for _, s := range raw {
+		id, err := uuid.Parse(s)
+		if err != nil {
+			return nil, fmt.Errorf("outbox id %q is not a UUID", s)
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+func checkStatus(status string, allowed []string) error {
+	if !slices.Contains(allowed, status) {
+		return fmt.Errorf("%w %q: want one of %s", ErrInvalidStatus, status, strings.Join(allowed, ", "))
+	}
+	return nil
+}
+
+// Listing limits of the operator API.
+const (
+	DefaultAdminLimit = 50
+	MaxAdminLimit     = 1000
+)
+
+func clampLimit(limit int) int32 {
+	switch {
+	case limit <= 0:
+		return DefaultAdminLimit
+	case limit > MaxAdminLimit:
+		return MaxAdminLimit
+	}
+	return int32(limit)
+}
+
+func orEmpty(ids []uuid.UUID) []uuid.UUID {
+	if ids == nil {
+		return []uuid.UUID{}
+	}
+	return ids
+}
+
+func toOutboxRows(rows []eventsdb.Outbox) []OutboxRow {
+	out := make([]OutboxRow, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, toOutboxRow(r))
+	}
+	return out
+}
+
+func toOutboxRow(r eventsdb.Outbox) OutboxRow {
+	return OutboxRow{
+		ID: r.ID, EventType: r.EventType, AggregateID: r.AggregateID, Status: r.Status,
+		Attempts: r.Attempts, PublishCount: r.PublishCount, LastError: deref(r.LastError),
+		NextAttemptAt: r.NextAttemptAt, LeaseOwner: deref(r.LeaseOwner), LeaseUntil: r.LeaseUntil,
+		StreamSeq: r.StreamSeq, CreatedAt: r.CreatedAt, DispatchedAt: r.DispatchedAt,
+		AcknowledgedAt: r.AcknowledgedAt, UpdatedAt: r.UpdatedAt, Payload: r.Payload,
+	}
+}
+
+func toInboxRow(r eventsdb.Inbox) InboxRow {
+	return InboxRow{
+		ID: r.ID, Consumer: r.Consumer, EventID: r.EventID, EventType: r.EventType, Status: r.Status,
+		Attempts: r.Attempts, Duplicates: r.Duplicates, StreamSeq: r.StreamSeq, Reason: deref(r.Reason),
+		Payload: string(r.Payload), ReceivedAt: r.ReceivedAt, ProcessedAt: r.ProcessedAt, UpdatedAt: r.UpdatedAt,
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

@@ -1,0 +1,42 @@
+package wallet
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+
+	"walletgl/internal/events"
+)
+
+// Admin is what the operator endpoints need: the wallet's outbox as an operator sees it, and
+// the way out for rows that are stuck. postgres.Store implements it by delegating to
+// events.Admin; a status or id the operator got wrong is an ErrInvalid.
+type Admin interface {
+	OutboxStats(ctx context.Context) (events.OutboxStats, error)
+	ListOutbox(ctx context.Context, status string, limit int) ([]events.OutboxRow, error)
+	RequeueOutbox(ctx context.Context, ids ...uuid.UUID) (events.Requeued, error)
+	RequeueOutboxStatus(ctx context.Context, status string) (events.Requeued, error)
+}
+
+// Check is the result of one invariant check of `wallet verify`.
+type Check struct {
+	Name    string   `json:"name"`
+	Unit    string   `json:"unit"`    // what was counted: transfers, outbox rows, wallets, currencies
+	Checked int64    `json:"checked"` // how many Units were looked at
+	Failed  int64    `json:"failed"`  // how many break the invariant
+	Sample  []string `json:"sample"`  // the first offending ids, at most VerifySampleSize
+}
+
+// OK reports whether the invariant holds.
+func (c Check) OK() bool { return c.Failed == 0 }
+
+// VerifySampleSize bounds the offending ids a check reports.
+const VerifySampleSize = 20
+
+// VerifyOptions are what the checks need to know about the running system.
+type VerifyOptions struct {
+	// Retention is EVENTS_RETENTION: a transfer older than this may have lost its outbox row
+	// to retention once it was acknowledged; a younger one may not.
+	Retention time.Duration
+}

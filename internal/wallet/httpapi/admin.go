@@ -1,0 +1,93 @@
+package httpapi
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/google/uuid"
+	"github.com/rs/zerolog"
+
+	"walletgl/internal/events"
+	"walletgl/internal/problem"
+	"walletgl/internal/wallet"
+)
+
+// handleAdminOutbox answers with the outbox stats, or with the rows of ?status= (up to
+// ?limit=, default 50, at most 1000): what an operator looks at before acting.
+func handleAdminOutbox(admin wallet.Admin) http.Handler {
+	type list struct {
+		Status string             `json:"status"`
+		Rows   []events.OutboxRow `json:"rows"`
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		query := r.URL.Query()
+		status := query.Get("status")
+		if status == "" {
+			stats, err := admin.OutboxStats(r.Context())
+			if err != nil {
+				writeError(w, r, err)
+				return
+			}
+			encode(w, http.StatusOK, stats)
+			return
+		}
+		limit := events.DefaultAdminLimit
+		if s := query.Get("limit"); s != "" {
+			n, err := strconv.Atoi(s)
+			if err != nil || n < 1 {
+				writeError(w, r, problem.Newf(wallet.ErrInvalid,
+					"limit must be an integer from 1 to %d, got %q", events.MaxAdminLimit, s))
+				return
+			}
+			limit = n
+		}
+		rows, err := admin.ListOutbox(r.Context(), status, limit)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		encode(w, http.StatusOK, list{Status: status, Rows: rows})
+	})
+}
+
+// handleAdminRequeue sends failed or dead-lettered outbox rows back to pending: those named
+// by "ids", or every row of "status". Ids that could not be requeued are listed as refused,
+// with their status ("" for an unknown id).
+func handleAdminRequeue(admin wallet.Admin) http.Handler {
+	type request struct {
+		IDs    []string `json:"ids"`
+		Status string   `json:"status"`
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		req, err := decode[request](w, r)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		var out events.Requeued
+		switch {
+		case (len(req.IDs) == 0) == (req.Status == ""):
+			writeError(w, r, problem.Newf(wallet.ErrInvalid, `give either "ids" (a non-empty list) or "status" (failed or dead_letter)`))
+			return
+		case req.Status != "":
+			out, err = admin.RequeueOutboxStatus(r.Context(), req.Status)
+		default:
+			ids := make([]uuid.UUID, 0, len(req.IDs))
+			for _, s := range req.IDs {
+				id, perr := uuid.Parse(s)
+				if perr != nil || len(s) != 36 {
+					writeError(w, r, problem.Newf(wallet.ErrInvalid, "outbox id %q is not a UUID", s))
+					return
+				}
+				ids = append(ids, id)
+			}
+			out, err = admin.RequeueOutbox(r.Context(), ids...)
+		}
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		zerolog.Ctx(r.Context()).Info().Int("requeued", len(out.IDs)).Int("refused", len(out.Refused)).Msg("outbox rows requeued by an operator")
+		encode(w, http.StatusOK, out)
+	})
+}
