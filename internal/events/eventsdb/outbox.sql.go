@@ -334,7 +334,7 @@ func (q *Queries) ListOutbox(ctx context.Context, arg ListOutboxParams) ([]Outbo
 }
 
 const listOutboxAfter = `-- name: ListOutboxAfter :many
-SELECT id, event_type, aggregate_id, payload, status, attempts, publish_count, last_error, next_attempt_at, lease_owner, lease_until, stream_seq, created_at, dispatched_at, acknowledged_at, updated_at FROM outbox
+SELECT id, event_type, aggregate_id, payload, status, attempts, publish_count, last_error, next_attempt_at, lease_owner, lease_until, stream_seq, created_at, dispatched_at, acknowledged_at, updated_at, broker_duplicates FROM outbox
 WHERE status = ANY ($1::text[])
   AND id > $2::uuid
 ORDER BY id
@@ -375,6 +375,7 @@ func (q *Queries) ListOutboxAfter(ctx context.Context, arg ListOutboxAfterParams
 			&i.DispatchedAt,
 			&i.AcknowledgedAt,
 			&i.UpdatedAt,
+			&i.BrokerDuplicates,
 		); err != nil {
 			return nil, err
 		}
