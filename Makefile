@@ -3,7 +3,7 @@ GO       ?= go
 BIN      := bin
 PACKAGES := ./...
 
-.PHONY: run test build generate check-generate vet fmt-check ci clean
+.PHONY: run test chaos chaos-short build generate check-generate vet fmt-check ci clean
 
 ## run: both services in the foreground against the local PostgreSQL and NATS (starts a
 ## JetStream server of its own when none answers); Ctrl-C stops them gracefully.
@@ -13,6 +13,16 @@ run: build
 ## test: every test against the real PostgreSQL and JetStream (TEST_DATABASE_URL, TEST_NATS_URL).
 test:
 	$(GO) test -count=1 -timeout 14m $(PACKAGES)
+
+## chaos: the fault-injection harness, every scenario in full (SCENARIO=name,… SEED=n to choose).
+SCENARIO ?= all
+SEED     ?= $(shell date +%s)
+chaos:
+	$(GO) run ./cmd/chaos -scenario $(SCENARIO) -seed $(SEED)
+
+## chaos-short: every scenario in its short form, as CI runs it.
+chaos-short:
+	$(GO) run ./cmd/chaos -short -scenario $(SCENARIO) -seed $(SEED)
 
 build:
 	$(GO) build -o $(BIN)/wallet ./cmd/wallet
@@ -34,7 +44,7 @@ fmt-check:
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; test -z "$$out" || (echo "not gofmt-formatted:" >&2; echo "$$out" >&2; exit 1)
 
 ## ci: what .ci/run runs.
-ci: check-generate fmt-check vet test
+ci: check-generate fmt-check vet test chaos-short
 
 clean:
 	rm -rf $(BIN) .run

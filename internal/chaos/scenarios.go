@@ -36,7 +36,7 @@ func Scenarios() []Scenario {
 			Name:        "wallet-crash",
 			Description: "kill -9 of the wallet under load, between commit and response and in the relay between publish and dispatched",
 			Topology: Topology{WalletEnv: []string{
-				"FAULTS=wallet.transfer.after_commit:crash@0.01,wallet.relay.after_publish:crash@0.02"}},
+				"FAULTS=wallet.transfer.after_commit:crash@0.005,wallet.relay.after_publish:crash@0.005"}},
 			Inject: killRandomly(func(s *System) []*harness.Process { return s.Wallets }),
 		},
 		{

@@ -23,6 +23,7 @@ type System struct {
 	Wallets, GLs     []*harness.Process
 	WalletDB, GLDB   *pgxpool.Pool
 	Namespace        string
+	seed             uint64
 	log              *Timeline
 
 	mu        sync.Mutex
@@ -38,7 +39,7 @@ type Topology struct {
 }
 
 func startSystem(ctx context.Context, opts Options, topo Topology, dir string, bins harness.Binaries, natsBin string, tl *Timeline) (*System, error) {
-	s := &System{Dir: dir, log: tl, expecting: map[*harness.Process]bool{}, killed: map[*harness.Process]bool{}, Namespace: "chaos"}
+	s := &System{Dir: dir, log: tl, expecting: map[*harness.Process]bool{}, killed: map[*harness.Process]bool{}, Namespace: "chaos", seed: opts.Seed}
 	id := strings.ToLower(filepath.Base(dir))
 	id = strings.NewReplacer("-", "_", ".", "_").Replace(id)
 	var err error
@@ -120,6 +121,7 @@ func (s *System) supervise(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			restarts := 0
 			for {
 				select {
 				case <-ctx.Done():
@@ -144,6 +146,9 @@ func (s *System) supervise(ctx context.Context) {
 					return
 				case <-time.After(200 * time.Millisecond):
 				}
+				// A new seed per start: the same seed would crash every restart at the same step.
+				restarts++
+				p.Env = append(p.Env, fmt.Sprintf("FAULTS_SEED=%d", s.seed+uint64(restarts)*7919))
 				if err := s.startAndWait(ctx, p); err != nil && ctx.Err() == nil {
 					first, _, _ := strings.Cut(err.Error(), "\n")
 					s.log.Note("restart %s: %s", p.Name, first)

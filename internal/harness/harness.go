@@ -136,6 +136,8 @@ func (p *Process) WaitHealthy(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%s not healthy: %w (last: %v)\n%s", p.Name, ctx.Err(), err, p.Tail(30))
+		case <-p.Exited():
+			return fmt.Errorf("%s exited before it was healthy\n%s", p.Name, p.Tail(30))
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
