@@ -34,6 +34,7 @@ func commands() []cli.Command {
 		{Words: []string{"accounts", "list"}, Help: "list the chart of accounts [--json]", Run: accountsListCmd},
 		{Words: []string{"accounts", "add"}, Help: "add an account: CODE --name N --type asset|liability|equity|revenue|expense [--json]", Run: accountsAddCmd},
 		{Words: []string{"replay"}, Help: replayHelp, Run: replayCmd},
+		{Words: []string{"reconcile"}, Help: "compare every wallet transfer with the GL's entries; exit 1 on any difference [--json]", Run: reconcileCmd},
 		{Words: []string{"verify"}, Help: "check the ledger's invariants on the live database; exit 1 when one fails [--json]", Run: verifyCmd},
 		{Words: []string{"inbox"}, Help: "the inbox's operator tools: stats, list, retry (gl inbox lists them)", Run: inboxCmd},
 	}

@@ -1,0 +1,110 @@
+package gl
+
+import (
+	"fmt"
+	"sort"
+)
+
+// SourceTransfer is a transfer as the wallet recorded it: what the GL must hold an entry for.
+type SourceTransfer struct {
+	ID       string
+	Amount   int64
+	Currency string
+}
+
+// Difference kinds found by Reconcile.
+const (
+	DiffMissing   = "missing"   // a wallet transfer with no GL entry
+	DiffExtra     = "extra"     // a GL entry for no wallet transfer
+	DiffDuplicate = "duplicate" // more than one GL entry for one transfer
+	DiffMismatch  = "mismatch"  // the entry's amount, currency or accounts differ from the transfer
+)
+
+// Difference is one disagreement between the wallet and the GL, with the ids to look at.
+type Difference struct {
+	Kind       string   `json:"kind"`
+	TransferID string   `json:"transfer_id"`
+	EntryIDs   []string `json:"entry_ids,omitempty"`
+	Detail     string   `json:"detail"`
+}
+
+// Reconciliation is the outcome of comparing both sides.
+type Reconciliation struct {
+	Transfers   int          `json:"transfers"`
+	Entries     int          `json:"entries"`
+	Differences []Difference `json:"differences"`
+}
+
+// Agree reports whether both sides hold the same postings.
+func (r Reconciliation) Agree() bool { return len(r.Differences) == 0 }
+
+// Reconcile compares the wallet's transfers with the GL's entries: every transfer must have
+// exactly one entry with its amount and currency, posted by rule (one debit line on the debit
+// account and one credit line on the credit account), and the GL must hold nothing else.
+func Reconcile(rule PostingRule, transfers []SourceTransfer, entries []Entry) Reconciliation {
+	r := Reconciliation{Transfers: len(transfers), Entries: len(entries), Differences: []Difference{}}
+	byTransfer := map[string][]Entry{}
+	for _, e := range entries {
+		byTransfer[e.TransferID] = append(byTransfer[e.TransferID], e)
+	}
+	known := make(map[string]bool, len(transfers))
+	for _, t := range transfers {
+		known[t.ID] = true
+		posted := byTransfer[t.ID]
+		switch {
+		case len(posted) == 0:
+			r.add(DiffMissing, t.ID, nil, "transfer of %d %s has no GL entry", t.Amount, t.Currency)
+		case len(posted) > 1:
+			r.add(DiffDuplicate, t.ID, entryIDs(posted), "transfer posted %d times", len(posted))
+		default:
+			if why := mismatch(rule, t, posted[0]); why != "" {
+				r.add(DiffMismatch, t.ID, entryIDs(posted), "%s", why)
+			}
+		}
+	}
+	for transferID, posted := range byTransfer {
+		if !known[transferID] {
+			r.add(DiffExtra, transferID, entryIDs(posted), "GL entry for a transfer the wallet does not have")
+		}
+	}
+	sort.Slice(r.Differences, func(i, j int) bool {
+		a, b := r.Differences[i], r.Differences[j]
+		return a.Kind < b.Kind || a.Kind == b.Kind && a.TransferID < b.TransferID
+	})
+	return r
+}
+
+func (r *Reconciliation) add(kind, transferID string, entries []string, format string, args ...any) {
+	r.Differences = append(r.Differences, Difference{Kind: kind, TransferID: transferID, EntryIDs: entries, Detail: fmt.Sprintf(format, args...)})
+}
+
+func mismatch(rule PostingRule, t SourceTransfer, e Entry) string {
+	if e.Currency != t.Currency {
+		return fmt.Sprintf("currency %s in the wallet, %s in the GL", t.Currency, e.Currency)
+	}
+	want := map[Direction]string{Debit: rule.DebitAccount, Credit: rule.CreditAccount}
+	if len(e.Lines) != 2 {
+		return fmt.Sprintf("entry has %d lines, the posting rule makes 2", len(e.Lines))
+	}
+	for _, l := range e.Lines {
+		if l.Amount != t.Amount {
+			return fmt.Sprintf("amount %d in the wallet, %s line of %d in the GL", t.Amount, l.Direction, l.Amount)
+		}
+		if want[l.Direction] != l.AccountCode {
+			return fmt.Sprintf("%s line on account %s, the posting rule says %s", l.Direction, l.AccountCode, want[l.Direction])
+		}
+		delete(want, l.Direction)
+	}
+	if len(want) > 0 {
+		return "entry lacks a debit or a credit line"
+	}
+	return ""
+}
+
+func entryIDs(entries []Entry) []string {
+	ids := make([]string, len(entries))
+	for i, e := range entries {
+		ids[i] = e.ID.String()
+	}
+	return ids
+}
