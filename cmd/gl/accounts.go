@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -40,7 +39,7 @@ func accountsListCmd(ctx context.Context, env cli.Env, args []string) error {
 		for _, a := range accounts {
 			out = append(out, accountJSON{Code: a.Code, Name: a.Name, Type: string(a.Type), NormalBalance: a.NormalBalance})
 		}
-		return writeJSON(env.Stdout, map[string]any{"accounts": out})
+		return cli.JSON(env.Stdout, map[string]any{"accounts": out})
 	}
 	return writeAccounts(env.Stdout, accounts)
 }
@@ -82,7 +81,7 @@ func accountsAddCmd(ctx context.Context, env cli.Env, args []string) error {
 		return err
 	}
 	if s.json {
-		return writeJSON(env.Stdout, accountJSON{Code: added.Code, Name: added.Name, Type: string(added.Type), NormalBalance: added.NormalBalance})
+		return cli.JSON(env.Stdout, accountJSON{Code: added.Code, Name: added.Name, Type: string(added.Type), NormalBalance: added.NormalBalance})
 	}
 	fmt.Fprintf(env.Stdout, "added account %s (%s, %s, normal balance %s)\n", added.Code, added.Name, added.Type, added.NormalBalance)
 	return nil
@@ -108,10 +107,4 @@ func openLedger(ctx context.Context, cfg *Config, env cli.Env) (*postgres.Ledger
 		return nil, nil, err
 	}
 	return postgres.NewLedger(pool), pool.Close, nil
-}
-
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }

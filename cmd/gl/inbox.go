@@ -107,20 +107,13 @@ func inboxListCmd(ctx context.Context, env cli.Env, args []string) error {
 			reason = reason[:69] + "…"
 		}
 		table = append(table, []string{r.ID, r.EventType, strconv.Itoa(int(r.Attempts)),
-			r.ReceivedAt.UTC().Format(time.RFC3339), orDash(reason)})
+			r.ReceivedAt.UTC().Format(time.RFC3339), cli.OrDash(reason)})
 	}
 	if err := cli.Table(env.Stdout, []string{"ID", "TYPE", "ATTEMPTS", "RECEIVED", "REASON"}, table); err != nil {
 		return err
 	}
 	fmt.Fprintf(env.Stdout, "%d %s rows shown (limit %d)\n", len(rows), *status, *limit)
 	return nil
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 // inboxRetryCmd processes failed events again with the handler serve wires: the configured

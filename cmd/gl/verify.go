@@ -50,7 +50,7 @@ func verifyCmd(ctx context.Context, env cli.Env, args []string) error {
 		for _, c := range checks {
 			out.Checks = append(out.Checks, checkJSON{c.Name, c.Passed(), c.Checked, c.Failures, c.Offenders})
 		}
-		if err := writeJSON(env.Stdout, out); err != nil {
+		if err := cli.JSON(env.Stdout, out); err != nil {
 			return err
 		}
 	} else {

@@ -168,8 +168,8 @@ func outboxShowCmd(ctx context.Context, env cli.Env, args []string) error {
 	err = cli.Table(env.Stdout, []string{"FIELD", "VALUE"}, [][]string{
 		{"id", row.ID.String()}, {"event_type", row.EventType}, {"aggregate_id", row.AggregateID},
 		{"status", row.Status}, {"attempts", strconv.Itoa(int(row.Attempts))},
-		{"publish_count", strconv.Itoa(int(row.PublishCount))}, {"last_error", orDash(row.LastError)},
-		{"next_attempt_at", at(row.NextAttemptAt)}, {"lease_owner", orDash(row.LeaseOwner)},
+		{"publish_count", strconv.Itoa(int(row.PublishCount))}, {"last_error", cli.OrDash(row.LastError)},
+		{"next_attempt_at", at(row.NextAttemptAt)}, {"lease_owner", cli.OrDash(row.LeaseOwner)},
 		{"lease_until", at(row.LeaseUntil)}, {"stream_seq", seq}, {"created_at", at(&created)},
 		{"dispatched_at", at(row.DispatchedAt)}, {"acknowledged_at", at(row.AcknowledgedAt)},
 	})
@@ -183,13 +183,6 @@ func outboxShowCmd(ctx context.Context, env cli.Env, args []string) error {
 	}
 	fmt.Fprintf(env.Stdout, "payload: %s\n", row.Payload)
 	return nil
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 func outboxRequeueCmd(ctx context.Context, env cli.Env, args []string) error {

@@ -24,3 +24,11 @@ func JSON(w io.Writer, v any) error {
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
+
+// OrDash is s, or "-" for an empty cell of a table.
+func OrDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
