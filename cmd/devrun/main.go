@@ -9,9 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -39,7 +42,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		natsURL = nats.DefaultURL
 	}
 	if !natsAnswers(natsURL) {
-		srv, err := startNATS(stdout)
+		srv, err := startNATS(natsURL, stdout)
 		if err != nil {
 			return err
 		}
@@ -67,9 +70,19 @@ func natsAnswers(url string) bool {
 	return true
 }
 
-func startNATS(stdout io.Writer) (*server.Server, error) {
+// startNATS runs a JetStream server on the address of natsURL (the first, if it lists several).
+func startNATS(natsURL string, stdout io.Writer) (*server.Server, error) {
+	first, _, _ := strings.Cut(natsURL, ",")
+	u, err := url.Parse(first)
+	if err != nil {
+		return nil, fmt.Errorf("parse NATS_URL: %w", err)
+	}
+	port, err := strconv.Atoi(u.Port())
+	if err != nil {
+		port = 4222
+	}
 	srv, err := server.NewServer(&server.Options{
-		Host: "127.0.0.1", Port: 4222, JetStream: true, StoreDir: ".run/nats", NoSigs: true,
+		Host: u.Hostname(), Port: port, JetStream: true, StoreDir: ".run/nats", NoSigs: true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start nats: %w", err)
@@ -78,7 +91,7 @@ func startNATS(stdout io.Writer) (*server.Server, error) {
 	if !srv.ReadyForConnections(10 * time.Second) {
 		return nil, errors.New("start nats: not ready after 10s")
 	}
-	fmt.Fprintln(stdout, "devrun | no NATS answered: started a JetStream server on 127.0.0.1:4222 (store .run/nats)")
+	fmt.Fprintf(stdout, "devrun | no NATS answered: started a JetStream server on %s (store .run/nats)\n", srv.ClientURL())
 	return srv, nil
 }
 
