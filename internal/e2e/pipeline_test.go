@@ -27,14 +27,24 @@ type system struct {
 
 func startSystem(t *testing.T, extraEnv ...string) *system {
 	t.Helper()
+	natsURL := testenv.NATSURL(t)
+	return startSystemOn(t, natsURL, true, extraEnv...)
+}
+
+// startSystemOn starts both services against natsURL; waitHealthy=false returns as soon as
+// they listen (for a broker that is not there yet).
+func startSystemOn(t *testing.T, natsURL string, waitHealthy bool, extraEnv ...string) *system {
+	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
 	bins, err := harness.Build(ctx, dir)
 	require.NoError(t, err)
 
 	walletURL, glURL := testenv.DatabaseURL(t), testenv.DatabaseURL(t)
-	natsURL := testenv.NATSURL(t)
-	ns := testenv.Namespace(t, natsURL)
+	ns := "e2e"
+	if waitHealthy {
+		ns = testenv.Namespace(t, natsURL)
+	}
 	walletAddr, err := harness.FreeAddr()
 	require.NoError(t, err)
 	glAddr, err := harness.FreeAddr()
@@ -64,10 +74,12 @@ func startSystem(t *testing.T, extraEnv ...string) *system {
 			}
 		})
 	}
-	waitCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	require.NoError(t, s.wallet.WaitHealthy(waitCtx))
-	require.NoError(t, s.gl.WaitHealthy(waitCtx))
+	if waitHealthy {
+		waitCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		defer cancel()
+		require.NoError(t, s.wallet.WaitHealthy(waitCtx))
+		require.NoError(t, s.gl.WaitHealthy(waitCtx))
+	}
 	s.walletDB = openPool(t, walletURL)
 	s.glDB = openPool(t, glURL)
 	return s

@@ -21,9 +21,15 @@ type Broker struct {
 // temporary directory; it is shut down when the test ends.
 func StartBroker(t testing.TB) *Broker {
 	t.Helper()
+	return StartBrokerOn(t, server.RANDOM_PORT)
+}
+
+// StartBrokerOn starts an embedded JetStream server on the given loopback port.
+func StartBrokerOn(t testing.TB, port int) *Broker {
+	t.Helper()
 	b := &Broker{t: t, opts: server.Options{
 		Host:      "127.0.0.1",
-		Port:      server.RANDOM_PORT,
+		Port:      port,
 		JetStream: true,
 		StoreDir:  t.TempDir(),
 		NoLog:     true,
