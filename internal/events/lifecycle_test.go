@@ -377,3 +377,35 @@ func TestAnEventTheBrokerGaveUpOnIsRecordedFromItsAdvisory(t *testing.T) {
 	require.NotEmpty(t, row.Payload)
 	require.Zero(t, c.Stats().Processed)
 }
+
+// The seed system's first bug: its claim treated every error as "new". Here the claim fails for
+// a reason other than a primary-key conflict (the inbox table is gone for a while): the event
+// must not be handled, and must be handled exactly once when the claim works again.
+func TestAClaimThatFailsForAnotherReasonIsRetriedNeverTreatedAsNew(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	b.addEvents(t, 5)
+	relay := b.relay(t, events.RelayConfig{})
+	_, err := relay.DispatchOnce(ctx)
+	require.NoError(t, err)
+
+	_, err = b.pool.Exec(ctx, "ALTER TABLE inbox RENAME TO inbox_away")
+	require.NoError(t, err)
+	var handled atomic.Int64
+	cons := b.consumer(t, "gl", events.HandlerFunc(func(context.Context, pgx.Tx, events.Envelope) error {
+		handled.Add(1)
+		return nil
+	}))
+	stop := runInBackground(t, cons.Run)
+	defer stop()
+	require.Eventually(t, func() bool { return cons.Stats().Retried >= 5 }, 20*time.Second, 20*time.Millisecond)
+	require.Zero(t, cons.Stats().Processed)
+
+	_, err = b.pool.Exec(ctx, "ALTER TABLE inbox_away RENAME TO inbox")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return cons.Stats().Processed == 5 }, 30*time.Second, 20*time.Millisecond)
+	stop()
+	require.Equal(t, int64(5), handled.Load(), "each event handled once, after the claim worked")
+	require.Zero(t, cons.Stats().Duplicates)
+}
