@@ -21,3 +21,12 @@ type HandlerFunc func(ctx context.Context, tx pgx.Tx, env Envelope) error
 func (f HandlerFunc) Handle(ctx context.Context, tx pgx.Tx, env Envelope) error {
 	return f(ctx, tx, env)
 }
+
+// BatchHandler is a Handler that can also apply a whole fetched batch of fresh events in one
+// call, inside the consumer's transaction (multi-row statements instead of a few per event). If
+// HandleBatch fails, the transaction rolls back and the consumer retries each event alone
+// through Handle, so a bad event fails alone.
+type BatchHandler interface {
+	Handler
+	HandleBatch(ctx context.Context, tx pgx.Tx, envs []Envelope) error
+}

@@ -48,3 +48,19 @@ UPDATE inbox
 SET status = 'processing', attempts = attempts + 1, updated_at = clock_timestamp()
 WHERE id = @id AND status = 'failed'
 RETURNING *;
+
+-- name: ClaimInboxBatch :many
+-- ClaimInbox for a whole fetched batch in one statement (ids must be distinct).
+INSERT INTO inbox (id, consumer, event_id, event_type, status, stream_seq)
+SELECT c.id, @consumer::text, c.event_id, c.event_type, 'processing', c.stream_seq
+FROM (SELECT unnest(@ids::text[]) AS id, unnest(@event_ids::text[]) AS event_id,
+             unnest(@event_types::text[]) AS event_type, unnest(@stream_seqs::bigint[]) AS stream_seq) AS c
+ON CONFLICT (id) DO UPDATE
+SET duplicates        = inbox.duplicates + 1,
+    last_duplicate_at = clock_timestamp()
+RETURNING inbox.id, (xmax = 0)::boolean AS inserted;
+
+-- name: MarkInboxProcessedBatch :execrows
+UPDATE inbox
+SET status = 'processed', processed_at = clock_timestamp(), updated_at = clock_timestamp()
+WHERE id = ANY (@ids::text[]) AND status = 'processing';

@@ -46,6 +46,57 @@ func (q *Queries) ClaimInbox(ctx context.Context, arg ClaimInboxParams) (ClaimIn
 	return i, err
 }
 
+const claimInboxBatch = `-- name: ClaimInboxBatch :many
+INSERT INTO inbox (id, consumer, event_id, event_type, status, stream_seq)
+SELECT c.id, $1::text, c.event_id, c.event_type, 'processing', c.stream_seq
+FROM (SELECT unnest($2::text[]) AS id, unnest($3::text[]) AS event_id,
+             unnest($4::text[]) AS event_type, unnest($5::bigint[]) AS stream_seq) AS c
+ON CONFLICT (id) DO UPDATE
+SET duplicates        = inbox.duplicates + 1,
+    last_duplicate_at = clock_timestamp()
+RETURNING inbox.id, (xmax = 0)::boolean AS inserted
+`
+
+type ClaimInboxBatchParams struct {
+	Consumer   string
+	Ids        []string
+	EventIds   []string
+	EventTypes []string
+	StreamSeqs []int64
+}
+
+type ClaimInboxBatchRow struct {
+	ID       string
+	Inserted bool
+}
+
+// ClaimInbox for a whole fetched batch in one statement (ids must be distinct).
+func (q *Queries) ClaimInboxBatch(ctx context.Context, arg ClaimInboxBatchParams) ([]ClaimInboxBatchRow, error) {
+	rows, err := q.db.Query(ctx, claimInboxBatch,
+		arg.Consumer,
+		arg.Ids,
+		arg.EventIds,
+		arg.EventTypes,
+		arg.StreamSeqs,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ClaimInboxBatchRow
+	for rows.Next() {
+		var i ClaimInboxBatchRow
+		if err := rows.Scan(&i.ID, &i.Inserted); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const getInbox = `-- name: GetInbox :one
 SELECT id, consumer, event_id, event_type, status, attempts, duplicates, stream_seq, reason, payload, received_at, processed_at, last_duplicate_at, updated_at FROM inbox WHERE id = $1
 `
@@ -160,6 +211,20 @@ WHERE id = $1 AND status = 'processing'
 
 func (q *Queries) MarkInboxProcessed(ctx context.Context, id string) (int64, error) {
 	result, err := q.db.Exec(ctx, markInboxProcessed, id)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const markInboxProcessedBatch = `-- name: MarkInboxProcessedBatch :execrows
+UPDATE inbox
+SET status = 'processed', processed_at = clock_timestamp(), updated_at = clock_timestamp()
+WHERE id = ANY ($1::text[]) AND status = 'processing'
+`
+
+func (q *Queries) MarkInboxProcessedBatch(ctx context.Context, ids []string) (int64, error) {
+	result, err := q.db.Exec(ctx, markInboxProcessedBatch, ids)
 	if err != nil {
 		return 0, err
 	}

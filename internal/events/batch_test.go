@@ -1,0 +1,85 @@
+package events_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"walletgl/internal/events"
+	"walletgl/internal/events/eventsdb"
+)
+
+// recordingHandler applies events by inserting them into a table of the test's database, in the
+// consumer's transaction, noting whether they came through the batch or the single path.
+type recordingHandler struct{}
+
+func (recordingHandler) apply(ctx context.Context, tx pgx.Tx, env events.Envelope, via string) error {
+	var data events.TransferCompleted
+	if err := env.DecodeData(&data); err != nil {
+		return err
+	}
+	if err := data.Validate(); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, "INSERT INTO applied (event_id, via) VALUES ($1, $2)", env.ID, via)
+	return err
+}
+
+func (h recordingHandler) Handle(ctx context.Context, tx pgx.Tx, env events.Envelope) error {
+	return h.apply(ctx, tx, env, "single")
+}
+
+func (h recordingHandler) HandleBatch(ctx context.Context, tx pgx.Tx, envs []events.Envelope) error {
+	for _, env := range envs {
+		if err := h.apply(ctx, tx, env, "batch"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func TestABatchHandlerGetsWholeBatchesAndAPoisonEventFailsAlone(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	_, err := b.pool.Exec(ctx, "CREATE TABLE applied (event_id text PRIMARY KEY, via text NOT NULL)")
+	require.NoError(t, err)
+	ids := b.addEvents(t, 200)
+	relay := b.relay(t, events.RelayConfig{BatchSize: 200})
+	_, err = relay.DispatchOnce(ctx)
+	require.NoError(t, err)
+	subject := b.topo.Subject(events.SourceWallet, events.TypeTransferCompleted)
+	// A copy of an event under another message id, and an invalid event, among the others.
+	row, err := eventsdb.New(b.pool).GetOutbox(ctx, ids[7])
+	require.NoError(t, err)
+	_, err = b.js.Publish(ctx, subject, row.Payload, jetstream.WithMsgID("copy-"+ids[7].String()))
+	require.NoError(t, err)
+	poison := envelopeBody(t, uuid.New(), events.TransferCompleted{TransferID: "t", FromWalletID: "a", ToWalletID: "b", Amount: -5, Currency: "USD", CreatedAt: time.Now()})
+	_, err = b.js.Publish(ctx, subject, poison, jetstream.WithMsgID("poison"))
+	require.NoError(t, err)
+	b.addEvents(t, 100)
+	_, err = relay.DispatchOnce(ctx)
+	require.NoError(t, err)
+
+	cons := b.consumer(t, "gl", recordingHandler{})
+	stop := runInBackground(t, cons.Run)
+	require.Eventually(t, func() bool {
+		s := cons.Stats()
+		return s.Processed == 300 && s.Failed == 1 && s.Duplicates == 1
+	}, 30*time.Second, 20*time.Millisecond)
+	stop()
+
+	var total, viaBatch int
+	require.NoError(t, b.pool.QueryRow(ctx, "SELECT count(*), count(*) FILTER (WHERE via = 'batch') FROM applied").Scan(&total, &viaBatch))
+	require.Equal(t, 300, total, "every valid event applied once (the primary key would refuse a second)")
+	require.Positive(t, viaBatch, "whole batches went through HandleBatch")
+	failed, err := eventsdb.New(b.pool).GetInbox(ctx, "gl:"+envelopeID(t, poison))
+	require.NoError(t, err)
+	require.Equal(t, "failed", failed.Status)
+	require.Contains(t, *failed.Reason, "amount -5 is not positive")
+}
