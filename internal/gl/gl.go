@@ -101,6 +101,22 @@ type Poster interface {
 	Post(ctx context.Context, tx pgx.Tx, e Entry) (created bool, err error)
 }
 
+// BatchPoster is a Poster that can post a whole batch of entries in a few statements, inside
+// the consumer's transaction; the built-in ledger is one.
+type BatchPoster interface {
+	// PostBatch inserts the entries that are new and returns, for each entry given, the entry
+	// that holds its transfer's posting (the one just inserted, or the one posted before) and
+	// whether it was created now.
+	PostBatch(ctx context.Context, tx pgx.Tx, entries []Entry) ([]Posting, error)
+}
+
+// Posting is where a transfer's posting is: the stored entry (without lines) and whether this
+// call created it.
+type Posting struct {
+	Entry   Entry
+	Created bool
+}
+
 // PostingFinder is implemented by a Poster that can tell which entry holds a transfer's
 // posting (ErrEntryNotFound when none does). The acknowledgment then names the entry really
 // stored and its posting time, also when the posting was a duplicate.

@@ -22,7 +22,7 @@ type TransferPoster struct {
 	logger zerolog.Logger
 }
 
-var _ events.Handler = (*TransferPoster)(nil)
+var _ events.BatchHandler = (*TransferPoster)(nil)
 
 // NewTransferPoster returns the handler for TransferCompleted events. Check the rule against
 // the chart of accounts (PostingRule.Check) before consuming.
@@ -33,28 +33,9 @@ func NewTransferPoster(rule PostingRule, poster Poster, logger zerolog.Logger) *
 // Handle posts the transfer in env and writes its acknowledgment, using tx for both. An event
 // that can never be posted returns an events.ErrMalformed error and writes nothing.
 func (p *TransferPoster) Handle(ctx context.Context, tx pgx.Tx, env events.Envelope) error {
-	if env.Type != events.TypeTransferCompleted {
-		return events.Permanent(fmt.Errorf("post event %s: type %q is not %s", env.ID, env.Type, events.TypeTransferCompleted))
-	}
-	var data events.TransferCompleted
-	if err := env.DecodeData(&data); err != nil {
-		return err
-	}
-	if err := data.Validate(); err != nil {
-		return fmt.Errorf("validate event %s: %w", env.ID, err)
-	}
-	entryID, err := uuid.NewV7()
+	entry, data, err := p.entryFor(env)
 	if err != nil {
-		return fmt.Errorf("new entry id: %w", err)
-	}
-	entry := Entry{
-		ID:          entryID,
-		EventID:     env.ID,
-		TransferID:  data.TransferID,
-		Currency:    data.Currency,
-		Description: fmt.Sprintf("transfer %s from wallet %s to wallet %s", data.TransferID, data.FromWalletID, data.ToWalletID),
-		OccurredAt:  data.CreatedAt,
-		Lines:       p.rule.lines(data.Amount),
+		return err
 	}
 	created, err := p.poster.Post(ctx, tx, entry)
 	if err != nil {
@@ -92,6 +73,80 @@ func (p *TransferPoster) Handle(ctx context.Context, tx pgx.Tx, env events.Envel
 	})
 	if err != nil {
 		return fmt.Errorf("acknowledge transfer %s: %w", data.TransferID, err)
+	}
+	return nil
+}
+
+// entryFor decodes and checks a TransferCompleted event and builds its entry by the rule.
+func (p *TransferPoster) entryFor(env events.Envelope) (Entry, events.TransferCompleted, error) {
+	var data events.TransferCompleted
+	if env.Type != events.TypeTransferCompleted {
+		return Entry{}, data, events.Permanent(fmt.Errorf("post event %s: type %q is not %s", env.ID, env.Type, events.TypeTransferCompleted))
+	}
+	if err := env.DecodeData(&data); err != nil {
+		return Entry{}, data, err
+	}
+	if err := data.Validate(); err != nil {
+		return Entry{}, data, fmt.Errorf("validate event %s: %w", env.ID, err)
+	}
+	entryID, err := uuid.NewV7()
+	if err != nil {
+		return Entry{}, data, fmt.Errorf("new entry id: %w", err)
+	}
+	return Entry{
+		ID:          entryID,
+		EventID:     env.ID,
+		TransferID:  data.TransferID,
+		Currency:    data.Currency,
+		Description: fmt.Sprintf("transfer %s from wallet %s to wallet %s", data.TransferID, data.FromWalletID, data.ToWalletID),
+		OccurredAt:  data.CreatedAt,
+		Lines:       p.rule.lines(data.Amount),
+	}, data, nil
+}
+
+// HandleBatch posts a whole batch of fresh events when the poster can (BatchPoster), in a few
+// statements, and writes their acknowledgments. Any event that cannot be posted fails the
+// batch; the consumer then handles each event alone, so the bad one fails alone.
+func (p *TransferPoster) HandleBatch(ctx context.Context, tx pgx.Tx, envs []events.Envelope) error {
+	bp, ok := p.poster.(BatchPoster)
+	if !ok {
+		for _, env := range envs {
+			if err := p.Handle(ctx, tx, env); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	entries := make([]Entry, len(envs))
+	for i, env := range envs {
+		entry, _, err := p.entryFor(env)
+		if err != nil {
+			return err
+		}
+		entries[i] = entry
+	}
+	postings, err := bp.PostBatch(ctx, tx, entries)
+	if err != nil {
+		return fmt.Errorf("post %d transfers: %w", len(entries), err)
+	}
+	acks := make([]events.Event, len(entries))
+	for i, posting := range postings {
+		e := entries[i]
+		if !posting.Created {
+			p.log(ctx).Warn().Str("transfer_id", e.TransferID).Str("event_id", e.EventID).
+				Str("entry_id", posting.Entry.ID.String()).Msg("transfer already has posting; skipping duplicate create")
+		}
+		ackID, err := uuid.NewV7()
+		if err != nil {
+			return fmt.Errorf("new event id: %w", err)
+		}
+		acks[i] = events.Event{ID: ackID, Type: events.TypeTransferPosted, AggregateID: e.TransferID, Time: posting.Entry.PostedAt,
+			Data: events.TransferPosted{TransferID: e.TransferID, SourceEventID: e.EventID, EntryID: posting.Entry.ID.String(), PostedAt: posting.Entry.PostedAt}}
+	}
+	for _, ack := range acks {
+		if err := p.outbox.Add(ctx, tx, ack); err != nil {
+			return fmt.Errorf("acknowledge transfer %s: %w", ack.AggregateID, err)
+		}
 	}
 	return nil
 }

@@ -101,3 +101,24 @@ INSERT INTO accounts (code, name, type, normal_balance)
 VALUES (@code, @name, @type, @normal_balance)
 ON CONFLICT (code) DO NOTHING
 RETURNING *;
+
+-- name: InsertEntriesBatch :many
+-- InsertEntry for a whole batch; rows that conflict (event or transfer already posted, also
+-- earlier in the same batch) are skipped and missing from the result.
+INSERT INTO journal_entries (id, event_id, transfer_id, currency, description, occurred_at)
+SELECT e.id, e.event_id, e.transfer_id, e.currency, e.description, e.occurred_at
+FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@event_ids::text[]) AS event_id,
+             unnest(@transfer_ids::text[]) AS transfer_id, unnest(@currencies::text[]) AS currency,
+             unnest(@descriptions::text[]) AS description, unnest(@occurred_ats::timestamptz[]) AS occurred_at) AS e
+ON CONFLICT DO NOTHING
+RETURNING *;
+
+-- name: GetEntriesByTransfers :many
+SELECT * FROM journal_entries WHERE transfer_id = ANY (@transfer_ids::text[]);
+
+-- name: InsertLinesBatch :exec
+INSERT INTO journal_lines (entry_id, account_code, direction, amount, currency, posted_at)
+SELECT l.entry_id, l.account_code, l.direction, l.amount, l.currency, l.posted_at
+FROM (SELECT unnest(@entry_ids::uuid[]) AS entry_id, unnest(@account_codes::text[]) AS account_code,
+             unnest(@directions::text[]) AS direction, unnest(@amounts::bigint[]) AS amount,
+             unnest(@currencies::text[]) AS currency, unnest(@posted_ats::timestamptz[]) AS posted_at) AS l;

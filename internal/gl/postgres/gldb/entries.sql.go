@@ -154,6 +154,38 @@ func (q *Queries) GetAccount(ctx context.Context, code string) (Account, error) 
 	return i, err
 }
 
+const getEntriesByTransfers = `-- name: GetEntriesByTransfers :many
+SELECT id, event_id, transfer_id, currency, description, occurred_at, posted_at FROM journal_entries WHERE transfer_id = ANY ($1::text[])
+`
+
+func (q *Queries) GetEntriesByTransfers(ctx context.Context, transferIds []string) ([]JournalEntry, error) {
+	rows, err := q.db.Query(ctx, getEntriesByTransfers, transferIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []JournalEntry
+	for rows.Next() {
+		var i JournalEntry
+		if err := rows.Scan(
+			&i.ID,
+			&i.EventID,
+			&i.TransferID,
+			&i.Currency,
+			&i.Description,
+			&i.OccurredAt,
+			&i.PostedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const getEntryByTransfer = `-- name: GetEntryByTransfer :one
 SELECT id, event_id, transfer_id, currency, description, occurred_at, posted_at FROM journal_entries WHERE transfer_id = $1
 `
@@ -204,6 +236,62 @@ func (q *Queries) InsertAccount(ctx context.Context, arg InsertAccountParams) (A
 		&i.CreatedAt,
 	)
 	return i, err
+}
+
+const insertEntriesBatch = `-- name: InsertEntriesBatch :many
+INSERT INTO journal_entries (id, event_id, transfer_id, currency, description, occurred_at)
+SELECT e.id, e.event_id, e.transfer_id, e.currency, e.description, e.occurred_at
+FROM (SELECT unnest($1::uuid[]) AS id, unnest($2::text[]) AS event_id,
+             unnest($3::text[]) AS transfer_id, unnest($4::text[]) AS currency,
+             unnest($5::text[]) AS description, unnest($6::timestamptz[]) AS occurred_at) AS e
+ON CONFLICT DO NOTHING
+RETURNING id, event_id, transfer_id, currency, description, occurred_at, posted_at
+`
+
+type InsertEntriesBatchParams struct {
+	Ids          []uuid.UUID
+	EventIds     []string
+	TransferIds  []string
+	Currencies   []string
+	Descriptions []string
+	OccurredAts  []time.Time
+}
+
+// InsertEntry for a whole batch; rows that conflict (event or transfer already posted, also
+// earlier in the same batch) are skipped and missing from the result.
+func (q *Queries) InsertEntriesBatch(ctx context.Context, arg InsertEntriesBatchParams) ([]JournalEntry, error) {
+	rows, err := q.db.Query(ctx, insertEntriesBatch,
+		arg.Ids,
+		arg.EventIds,
+		arg.TransferIds,
+		arg.Currencies,
+		arg.Descriptions,
+		arg.OccurredAts,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []JournalEntry
+	for rows.Next() {
+		var i JournalEntry
+		if err := rows.Scan(
+			&i.ID,
+			&i.EventID,
+			&i.TransferID,
+			&i.Currency,
+			&i.Description,
+			&i.OccurredAt,
+			&i.PostedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const insertEntry = `-- name: InsertEntry :one
@@ -270,6 +358,35 @@ func (q *Queries) InsertLines(ctx context.Context, arg InsertLinesParams) error 
 		arg.AccountCodes,
 		arg.Directions,
 		arg.Amounts,
+	)
+	return err
+}
+
+const insertLinesBatch = `-- name: InsertLinesBatch :exec
+INSERT INTO journal_lines (entry_id, account_code, direction, amount, currency, posted_at)
+SELECT l.entry_id, l.account_code, l.direction, l.amount, l.currency, l.posted_at
+FROM (SELECT unnest($1::uuid[]) AS entry_id, unnest($2::text[]) AS account_code,
+             unnest($3::text[]) AS direction, unnest($4::bigint[]) AS amount,
+             unnest($5::text[]) AS currency, unnest($6::timestamptz[]) AS posted_at) AS l
+`
+
+type InsertLinesBatchParams struct {
+	EntryIds     []uuid.UUID
+	AccountCodes []string
+	Directions   []string
+	Amounts      []int64
+	Currencies   []string
+	PostedAts    []time.Time
+}
+
+func (q *Queries) InsertLinesBatch(ctx context.Context, arg InsertLinesBatchParams) error {
+	_, err := q.db.Exec(ctx, insertLinesBatch,
+		arg.EntryIds,
+		arg.AccountCodes,
+		arg.Directions,
+		arg.Amounts,
+		arg.Currencies,
+		arg.PostedAts,
 	)
 	return err
 }

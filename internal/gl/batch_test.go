@@ -1,0 +1,76 @@
+package gl_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+
+	"walletgl/internal/database"
+	"walletgl/internal/events"
+	"walletgl/internal/gl"
+)
+
+func (b *testBundle) handleBatch(t *testing.T, h events.BatchHandler, envs []events.Envelope) error {
+	t.Helper()
+	return database.WithTx(context.Background(), b.pool, func(tx pgx.Tx) error {
+		return h.HandleBatch(context.Background(), tx, envs)
+	})
+}
+
+func TestABatchPostsOneEntryPerTransferAndAcknowledgesEveryEvent(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	poster := gl.NewTransferPoster(gl.DefaultPostingRule, b.ledger, zerolog.Nop())
+	ctx := context.Background()
+
+	earlier := transferCompleted(t, newTransferID(), 500, "USD")
+	require.NoError(t, b.handle(t, poster, earlier))
+
+	var envs []events.Envelope
+	for range 20 {
+		envs = append(envs, transferCompleted(t, newTransferID(), 100, "USD"))
+	}
+	// Another event for a transfer posted before, and two events for one transfer in the batch.
+	var again events.TransferCompleted
+	require.NoError(t, earlier.DecodeData(&again))
+	envs = append(envs, transferCompleted(t, again.TransferID, 500, "USD"))
+	twin := transferCompleted(t, newTransferID(), 7, "EUR")
+	var twinData events.TransferCompleted
+	require.NoError(t, twin.DecodeData(&twinData))
+	envs = append(envs, twin, transferCompleted(t, twinData.TransferID, 7, "EUR"))
+
+	require.NoError(t, b.handleBatch(t, poster, envs))
+
+	var entries, lines int
+	require.NoError(t, b.pool.QueryRow(ctx, "SELECT (SELECT count(*) FROM journal_entries), (SELECT count(*) FROM journal_lines)").Scan(&entries, &lines))
+	require.Equal(t, 1+20+1, entries, "one entry per transfer")
+	require.Equal(t, 2*entries, lines)
+	acks := b.acknowledgments(t)
+	require.Len(t, acks, 1+len(envs), "every event is acknowledged, duplicates included")
+	byEvent := map[string]events.TransferPosted{}
+	for _, a := range acks {
+		byEvent[a.SourceEventID] = a
+	}
+	require.Equal(t, byEvent[earlier.ID].EntryID, byEvent[envs[20].ID].EntryID, "a duplicate's acknowledgment names the stored entry")
+	require.Equal(t, byEvent[envs[21].ID].EntryID, byEvent[envs[22].ID].EntryID)
+}
+
+func TestABatchWithAnInvalidEventWritesNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	poster := gl.NewTransferPoster(gl.DefaultPostingRule, b.ledger, zerolog.Nop())
+	envs := []events.Envelope{
+		transferCompleted(t, newTransferID(), 100, "USD"),
+		transferCompleted(t, newTransferID(), 0, "USD"),
+	}
+	err := b.handleBatch(t, poster, envs)
+	require.True(t, errors.Is(err, events.ErrMalformed), "got %v", err)
+	var entries int
+	require.NoError(t, b.pool.QueryRow(context.Background(), "SELECT count(*) FROM journal_entries").Scan(&entries))
+	require.Zero(t, entries)
+	require.Empty(t, b.acknowledgments(t))
+}

@@ -1,0 +1,109 @@
+package postgres
+
+import (
+	"fmt"
+
+	"context"
+
+	"github.com/jackc/pgx/v5"
+
+	"walletgl/internal/gl"
+	"walletgl/internal/gl/postgres/gldb"
+)
+
+var _ gl.BatchPoster = (*Ledger)(nil)
+
+// PostBatch inserts the new entries of a batch and their lines in two statements, and finds the
+// entries already holding the others' transfers in a third. An entry whose event id was posted
+// for another transfer has no posting to point to: that is an error, and the caller falls back
+// to posting one entry at a time.
+func (l *Ledger) PostBatch(ctx context.Context, tx pgx.Tx, entries []gl.Entry) ([]gl.Posting, error) {
+	q := l.queries.WithTx(tx)
+	params := gldb.InsertEntriesBatchParams{}
+	for _, e := range entries {
+		if !e.Balanced() {
+			return nil, fmt.Errorf("post entry %s: %w", e.ID, gl.ErrUnbalanced)
+		}
+		params.Ids = append(params.Ids, e.ID)
+		params.EventIds = append(params.EventIds, e.EventID)
+		params.TransferIds = append(params.TransferIds, e.TransferID)
+		params.Currencies = append(params.Currencies, e.Currency)
+		params.Descriptions = append(params.Descriptions, e.Description)
+		params.OccurredAts = append(params.OccurredAts, e.OccurredAt)
+	}
+	rows, err := q.InsertEntriesBatch(ctx, params)
+	if err != nil {
+		return nil, dbError(err, "insert %d entries", len(entries))
+	}
+	created := make(map[string]gldb.JournalEntry, len(rows)) // by entry id
+	for _, row := range rows {
+		created[row.ID.String()] = row
+	}
+	if err := l.insertLines(ctx, q, entries, created); err != nil {
+		return nil, err
+	}
+	held, err := l.heldBy(ctx, q, entries, created)
+	if err != nil {
+		return nil, err
+	}
+	postings := make([]gl.Posting, len(entries))
+	for i, e := range entries {
+		if row, ok := created[e.ID.String()]; ok {
+			postings[i] = gl.Posting{Entry: entryFromRow(row), Created: true}
+			continue
+		}
+		row, ok := held[e.TransferID]
+		if !ok {
+			return nil, fmt.Errorf("post transfer %s: event %s already posted for another transfer", e.TransferID, e.EventID)
+		}
+		postings[i] = gl.Posting{Entry: entryFromRow(row)}
+	}
+	return postings, nil
+}
+
+func (l *Ledger) insertLines(ctx context.Context, q *gldb.Queries, entries []gl.Entry, created map[string]gldb.JournalEntry) error {
+	var p gldb.InsertLinesBatchParams
+	for _, e := range entries {
+		row, ok := created[e.ID.String()]
+		if !ok {
+			continue
+		}
+		for _, line := range e.Lines {
+			p.EntryIds = append(p.EntryIds, row.ID)
+			p.AccountCodes = append(p.AccountCodes, line.AccountCode)
+			p.Directions = append(p.Directions, string(line.Direction))
+			p.Amounts = append(p.Amounts, line.Amount)
+			p.Currencies = append(p.Currencies, row.Currency)
+			p.PostedAts = append(p.PostedAts, row.PostedAt)
+		}
+	}
+	if len(p.EntryIds) == 0 {
+		return nil
+	}
+	if err := q.InsertLinesBatch(ctx, p); err != nil {
+		return dbError(err, "insert %d lines", len(p.EntryIds))
+	}
+	return nil
+}
+
+// heldBy finds, by transfer id, the stored entries of the transfers whose entry was not created.
+func (l *Ledger) heldBy(ctx context.Context, q *gldb.Queries, entries []gl.Entry, created map[string]gldb.JournalEntry) (map[string]gldb.JournalEntry, error) {
+	var missing []string
+	for _, e := range entries {
+		if _, ok := created[e.ID.String()]; !ok {
+			missing = append(missing, e.TransferID)
+		}
+	}
+	held := map[string]gldb.JournalEntry{}
+	if len(missing) == 0 {
+		return held, nil
+	}
+	rows, err := q.GetEntriesByTransfers(ctx, missing)
+	if err != nil {
+		return nil, dbError(err, "find entries of %d transfers", len(missing))
+	}
+	for _, row := range rows {
+		held[row.TransferID] = row
+	}
+	return held, nil
+}
