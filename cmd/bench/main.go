@@ -44,6 +44,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		openDur   = fs.Duration("open-duration", 0, "open loop's length (default 20s, quick 8s)")
 		users     = fs.Int("users", 0, "user wallets (default 1000)")
 		backlog   = fs.Int("backlog", -1, "outbox rows of the drain measurement, 0 to skip (default 100000, quick 20000)")
+		drainTime = fs.Duration("drain-timeout", 0, "how long the backlog drain is watched before its rate is reported as partial (default 75s, quick 25s)")
 		pgTime    = fs.Duration("pgbench-time", 0, "each pgbench run's length (default 10s, quick 5s)")
 		pgbench   = fs.String("pgbench", "pgbench", "the pgbench binary; empty to skip the limits")
 		results   = fs.String("results", "bench/results", "directory of the JSON report, Markdown summary and plot; empty for none")
@@ -64,6 +65,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	setDur(&opts.Duration, *duration)
 	setDur(&opts.OpenDuration, *openDur)
 	setDur(&opts.PgbenchTime, *pgTime)
+	setDur(&opts.DrainTimeout, *drainTime)
 	if *backlog >= 0 {
 		opts.Backlog = *backlog
 	}

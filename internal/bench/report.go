@@ -82,6 +82,7 @@ type Point struct {
 // Drain is the backlog measurement.
 type Drain struct {
 	Rows            int     `json:"rows"`
+	Partial         bool    `json:"partial"` // the drain did not finish within the time watched
 	WriteSeconds    float64 `json:"write_seconds"`
 	DispatchSeconds float64 `json:"dispatch_seconds"` // wallet start → last row dispatched
 	// FirstDispatchSeconds is wallet start → first row dispatched: the process's start-up, which
@@ -232,6 +233,9 @@ func (r *Report) figures() [][3]string {
 	if d := r.Drain; d != nil {
 		add(fmt.Sprintf("backlog of %d rows", d.Rows), fmt.Sprintf("dispatched %.0f/s, posted %.0f/s", d.DispatchRate, d.PostRate), fmt.Sprintf("%.2fs / %.2fs from the wallet's start (its start-up: %.2fs)", d.DispatchSeconds, d.PostSeconds, d.FirstDispatchSeconds))
 		add("  CPU per event", cpuText(d.CPU), fmt.Sprintf("machine %.0f%% busy", d.CPU.MachineBusy*100))
+		for _, n := range d.Notes {
+			add("  note", n, "")
+		}
 	}
 	for _, m := range r.Memory {
 		add("memory: "+m.Name, fmt.Sprintf("peak %.1f MiB", m.PeakMiB), fmt.Sprintf("now %.1f MiB", m.RSSMiB))
