@@ -275,13 +275,17 @@ func runPhase(ctx context.Context, sys *system, meter *cpuMeter, gen *loadGen, o
 	if err != nil {
 		return nil, err
 	}
-	var posted, acked []time.Duration
+	var posted, acked, dispatched, claimed []time.Duration
 	for _, tt := range times {
 		if tt.posted.IsZero() {
 			ph.Unposted++
 			continue
 		}
 		posted = append(posted, tt.posted.Sub(tt.created))
+		claimed = append(claimed, tt.claimed.Sub(tt.created))
+		if !tt.dispatched.IsZero() {
+			dispatched = append(dispatched, tt.dispatched.Sub(tt.created))
+		}
 		ph.Points = append(ph.Points, Point{At: tt.created.Sub(gen.start), Latency: tt.posted.Sub(tt.created)})
 		if !tt.acked.IsZero() {
 			acked = append(acked, tt.acked.Sub(tt.created))
@@ -289,6 +293,8 @@ func runPhase(ctx context.Context, sys *system, meter *cpuMeter, gen *loadGen, o
 	}
 	ph.CommitToPosted = Summarize(posted)
 	ph.CommitToAcked = Summarize(acked)
+	ph.CommitToDispatched = Summarize(dispatched)
+	ph.CommitToClaimed = Summarize(claimed)
 	fmt.Fprintf(out, "  %s: %d ok, %d errors, %.0f/s; API p50 %.1f ms p99 %.1f ms; posted p50 %.1f ms p99 %.1f ms; GL %.0f entries/s, lag slope %+.1f/s; drained %s after the load\n",
 		spec.mode, ph.OK, ph.Errors, ph.APIRate, ph.API.P50, ph.API.P99, ph.CommitToPosted.P50, ph.CommitToPosted.P99,
 		ph.Steady.EntryRate, ph.Steady.LagSlope, ph.DrainAfterLoad)
@@ -450,8 +456,12 @@ func measureDrain(ctx context.Context, sys *system, meter *cpuMeter, n int, time
 	// A drain not finished within the timeout is reported at the rate it had: rows done so far
 	// over the time watched.
 	watched := after.at.Sub(t0).Seconds()
+	// dispatched_at is overwritten when catch-up re-publishes a row whose acknowledgment is
+	// late, so the end of the first dispatch is when the poll saw no row left to dispatch.
+	_ = sys.walletDB.QueryRow(ctx, "SELECT coalesce(sum(greatest(publish_count - 1, 0)), 0) FROM outbox WHERE created_at >= $1", writeStart).
+		Scan(&d.Republished)
 	if !dispatchedAt.IsZero() && lastDispatched != nil {
-		d.DispatchSeconds = round(lastDispatched.Sub(t0).Seconds(), 3)
+		d.DispatchSeconds = round(dispatchedAt.Sub(t0).Seconds(), 3)
 		d.DispatchRate = round(float64(n)/d.DispatchSeconds, 1)
 	} else {
 		d.Partial = true

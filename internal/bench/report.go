@@ -63,14 +63,19 @@ type Phase struct {
 	API            Latency        `json:"api_latency"`
 	CommitToPosted Latency        `json:"commit_to_posted"`
 	CommitToAcked  Latency        `json:"commit_to_acknowledged"`
-	Unposted       int            `json:"unposted"`
-	Steady         Steady         `json:"steady"`
-	DrainAfterLoad string         `json:"drain_after_load"` // until every transfer was posted and acknowledged
-	CPU            CPUUse         `json:"cpu"`
-	Samples        []Sample       `json:"samples"`
-	Notes          []string       `json:"notes,omitempty"`
-	Requests       []request      `json:"-"`
-	Points         []Point        `json:"-"`
+	// The segments of commit→posted: until the relay marked the row dispatched (after the
+	// PubAcks of its whole batch, so it may come after the GL's claim), and until the GL's
+	// inbox claim (inbox.received_at) of the event.
+	CommitToDispatched Latency   `json:"commit_to_dispatched"`
+	CommitToClaimed    Latency   `json:"commit_to_gl_inbox_claim"`
+	Unposted           int       `json:"unposted"`
+	Steady             Steady    `json:"steady"`
+	DrainAfterLoad     string    `json:"drain_after_load"` // until every transfer was posted and acknowledged
+	CPU                CPUUse    `json:"cpu"`
+	Samples            []Sample  `json:"samples"`
+	Notes              []string  `json:"notes,omitempty"`
+	Requests           []request `json:"-"`
+	Points             []Point   `json:"-"`
 }
 
 // Point is one transfer's commit→posted latency at its commit time.
@@ -87,13 +92,16 @@ type Drain struct {
 	DispatchSeconds float64 `json:"dispatch_seconds"` // wallet start → last row dispatched
 	// FirstDispatchSeconds is wallet start → first row dispatched: the process's start-up, which
 	// the rates include.
-	FirstDispatchSeconds float64  `json:"first_dispatch_seconds"`
-	DispatchRate         float64  `json:"dispatch_rate"`
-	PostSeconds          float64  `json:"post_seconds"` // wallet start → last entry posted
-	PostRate             float64  `json:"post_rate"`
-	CPU                  CPUUse   `json:"cpu"`
-	Memory               []Memory `json:"memory"`
-	Notes                []string `json:"notes,omitempty"`
+	FirstDispatchSeconds float64 `json:"first_dispatch_seconds"`
+	DispatchRate         float64 `json:"dispatch_rate"`
+	PostSeconds          float64 `json:"post_seconds"` // wallet start → last entry posted
+	PostRate             float64 `json:"post_rate"`
+	// Republished counts the catch-up's re-publishes of backlog rows (acknowledgment later
+	// than EVENTS_ACK_TIMEOUT): work the relay and the broker did twice.
+	Republished int64    `json:"republished"`
+	CPU         CPUUse   `json:"cpu"`
+	Memory      []Memory `json:"memory"`
+	Notes       []string `json:"notes,omitempty"`
 }
 
 // Memory is a process's resident set, now and at its peak (VmHWM).
@@ -219,6 +227,8 @@ func (r *Report) figures() [][3]string {
 		add("  API latency", latText(c.API), fmt.Sprintf("%d errors", c.Errors))
 		add("  end-to-end (GL entries/s, steady)", fmt.Sprintf("%.0f/s", c.Steady.EntryRate), ratioText(c.Steady.EntryRate, c.APIRate, "API")+"; "+ratioText(c.Steady.EntryRate, lim.GL.EventsPerSec, "pgbench GL"))
 		add("  lag (transfers − entries)", fmt.Sprintf("%d → %d, slope %+.1f/s", c.Steady.LagStart, c.Steady.LagEnd, c.Steady.LagSlope), growsText(c.Steady.LagGrows))
+		add("  commit→relay marked dispatched", latText(c.CommitToDispatched), "")
+		add("  commit→GL inbox claim", latText(c.CommitToClaimed), "")
 		add("  commit→posted", latText(c.CommitToPosted), fmt.Sprintf("drained %s after the load", c.DrainAfterLoad))
 		add("  commit→acknowledged", latText(c.CommitToAcked), "")
 		add("  CPU per transfer", cpuText(c.CPU), fmt.Sprintf("machine %.0f%% busy", c.CPU.MachineBusy*100))
@@ -226,12 +236,17 @@ func (r *Report) figures() [][3]string {
 	if o := r.Open; o != nil {
 		add(fmt.Sprintf("API open loop at %.0f/s", o.TargetRate), fmt.Sprintf("%.0f transfers/s", o.APIRate), fmt.Sprintf("%d errors, %d skipped", o.Errors, o.Skipped))
 		add("  API latency (from due time)", latText(o.API), "")
+		add("  commit→relay marked dispatched", latText(o.CommitToDispatched), "")
+		add("  commit→GL inbox claim", latText(o.CommitToClaimed), "")
 		add("  commit→posted", latText(o.CommitToPosted), fmt.Sprintf("%d unposted", o.Unposted))
 		add("  commit→acknowledged", latText(o.CommitToAcked), "")
 		add("  CPU per transfer", cpuText(o.CPU), fmt.Sprintf("machine %.0f%% busy", o.CPU.MachineBusy*100))
 	}
 	if d := r.Drain; d != nil {
 		add(fmt.Sprintf("backlog of %d rows", d.Rows), fmt.Sprintf("dispatched %.0f/s, posted %.0f/s", d.DispatchRate, d.PostRate), fmt.Sprintf("%.2fs / %.2fs from the wallet's start (its start-up: %.2fs)", d.DispatchSeconds, d.PostSeconds, d.FirstDispatchSeconds))
+		if d.Republished > 0 {
+			add("  re-published by catch-up", fmt.Sprintf("%d rows", d.Republished), "acknowledged later than EVENTS_ACK_TIMEOUT")
+		}
 		add("  CPU per event", cpuText(d.CPU), fmt.Sprintf("machine %.0f%% busy", d.CPU.MachineBusy*100))
 		for _, n := range d.Notes {
 			add("  note", n, "")

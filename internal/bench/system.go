@@ -157,7 +157,7 @@ func (s *system) waitQuiet(ctx context.Context, timeout time.Duration) (time.Dur
 
 // transferTimes is one transfer's commit, posting and acknowledgment times.
 type transferTimes struct {
-	created, posted, acked time.Time
+	created, dispatched, claimed, posted, acked time.Time
 }
 
 // pipelineTimes reads, for every transfer committed in [from, to], when it was written
@@ -165,7 +165,7 @@ type transferTimes struct {
 // (outbox.acknowledged_at).
 func (s *system) pipelineTimes(ctx context.Context, from, to time.Time) ([]transferTimes, error) {
 	rows, err := s.walletDB.Query(ctx, `
-		SELECT t.id::text, t.created_at, o.acknowledged_at
+		SELECT t.id::text, t.created_at, o.dispatched_at, o.acknowledged_at
 		FROM transfers t LEFT JOIN outbox o ON o.id = t.event_id
 		WHERE t.created_at >= $1 AND t.created_at <= $2`, from, to)
 	if err != nil {
@@ -175,17 +175,20 @@ func (s *system) pipelineTimes(ctx context.Context, from, to time.Time) ([]trans
 	var ids []string
 	for rows.Next() {
 		var (
-			id      string
-			created time.Time
-			acked   *time.Time
+			id                string
+			created           time.Time
+			dispatched, acked *time.Time
 		)
-		if err := rows.Scan(&id, &created, &acked); err != nil {
+		if err := rows.Scan(&id, &created, &dispatched, &acked); err != nil {
 			rows.Close()
 			return nil, err
 		}
 		tt := &transferTimes{created: created}
 		if acked != nil {
 			tt.acked = *acked
+		}
+		if dispatched != nil {
+			tt.dispatched = *dispatched
 		}
 		byID[id] = tt
 		ids = append(ids, id)
@@ -194,21 +197,24 @@ func (s *system) pipelineTimes(ctx context.Context, from, to time.Time) ([]trans
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	entries, err := s.glDB.Query(ctx, `SELECT transfer_id, posted_at FROM journal_entries WHERE transfer_id = ANY($1)`, ids)
+	entries, err := s.glDB.Query(ctx, `
+		SELECT e.transfer_id, e.posted_at, i.received_at
+		FROM journal_entries e JOIN inbox i ON i.id = 'gl:' || e.event_id
+		WHERE e.transfer_id = ANY($1)`, ids)
 	if err != nil {
 		return nil, fmt.Errorf("read entry times: %w", err)
 	}
 	for entries.Next() {
 		var (
-			id     string
-			posted time.Time
+			id              string
+			posted, claimed time.Time
 		)
-		if err := entries.Scan(&id, &posted); err != nil {
+		if err := entries.Scan(&id, &posted, &claimed); err != nil {
 			entries.Close()
 			return nil, err
 		}
 		if tt := byID[id]; tt != nil {
-			tt.posted = posted
+			tt.posted, tt.claimed = posted, claimed
 		}
 	}
 	entries.Close()
