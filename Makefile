@@ -3,7 +3,7 @@ GO       ?= go
 BIN      := bin
 PACKAGES := ./...
 
-.PHONY: run test chaos chaos-short build generate check-generate vet fmt-check ci clean
+.PHONY: run test chaos chaos-short bench build generate check-generate vet fmt-check ci clean
 
 ## run: both services in the foreground against the local PostgreSQL and NATS (starts a
 ## JetStream server of its own when none answers); Ctrl-C stops them gracefully.
@@ -23,6 +23,12 @@ chaos:
 ## chaos-short: every scenario in its short form, as CI runs it.
 chaos-short:
 	$(GO) run ./cmd/chaos -short -scenario $(SCENARIO) -seed $(SEED)
+
+## bench: the benchmark harness against pgbench's limit in the same run, about three minutes
+## (ARGS=-quick for about one; ARGS=-plot for a latency PNG). Reports go to bench/results/.
+ARGS ?=
+bench:
+	$(GO) run ./cmd/bench $(ARGS)
 
 build:
 	$(GO) build -o $(BIN)/wallet ./cmd/wallet

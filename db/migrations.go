@@ -10,6 +10,16 @@ import (
 //go:embed schema
 var schema embed.FS
 
+//go:embed queries
+var queries embed.FS
+
+// Queries returns the sqlc query files, queries/<set>/*.sql, for tools that need the exact SQL
+// the services run (the benchmark's pgbench scripts).
+func Queries() fs.FS {
+	sub, _ := fs.Sub(queries, "queries")
+	return sub
+}
+
 // Migrations returns the goose migration set with the given name: "events" (outbox and inbox,
 // applied to both databases), "wallet" or "gl".
 func Migrations(set string) (fs.FS, error) {

@@ -67,7 +67,7 @@ func Build(ctx context.Context, dir string) (Binaries, error) {
 	if err != nil {
 		return Binaries{}, err
 	}
-	natsBin, err := natsServerBinary(ctx, dir)
+	natsBin, err := harness.NATSServerBinary(ctx, dir)
 	if err != nil {
 		return Binaries{}, err
 	}

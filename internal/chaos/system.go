@@ -19,7 +19,7 @@ import (
 type System struct {
 	Dir              string
 	WalletURL, GLURL string
-	Brokers          []*Broker
+	Brokers          []*harness.Broker
 	Wallets, GLs     []*harness.Process
 	WalletDB, GLDB   *pgxpool.Pool
 	Namespace        string
@@ -43,13 +43,13 @@ func startSystem(ctx context.Context, opts Options, topo Topology, dir string, b
 	id := strings.ToLower(filepath.Base(dir))
 	id = strings.NewReplacer("-", "_", ".", "_").Replace(id)
 	var err error
-	if s.WalletURL, err = databaseURL(opts.DatabaseURL, "chaos_"+id+"_wallet"); err != nil {
+	if s.WalletURL, err = harness.DatabaseURL(opts.DatabaseURL, "chaos_"+id+"_wallet"); err != nil {
 		return nil, err
 	}
-	if s.GLURL, err = databaseURL(opts.DatabaseURL, "chaos_"+id+"_gl"); err != nil {
+	if s.GLURL, err = harness.DatabaseURL(opts.DatabaseURL, "chaos_"+id+"_gl"); err != nil {
 		return nil, err
 	}
-	if s.Brokers, err = startBrokers(ctx, natsBin, dir, max(topo.Brokers, 1)); err != nil {
+	if s.Brokers, err = harness.StartBrokers(ctx, natsBin, dir, max(topo.Brokers, 1)); err != nil {
 		return nil, err
 	}
 	replicas := "1"
@@ -57,7 +57,7 @@ func startSystem(ctx context.Context, opts Options, topo Topology, dir string, b
 		replicas = "3"
 	}
 	common := []string{
-		"NATS_URL=" + urls(s.Brokers), "EVENTS_NAMESPACE=" + s.Namespace, "EVENTS_STREAM_REPLICAS=" + replicas,
+		"NATS_URL=" + harness.URLs(s.Brokers), "EVENTS_NAMESPACE=" + s.Namespace, "EVENTS_STREAM_REPLICAS=" + replicas,
 		"LOG_FORMAT=json", "LOG_LEVEL=info", "FAULTS_SEED=" + fmt.Sprint(opts.Seed),
 		"EVENTS_POLL_INTERVAL=500ms", "EVENTS_ACK_TIMEOUT=4s", "EVENTS_LEASE=3s", "EVENTS_ACK_WAIT=4s",
 		"EVENTS_MAX_ATTEMPTS=1000", "EVENTS_MAX_DELIVER=1000",
@@ -94,14 +94,7 @@ func startSystem(ctx context.Context, opts Options, topo Topology, dir string, b
 }
 
 func (s *System) process(name, bin, prefix, dbURL string, env []string) (*harness.Process, error) {
-	addr, err := harness.FreeAddr()
-	if err != nil {
-		return nil, err
-	}
-	return &harness.Process{
-		Name: name, Bin: bin, Args: []string{"serve"}, Addr: addr, Log: filepath.Join(s.Dir, name+".log"),
-		Env: append([]string{prefix + "_DATABASE_URL=" + dbURL, prefix + "_HTTP_ADDR=" + addr}, env...),
-	}, nil
+	return harness.Service(name, bin, prefix, dbURL, s.Dir, env)
 }
 
 func (s *System) startAndWait(ctx context.Context, p *harness.Process) error {
@@ -238,13 +231,4 @@ func (s *System) StopAll() []error {
 func (s *System) DropDatabases(ctx context.Context) {
 	_ = database.Drop(ctx, s.WalletURL)
 	_ = database.Drop(ctx, s.GLURL)
-}
-
-func databaseURL(server, name string) (string, error) {
-	u, err := url.Parse(server)
-	if err != nil {
-		return "", fmt.Errorf("parse database url: %w", err)
-	}
-	u.Path = "/" + name
-	return u.String(), nil
 }

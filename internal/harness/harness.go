@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -62,6 +63,30 @@ func FreeAddr() (string, error) {
 	}
 	defer ln.Close()
 	return ln.Addr().String(), nil
+}
+
+// DatabaseURL returns the URL of the database name on the server of serverURL (a server's
+// maintenance database URL).
+func DatabaseURL(serverURL, name string) (string, error) {
+	u, err := url.Parse(serverURL)
+	if err != nil {
+		return "", fmt.Errorf("parse database url: %w", err)
+	}
+	u.Path = "/" + name
+	return u.String(), nil
+}
+
+// Service describes a service binary run as "serve" on a free loopback port: prefix is its
+// settings' prefix ("WALLET" or "GL"), its output goes to dir/name.log, env is added.
+func Service(name, bin, prefix, dbURL, dir string, env []string) (*Process, error) {
+	addr, err := FreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	return &Process{
+		Name: name, Bin: bin, Args: []string{"serve"}, Addr: addr, Log: filepath.Join(dir, name+".log"),
+		Env: append([]string{prefix + "_DATABASE_URL=" + dbURL, prefix + "_HTTP_ADDR=" + addr}, env...),
+	}, nil
 }
 
 // Process is one running binary (a service or a broker).
@@ -201,6 +226,16 @@ func (p *Process) signal(sig syscall.Signal, timeout time.Duration) error {
 		return fmt.Errorf("%s exited: %w\n%s", p.Name, err, p.Tail(20))
 	}
 	return err
+}
+
+// PID is the operating system's id of the current run, 0 when it is not running.
+func (p *Process) PID() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil || isClosed(p.exited) {
+		return 0
+	}
+	return p.cmd.Process.Pid
 }
 
 // Running reports whether the process was started and has not exited.

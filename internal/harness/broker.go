@@ -1,4 +1,4 @@
-package chaos
+package harness
 
 import (
 	"context"
@@ -9,13 +9,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"walletgl/internal/harness"
 )
 
-// natsServerBinary returns the nats-server to run: NATS_SERVER_BIN when set (for example
-// Debian's 2.9 at /usr/sbin/nats-server), else one built from the module's nats-server.
-func natsServerBinary(ctx context.Context, dir string) (string, error) {
+// NATSServerBinary returns the nats-server to run: NATS_SERVER_BIN when set (for example
+// Debian's 2.9 at /usr/sbin/nats-server), else one built from the module's nats-server into dir.
+func NATSServerBinary(ctx context.Context, dir string) (string, error) {
 	if bin := os.Getenv("NATS_SERVER_BIN"); bin != "" {
 		return bin, nil
 	}
@@ -30,24 +28,17 @@ func natsServerBinary(ctx context.Context, dir string) (string, error) {
 	return out, nil
 }
 
-func moduleRoot(ctx context.Context) (string, error) {
-	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", err
-	}
-	return filepath.Dir(strings.TrimSpace(string(out))), nil
-}
-
 // Broker is a nats-server process with JetStream whose store the harness controls: it can be
 // stopped, killed, restarted on the same port and wiped.
 type Broker struct {
-	*harness.Process
+	*Process
 	ClientPort int
 	StoreDir   string
 }
 
-// brokers starts n nats-server processes: one plain server, or a cluster of n on loopback.
-func startBrokers(ctx context.Context, bin, dir string, n int) ([]*Broker, error) {
+// StartBrokers starts n nats-server processes with JetStream, their stores and logs in dir: one
+// plain server, or a cluster of n on loopback.
+func StartBrokers(ctx context.Context, bin, dir string, n int) ([]*Broker, error) {
 	ports := make([][3]int, n) // client, monitor, cluster
 	for i := range ports {
 		for j := range 3 {
@@ -68,11 +59,11 @@ func startBrokers(ctx context.Context, bin, dir string, n int) ([]*Broker, error
 		store := filepath.Join(dir, name)
 		args := []string{"-a", "127.0.0.1", "-p", strconv.Itoa(p[0]), "-m", strconv.Itoa(p[1]), "-js", "-sd", store, "-n", name}
 		if n > 1 {
-			args = append(args, "--cluster_name", "chaos", "--cluster", "nats://127.0.0.1:"+strconv.Itoa(p[2]),
+			args = append(args, "--cluster_name", "harness", "--cluster", "nats://127.0.0.1:"+strconv.Itoa(p[2]),
 				"--routes", strings.Join(routes, ","))
 		}
 		brokers[i] = &Broker{
-			Process: &harness.Process{Name: name, Bin: bin, Args: args, Addr: "127.0.0.1:" + strconv.Itoa(p[1]),
+			Process: &Process{Name: name, Bin: bin, Args: args, Addr: "127.0.0.1:" + strconv.Itoa(p[1]),
 				Log: filepath.Join(dir, name+".log")},
 			ClientPort: p[0], StoreDir: store,
 		}
@@ -114,7 +105,7 @@ func (b *Broker) Wipe() error {
 }
 
 func freePort() (int, error) {
-	addr, err := harness.FreeAddr()
+	addr, err := FreeAddr()
 	if err != nil {
 		return 0, err
 	}
@@ -122,7 +113,8 @@ func freePort() (int, error) {
 	return strconv.Atoi(port)
 }
 
-func urls(brokers []*Broker) string {
+// URLs joins the brokers' client URLs the way NATS_URL takes them.
+func URLs(brokers []*Broker) string {
 	var us []string
 	for _, b := range brokers {
 		us = append(us, b.URL())

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"walletgl/internal/bench"
+	"walletgl/internal/testenv"
+)
+
+// TestBenchEndToEnd runs the whole harness in a tiny configuration against the real services:
+// a few hundred transfers over a few seconds. It checks that every measurement produced a
+// figure, never how fast anything was.
+func TestBenchEndToEnd(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("starts the services and pgbench")
+	}
+	server := testenv.ServerURL(t)
+	pgbench := "pgbench"
+	if _, err := exec.LookPath(pgbench); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("pgbench is required under CI=true: %v", err)
+		}
+		t.Logf("pgbench not found: the limits are skipped")
+		pgbench = ""
+	}
+	results := t.TempDir()
+	getenv := func(k string) string {
+		if k == "TEST_DATABASE_URL" {
+			return server
+		}
+		return os.Getenv(k)
+	}
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{
+		"-clients", "4", "-users", "10", "-duration", "3s", "-open-duration", "2s", "-rate", "50",
+		"-backlog", "300", "-pgbench-time", "1s", "-pgbench", pgbench, "-results", results, "-plot",
+	}, getenv, &stdout, &stderr)
+	require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	assert.Contains(t, stdout.String(), "targets")
+
+	files, err := filepath.Glob(filepath.Join(results, "*.json"))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	data, err := os.ReadFile(files[0])
+	require.NoError(t, err)
+	var rep bench.Report
+	require.NoError(t, json.Unmarshal(data, &rep))
+
+	require.NotNil(t, rep.Closed)
+	assert.Positive(t, rep.Closed.OK)
+	assert.Zero(t, rep.Closed.Errors)
+	assert.Positive(t, rep.Closed.API.P99)
+	assert.Positive(t, rep.Closed.CommitToPosted.Count)
+	assert.Zero(t, rep.Closed.Unposted, "every transfer reached the ledger")
+	require.NotNil(t, rep.Open)
+	assert.Positive(t, rep.Open.OK)
+	assert.Positive(t, rep.Open.CommitToAcked.Count)
+	require.NotNil(t, rep.Drain)
+	assert.Positive(t, rep.Drain.DispatchRate)
+	assert.Positive(t, rep.Drain.PostRate)
+	assert.NotEmpty(t, rep.Memory)
+	assert.NotEmpty(t, rep.Targets)
+	if pgbench != "" {
+		assert.Positive(t, rep.Limits.Wallet.TPS, "pgbench ran the wallet script: %s", rep.Limits.Wallet.Error)
+		assert.Positive(t, rep.Limits.GL.EventsPerSec, "pgbench ran the GL script: %s", rep.Limits.GL.Error)
+		assert.Zero(t, rep.Limits.Wallet.Failed)
+	}
+	for _, ext := range []string{"*.md", "*-latency.png"} {
+		m, _ := filepath.Glob(filepath.Join(results, ext))
+		assert.Len(t, m, 1, ext)
+	}
+}

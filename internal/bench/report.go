@@ -1,0 +1,396 @@
+package bench
+
+import (
+	"fmt"
+	"image/color"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+)
+
+// Report is everything one run measured.
+type Report struct {
+	RunID   string    `json:"run_id"`
+	Started time.Time `json:"started"`
+	Elapsed string    `json:"elapsed"`
+	Cores   int       `json:"cores"`
+	Host    Host      `json:"host"`
+	Options Options   `json:"options"`
+	WorkDir string    `json:"work_dir,omitempty"`
+	Limits  Limits    `json:"limits"`
+	Closed  *Phase    `json:"closed_loop,omitempty"`
+	Open    *Phase    `json:"open_loop,omitempty"`
+	Drain   *Drain    `json:"backlog,omitempty"`
+	Memory  []Memory  `json:"memory,omitempty"` // after both load phases
+	Targets []Target  `json:"targets"`
+	Notes   []string  `json:"notes,omitempty"`
+}
+
+// Host describes the machine of the run.
+type Host struct {
+	Cores             int    `json:"cores"`
+	LoadAvg           string `json:"loadavg_at_start"`
+	PostgreSQL        string `json:"postgresql"`
+	SynchronousCommit string `json:"synchronous_commit"`
+	Go                string `json:"go"`
+}
+
+// Limits are pgbench's figures for the services' SQL.
+type Limits struct {
+	Wallet      PgbenchResult `json:"wallet_transaction"`
+	GL          PgbenchResult `json:"gl_batch"`
+	GLOneClient PgbenchResult `json:"gl_batch_one_client"`
+	Error       string        `json:"error,omitempty"`
+}
+
+// Phase is one load phase.
+type Phase struct {
+	Mode           string         `json:"mode"`
+	Clients        int            `json:"clients,omitempty"`
+	TargetRate     float64        `json:"target_rate,omitempty"`
+	Seconds        float64        `json:"seconds"`
+	OK             int            `json:"ok"`
+	Errors         int            `json:"errors"`
+	Skipped        int64          `json:"skipped,omitempty"` // open loop: not sent, too many in flight
+	Statuses       map[string]int `json:"statuses"`
+	APIRate        float64        `json:"api_rate"` // 201s per second
+	API            Latency        `json:"api_latency"`
+	CommitToPosted Latency        `json:"commit_to_posted"`
+	CommitToAcked  Latency        `json:"commit_to_acknowledged"`
+	// The segments of commit→posted: until the relay marked the row dispatched (after the
+	// PubAcks of its whole batch, so it may come after the GL's claim), and until the GL's
+	// inbox claim (inbox.received_at) of the event.
+	CommitToDispatched Latency   `json:"commit_to_dispatched"`
+	CommitToClaimed    Latency   `json:"commit_to_gl_inbox_claim"`
+	Unposted           int       `json:"unposted"`
+	Steady             Steady    `json:"steady"`
+	DrainAfterLoad     string    `json:"drain_after_load"` // until every transfer was posted and acknowledged
+	CPU                CPUUse    `json:"cpu"`
+	Samples            []Sample  `json:"samples"`
+	Notes              []string  `json:"notes,omitempty"`
+	Requests           []request `json:"-"`
+	Points             []Point   `json:"-"`
+}
+
+// Point is one transfer's commit→posted latency at its commit time.
+type Point struct {
+	At      time.Duration
+	Latency time.Duration
+}
+
+// Drain is the backlog measurement.
+type Drain struct {
+	Rows            int     `json:"rows"`
+	Partial         bool    `json:"partial"` // the drain did not finish within the time watched
+	WriteSeconds    float64 `json:"write_seconds"`
+	DispatchSeconds float64 `json:"dispatch_seconds"` // wallet start → last row dispatched
+	// FirstDispatchSeconds is wallet start → first row dispatched: the process's start-up, which
+	// the rates include.
+	FirstDispatchSeconds float64 `json:"first_dispatch_seconds"`
+	DispatchRate         float64 `json:"dispatch_rate"`
+	PostSeconds          float64 `json:"post_seconds"` // wallet start → last entry posted
+	PostRate             float64 `json:"post_rate"`
+	// Republished counts the catch-up's re-publishes of backlog rows (acknowledgment later
+	// than EVENTS_ACK_TIMEOUT): work the relay and the broker did twice.
+	Republished int64    `json:"republished"`
+	CPU         CPUUse   `json:"cpu"`
+	Memory      []Memory `json:"memory"`
+	Notes       []string `json:"notes,omitempty"`
+}
+
+// Memory is a process's resident set, now and at its peak (VmHWM).
+type Memory struct {
+	Name    string  `json:"name"`
+	RSSMiB  float64 `json:"rss_mib"`
+	PeakMiB float64 `json:"peak_rss_mib"`
+}
+
+// Target is one of the issue's targets with this run's figure.
+type Target struct {
+	Name   string  `json:"name"`
+	Figure string  `json:"figure"`
+	Target string  `json:"target"`
+	Value  float64 `json:"value"`
+	Met    bool    `json:"met"`
+	Known  bool    `json:"known"` // false: not measured in this run
+}
+
+func (t Target) verdict() string {
+	switch {
+	case !t.Known:
+		return "not measured"
+	case t.Met:
+		return "met"
+	}
+	return "MISSED"
+}
+
+// targets judges the run against the issue's targets.
+func targets(r *Report) []Target {
+	var ts []Target
+	if r.Closed != nil {
+		lim := r.Limits.Wallet.TPS
+		ratio := Ratio(r.Closed.APIRate, lim)
+		ts = append(ts, Target{Name: "API transfers/s vs pgbench (same tx, same concurrency)",
+			Figure: fmt.Sprintf("%.0f/s ÷ %.0f/s = %.2f×", r.Closed.APIRate, lim, ratio), Target: "≥ 1.0×",
+			Value: ratio, Met: ratio >= 1.0, Known: lim > 0})
+		e2e := r.Closed.Steady.EntryRate
+		ratio = Ratio(e2e, r.Closed.APIRate)
+		grows := ""
+		if r.Closed.Steady.LagGrows {
+			grows = fmt.Sprintf(", lag grows %+.0f/s", r.Closed.Steady.LagSlope)
+		}
+		ts = append(ts, Target{Name: "end-to-end sustained vs API rate",
+			Figure: fmt.Sprintf("%.0f/s ÷ %.0f/s = %.2f×%s", e2e, r.Closed.APIRate, ratio, grows), Target: "≥ 0.8×",
+			Value: ratio, Met: ratio >= 0.8, Known: r.Closed.APIRate > 0})
+	}
+	if r.Open != nil {
+		p99 := r.Open.CommitToPosted.P99
+		ts = append(ts, Target{Name: "commit→posted p99 at half the sustained rate",
+			Figure: fmt.Sprintf("%.1f ms at %.0f/s", p99, r.Open.TargetRate), Target: "< 25 ms",
+			Value: p99, Met: p99 < 25 && r.Open.Unposted == 0, Known: r.Open.CommitToPosted.Count > 0})
+	}
+	if r.Drain != nil {
+		note := ""
+		if r.Drain.Rows != 100_000 {
+			note = fmt.Sprintf(" (%dk rows, not 100k)", r.Drain.Rows/1000)
+		}
+		ts = append(ts,
+			Target{Name: "backlog drained: dispatched by the relay" + note,
+				Figure: fmt.Sprintf("%.0f events/s (%.2fs)", r.Drain.DispatchRate, r.Drain.DispatchSeconds), Target: "≥ 20000/s",
+				Value: r.Drain.DispatchRate, Met: r.Drain.DispatchRate >= 20000, Known: r.Drain.DispatchRate > 0},
+			Target{Name: "backlog drained: posted by the GL" + note,
+				Figure: fmt.Sprintf("%.0f events/s (%.2fs)", r.Drain.PostRate, r.Drain.PostSeconds), Target: "≥ 20000/s",
+				Value: r.Drain.PostRate, Met: r.Drain.PostRate >= 20000, Known: r.Drain.PostRate > 0})
+	}
+	for _, m := range r.Memory {
+		if m.Name == "nats-server" {
+			continue
+		}
+		ts = append(ts, Target{Name: m.Name + " peak RSS under load",
+			Figure: fmt.Sprintf("%.1f MiB", m.PeakMiB), Target: "< 64 MiB", Value: m.PeakMiB, Met: m.PeakMiB < 64, Known: m.PeakMiB > 0})
+	}
+	return ts
+}
+
+// PrintTable writes the figures and the targets as aligned text.
+func (r *Report) PrintTable(w io.Writer) {
+	fmt.Fprintf(w, "\n== walletgl benchmark %s (%d cores%s) ==\n", r.Started.Format(time.RFC3339), r.Cores, quickNote(r))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, row := range r.figures() {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", row[0], row[1], row[2])
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\ntargets")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, t := range r.Targets {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", t.Name, t.Figure, t.Target, t.verdict())
+	}
+	tw.Flush()
+	for _, n := range r.Notes {
+		fmt.Fprintln(w, "note:", n)
+	}
+}
+
+func quickNote(r *Report) string {
+	if r.Options.Quick {
+		return ", quick form"
+	}
+	return ""
+}
+
+// figures are the rows of the table: what, figure, the limit or ratio it compares with.
+func (r *Report) figures() [][3]string {
+	var rows [][3]string
+	add := func(a, b, c string) { rows = append(rows, [3]string{a, b, c}) }
+	lim := r.Limits
+	if lim.Error != "" {
+		add("pgbench", lim.Error, "")
+	}
+	if lim.Wallet.TPS > 0 {
+		add(fmt.Sprintf("limit: wallet tx, pgbench c=%d", lim.Wallet.Clients), fmt.Sprintf("%.0f tx/s", lim.Wallet.TPS), fmt.Sprintf("avg %.2f ms", lim.Wallet.LatencyAvgMS))
+	}
+	if lim.GL.TPS > 0 {
+		add(fmt.Sprintf("limit: GL batch of %d, pgbench c=%d", r.Options.GLBatch, lim.GL.Clients), fmt.Sprintf("%.0f events/s", lim.GL.EventsPerSec), fmt.Sprintf("%.1f batches/s", lim.GL.TPS))
+	}
+	if lim.GLOneClient.TPS > 0 {
+		add(fmt.Sprintf("limit: GL batch of %d, pgbench c=1", r.Options.GLBatch), fmt.Sprintf("%.0f events/s", lim.GLOneClient.EventsPerSec), "one consumer's ceiling")
+	}
+	if c := r.Closed; c != nil {
+		add(fmt.Sprintf("API closed loop, %d clients", c.Clients), fmt.Sprintf("%.0f transfers/s", c.APIRate), ratioText(c.APIRate, lim.Wallet.TPS, "pgbench wallet tx"))
+		add("  API latency", latText(c.API), fmt.Sprintf("%d errors", c.Errors))
+		add("  end-to-end (GL entries/s, steady)", fmt.Sprintf("%.0f/s", c.Steady.EntryRate), ratioText(c.Steady.EntryRate, c.APIRate, "API")+"; "+ratioText(c.Steady.EntryRate, lim.GL.EventsPerSec, "pgbench GL"))
+		add("  lag (transfers − entries)", fmt.Sprintf("%d → %d, slope %+.1f/s", c.Steady.LagStart, c.Steady.LagEnd, c.Steady.LagSlope), growsText(c.Steady.LagGrows))
+		add("  commit→relay marked dispatched", latText(c.CommitToDispatched), "")
+		add("  commit→GL inbox claim", latText(c.CommitToClaimed), "")
+		add("  commit→posted", latText(c.CommitToPosted), fmt.Sprintf("drained %s after the load", c.DrainAfterLoad))
+		add("  commit→acknowledged", latText(c.CommitToAcked), "")
+		add("  CPU per transfer", cpuText(c.CPU), fmt.Sprintf("machine %.0f%% busy", c.CPU.MachineBusy*100))
+	}
+	if o := r.Open; o != nil {
+		add(fmt.Sprintf("API open loop at %.0f/s", o.TargetRate), fmt.Sprintf("%.0f transfers/s", o.APIRate), fmt.Sprintf("%d errors, %d skipped", o.Errors, o.Skipped))
+		add("  API latency (from due time)", latText(o.API), "")
+		add("  commit→relay marked dispatched", latText(o.CommitToDispatched), "")
+		add("  commit→GL inbox claim", latText(o.CommitToClaimed), "")
+		add("  commit→posted", latText(o.CommitToPosted), fmt.Sprintf("%d unposted", o.Unposted))
+		add("  commit→acknowledged", latText(o.CommitToAcked), "")
+		add("  CPU per transfer", cpuText(o.CPU), fmt.Sprintf("machine %.0f%% busy", o.CPU.MachineBusy*100))
+	}
+	if d := r.Drain; d != nil {
+		add(fmt.Sprintf("backlog of %d rows", d.Rows), fmt.Sprintf("dispatched %.0f/s, posted %.0f/s", d.DispatchRate, d.PostRate), fmt.Sprintf("%.2fs / %.2fs from the wallet's start (its start-up: %.2fs)", d.DispatchSeconds, d.PostSeconds, d.FirstDispatchSeconds))
+		if d.Republished > 0 {
+			add("  re-published by catch-up", fmt.Sprintf("%d rows", d.Republished), "acknowledged later than EVENTS_ACK_TIMEOUT")
+		}
+		add("  CPU per event", cpuText(d.CPU), fmt.Sprintf("machine %.0f%% busy", d.CPU.MachineBusy*100))
+		for _, n := range d.Notes {
+			add("  note", n, "")
+		}
+	}
+	for _, m := range r.Memory {
+		add("memory: "+m.Name, fmt.Sprintf("peak %.1f MiB", m.PeakMiB), fmt.Sprintf("now %.1f MiB", m.RSSMiB))
+	}
+	return rows
+}
+
+func ratioText(ours, limit float64, what string) string {
+	if limit <= 0 {
+		return "÷ " + what + ": n/a"
+	}
+	return fmt.Sprintf("%.2f× %s", Ratio(ours, limit), what)
+}
+
+func growsText(g bool) string {
+	if g {
+		return "grows: the GL does not keep up"
+	}
+	return "steady"
+}
+
+func latText(l Latency) string {
+	if l.Count == 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("p50 %.1f  p90 %.1f  p99 %.1f  max %.1f ms", l.P50, l.P90, l.P99, l.Max)
+}
+
+func cpuText(c CPUUse) string {
+	var parts []string
+	for _, p := range c.Processes {
+		name := strings.TrimSuffix(strings.TrimPrefix(p.Name, "postgres ("), " backends)")
+		if strings.HasPrefix(p.Name, "postgres") {
+			name = "pg:" + strings.TrimSuffix(name, " db")
+		}
+		if strings.HasPrefix(p.Name, "harness") {
+			name = "loadgen"
+		}
+		parts = append(parts, fmt.Sprintf("%s %.0fµs", name, p.PerEventUS))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Markdown is the summary for bench/results and the docs.
+func (r *Report) Markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# walletgl benchmark, %s\n\n", r.Started.Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(&b, "%d cores%s, %s; load average at start %s; synchronous_commit=%s. Elapsed %s.\n\n",
+		r.Cores, quickNote(r), firstWords(r.Host.PostgreSQL, 2), r.Host.LoadAvg, r.Host.SynchronousCommit, r.Elapsed)
+	b.WriteString("| measure | figure | compared with |\n|---|---|---|\n")
+	for _, row := range r.figures() {
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", strings.TrimSpace(row[0]), row[1], row[2])
+	}
+	b.WriteString("\n| target | figure | target | verdict |\n|---|---|---|---|\n")
+	for _, t := range r.Targets {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", t.Name, t.Figure, t.Target, t.verdict())
+	}
+	if len(r.Notes) > 0 {
+		b.WriteString("\n")
+		for _, n := range r.Notes {
+			fmt.Fprintf(&b, "- %s\n", n)
+		}
+	}
+	return b.String()
+}
+
+func firstWords(s string, n int) string {
+	f := strings.Fields(s)
+	return strings.Join(f[:min(n, len(f))], " ")
+}
+
+// Plot draws latency over the run's time: per second, the API latency's p50 and p99 and the
+// commit→posted latency's p50 and p99, in milliseconds, for both load phases.
+func (r *Report) Plot(path string) error {
+	p := plot.New()
+	p.Title.Text = "walletgl latency over time (closed loop, then open loop)"
+	p.X.Label.Text = "seconds since the run started"
+	p.Y.Label.Text = "ms"
+	var api, posted []Point
+	for _, ph := range []*Phase{r.Closed, r.Open} {
+		if ph == nil {
+			continue
+		}
+		for _, q := range ph.Requests {
+			if q.Status == 201 {
+				api = append(api, Point{At: q.At, Latency: q.Latency})
+			}
+		}
+		posted = append(posted, ph.Points...)
+	}
+	series := []struct {
+		name   string
+		points []Point
+		pct    float64
+	}{
+		{"API p50", api, 50}, {"API p99", api, 99}, {"commit→posted p50", posted, 50}, {"commit→posted p99", posted, 99},
+	}
+	for i, s := range series {
+		xys := perSecond(s.points, s.pct)
+		if len(xys) == 0 {
+			continue
+		}
+		line, err := plotter.NewLine(xys)
+		if err != nil {
+			return err
+		}
+		line.Color = palette[i%len(palette)]
+		if s.pct == 99 {
+			line.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
+		}
+		p.Add(line)
+		p.Legend.Add(s.name, line)
+	}
+	p.Legend.Top = true
+	p.Add(plotter.NewGrid())
+	return p.Save(10*vg.Inch, 5*vg.Inch, path)
+}
+
+// perSecond buckets points by the second they happened in and takes the pct-th percentile of
+// each bucket.
+func perSecond(points []Point, pct float64) plotter.XYs {
+	buckets := map[int][]time.Duration{}
+	for _, p := range points {
+		buckets[int(p.At.Seconds())] = append(buckets[int(p.At.Seconds())], p.Latency)
+	}
+	secs := make([]int, 0, len(buckets))
+	for s := range buckets {
+		secs = append(secs, s)
+	}
+	slices.Sort(secs)
+	xys := make(plotter.XYs, 0, len(secs))
+	for _, s := range secs {
+		ds := buckets[s]
+		slices.Sort(ds)
+		xys = append(xys, plotter.XY{X: float64(s), Y: float64(Percentile(ds, pct)) / float64(time.Millisecond)})
+	}
+	return xys
+}
+
+var palette = []color.Color{
+	color.RGBA{R: 31, G: 119, B: 180, A: 255}, color.RGBA{R: 31, G: 119, B: 180, A: 255},
+	color.RGBA{R: 214, G: 39, B: 40, A: 255}, color.RGBA{R: 214, G: 39, B: 40, A: 255},
+}

@@ -1,0 +1,297 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"walletgl/internal/database"
+	"walletgl/internal/events"
+	"walletgl/internal/harness"
+)
+
+// system is the run's world: its databases, its broker and the two services.
+type system struct {
+	dir                    string
+	walletURL, glURL       string
+	broker                 *harness.Broker
+	wallet, gl             *harness.Process
+	walletDB, glDB         *pgxpool.Pool
+	admin                  *pgxpool.Pool // the server's maintenance database
+	walletDBName, glDBName string
+}
+
+func startSystem(ctx context.Context, opts Options, runID, dir string, bins harness.Binaries, natsBin string) (*system, error) {
+	s := &system{dir: dir, walletDBName: runID + "_wallet", glDBName: runID + "_gl"}
+	var err error
+	if s.walletURL, err = harness.DatabaseURL(opts.DatabaseURL, s.walletDBName); err != nil {
+		return s, err
+	}
+	if s.glURL, err = harness.DatabaseURL(opts.DatabaseURL, s.glDBName); err != nil {
+		return s, err
+	}
+	if s.admin, err = database.Open(ctx, opts.DatabaseURL, 2); err != nil {
+		return s, err
+	}
+	brokers, err := harness.StartBrokers(ctx, natsBin, dir, 1)
+	if err != nil {
+		return s, err
+	}
+	s.broker = brokers[0]
+	common := []string{
+		"NATS_URL=" + s.broker.URL(), "EVENTS_NAMESPACE=bench", "LOG_FORMAT=json", "LOG_LEVEL=warn",
+	}
+	if s.wallet, err = harness.Service("wallet", bins.Wallet, "WALLET", s.walletURL, dir, append(common, opts.WalletEnv...)); err != nil {
+		return s, err
+	}
+	if s.gl, err = harness.Service("gl", bins.GL, "GL", s.glURL, dir, append(common, opts.GLEnv...)); err != nil {
+		return s, err
+	}
+	for _, p := range []*harness.Process{s.wallet, s.gl} {
+		if err := startAndWait(ctx, p); err != nil {
+			return s, err
+		}
+	}
+	if s.walletDB, err = database.Open(ctx, s.walletURL, 8); err != nil {
+		return s, err
+	}
+	if s.glDB, err = database.Open(ctx, s.glURL, 4); err != nil {
+		return s, err
+	}
+	return s, nil
+}
+
+func startAndWait(ctx context.Context, p *harness.Process) error {
+	if err := p.Start(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	return p.WaitHealthy(ctx)
+}
+
+func (s *system) pids() map[string]int {
+	m := map[string]int{}
+	if s.wallet != nil {
+		m["wallet"] = s.wallet.PID()
+	}
+	if s.gl != nil {
+		m["gl"] = s.gl.PID()
+	}
+	if s.broker != nil {
+		m["nats-server"] = s.broker.PID()
+	}
+	return m
+}
+
+// stop stops the services and the broker gracefully and closes the pools.
+func (s *system) stop() []error {
+	var errs []error
+	for _, p := range []*harness.Process{s.wallet, s.gl} {
+		if p != nil {
+			if err := p.Stop(20 * time.Second); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if s.broker != nil {
+		_ = s.broker.Stop(10 * time.Second)
+	}
+	for _, pool := range []*pgxpool.Pool{s.walletDB, s.glDB} {
+		if pool != nil {
+			pool.Close()
+		}
+	}
+	return errs
+}
+
+func (s *system) dropDatabases(ctx context.Context) {
+	_ = database.Drop(ctx, s.walletURL)
+	_ = database.Drop(ctx, s.glURL)
+}
+
+// counts reads how many transfers the wallet committed and how many entries the GL posted.
+func (s *system) counts(ctx context.Context) (transfers, entries int64, err error) {
+	if err := s.walletDB.QueryRow(ctx, "SELECT count(*) FROM transfers").Scan(&transfers); err != nil {
+		return 0, 0, fmt.Errorf("count transfers: %w", err)
+	}
+	if err := s.glDB.QueryRow(ctx, "SELECT count(*) FROM journal_entries").Scan(&entries); err != nil {
+		return 0, 0, fmt.Errorf("count entries: %w", err)
+	}
+	return transfers, entries, nil
+}
+
+// unacknowledged counts the wallet's outbox rows the GL has not acknowledged yet.
+func (s *system) unacknowledged(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.walletDB.QueryRow(ctx, "SELECT count(*) FROM outbox WHERE status NOT IN ('acknowledged', 'dead_letter')").Scan(&n)
+	return n, err
+}
+
+// waitQuiet waits until every transfer is posted and acknowledged, or timeout.
+func (s *system) waitQuiet(ctx context.Context, timeout time.Duration) (time.Duration, error) {
+	start := time.Now()
+	deadline := start.Add(timeout)
+	for {
+		t, e, err := s.counts(ctx)
+		if err == nil && t == e {
+			var open int64
+			if open, err = s.unacknowledged(ctx); err == nil && open == 0 {
+				return time.Since(start), nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return time.Since(start), fmt.Errorf("not quiet after %s (transfers %d, entries %d)", timeout, t, e)
+		}
+		select {
+		case <-ctx.Done():
+			return time.Since(start), ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// transferTimes is one transfer's commit, posting and acknowledgment times.
+type transferTimes struct {
+	created, dispatched, claimed, posted, acked time.Time
+}
+
+// pipelineTimes reads, for every transfer committed in [from, to], when it was written
+// (transfers.created_at), posted (journal_entries.posted_at) and acknowledged
+// (outbox.acknowledged_at).
+func (s *system) pipelineTimes(ctx context.Context, from, to time.Time) ([]transferTimes, error) {
+	rows, err := s.walletDB.Query(ctx, `
+		SELECT t.id::text, t.created_at, o.dispatched_at, o.acknowledged_at
+		FROM transfers t LEFT JOIN outbox o ON o.id = t.event_id
+		WHERE t.created_at >= $1 AND t.created_at <= $2`, from, to)
+	if err != nil {
+		return nil, fmt.Errorf("read transfer times: %w", err)
+	}
+	byID := map[string]*transferTimes{}
+	var ids []string
+	for rows.Next() {
+		var (
+			id                string
+			created           time.Time
+			dispatched, acked *time.Time
+		)
+		if err := rows.Scan(&id, &created, &dispatched, &acked); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		tt := &transferTimes{created: created}
+		if acked != nil {
+			tt.acked = *acked
+		}
+		if dispatched != nil {
+			tt.dispatched = *dispatched
+		}
+		byID[id] = tt
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	entries, err := s.glDB.Query(ctx, `
+		SELECT e.transfer_id, e.posted_at, i.received_at
+		FROM journal_entries e JOIN inbox i ON i.id = 'gl:' || e.event_id
+		WHERE e.transfer_id = ANY($1)`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("read entry times: %w", err)
+	}
+	for entries.Next() {
+		var (
+			id              string
+			posted, claimed time.Time
+		)
+		if err := entries.Scan(&id, &posted, &claimed); err != nil {
+			entries.Close()
+			return nil, err
+		}
+		if tt := byID[id]; tt != nil {
+			tt.posted, tt.claimed = posted, claimed
+		}
+	}
+	entries.Close()
+	out := make([]transferTimes, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, *byID[id])
+	}
+	return out, entries.Err()
+}
+
+// setupWallets creates the funding wallet and users u1…u<users> through the API, then gives
+// every user a large balance from the funding wallet so that no transfer of the load is refused.
+func setupWallets(ctx context.Context, c *harness.Client, users int) error {
+	if err := c.CreateWallet(ctx, "funding", "USD", true); err != nil {
+		return err
+	}
+	for i := 1; i <= users; i++ {
+		id := fmt.Sprintf("u%d", i)
+		if err := c.CreateWallet(ctx, id, "USD", false); err != nil {
+			return err
+		}
+		resp, err := c.Transfer(ctx, "fund-"+id, harness.TransferRequest{FromWalletID: "funding", ToWalletID: id, Amount: 1_000_000_000_000, Currency: "USD"})
+		if err != nil {
+			return err
+		}
+		if resp.Status != 201 && resp.Status != 200 {
+			return fmt.Errorf("fund %s: %d %s", id, resp.Status, resp.Body)
+		}
+	}
+	return nil
+}
+
+// writeBacklog writes n TransferCompleted rows to the wallet's outbox through events.Outbox,
+// the wallet's own writer, in transactions of 1000 rows on 4 connections. No transfer rows go
+// with them: the benchmark measures the relay and the GL, and the GL only reads the event.
+func writeBacklog(ctx context.Context, pool *pgxpool.Pool, n int) error {
+	outbox := events.NewOutbox(events.SourceWallet)
+	const perTx, workers = 1000, 4
+	jobs := make(chan int)
+	errc := make(chan error, workers)
+	for range workers {
+		go func() {
+			for size := range jobs {
+				err := database.WithTx(ctx, pool, func(tx pgx.Tx) error {
+					for range size {
+						id, transfer := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
+						now := time.Now().UTC()
+						if err := outbox.Add(ctx, tx, events.Event{
+							ID: id, Type: events.TypeTransferCompleted, AggregateID: transfer.String(), Time: now,
+							Data: events.TransferCompleted{TransferID: transfer.String(), FromWalletID: "u1", ToWalletID: "u2",
+								Amount: 1, Currency: "USD", CreatedAt: now},
+						}); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+				if err != nil {
+					errc <- err
+					// Take the remaining jobs so that the producer can finish.
+					for range jobs {
+					}
+					return
+				}
+			}
+			errc <- nil
+		}()
+	}
+	for left := n; left > 0; left -= perTx {
+		jobs <- min(left, perTx)
+	}
+	close(jobs)
+	var first error
+	for range workers {
+		if err := <-errc; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
