@@ -19,13 +19,16 @@ import (
 	"walletgl/db"
 )
 
-// Open connects a pool to the database at url.
+// Open connects a pool to the database at url, with at most maxConns connections unless the
+// URL sets pool_max_conns (0: pgxpool's default).
 func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("parse database url: %w", err)
 	}
-	if maxConns > 0 {
+	switch {
+	case strings.Contains(url, "pool_max_conns"): // the URL says
+	case maxConns > 0:
 		cfg.MaxConns = maxConns
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)

@@ -420,15 +420,10 @@ func (r *Relay) MaintainOnce(ctx context.Context) error {
 	} else if n > 0 {
 		r.log.Warn().Int64("rows", n).Msg("outbox rows dead-lettered: lease expired at the maximum attempts")
 	}
-	for {
-		n, err := r.CatchUpOnce(ctx)
-		if err != nil {
-			errs = append(errs, err)
-			break
-		}
-		if n < r.cfg.CatchUpLimit {
-			break
-		}
+	// One batch per round, as the seed's loop: a consumer that is merely behind would otherwise
+	// be sent its whole backlog again every round.
+	if _, err := r.CatchUpOnce(ctx); err != nil {
+		errs = append(errs, err)
 	}
 	errs = append(errs, r.deleteExpired(ctx))
 	return errors.Join(errs...)
