@@ -36,7 +36,7 @@ type BatchConfig struct {
 // The batcher's defaults.
 const (
 	DefaultBatchMaxSize = 256
-	DefaultBatchWorkers = 4
+	DefaultBatchWorkers = 2
 )
 
 func (c BatchConfig) withDefaults() BatchConfig {
