@@ -46,17 +46,23 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	store := postgres.NewStore(pool).WithFaults(fs)
+	store := postgres.NewStore(pool).WithFaults(fs).
+		WithBatching(postgres.BatchConfig{MaxSize: cfg.BatchMax, Workers: cfg.BatchWorkers}, log)
 	acks, err := events.NewConsumer(cfg.Events.Consumer(events.ConsumerWallet, events.SourceGL, events.TypeTransferPosted, fs),
 		topo, nc, pool, events.HandlerFunc(store.HandleTransferPosted), log)
 	if err != nil {
 		return err
 	}
 	handler := httpapi.NewServer(log, store, store, serve.Health(pool, nc))
-	return serve.Run(ctx, cfg.HTTPAddr, handler, []serve.Worker{
+	workers := []serve.Worker{
 		{Name: "relay", Run: relay.Run},
 		{Name: "acknowledgment consumer", Run: acks.Run},
-	}, log)
+	}
+	if cfg.BatchWorkers > 0 {
+		// Stopped after the HTTP server has drained, so every request it took is answered.
+		workers = append(workers, serve.Worker{Name: "transfer batcher", Run: store.Run})
+	}
+	return serve.Run(ctx, cfg.HTTPAddr, handler, workers, log)
 }
 
 func migrateCmd(ctx context.Context, env cli.Env, args []string) error {

@@ -2,6 +2,11 @@
 INSERT INTO outbox (id, event_type, aggregate_id, payload)
 VALUES (@id, @event_type, @aggregate_id, @payload);
 
+-- name: InsertOutboxBatch :execrows
+-- InsertOutboxBatch writes many events in one statement (one NOTIFY: the trigger is per statement).
+INSERT INTO outbox (id, event_type, aggregate_id, payload)
+SELECT unnest(@ids::uuid[]), unnest(@event_types::text[]), unnest(@aggregate_ids::text[]), unnest(@payloads::jsonb[]);
+
 -- name: ClaimOutbox :many
 -- ClaimOutbox takes rows that are due for a publish: new ones, failed ones whose backoff ran
 -- out, and rows whose relay died holding them (lease expired). SKIP LOCKED lets several relays

@@ -8,8 +8,8 @@ RETURNING *;
 SELECT * FROM wallets WHERE id = @id;
 
 -- name: LockWallets :many
--- LockWallets takes both wallets of a transfer in one fixed order (by id), so two transfers in
--- opposite directions cannot deadlock. NO KEY UPDATE does not conflict with the KEY SHARE locks
+-- LockWallets takes the wallets of a transfer, or of a whole batch of transfers, in one
+-- statement and one fixed order (by id), so two transactions cannot deadlock on them. NO KEY UPDATE does not conflict with the KEY SHARE locks
 -- the transfers foreign keys take.
 SELECT id, currency, balance, allow_negative
 FROM wallets
@@ -18,9 +18,14 @@ ORDER BY id
 FOR NO KEY UPDATE;
 
 -- name: AddToBalances :execrows
+-- AddToBalances adds each delta to its wallet; a wallet may appear several times (a batch of
+-- transfers), so the deltas are summed per wallet first: an UPDATE … FROM applies only one
+-- joined row to each target row. It returns how many wallets changed.
 UPDATE wallets w
 SET balance = w.balance + d.delta, updated_at = clock_timestamp()
-FROM (SELECT unnest(@ids::text[]) AS id, unnest(@deltas::bigint[]) AS delta) AS d
+FROM (SELECT u.id, sum(u.delta)::bigint AS delta
+      FROM (SELECT unnest(@ids::text[]) AS id, unnest(@deltas::bigint[]) AS delta) AS u
+      GROUP BY u.id) AS d
 WHERE w.id = d.id;
 
 -- name: BalanceTotals :many

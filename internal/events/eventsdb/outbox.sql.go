@@ -283,6 +283,32 @@ func (q *Queries) InsertOutbox(ctx context.Context, arg InsertOutboxParams) erro
 	return err
 }
 
+const insertOutboxBatch = `-- name: InsertOutboxBatch :execrows
+INSERT INTO outbox (id, event_type, aggregate_id, payload)
+SELECT unnest($1::uuid[]), unnest($2::text[]), unnest($3::text[]), unnest($4::jsonb[])
+`
+
+type InsertOutboxBatchParams struct {
+	Ids          []uuid.UUID
+	EventTypes   []string
+	AggregateIds []string
+	Payloads     []json.RawMessage
+}
+
+// InsertOutboxBatch writes many events in one statement (one NOTIFY: the trigger is per statement).
+func (q *Queries) InsertOutboxBatch(ctx context.Context, arg InsertOutboxBatchParams) (int64, error) {
+	result, err := q.db.Exec(ctx, insertOutboxBatch,
+		arg.Ids,
+		arg.EventTypes,
+		arg.AggregateIds,
+		arg.Payloads,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const listOutbox = `-- name: ListOutbox :many
 SELECT id, event_type, aggregate_id, payload, status, attempts, publish_count, last_error, next_attempt_at, lease_owner, lease_until, stream_seq, created_at, dispatched_at, acknowledged_at, updated_at, broker_duplicates FROM outbox
 WHERE status = $1

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
@@ -33,7 +34,16 @@ func setup(t *testing.T, health func(ctx context.Context) error) *testBundle {
 	t.Helper()
 	pool, _ := testenv.MigratedPool(t, "wallet")
 	logger := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)
-	store := postgres.NewStore(pool)
+	store := postgres.NewStore(pool).WithBatching(postgres.BatchConfig{}, logger)
+	// Transfers go through the batcher, as in the service; it stops after the server.
+	runCtx, stopBatcher := context.WithCancel(context.Background())
+	stopped := make(chan error, 1)
+	go func() { stopped <- store.Run(runCtx) }()
+	t.Cleanup(func() {
+		stopBatcher()
+		require.NoError(t, <-stopped)
+	})
+	require.Eventually(t, func() bool { return store.BatchStats().Running }, 10*time.Second, time.Millisecond)
 	srv := httptest.NewServer(httpapi.NewServer(logger, store, store, health))
 	t.Cleanup(srv.Close)
 	b := &testBundle{url: srv.URL, pool: pool}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -32,13 +33,17 @@ type Store struct {
 	outbox  *events.Outbox
 	faults  *faults.Set
 	admin   *events.Admin
+	batch   *batcher
 }
 
 var _ wallet.Service = (*Store)(nil)
 
 // NewStore returns a Store on pool, whose database has the "wallet" migrations applied.
 func NewStore(pool *pgxpool.Pool) *Store {
-	return &Store{pool: pool, queries: walletdb.New(pool), outbox: events.NewOutbox(events.SourceWallet), admin: events.NewAdmin(pool)}
+	return &Store{
+		pool: pool, queries: walletdb.New(pool), outbox: events.NewOutbox(events.SourceWallet),
+		admin: events.NewAdmin(pool), batch: newBatcher(BatchConfig{}),
+	}
 }
 
 // WithFaults arms the store's fault points (the transfer's after-commit crash).
@@ -78,62 +83,114 @@ func (s *Store) GetWallet(ctx context.Context, id string) (wallet.Wallet, error)
 
 // CreateTransfer moves the money and records the transfer and its TransferCompleted event, all
 // in one transaction, or returns the transfer an earlier request with the same key created.
+// While Run is running the request shares its transaction with concurrent ones (see Run);
+// otherwise it has a transaction of its own.
 func (s *Store) CreateTransfer(ctx context.Context, req wallet.TransferRequest) (wallet.Transfer, bool, error) {
 	if err := req.Validate(); err != nil {
 		return wallet.Transfer{}, false, err
 	}
-	// The ids exist before the transaction so that a retried transaction (deadlock, serialization
-	// failure) writes the same transfer and the same event.
+	p, err := newPendingTransfer(req)
+	if err != nil {
+		return wallet.Transfer{}, false, err
+	}
+	var r transferResult
+	if s.batch.enqueue(p) {
+		select {
+		case r = <-p.done:
+		case <-ctx.Done():
+			// The batch may still commit the transfer; a retry with the same key finds it.
+			p.abandoned.Store(true)
+			return wallet.Transfer{}, false, storeError("create transfer", ctx.Err())
+		}
+	} else {
+		r.transfer, r.replayed, r.err = s.createOne(ctx, p)
+	}
+	if r.err != nil {
+		return wallet.Transfer{}, false, storeError("create transfer", r.err)
+	}
+	if err := s.faults.Hit(faults.TransferAfterCommit); err != nil {
+		return wallet.Transfer{}, false, err
+	}
+	return r.transfer, r.replayed, nil
+}
+
+// pendingTransfer is a validated request on its way to the database, with the ids it will be
+// written under.
+type pendingTransfer struct {
+	req  wallet.TransferRequest
+	hash []byte
+	// The ids exist before any transaction so that a retried transaction (deadlock,
+	// serialization failure, a batch run again one by one) writes the same transfer and event.
+	transferID, eventID uuid.UUID
+	// abandoned is set when the caller stopped waiting; a batch not yet started leaves it out.
+	abandoned atomic.Bool
+	done      chan transferResult // buffered: the answer never waits for the caller
+}
+
+type transferResult struct {
+	transfer wallet.Transfer
+	replayed bool
+	err      error
+}
+
+func newPendingTransfer(req wallet.TransferRequest) (*pendingTransfer, error) {
 	transferID, err := uuid.NewV7()
 	if err != nil {
-		return wallet.Transfer{}, false, fmt.Errorf("generate transfer id: %w", err)
+		return nil, fmt.Errorf("generate transfer id: %w", err)
 	}
 	eventID, err := uuid.NewV7()
 	if err != nil {
-		return wallet.Transfer{}, false, fmt.Errorf("generate event id: %w", err)
+		return nil, fmt.Errorf("generate event id: %w", err)
 	}
-	hash := requestHash(req)
+	return &pendingTransfer{
+		req: req, hash: requestHash(req), transferID: transferID, eventID: eventID,
+		done: make(chan transferResult, 1),
+	}, nil
+}
 
+// createOne writes one transfer in a transaction of its own: the path without the batcher, and
+// the fallback of a batch that could not commit as a whole.
+func (s *Store) createOne(ctx context.Context, p *pendingTransfer) (wallet.Transfer, bool, error) {
+	req := p.req
 	var (
 		out      wallet.Transfer
 		replayed bool
 	)
-	err = database.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err := database.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		q := s.queries.WithTx(tx)
 		replayed = false
 
-		// (a) Claim the key. A concurrent request with the same key waits here on the unique
+		// (a) Lock both wallets in id order, before the key is claimed. Every transaction that
+		// writes transfers (this one and a batch) takes its wallet locks first, in one statement
+		// ordered by id, and its keys after: no two of them can wait for each other in a cycle.
+		// NO KEY UPDATE leaves the KEY SHARE locks of other transfers' foreign keys alone.
+		locked, err := q.LockWallets(ctx, []string{req.FromWalletID, req.ToWalletID})
+		if err != nil {
+			return fmt.Errorf("lock wallets: %w", err)
+		}
+
+		// (b) Claim the key. A concurrent request with the same key waits here on the unique
 		// index until the first one commits (then it conflicts) or rolls back (then it claims).
 		row, err := q.InsertTransfer(ctx, walletdb.InsertTransferParams{
-			ID: transferID, IdempotencyKey: req.IdempotencyKey, RequestHash: hash,
+			ID: p.transferID, IdempotencyKey: req.IdempotencyKey, RequestHash: p.hash,
 			FromWalletID: req.FromWalletID, ToWalletID: req.ToWalletID,
-			Amount: req.Amount, Currency: req.Currency, EventID: eventID,
+			Amount: req.Amount, Currency: req.Currency, EventID: p.eventID,
 		})
 		if errors.Is(err, pgx.ErrNoRows) {
 			existing, err := q.GetTransferByIdempotencyKey(ctx, req.IdempotencyKey)
 			if err != nil {
 				return fmt.Errorf("load transfer by idempotency key: %w", err)
 			}
-			if !bytes.Equal(existing.Transfer.RequestHash, hash) {
-				return problem.Newf(wallet.ErrIdempotencyKeyReused,
-					"Idempotency-Key %q was used for transfer %s, which differs from this request",
-					req.IdempotencyKey, existing.Transfer.ID)
-			}
-			out, replayed = toTransfer(existing.Transfer, existing.OutboxStatus), true
-			return nil
+			out, err = answerFromOwner(req, p.hash, keyOwner{
+				transfer: toTransfer(existing.Transfer, existing.OutboxStatus), hash: existing.Transfer.RequestHash,
+			})
+			replayed = err == nil
+			return err
 		}
 		if err != nil {
 			return claimError(req, err)
 		}
-
-		// (b) Lock both wallets in id order: two transfers in opposite directions take the locks
-		// in the same order and cannot deadlock, and NO KEY UPDATE leaves the KEY SHARE locks of
-		// other transfers' foreign keys alone.
-		locked, err := q.LockWallets(ctx, []string{req.FromWalletID, req.ToWalletID})
-		if err != nil {
-			return fmt.Errorf("lock wallets: %w", err)
-		}
-		if err := checkTransfer(req, locked); err != nil {
+		if err := checkTransfer(req, findLocked(locked, req.FromWalletID), findLocked(locked, req.ToWalletID)); err != nil {
 			return err
 		}
 
@@ -150,33 +207,51 @@ func (s *Store) CreateTransfer(ctx context.Context, req wallet.TransferRequest) 
 		}
 
 		// (d) The event commits or rolls back with the transfer.
-		err = s.outbox.Add(ctx, tx, events.Event{
-			ID:          eventID,
-			Type:        events.TypeTransferCompleted,
-			AggregateID: row.ID.String(),
-			Time:        row.CreatedAt,
-			Data: events.TransferCompleted{
-				TransferID:   row.ID.String(),
-				FromWalletID: row.FromWalletID,
-				ToWalletID:   row.ToWalletID,
-				Amount:       row.Amount,
-				Currency:     row.Currency,
-				CreatedAt:    row.CreatedAt.UTC(),
-			},
-		})
-		if err != nil {
+		if err := s.outbox.Add(ctx, tx, transferCompleted(row)); err != nil {
 			return err
 		}
 		out = toTransfer(row, "pending")
 		return nil
 	})
 	if err != nil {
-		return wallet.Transfer{}, false, storeError("create transfer", err)
-	}
-	if err := s.faults.Hit(faults.TransferAfterCommit); err != nil {
 		return wallet.Transfer{}, false, err
 	}
 	return out, replayed, nil
+}
+
+// keyOwner is the transfer that holds an idempotency key, with the fingerprint of its request.
+type keyOwner struct {
+	transfer wallet.Transfer
+	hash     []byte
+}
+
+// answerFromOwner answers a request whose key is already taken: the same request replays the
+// transfer, another one is refused.
+func answerFromOwner(req wallet.TransferRequest, hash []byte, owner keyOwner) (wallet.Transfer, error) {
+	if !bytes.Equal(owner.hash, hash) {
+		return wallet.Transfer{}, problem.Newf(wallet.ErrIdempotencyKeyReused,
+			"Idempotency-Key %q was used for transfer %s, which differs from this request",
+			req.IdempotencyKey, owner.transfer.ID)
+	}
+	return owner.transfer, nil
+}
+
+// transferCompleted is the event of a transfer just written.
+func transferCompleted(row walletdb.Transfer) events.Event {
+	return events.Event{
+		ID:          row.EventID,
+		Type:        events.TypeTransferCompleted,
+		AggregateID: row.ID.String(),
+		Time:        row.CreatedAt,
+		Data: events.TransferCompleted{
+			TransferID:   row.ID.String(),
+			FromWalletID: row.FromWalletID,
+			ToWalletID:   row.ToWalletID,
+			Amount:       row.Amount,
+			Currency:     row.Currency,
+			CreatedAt:    row.CreatedAt.UTC(),
+		},
+	}
 }
 
 // claimError explains why the transfer row could not be inserted.
@@ -198,17 +273,9 @@ func claimError(req wallet.TransferRequest, err error) error {
 	return fmt.Errorf("insert transfer: %w", err)
 }
 
-// checkTransfer applies the business rules to the locked wallets.
-func checkTransfer(req wallet.TransferRequest, locked []walletdb.LockWalletsRow) error {
-	var from, to *walletdb.LockWalletsRow
-	for i := range locked {
-		switch locked[i].ID {
-		case req.FromWalletID:
-			from = &locked[i]
-		case req.ToWalletID:
-			to = &locked[i]
-		}
-	}
+// checkTransfer applies the business rules to the locked wallets; nil means the wallet does
+// not exist.
+func checkTransfer(req wallet.TransferRequest, from, to *walletdb.LockWalletsRow) error {
 	switch {
 	case from == nil:
 		return problem.Newf(wallet.ErrWalletNotFound, "from_wallet_id %q does not exist", req.FromWalletID)
@@ -223,6 +290,15 @@ func checkTransfer(req wallet.TransferRequest, locked []walletdb.LockWalletsRow)
 	case !from.AllowNegative && from.Balance < req.Amount: // balance - amount < 0, without overflow
 		return problem.Newf(wallet.ErrInsufficientFunds,
 			"wallet %q holds %d %s, the transfer needs %d", from.ID, from.Balance, from.Currency, req.Amount)
+	}
+	return nil
+}
+
+func findLocked(locked []walletdb.LockWalletsRow, id string) *walletdb.LockWalletsRow {
+	for i := range locked {
+		if locked[i].ID == id {
+			return &locked[i]
+		}
 	}
 	return nil
 }

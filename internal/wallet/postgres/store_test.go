@@ -25,10 +25,26 @@ type testBundle struct {
 	dbURL string
 }
 
+// setup returns a store whose transfers go through the batcher, as they do in the service.
 func setup(t *testing.T) (*postgres.Store, *testBundle) {
 	t.Helper()
 	pool, dbURL := testenv.MigratedPool(t, "wallet")
-	return postgres.NewStore(pool), &testBundle{pool: pool, dbURL: dbURL}
+	store := postgres.NewStore(pool)
+	runBatcher(t, store)
+	return store, &testBundle{pool: pool, dbURL: dbURL}
+}
+
+// runBatcher runs store's batcher until the test ends, and returns once it takes requests.
+func runBatcher(t *testing.T, store *postgres.Store) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- store.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+	require.Eventually(t, func() bool { return store.BatchStats().Running }, 10*time.Second, time.Millisecond)
 }
 
 func createWallet(t *testing.T, store *postgres.Store, id, currency string, allowNegative bool) {
@@ -385,7 +401,10 @@ func TestClaimWaitingPastLockTimeoutIsInFlight(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(impatient.Close)
 
-	_, _, err = postgres.NewStore(impatient).CreateTransfer(ctx, wallet.TransferRequest{
+	// Through the batcher: the batch's insert times out, and the request run alone reports it.
+	impatientStore := postgres.NewStore(impatient)
+	runBatcher(t, impatientStore)
+	_, _, err = impatientStore.CreateTransfer(ctx, wallet.TransferRequest{
 		IdempotencyKey: "busy", FromWalletID: "alice", ToWalletID: "bob", Amount: 1, Currency: "USD",
 	})
 	require.ErrorIs(t, err, wallet.ErrIdempotencyKeyInFlight)
@@ -560,6 +579,7 @@ func TestUnreachableDatabaseIsUnavailable(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
 	store := postgres.NewStore(pool)
+	runBatcher(t, store)
 
 	_, err = store.GetWallet(context.Background(), "alice")
 	require.ErrorIs(t, err, wallet.ErrUnavailable)

@@ -76,6 +76,51 @@ func (q *Queries) GetTransferWithOutbox(ctx context.Context, id uuid.UUID) (GetT
 	return i, err
 }
 
+const getTransfersByIdempotencyKeys = `-- name: GetTransfersByIdempotencyKeys :many
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, coalesce(o.status, 'acknowledged')::text AS outbox_status
+FROM transfers t
+LEFT JOIN outbox o ON o.id = t.event_id
+WHERE t.idempotency_key = ANY ($1::text[])
+`
+
+type GetTransfersByIdempotencyKeysRow struct {
+	Transfer     Transfer
+	OutboxStatus string
+}
+
+// The keys of a batch that were used before: each is a replay (same request) or a refusal.
+func (q *Queries) GetTransfersByIdempotencyKeys(ctx context.Context, idempotencyKeys []string) ([]GetTransfersByIdempotencyKeysRow, error) {
+	rows, err := q.db.Query(ctx, getTransfersByIdempotencyKeys, idempotencyKeys)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []GetTransfersByIdempotencyKeysRow
+	for rows.Next() {
+		var i GetTransfersByIdempotencyKeysRow
+		if err := rows.Scan(
+			&i.Transfer.ID,
+			&i.Transfer.IdempotencyKey,
+			&i.Transfer.RequestHash,
+			&i.Transfer.FromWalletID,
+			&i.Transfer.ToWalletID,
+			&i.Transfer.Amount,
+			&i.Transfer.Currency,
+			&i.Transfer.Status,
+			&i.Transfer.EventID,
+			&i.Transfer.CreatedAt,
+			&i.OutboxStatus,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const insertTransfer = `-- name: InsertTransfer :one
 INSERT INTO transfers (id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
@@ -121,6 +166,70 @@ func (q *Queries) InsertTransfer(ctx context.Context, arg InsertTransferParams) 
 		&i.CreatedAt,
 	)
 	return i, err
+}
+
+const insertTransfers = `-- name: InsertTransfers :many
+INSERT INTO transfers (id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id)
+SELECT unnest($1::uuid[]), unnest($2::text[]), unnest($3::bytea[]),
+       unnest($4::text[]), unnest($5::text[]), unnest($6::bigint[]),
+       unnest($7::text[]), unnest($8::uuid[])
+ON CONFLICT (idempotency_key) DO NOTHING
+RETURNING id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at
+`
+
+type InsertTransfersParams struct {
+	Ids             []uuid.UUID
+	IdempotencyKeys []string
+	RequestHashes   [][]byte
+	FromWalletIds   []string
+	ToWalletIds     []string
+	Amounts         []int64
+	Currencies      []string
+	EventIds        []uuid.UUID
+}
+
+// InsertTransfers writes a batch of transfers in one statement, in the order given (the caller
+// sorts them by key, so two batches claim their keys in the same order). A key that another
+// transaction holds or committed comes back missing: ON CONFLICT DO NOTHING. created_at stays
+// clock_timestamp(), per row.
+func (q *Queries) InsertTransfers(ctx context.Context, arg InsertTransfersParams) ([]Transfer, error) {
+	rows, err := q.db.Query(ctx, insertTransfers,
+		arg.Ids,
+		arg.IdempotencyKeys,
+		arg.RequestHashes,
+		arg.FromWalletIds,
+		arg.ToWalletIds,
+		arg.Amounts,
+		arg.Currencies,
+		arg.EventIds,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Transfer
+	for rows.Next() {
+		var i Transfer
+		if err := rows.Scan(
+			&i.ID,
+			&i.IdempotencyKey,
+			&i.RequestHash,
+			&i.FromWalletID,
+			&i.ToWalletID,
+			&i.Amount,
+			&i.Currency,
+			&i.Status,
+			&i.EventID,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const listTransfers = `-- name: ListTransfers :many

@@ -12,7 +12,9 @@ import (
 const addToBalances = `-- name: AddToBalances :execrows
 UPDATE wallets w
 SET balance = w.balance + d.delta, updated_at = clock_timestamp()
-FROM (SELECT unnest($1::text[]) AS id, unnest($2::bigint[]) AS delta) AS d
+FROM (SELECT u.id, sum(u.delta)::bigint AS delta
+      FROM (SELECT unnest($1::text[]) AS id, unnest($2::bigint[]) AS delta) AS u
+      GROUP BY u.id) AS d
 WHERE w.id = d.id
 `
 
@@ -21,6 +23,9 @@ type AddToBalancesParams struct {
 	Deltas []int64
 }
 
+// AddToBalances adds each delta to its wallet; a wallet may appear several times (a batch of
+// transfers), so the deltas are summed per wallet first: an UPDATE … FROM applies only one
+// joined row to each target row. It returns how many wallets changed.
 func (q *Queries) AddToBalances(ctx context.Context, arg AddToBalancesParams) (int64, error) {
 	result, err := q.db.Exec(ctx, addToBalances, arg.Ids, arg.Deltas)
 	if err != nil {
@@ -122,8 +127,8 @@ type LockWalletsRow struct {
 	AllowNegative bool
 }
 
-// LockWallets takes both wallets of a transfer in one fixed order (by id), so two transfers in
-// opposite directions cannot deadlock. NO KEY UPDATE does not conflict with the KEY SHARE locks
+// LockWallets takes the wallets of a transfer, or of a whole batch of transfers, in one
+// statement and one fixed order (by id), so two transactions cannot deadlock on them. NO KEY UPDATE does not conflict with the KEY SHARE locks
 // the transfers foreign keys take.
 func (q *Queries) LockWallets(ctx context.Context, ids []string) ([]LockWalletsRow, error) {
 	rows, err := q.db.Query(ctx, lockWallets, ids)
