@@ -49,7 +49,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	store := postgres.NewStore(pool).WithFaults(fs).
 		WithBatching(postgres.BatchConfig{MaxSize: cfg.BatchMax, Workers: cfg.BatchWorkers}, log)
 	acks, err := events.NewConsumer(cfg.Events.Consumer(events.ConsumerWallet, events.SourceGL, events.TypeTransferPosted, fs),
-		topo, nc, pool, events.HandlerFunc(store.HandleTransferPosted), log)
+		topo, nc, pool, store.Acknowledgments(), log)
 	if err != nil {
 		return err
 	}

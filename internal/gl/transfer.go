@@ -143,10 +143,8 @@ func (p *TransferPoster) HandleBatch(ctx context.Context, tx pgx.Tx, envs []even
 		acks[i] = events.Event{ID: ackID, Type: events.TypeTransferPosted, AggregateID: e.TransferID, Time: posting.Entry.PostedAt,
 			Data: events.TransferPosted{TransferID: e.TransferID, SourceEventID: e.EventID, EntryID: posting.Entry.ID.String(), PostedAt: posting.Entry.PostedAt}}
 	}
-	for _, ack := range acks {
-		if err := p.outbox.Add(ctx, tx, ack); err != nil {
-			return fmt.Errorf("acknowledge transfer %s: %w", ack.AggregateID, err)
-		}
+	if err := p.outbox.AddBatch(ctx, tx, acks); err != nil {
+		return fmt.Errorf("acknowledge %d transfers: %w", len(acks), err)
 	}
 	return nil
 }

@@ -354,34 +354,52 @@ func (s *Store) BalanceTotals(ctx context.Context) ([]wallet.CurrencyTotal, erro
 	return totals, nil
 }
 
-// HandleTransferPosted applies the GL's acknowledgment of a transfer: the outbox row of the
-// event the GL posted becomes acknowledged. It is an events.Handler (through
-// events.HandlerFunc) and runs in the consumer's transaction.
+// HandleTransferPosted applies one acknowledgment from the GL: its outbox row moves to
+// acknowledged. It is an events.Handler; HandleTransferPostedBatch takes a whole batch.
 func (s *Store) HandleTransferPosted(ctx context.Context, tx pgx.Tx, env events.Envelope) error {
+	return s.HandleTransferPostedBatch(ctx, tx, []events.Envelope{env})
+}
+
+// HandleTransferPostedBatch acknowledges the outbox rows of a batch of TransferPosted events in
+// one statement. An event that can never be applied fails the batch with a permanent error (the
+// consumer then takes the events one by one, and that one is dead-lettered alone).
+func (s *Store) HandleTransferPostedBatch(ctx context.Context, tx pgx.Tx, envs []events.Envelope) error {
+	ids := make([]uuid.UUID, 0, len(envs))
+	for _, env := range envs {
+		id, err := acknowledgedRow(env)
+		if err != nil {
+			return err
+		}
+		ids = append(ids, id)
+	}
+	n, err := s.outbox.Acknowledge(ctx, tx, ids...)
+	if err != nil {
+		return err
+	}
+	if n < int64(len(ids)) {
+		// Repeated acknowledgments, or rows retention already removed.
+		zerolog.Ctx(ctx).Debug().Int("events", len(ids)).Int64("acknowledged", n).Msg("some transfers were already acknowledged")
+	}
+	return nil
+}
+
+// acknowledgedRow returns the wallet outbox row a TransferPosted event acknowledges.
+func acknowledgedRow(env events.Envelope) (uuid.UUID, error) {
 	if env.Type != events.TypeTransferPosted {
-		return events.Permanent(fmt.Errorf("handle %s: want %s", env.Type, events.TypeTransferPosted))
+		return uuid.Nil, events.Permanent(fmt.Errorf("handle %s: want %s", env.Type, events.TypeTransferPosted))
 	}
 	var posted events.TransferPosted
 	if err := env.DecodeData(&posted); err != nil {
-		return err
+		return uuid.Nil, err
 	}
 	if err := posted.Validate(); err != nil {
-		return err
+		return uuid.Nil, err
 	}
 	id, err := uuid.Parse(posted.SourceEventID)
 	if err != nil {
-		return events.Permanent(fmt.Errorf("source_event_id %q is not a uuid: %w", posted.SourceEventID, err))
+		return uuid.Nil, events.Permanent(fmt.Errorf("source_event_id %q is not a uuid: %w", posted.SourceEventID, err))
 	}
-	n, err := s.outbox.Acknowledge(ctx, tx, id)
-	if err != nil {
-		return err
-	}
-	if n == 0 {
-		// A repeated acknowledgment, or one whose row retention already removed.
-		zerolog.Ctx(ctx).Debug().Str("transfer_id", posted.TransferID).Str("outbox_id", id.String()).
-			Msg("transfer already acknowledged")
-	}
-	return nil
+	return id, nil
 }
 
 // storeError keeps application errors as they are and turns a database that cannot be
@@ -422,4 +440,18 @@ func toTransfer(t walletdb.Transfer, outboxStatus string) wallet.Transfer {
 		Amount: t.Amount, Currency: t.Currency, Status: t.Status,
 		OutboxStatus: outboxStatus, EventID: t.EventID, CreatedAt: t.CreatedAt.UTC(),
 	}
+}
+
+// Acknowledgments is the acknowledgment consumer's handler: one TransferPosted event at a time,
+// or a whole fetched batch in one statement.
+func (s *Store) Acknowledgments() events.BatchHandler { return acknowledgments{s} }
+
+type acknowledgments struct{ s *Store }
+
+func (a acknowledgments) Handle(ctx context.Context, tx pgx.Tx, env events.Envelope) error {
+	return a.s.HandleTransferPosted(ctx, tx, env)
+}
+
+func (a acknowledgments) HandleBatch(ctx context.Context, tx pgx.Tx, envs []events.Envelope) error {
+	return a.s.HandleTransferPostedBatch(ctx, tx, envs)
 }

@@ -588,3 +588,38 @@ func TestUnreachableDatabaseIsUnavailable(t *testing.T) {
 	})
 	require.ErrorIs(t, err, wallet.ErrUnavailable)
 }
+
+func TestAcknowledgmentsTakeAWholeBatchAndABadOneFailsIt(t *testing.T) {
+	t.Parallel()
+	store, bundle := setup(t)
+	ctx := context.Background()
+	fund(t, store, "alice", "USD", 100)
+	createWallet(t, store, "bob", "USD", false)
+	var envs []events.Envelope
+	for i := range 5 {
+		tr, _, err := store.CreateTransfer(ctx, wallet.TransferRequest{
+			IdempotencyKey: fmt.Sprintf("b%d", i), FromWalletID: "alice", ToWalletID: "bob", Amount: 1, Currency: "USD",
+		})
+		require.NoError(t, err)
+		envs = append(envs, postedEnvelope(t, events.TransferPosted{
+			TransferID: tr.ID.String(), SourceEventID: tr.EventID.String(), EntryID: "e", PostedAt: time.Now(),
+		}))
+	}
+	handler := store.Acknowledgments()
+	batch := func(envs []events.Envelope) error {
+		return database.WithTx(ctx, bundle.pool, func(tx pgx.Tx) error { return handler.HandleBatch(ctx, tx, envs) })
+	}
+	acknowledged := func() int {
+		var n int
+		require.NoError(t, bundle.pool.QueryRow(ctx, "SELECT count(*) FROM outbox WHERE status = 'acknowledged'").Scan(&n))
+		return n
+	}
+
+	bad := postedEnvelope(t, events.TransferPosted{TransferID: "t", SourceEventID: "not-a-uuid"})
+	err := batch(append(append([]events.Envelope{}, envs[:2]...), bad))
+	require.ErrorIs(t, err, events.ErrMalformed)
+	require.Zero(t, acknowledged(), "a batch with a bad event acknowledges nothing")
+
+	require.NoError(t, batch(envs))
+	require.Equal(t, 5, acknowledged())
+}
