@@ -77,7 +77,7 @@ func Scenarios() []Scenario {
 		},
 		{
 			Name:        "broker-amnesia",
-			Description: "the NATS server killed, its store deleted and a fresh one started on the same address mid-run",
+			Description: "the NATS server killed with unconsumed events in it, its store deleted, and a fresh one started on the same address mid-run",
 			Inject:      wipeBroker,
 		},
 	}
@@ -133,7 +133,16 @@ func restartBroker(ctx context.Context, s *System, rng *rand.Rand, d time.Durati
 
 func wipeBroker(ctx context.Context, s *System, rng *rand.Rand, d time.Duration) error {
 	b := s.Brokers[0]
-	sleepCtx(ctx, d/3)
+	sleepCtx(ctx, d/4)
+	// With the GL paused, events pile up in the stream unconsumed: the wipe then loses events
+	// the broker had acknowledged, which only the outbox's catch-up can bring back.
+	for _, g := range s.GLs {
+		s.log.Fault("pause %s (SIGSTOP) so the stream holds unconsumed events", g.Name)
+		if err := g.Pause(); err != nil {
+			return err
+		}
+	}
+	sleepCtx(ctx, 2*time.Second)
 	s.log.Fault("kill -9 %s", b.Name)
 	_ = b.Kill()
 	if err := b.Wipe(); err != nil {
@@ -141,7 +150,16 @@ func wipeBroker(ctx context.Context, s *System, rng *rand.Rand, d time.Duration)
 	}
 	s.log.Fault("deleted %s's store; starting an empty server on the same address", b.Name)
 	sleepCtx(ctx, time.Second)
-	return b.Restart(ctx)
+	if err := b.Restart(ctx); err != nil {
+		return err
+	}
+	for _, g := range s.GLs {
+		s.log.Fault("resume %s (SIGCONT)", g.Name)
+		if err := g.Resume(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func killClusterNode(ctx context.Context, s *System, rng *rand.Rand, d time.Duration) error {
