@@ -108,6 +108,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 func (c *Consumer) consume(ctx context.Context) error {
 	failures := 0
 	var cons jetstream.Consumer
+	checked := time.Now()
 	for ctx.Err() == nil {
 		if cons == nil {
 			var err error
@@ -127,6 +128,16 @@ func (c *Consumer) consume(ctx context.Context) error {
 			continue
 		}
 		failures = 0
+		if len(msgs) == 0 && time.Since(checked) > consumerCheckInterval {
+			// An idle fetch cannot tell "nothing to do" from "the broker lost this consumer"
+			// (nats-server 2.9 just lets the pull expire): ask now and then.
+			checked = time.Now()
+			if _, err := cons.Info(ctx); err != nil && ctx.Err() == nil {
+				c.log.Warn().Err(err).Msg("consumer lost by the broker; creating it again")
+				cons = nil
+			}
+			continue
+		}
 		if len(msgs) > 0 {
 			// Finish the batch even if ctx is cancelled meanwhile.
 			batchCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.AckWait)
@@ -136,6 +147,10 @@ func (c *Consumer) consume(ctx context.Context) error {
 	}
 	return nil
 }
+
+// consumerCheckInterval is how often an idle consumer asks the broker whether its durable
+// consumer still exists.
+const consumerCheckInterval = 5 * time.Second
 
 // maxDeliveriesAdvisorySubject prefixes the subject of the broker's max-deliveries advisory,
 // followed by the stream and consumer names.

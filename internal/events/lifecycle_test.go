@@ -409,3 +409,34 @@ func TestAClaimThatFailsForAnotherReasonIsRetriedNeverTreatedAsNew(t *testing.T)
 	require.Equal(t, int64(5), handled.Load(), "each event handled once, after the claim worked")
 	require.Zero(t, cons.Stats().Duplicates)
 }
+
+// After the broker lost its store (streams and consumers gone), the consumer creates its
+// durable consumer again and takes what the relay publishes on the recreated stream.
+func TestTheConsumerComesBackAfterTheBrokerLostItsStore(t *testing.T) {
+	t.Parallel()
+	pool, _ := testenv.MigratedPool(t, "wallet")
+	broker := testenv.StartBroker(t)
+	b := setupWithNATS(t, pool, broker.URL())
+	ctx := context.Background()
+	b.addEvents(t, 10)
+	relay := b.relay(t, events.RelayConfig{})
+	_, err := relay.DispatchOnce(ctx)
+	require.NoError(t, err)
+
+	var handled atomic.Int64
+	cons := b.consumer(t, "gl", events.HandlerFunc(func(context.Context, pgx.Tx, events.Envelope) error {
+		handled.Add(1)
+		return nil
+	}))
+	stop := runInBackground(t, cons.Run)
+	defer stop()
+	require.Eventually(t, func() bool { return handled.Load() == 10 }, 20*time.Second, 20*time.Millisecond)
+
+	broker.Wipe()
+	require.Eventually(t, func() bool { return events.Healthy(b.nc) == nil }, 10*time.Second, 20*time.Millisecond)
+	b.addEvents(t, 10)
+	require.Eventually(t, func() bool {
+		_, _ = relay.DispatchOnce(ctx) // the first round finds no stream and ensures it again
+		return handled.Load() == 20
+	}, 60*time.Second, 200*time.Millisecond)
+}
