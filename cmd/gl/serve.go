@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"walletgl/internal/cli"
+	"walletgl/internal/database"
 	"walletgl/internal/events"
 	"walletgl/internal/gl"
 	"walletgl/internal/gl/httpapi"
@@ -54,7 +55,12 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 		return err
 	}
 	// The GL's acknowledgments are done once the wallet's consumer acknowledged them.
-	relay, err := events.NewRelay(cfg.Events.Relay(events.SourceGL, events.ConsumerWallet, fs), topo, pool, nc, log)
+	relayPool, err := database.OpenBookkeeping(ctx, cfg.DatabaseURL, 4)
+	if err != nil {
+		return err
+	}
+	defer relayPool.Close()
+	relay, err := events.NewRelay(cfg.Events.Relay(events.SourceGL, events.ConsumerWallet, fs), topo, relayPool, nc, log)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"walletgl/internal/cli"
+	"walletgl/internal/database"
 	"walletgl/internal/events"
 	"walletgl/internal/serve"
 	"walletgl/internal/wallet/httpapi"
@@ -42,7 +43,12 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 		log.Warn().Str("faults", cfg.Events.Faults).Msg("fault points armed")
 	}
 	topo := cfg.Events.Topology()
-	relay, err := events.NewRelay(cfg.Events.Relay(events.SourceWallet, "", fs), topo, pool, nc, log)
+	relayPool, err := database.OpenBookkeeping(ctx, cfg.DatabaseURL, 4)
+	if err != nil {
+		return err
+	}
+	defer relayPool.Close()
+	relay, err := events.NewRelay(cfg.Events.Relay(events.SourceWallet, "", fs), topo, relayPool, nc, log)
 	if err != nil {
 		return err
 	}

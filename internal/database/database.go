@@ -38,6 +38,24 @@ func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error
 	return pool, nil
 }
 
+// OpenBookkeeping connects a small pool whose commits do not wait for the WAL flush
+// (synchronous_commit = off), for writes whose loss in a database crash is harmless because
+// they are redone: the relay's claims and marks (a lost mark means a re-publish, which the
+// broker's duplicate window and the consumer's inbox absorb). Money never moves on it.
+func OpenBookkeeping(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("parse database url: %w", err)
+	}
+	cfg.MaxConns = maxConns
+	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open bookkeeping pool %s: %w", cfg.ConnConfig.Database, err)
+	}
+	return pool, nil
+}
+
 // EnsureExists creates the database named in url when it is missing, connecting to the
 // server's maintenance database "postgres" to do it.
 func EnsureExists(ctx context.Context, dbURL string) error {
