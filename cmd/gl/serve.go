@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"walletgl/internal/cli"
-	"walletgl/internal/database"
 	"walletgl/internal/events"
 	"walletgl/internal/gl"
 	"walletgl/internal/gl/httpapi"
@@ -25,46 +24,28 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	pool, err := serve.OpenDatabase(ctx, cfg.DatabaseURL, "gl", log)
+	deps, err := serve.Open(ctx, "gl", cfg.DatabaseURL, cfg.Events, log)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	ledger := postgres.NewLedger(pool)
+	defer deps.Close()
+	ledger := postgres.NewLedger(deps.Pool)
 	if err := cfg.Rule.Check(ctx, ledger); err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}
-	nc, err := events.Connect(ctx, cfg.Events.NATSURL, "gl", log)
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-
-	fs, err := cfg.Events.FaultSet()
-	if err != nil {
-		return fmt.Errorf("configuration: %w", err)
-	}
-	if fs != nil {
-		log.Warn().Str("faults", cfg.Events.Faults).Msg("fault points armed")
-	}
-	topo := cfg.Events.Topology()
 	poster := gl.NewTransferPoster(cfg.Rule, ledger, log)
-	consumer, err := events.NewConsumer(cfg.Events.Consumer(events.ConsumerGL, events.SourceWallet, events.TypeTransferCompleted, fs),
-		topo, nc, pool, poster, log)
+	consumer, err := events.NewConsumer(cfg.Events.Consumer(events.ConsumerGL, events.SourceWallet, events.TypeTransferCompleted, deps.Faults),
+		deps.Topology, deps.NATS, deps.Pool, poster, log)
 	if err != nil {
 		return err
 	}
 	// The GL's acknowledgments are done once the wallet's consumer acknowledged them.
-	relayPool, err := database.OpenBookkeeping(ctx, cfg.DatabaseURL, 4)
+	relay, err := events.NewRelay(cfg.Events.Relay(events.SourceGL, events.ConsumerWallet, deps.Faults),
+		deps.Topology, deps.RelayPool, deps.NATS, log)
 	if err != nil {
 		return err
 	}
-	defer relayPool.Close()
-	relay, err := events.NewRelay(cfg.Events.Relay(events.SourceGL, events.ConsumerWallet, fs), topo, relayPool, nc, log)
-	if err != nil {
-		return err
-	}
-	handler := httpapi.NewServer(log, ledger, serve.Health(pool, nc))
+	handler := httpapi.NewServer(log, ledger, deps.Health())
 	return serve.Run(ctx, cfg.HTTPAddr, handler, []serve.Worker{
 		{Name: "transfer consumer", Run: consumer.Run},
 		{Name: "acknowledgment relay", Run: relay.Run},

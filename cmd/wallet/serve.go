@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"walletgl/internal/cli"
-	"walletgl/internal/database"
 	"walletgl/internal/events"
 	"walletgl/internal/serve"
 	"walletgl/internal/wallet/httpapi"
@@ -24,42 +23,24 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	pool, err := serve.OpenDatabase(ctx, cfg.DatabaseURL, "wallet", log)
+	deps, err := serve.Open(ctx, "wallet", cfg.DatabaseURL, cfg.Events, log)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	nc, err := events.Connect(ctx, cfg.Events.NATSURL, "wallet", log)
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-
-	fs, err := cfg.Events.FaultSet()
-	if err != nil {
-		return fmt.Errorf("configuration: %w", err)
-	}
-	if fs != nil {
-		log.Warn().Str("faults", cfg.Events.Faults).Msg("fault points armed")
-	}
-	topo := cfg.Events.Topology()
-	relayPool, err := database.OpenBookkeeping(ctx, cfg.DatabaseURL, 4)
-	if err != nil {
-		return err
-	}
-	defer relayPool.Close()
-	relay, err := events.NewRelay(cfg.Events.Relay(events.SourceWallet, "", fs), topo, relayPool, nc, log)
+	defer deps.Close()
+	pool, fs := deps.Pool, deps.Faults
+	relay, err := events.NewRelay(cfg.Events.Relay(events.SourceWallet, "", fs), deps.Topology, deps.RelayPool, deps.NATS, log)
 	if err != nil {
 		return err
 	}
 	store := postgres.NewStore(pool).WithFaults(fs).
 		WithBatching(postgres.BatchConfig{MaxSize: cfg.BatchMax, Workers: cfg.BatchWorkers}, log)
 	acks, err := events.NewConsumer(cfg.Events.Consumer(events.ConsumerWallet, events.SourceGL, events.TypeTransferPosted, fs),
-		topo, nc, pool, store.Acknowledgments(), log)
+		deps.Topology, deps.NATS, pool, store.Acknowledgments(), log)
 	if err != nil {
 		return err
 	}
-	handler := httpapi.NewServer(log, store, store, serve.Health(pool, nc))
+	handler := httpapi.NewServer(log, store, store, deps.Health())
 	workers := []serve.Worker{
 		{Name: "relay", Run: relay.Run},
 		{Name: "acknowledgment consumer", Run: acks.Run},

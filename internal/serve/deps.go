@@ -1,0 +1,66 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
+
+	"walletgl/internal/config"
+	"walletgl/internal/database"
+	"walletgl/internal/events"
+	"walletgl/internal/faults"
+)
+
+// Deps is what both services open before wiring their own parts: the database (created and
+// migrated when needed), the relay's bookkeeping pool, the NATS connection, the armed fault
+// points and the JetStream topology.
+type Deps struct {
+	Pool      *pgxpool.Pool
+	RelayPool *pgxpool.Pool
+	NATS      *nats.Conn
+	Faults    *faults.Set
+	Topology  events.Topology
+}
+
+// Open opens the service's dependencies; Close releases them.
+func Open(ctx context.Context, service, dbURL string, ev config.Events, log zerolog.Logger) (*Deps, error) {
+	fs, err := ev.FaultSet()
+	if err != nil {
+		return nil, fmt.Errorf("configuration: %w", err)
+	}
+	if fs != nil {
+		log.Warn().Str("faults", ev.Faults).Msg("fault points armed")
+	}
+	d := &Deps{Faults: fs, Topology: ev.Topology()}
+	if d.Pool, err = OpenDatabase(ctx, dbURL, service, log); err != nil {
+		return nil, err
+	}
+	if d.RelayPool, err = database.OpenBookkeeping(ctx, dbURL, 4); err != nil {
+		d.Close()
+		return nil, err
+	}
+	if d.NATS, err = events.Connect(ctx, ev.NATSURL, service, log); err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// Health reports why the service cannot do its work now.
+func (d *Deps) Health() func(context.Context) error { return Health(d.Pool, d.NATS) }
+
+// Close closes what Open opened.
+func (d *Deps) Close() {
+	if d.NATS != nil {
+		d.NATS.Close()
+	}
+	if d.RelayPool != nil {
+		d.RelayPool.Close()
+	}
+	if d.Pool != nil {
+		d.Pool.Close()
+	}
+}
