@@ -181,17 +181,6 @@ func (s *System) takeKilled(p *harness.Process) bool {
 	return k
 }
 
-// Running lists the service processes that are up.
-func (s *System) running(ps []*harness.Process) []*harness.Process {
-	var up []*harness.Process
-	for _, p := range ps {
-		if p.Running() && !s.isExpected(p) {
-			up = append(up, p)
-		}
-	}
-	return up
-}
-
 func (s *System) adminURL() string {
 	u, _ := url.Parse(s.WalletURL)
 	u.Path = "/postgres"

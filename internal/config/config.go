@@ -43,9 +43,6 @@ func NewSet(name string, getenv func(string) string, output io.Writer) *Set {
 // Flags exposes the flag set for flags that have no environment variable (such as --json).
 func (s *Set) Flags() *flag.FlagSet { return s.fs }
 
-// Docs lists the settings bound so far.
-func (s *Set) Docs() []Doc { return s.docs }
-
 func (s *Set) lookup(env, flagName, def, usage string) string {
 	s.docs = append(s.docs, Doc{Env: env, Flag: flagName, Default: def, Usage: usage})
 	if v := s.getenv(env); v != "" {

@@ -179,13 +179,6 @@ func isRetryable(err error) bool {
 	return errors.As(err, &pgErr) && (pgErr.Code == "40001" || pgErr.Code == "40P01")
 }
 
-// IsUniqueViolation reports whether err is a unique-constraint violation, optionally of the
-// named constraint.
-func IsUniqueViolation(err error, constraint string) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "23505" && (constraint == "" || pgErr.ConstraintName == constraint)
-}
-
 // IsUnavailable reports whether err means the database could not be reached or went away,
 // as opposed to refusing a statement.
 func IsUnavailable(err error) bool {

@@ -44,9 +44,6 @@ func StartBrokerOn(t testing.TB, port int) *Broker {
 // URL is the client URL of the broker; it stays the same across restarts.
 func (b *Broker) URL() string { return b.srv.ClientURL() }
 
-// StoreDir is where the broker keeps its streams.
-func (b *Broker) StoreDir() string { return b.opts.StoreDir }
-
 func (b *Broker) start() {
 	b.t.Helper()
 	opts := b.opts
