@@ -33,15 +33,18 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	if err := cfg.Rule.Check(ctx, ledger); err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}
-	poster := gl.NewTransferPoster(cfg.Rule, ledger, log)
-	consumer, err := events.NewConsumer(cfg.Events.Consumer(events.ConsumerGL, events.SourceWallet, events.TypeTransferCompleted, deps.Faults),
-		deps.Topology, deps.NATS, deps.Pool, poster, log)
-	if err != nil {
-		return err
-	}
 	// The GL's acknowledgments are done once the wallet's consumer acknowledged them.
 	relay, err := events.NewRelay(cfg.Events.Relay(events.SourceGL, events.ConsumerWallet, deps.Faults),
 		deps.Topology, deps.RelayPool, deps.NATS, log)
+	if err != nil {
+		return err
+	}
+	poster := gl.NewTransferPoster(cfg.Rule, ledger, log)
+	if cfg.Events.PublishOnCommit {
+		poster.PublishOnCommit(relay)
+	}
+	consumer, err := events.NewConsumer(cfg.Events.Consumer(events.ConsumerGL, events.SourceWallet, events.TypeTransferCompleted, deps.Faults),
+		deps.Topology, deps.NATS, deps.Pool, poster, log)
 	if err != nil {
 		return err
 	}

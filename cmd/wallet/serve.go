@@ -35,6 +35,9 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	}
 	store := postgres.NewStore(pool).WithFaults(fs).
 		WithBatching(postgres.BatchConfig{MaxSize: cfg.BatchMax, Workers: cfg.BatchWorkers}, log)
+	if cfg.Events.PublishOnCommit {
+		store.PublishOnCommit(relay)
+	}
 	acks, err := events.NewConsumer(cfg.Events.Consumer(events.ConsumerWallet, events.SourceGL, events.TypeTransferPosted, fs),
 		deps.Topology, deps.NATS, pool, store.Acknowledgments(), log)
 	if err != nil {

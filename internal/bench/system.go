@@ -262,7 +262,7 @@ func writeBacklog(ctx context.Context, pool *pgxpool.Pool, n int) error {
 					for range size {
 						id, transfer := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
 						now := time.Now().UTC()
-						if err := outbox.Add(ctx, tx, events.Event{
+						if _, err := outbox.Add(ctx, tx, events.Event{
 							ID: id, Type: events.TypeTransferCompleted, AggregateID: transfer.String(), Time: now,
 							Data: events.TransferCompleted{TransferID: transfer.String(), FromWalletID: "u1", ToWalletID: "u2",
 								Amount: 1, Currency: "USD", CreatedAt: now},

@@ -67,6 +67,17 @@ func (s *Set) Int(p *int, env, flagName string, def int, usage string) {
 	s.fs.IntVar(p, flagName, v, usage)
 }
 
+// Bool binds a true/false setting (true, false, 1, 0, …: strconv.ParseBool).
+func (s *Set) Bool(p *bool, env, flagName string, def bool, usage string) {
+	raw := s.lookup(env, flagName, strconv.FormatBool(def), usage)
+	v, err := strconv.ParseBool(raw)
+	if err != nil {
+		s.errs = append(s.errs, fmt.Errorf("%s: %q is not true or false", env, raw))
+		v = def
+	}
+	s.fs.BoolVar(p, flagName, v, usage)
+}
+
 // Duration binds a duration setting (Go syntax: 500ms, 5s, 168h).
 func (s *Set) Duration(p *time.Duration, env, flagName string, def time.Duration, usage string) {
 	raw := s.lookup(env, flagName, def.String(), usage)

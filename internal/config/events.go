@@ -22,6 +22,8 @@ type Events struct {
 	Lease           time.Duration
 	Retention       time.Duration
 	BatchSize       int
+	RelayWorkers    int
+	PublishOnCommit bool
 	MaxDeliver      int
 	AckWait         time.Duration
 	Faults          string
@@ -41,6 +43,8 @@ func BindEvents(s *Set, c *Events) {
 	s.Duration(&c.Lease, "EVENTS_LEASE", "lease", 30*time.Second, "how long a relay holds claimed rows before another relay may take them")
 	s.Duration(&c.Retention, "EVENTS_RETENTION", "retention", 7*24*time.Hour, "acknowledged outbox rows older than this are deleted")
 	s.Int(&c.BatchSize, "EVENTS_BATCH_SIZE", "batch-size", 100, "rows a relay claims, and events a consumer fetches and commits, per round")
+	s.Int(&c.RelayWorkers, "EVENTS_RELAY_WORKERS", "relay-workers", 2, "publish rounds a relay keeps in flight at once (claims and hand-offs each)")
+	s.Bool(&c.PublishOnCommit, "EVENTS_PUBLISH_ON_COMMIT", "publish-on-commit", true, "write outbox rows claimed by this process's relay and publish them right after commit (false: every row waits for a NOTIFY and a claim)")
 	s.Int(&c.MaxDeliver, "EVENTS_MAX_DELIVER", "max-deliver", 10, "deliveries of a failing event before the inbox records it failed")
 	s.Duration(&c.AckWait, "EVENTS_ACK_WAIT", "ack-wait", 30*time.Second, "how long the broker waits for a consumer's ack before redelivering")
 	s.String(&c.Faults, "FAULTS", "faults", "", "arms fault points for game days and the fault harness, e.g. gl.consumer.after_commit:crash@0.05 (empty: none)")
@@ -66,7 +70,7 @@ func (c Events) Validate() error {
 	}
 	counts := map[string]int{
 		"EVENTS_CATCH_UP_LIMIT": c.CatchUpLimit, "EVENTS_MAX_ATTEMPTS": c.MaxAttempts,
-		"EVENTS_BATCH_SIZE": c.BatchSize, "EVENTS_MAX_DELIVER": c.MaxDeliver, "EVENTS_STREAM_REPLICAS": c.Replicas,
+		"EVENTS_BATCH_SIZE": c.BatchSize, "EVENTS_RELAY_WORKERS": c.RelayWorkers, "EVENTS_MAX_DELIVER": c.MaxDeliver, "EVENTS_STREAM_REPLICAS": c.Replicas,
 	}
 	for name, n := range counts {
 		if n <= 0 {
@@ -88,7 +92,7 @@ func (c Events) Topology() events.Topology {
 func (c Events) Relay(source, ackConsumer string, f *faults.Set) events.RelayConfig {
 	return events.RelayConfig{
 		Faults: f,
-		Source: source, BatchSize: c.BatchSize, CatchUpLimit: c.CatchUpLimit, PollInterval: c.PollInterval,
+		Source: source, BatchSize: c.BatchSize, Workers: c.RelayWorkers, CatchUpLimit: c.CatchUpLimit, PollInterval: c.PollInterval,
 		AckTimeout: c.AckTimeout, MaxAttempts: c.MaxAttempts, Lease: c.Lease, Retention: c.Retention,
 		AckConsumer: ackConsumer,
 	}

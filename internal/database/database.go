@@ -160,18 +160,42 @@ func WithTx(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) error) erro
 }
 
 func withTxOnce(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) error) error {
-	tx, err := pool.Begin(ctx)
+	begun, err := pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	tx := &hookedTx{Tx: begun}
+	defer func() { _ = begun.Rollback(context.WithoutCancel(ctx)) }()
 	if err := fn(tx); err != nil {
 		return err
 	}
-	if err := tx.Commit(ctx); err != nil {
+	if err := begun.Commit(ctx); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
+	for _, hook := range tx.afterCommit {
+		hook()
+	}
 	return nil
+}
+
+// hookedTx is the transaction WithTx hands to its function: it keeps what must run once the
+// transaction has committed (AfterCommit).
+type hookedTx struct {
+	pgx.Tx
+	afterCommit []func()
+}
+
+// AfterCommit registers hook to run right after db's transaction commits, in the goroutine that
+// committed it; it never runs if the transaction rolls back or its commit fails. It reports
+// false, registering nothing, when db is not a transaction begun by WithTx (a pool, or a
+// savepoint, whose rows a later rollback to it could take away). hook must not block.
+func AfterCommit(db any, hook func()) bool {
+	tx, ok := db.(*hookedTx)
+	if !ok {
+		return false
+	}
+	tx.afterCommit = append(tx.afterCommit, hook)
+	return true
 }
 
 func isRetryable(err error) bool {

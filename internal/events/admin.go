@@ -18,9 +18,16 @@ import (
 	"walletgl/internal/events/eventsdb"
 )
 
+// The outbox statuses a new row is written with: pending (any relay claims it) or dispatching
+// (claimed by the writing process's relay, which publishes it on commit).
+const (
+	StatusPending     = "pending"
+	StatusDispatching = "dispatching"
+)
+
 // The statuses of an outbox row and of an inbox row, in the order of their lifecycle.
 var (
-	OutboxStatuses = []string{"pending", "dispatching", "dispatched", "acknowledged", "failed", "dead_letter"}
+	OutboxStatuses = []string{StatusPending, StatusDispatching, "dispatched", "acknowledged", "failed", "dead_letter"}
 	InboxStatuses  = []string{"processing", "processed", "failed", "duplicate"}
 	// RequeueStatuses are the statuses an operator may send back to pending.
 	RequeueStatuses = []string{"failed", "dead_letter"}

@@ -57,7 +57,7 @@ func (b *testBundle) addEvents(t *testing.T, n int) []uuid.UUID {
 	err := database.WithTx(ctx, b.pool, func(tx pgx.Tx) error {
 		for i := range ids {
 			ids[i] = uuid.Must(uuid.NewV7())
-			err := outbox.Add(ctx, tx, events.Event{
+			_, err := outbox.Add(ctx, tx, events.Event{
 				ID: ids[i], Type: events.TypeTransferCompleted, AggregateID: uuid.NewString(), Time: time.Now(),
 				Data: events.TransferCompleted{TransferID: uuid.NewString(), FromWalletID: "a", ToWalletID: "b",
 					Amount: int64(i + 1), Currency: "USD", CreatedAt: time.Now()},

@@ -255,7 +255,7 @@ func TestARefusedRowIsDeadLetteredAtMaxAttemptsAndRequeuedByAnOperator(t *testin
 	require.NoError(t, b.topo.EnsureStreams(ctx, b.js))
 	id := uuid.Must(uuid.NewV7())
 	big := strings.Repeat("x", 4096)
-	err := events.NewOutbox(events.SourceWallet).Add(ctx, b.pool, events.Event{
+	_, err := events.NewOutbox(events.SourceWallet).Add(ctx, b.pool, events.Event{
 		ID: id, Type: events.TypeTransferCompleted, AggregateID: "t-big", Time: time.Now(),
 		Data: map[string]string{"padding": big},
 	})

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"walletgl/internal/database"
 	"walletgl/internal/events/eventsdb"
 )
 
@@ -23,32 +24,34 @@ type Event struct {
 // Outbox writes a service's events into its outbox table.
 type Outbox struct {
 	source string
+	relay  *Relay // publishes the rows right after their transaction commits (nil: claims find them)
 }
 
 // NewOutbox returns the outbox of the service named source (SourceWallet or SourceGL).
 func NewOutbox(source string) *Outbox { return &Outbox{source: source} }
 
-// Add inserts ev as a pending outbox row using db, which must be the caller's transaction so
-// that the event commits or rolls back with the business change.
-func (o *Outbox) Add(ctx context.Context, db eventsdb.DBTX, ev Event) error {
-	body, err := o.envelope(ev)
-	if err != nil {
-		return err
-	}
-	err = eventsdb.New(db).InsertOutbox(ctx, eventsdb.InsertOutboxParams{
-		ID: ev.ID, EventType: ev.Type, AggregateID: ev.AggregateID, Payload: body,
-	})
-	if err != nil {
-		return fmt.Errorf("insert outbox %s: %w", ev.ID, err)
-	}
-	return nil
+// PublishOnCommit makes the outbox write its rows already claimed by r, the relay of this
+// process, and hand them to r as soon as their transaction commits: an event is published
+// without waiting for a NOTIFY and a claim. It applies to transactions begun by
+// database.WithTx while r runs, its broker is connected and its hand-off queue has room;
+// otherwise rows are written pending, for any relay to claim. Call it before the outbox is used.
+func (o *Outbox) PublishOnCommit(r *Relay) *Outbox {
+	o.relay = r
+	return o
 }
 
-// AddBatch inserts evs as pending outbox rows in one statement, with the same envelopes Add
-// writes; db must be the caller's transaction, as for Add.
-func (o *Outbox) AddBatch(ctx context.Context, db eventsdb.DBTX, evs []Event) error {
+// Add writes ev in db, which must be the caller's transaction so that the event commits or
+// rolls back with the business change. It returns the status the row was written with:
+// pending, or dispatching when the row is published on commit.
+func (o *Outbox) Add(ctx context.Context, db eventsdb.DBTX, ev Event) (string, error) {
+	return o.AddBatch(ctx, db, []Event{ev})
+}
+
+// AddBatch writes evs in one statement, in the caller's transaction as for Add, and returns the
+// status the rows were written with.
+func (o *Outbox) AddBatch(ctx context.Context, db eventsdb.DBTX, evs []Event) (string, error) {
 	if len(evs) == 0 {
-		return nil
+		return StatusPending, nil
 	}
 	p := eventsdb.InsertOutboxBatchParams{
 		Ids:          make([]uuid.UUID, len(evs)),
@@ -59,18 +62,41 @@ func (o *Outbox) AddBatch(ctx context.Context, db eventsdb.DBTX, evs []Event) er
 	for i, ev := range evs {
 		body, err := o.envelope(ev)
 		if err != nil {
-			return err
+			return "", err
 		}
 		p.Ids[i], p.EventTypes[i], p.AggregateIds[i], p.Payloads[i] = ev.ID, ev.Type, ev.AggregateID, body
 	}
-	n, err := eventsdb.New(db).InsertOutboxBatch(ctx, p)
+	status, n, err := o.insert(ctx, db, p)
 	if err != nil {
-		return fmt.Errorf("insert %d outbox rows: %w", len(evs), err)
+		return "", fmt.Errorf("insert %d outbox rows: %w", len(evs), err)
 	}
 	if n != int64(len(evs)) {
-		return fmt.Errorf("insert %d outbox rows: %d inserted", len(evs), n)
+		return "", fmt.Errorf("insert %d outbox rows: %d inserted", len(evs), n)
 	}
-	return nil
+	return status, nil
+}
+
+// insert writes the rows claimed by the relay when it can take them after the commit, and
+// pending otherwise.
+func (o *Outbox) insert(ctx context.Context, db eventsdb.DBTX, p eventsdb.InsertOutboxBatchParams) (string, int64, error) {
+	q := eventsdb.New(db)
+	if o.relay == nil || !o.relay.acceptsHandOff(len(p.Ids)) {
+		n, err := q.InsertOutboxBatch(ctx, p)
+		return StatusPending, n, err
+	}
+	rows := make([]claimedRow, len(p.Ids))
+	for i := range rows {
+		rows[i] = claimedRow{id: p.Ids[i], eventType: p.EventTypes[i], payload: p.Payloads[i], attempts: 1}
+	}
+	if !database.AfterCommit(db, func() { o.relay.handOff(rows) }) {
+		n, err := q.InsertOutboxBatch(ctx, p)
+		return StatusPending, n, err
+	}
+	n, err := q.InsertOutboxBatchClaimed(ctx, eventsdb.InsertOutboxBatchClaimedParams{
+		Ids: p.Ids, EventTypes: p.EventTypes, AggregateIds: p.AggregateIds, Payloads: p.Payloads,
+		Owner: o.relay.cfg.Owner, LeaseSeconds: o.relay.cfg.Lease.Seconds(),
+	})
+	return StatusDispatching, n, err
 }
 
 // envelope is the outbox payload of ev: the CloudEvents envelope the relay publishes as is.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -25,6 +26,7 @@ type RelayConfig struct {
 	Source       string        // whose outbox and stream: SourceWallet or SourceGL
 	Owner        string        // lease owner written on claimed rows; default host-pid-random
 	BatchSize    int           // rows claimed per publish round (100)
+	Workers      int           // publish rounds in flight at once, for claims and hand-offs each (2)
 	CatchUpLimit int           // rows re-published per catch-up round (200)
 	PollInterval time.Duration // fallback poll and catch-up cadence (5s)
 	AckTimeout   time.Duration // dispatched rows older than this are re-published (30s)
@@ -46,6 +48,9 @@ func (c RelayConfig) withDefaults() RelayConfig {
 	}
 	if c.BatchSize <= 0 {
 		c.BatchSize = 100
+	}
+	if c.Workers <= 0 {
+		c.Workers = 2
 	}
 	if c.CatchUpLimit <= 0 {
 		c.CatchUpLimit = 200
@@ -89,6 +94,13 @@ type Relay struct {
 	log  zerolog.Logger
 	wake chan struct{}
 
+	// Rows written already claimed by this relay (Outbox.PublishOnCommit), queued by their
+	// transaction's commit for the hand-off loops.
+	handOffMu    sync.Mutex
+	handOffQueue []claimedRow
+	handOffWake  chan struct{}
+	accepting    atomic.Bool // Run is up to take hand-offs
+
 	needTopology atomic.Bool
 	published    atomic.Int64
 	duplicates   atomic.Int64
@@ -99,14 +111,15 @@ type Relay struct {
 // NewRelay returns a relay for cfg.Source's outbox in pool, publishing through nc.
 func NewRelay(cfg RelayConfig, topo Topology, pool *pgxpool.Pool, nc *nats.Conn, log zerolog.Logger) (*Relay, error) {
 	cfg = cfg.withDefaults()
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(cfg.BatchSize+cfg.CatchUpLimit))
+	// Room for every round that may be in flight: claims and hand-offs, and one catch-up batch.
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(2*cfg.Workers*cfg.BatchSize+cfg.CatchUpLimit))
 	if err != nil {
 		return nil, fmt.Errorf("jetstream context: %w", err)
 	}
 	r := &Relay{
 		cfg: cfg, topo: topo, pool: pool, nc: nc, js: js, q: eventsdb.New(pool),
 		log:  log.With().Str("component", "relay").Str("source", cfg.Source).Logger(),
-		wake: make(chan struct{}, 1),
+		wake: make(chan struct{}, 1), handOffWake: make(chan struct{}, 1),
 	}
 	r.needTopology.Store(true)
 	return r, nil
@@ -120,13 +133,21 @@ func (r *Relay) Stats() RelayStats {
 	}
 }
 
-// Run relays until ctx is cancelled. Claims it holds when it stops are released.
+// Run relays until ctx is cancelled. Hand-offs it has not published when it stops are released
+// for any relay to claim.
 func (r *Relay) Run(ctx context.Context) error {
+	r.accepting.Store(true)
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return r.listen(ctx) })
-	g.Go(func() error { return r.dispatchLoop(ctx) })
+	for range r.cfg.Workers {
+		g.Go(func() error { return r.dispatchLoop(ctx) })
+		g.Go(func() error { return r.handOffLoop(ctx) })
+	}
 	g.Go(func() error { return r.maintenanceLoop(ctx) })
-	return g.Wait()
+	err := g.Wait()
+	r.accepting.Store(false)
+	r.releaseHandOffs(ctx)
+	return err
 }
 
 // Wake makes the relay look for pending rows now (LISTEN/NOTIFY does this across processes).
@@ -158,7 +179,8 @@ func (r *Relay) dispatchLoop(ctx context.Context) error {
 		}
 		failures = 0
 		if n == r.cfg.BatchSize {
-			continue // more may be waiting
+			r.Wake() // more may be waiting: another round may claim them meanwhile
+			continue
 		}
 		select {
 		case <-ctx.Done():
@@ -198,6 +220,91 @@ func (r *Relay) DispatchOnce(ctx context.Context) (int, error) {
 		claimed[i] = claimedRow{id: row.ID, eventType: row.EventType, payload: row.Payload, attempts: row.Attempts}
 	}
 	return len(rows), r.publish(ctx, claimed, false)
+}
+
+// handOffLimit is how many handed-off rows may wait for a publish round; past it, rows are
+// written pending and claimed as usual, so a slow broker cannot grow the queue without bound.
+func (r *Relay) handOffLimit() int { return 10 * r.cfg.BatchSize }
+
+// acceptsHandOff reports whether n more rows written now may be claimed for this relay and
+// handed to it on commit: it runs, its broker is connected and its queue has room.
+func (r *Relay) acceptsHandOff(n int) bool {
+	if !r.accepting.Load() || r.needTopology.Load() || Healthy(r.nc) != nil {
+		return false
+	}
+	r.handOffMu.Lock()
+	defer r.handOffMu.Unlock()
+	return len(r.handOffQueue)+n <= r.handOffLimit()
+}
+
+// handOff queues rows whose transaction has committed; it never blocks.
+func (r *Relay) handOff(rows []claimedRow) {
+	r.handOffMu.Lock()
+	r.handOffQueue = append(r.handOffQueue, rows...)
+	r.handOffMu.Unlock()
+	select {
+	case r.handOffWake <- struct{}{}:
+	default:
+	}
+}
+
+// takeHandOffs removes up to n queued rows, oldest first.
+func (r *Relay) takeHandOffs(n int) []claimedRow {
+	r.handOffMu.Lock()
+	defer r.handOffMu.Unlock()
+	n = min(n, len(r.handOffQueue))
+	if n == 0 {
+		return nil
+	}
+	rows := append([]claimedRow(nil), r.handOffQueue[:n]...)
+	r.handOffQueue = r.handOffQueue[n:]
+	if len(r.handOffQueue) == 0 {
+		r.handOffQueue = nil
+	}
+	return rows
+}
+
+// handOffLoop publishes handed-off rows a batch at a time. A round that fails releases its
+// rows to pending (broker unreachable) or records them failed, as a claimed round does.
+func (r *Relay) handOffLoop(ctx context.Context) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-r.handOffWake:
+		}
+		for ctx.Err() == nil {
+			rows := r.takeHandOffs(r.cfg.BatchSize)
+			if len(rows) == 0 {
+				break
+			}
+			if len(rows) == r.cfg.BatchSize {
+				r.handOff(nil) // wake another round for the rest
+			}
+			if err := r.publish(ctx, rows, false); err != nil && ctx.Err() == nil {
+				r.log.Warn().Err(err).Int("rows", len(rows)).Msg("hand-off round failed; its rows wait for a claim")
+				r.Wake()
+			}
+		}
+	}
+}
+
+// releaseHandOffs gives the rows still queued when the relay stops back to pending, so that a
+// relay that runs on takes them at once instead of after their lease.
+func (r *Relay) releaseHandOffs(ctx context.Context) {
+	rows := r.takeHandOffs(r.handOffLimit() + r.cfg.BatchSize*r.cfg.Workers)
+	if len(rows) == 0 {
+		return
+	}
+	ids := make([]uuid.UUID, len(rows))
+	for i, row := range rows {
+		ids[i] = row.id
+	}
+	releaseCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if _, err := r.q.ReleaseOutbox(releaseCtx, eventsdb.ReleaseOutboxParams{Ids: ids, Owner: r.cfg.Owner}); err != nil {
+		r.log.Warn().Err(err).Int("rows", len(ids)).Msg("release handed-off rows; they wait for their lease")
+	}
 }
 
 // CatchUpOnce re-publishes rows dispatched longer than the acknowledgment timeout ago.

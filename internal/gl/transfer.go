@@ -30,6 +30,13 @@ func NewTransferPoster(rule PostingRule, poster Poster, logger zerolog.Logger) *
 	return &TransferPoster{rule: rule, poster: poster, outbox: events.NewOutbox(events.SourceGL), logger: logger}
 }
 
+// PublishOnCommit has the acknowledgments this poster writes published by r, the GL's relay,
+// as soon as their transaction commits (events.Outbox.PublishOnCommit).
+func (p *TransferPoster) PublishOnCommit(r *events.Relay) *TransferPoster {
+	p.outbox.PublishOnCommit(r)
+	return p
+}
+
 // Handle posts the transfer in env and writes its acknowledgment, using tx for both. An event
 // that can never be posted returns an events.ErrMalformed error and writes nothing.
 func (p *TransferPoster) Handle(ctx context.Context, tx pgx.Tx, env events.Envelope) error {
@@ -68,7 +75,7 @@ func (p *TransferPoster) Handle(ctx context.Context, tx pgx.Tx, env events.Envel
 	if err != nil {
 		return fmt.Errorf("new event id: %w", err)
 	}
-	err = p.outbox.Add(ctx, tx, events.Event{
+	_, err = p.outbox.Add(ctx, tx, events.Event{
 		ID: ackID, Type: events.TypeTransferPosted, AggregateID: data.TransferID, Time: ack.PostedAt, Data: ack,
 	})
 	if err != nil {
@@ -143,7 +150,7 @@ func (p *TransferPoster) HandleBatch(ctx context.Context, tx pgx.Tx, envs []even
 		acks[i] = events.Event{ID: ackID, Type: events.TypeTransferPosted, AggregateID: e.TransferID, Time: posting.Entry.PostedAt,
 			Data: events.TransferPosted{TransferID: e.TransferID, SourceEventID: e.EventID, EntryID: posting.Entry.ID.String(), PostedAt: posting.Entry.PostedAt}}
 	}
-	if err := p.outbox.AddBatch(ctx, tx, acks); err != nil {
+	if _, err := p.outbox.AddBatch(ctx, tx, acks); err != nil {
 		return fmt.Errorf("acknowledge %d transfers: %w", len(acks), err)
 	}
 	return nil

@@ -7,6 +7,15 @@ VALUES (@id, @event_type, @aggregate_id, @payload);
 INSERT INTO outbox (id, event_type, aggregate_id, payload)
 SELECT unnest(@ids::uuid[]), unnest(@event_types::text[]), unnest(@aggregate_ids::text[]), unnest(@payloads::jsonb[]);
 
+-- name: InsertOutboxBatchClaimed :execrows
+-- InsertOutboxBatchClaimed writes events already claimed by the relay of the writing process
+-- (publish on commit): the claim is part of the insert, so the happy path costs no claim
+-- round trip and no second version of the row. If that process dies before it publishes, the
+-- lease runs out and any relay's ClaimOutbox takes the rows, as for any other claim.
+INSERT INTO outbox (id, event_type, aggregate_id, payload, status, attempts, lease_owner, lease_until)
+SELECT unnest(@ids::uuid[]), unnest(@event_types::text[]), unnest(@aggregate_ids::text[]), unnest(@payloads::jsonb[]),
+       'dispatching', 1, @owner::text, clock_timestamp() + make_interval(secs => @lease_seconds::float8);
+
 -- name: ClaimOutbox :many
 -- ClaimOutbox takes rows that are due for a publish: new ones, failed ones whose backoff ran
 -- out, and rows whose relay died holding them (lease expired). SKIP LOCKED lets several relays

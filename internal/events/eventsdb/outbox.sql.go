@@ -309,6 +309,40 @@ func (q *Queries) InsertOutboxBatch(ctx context.Context, arg InsertOutboxBatchPa
 	return result.RowsAffected(), nil
 }
 
+const insertOutboxBatchClaimed = `-- name: InsertOutboxBatchClaimed :execrows
+INSERT INTO outbox (id, event_type, aggregate_id, payload, status, attempts, lease_owner, lease_until)
+SELECT unnest($1::uuid[]), unnest($2::text[]), unnest($3::text[]), unnest($4::jsonb[]),
+       'dispatching', 1, $5::text, clock_timestamp() + make_interval(secs => $6::float8)
+`
+
+type InsertOutboxBatchClaimedParams struct {
+	Ids          []uuid.UUID
+	EventTypes   []string
+	AggregateIds []string
+	Payloads     []json.RawMessage
+	Owner        string
+	LeaseSeconds float64
+}
+
+// InsertOutboxBatchClaimed writes events already claimed by the relay of the writing process
+// (publish on commit): the claim is part of the insert, so the happy path costs no claim
+// round trip and no second version of the row. If that process dies before it publishes, the
+// lease runs out and any relay's ClaimOutbox takes the rows, as for any other claim.
+func (q *Queries) InsertOutboxBatchClaimed(ctx context.Context, arg InsertOutboxBatchClaimedParams) (int64, error) {
+	result, err := q.db.Exec(ctx, insertOutboxBatchClaimed,
+		arg.Ids,
+		arg.EventTypes,
+		arg.AggregateIds,
+		arg.Payloads,
+		arg.Owner,
+		arg.LeaseSeconds,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const listOutbox = `-- name: ListOutbox :many
 SELECT id, event_type, aggregate_id, payload, status, attempts, publish_count, last_error, next_attempt_at, lease_owner, lease_until, stream_seq, created_at, dispatched_at, acknowledged_at, updated_at, broker_duplicates FROM outbox
 WHERE status = $1

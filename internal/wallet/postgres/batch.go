@@ -428,22 +428,25 @@ func (s *Store) writeFresh(ctx context.Context, tx pgx.Tx, batch []*pendingTrans
 
 	// (g) Every event in one statement, in the transaction of its transfer.
 	evs := make([]events.Event, len(rows))
+	for j, row := range rows {
+		evs[j] = transferCompleted(row)
+	}
+	status, err := s.outbox.AddBatch(ctx, tx, evs)
+	if err != nil {
+		return nil, err
+	}
 	created := make(map[string]keyOwner, n)
 	byID := make(map[uuid.UUID]int, n)
 	for _, i := range accepted {
 		byID[batch[i].transferID] = i
 	}
-	for j, row := range rows {
-		evs[j] = transferCompleted(row)
+	for _, row := range rows {
 		i, ok := byID[row.ID]
 		if !ok {
 			return nil, fmt.Errorf("insert transfers: unexpected transfer %s", row.ID)
 		}
-		out[i].transfer = toTransfer(row, "pending")
+		out[i].transfer = toTransfer(row, status)
 		created[row.IdempotencyKey] = keyOwner{transfer: out[i].transfer, hash: row.RequestHash}
-	}
-	if err := s.outbox.AddBatch(ctx, tx, evs); err != nil {
-		return nil, err
 	}
 	return created, nil
 }

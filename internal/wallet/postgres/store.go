@@ -46,6 +46,13 @@ func NewStore(pool *pgxpool.Pool) *Store {
 	}
 }
 
+// PublishOnCommit has the TransferCompleted events of committed transfers published by r, the
+// wallet's relay, right after the commit (events.Outbox.PublishOnCommit). Call it before Run.
+func (s *Store) PublishOnCommit(r *events.Relay) *Store {
+	s.outbox.PublishOnCommit(r)
+	return s
+}
+
 // WithFaults arms the store's fault points (the transfer's after-commit crash).
 func (s *Store) WithFaults(f *faults.Set) *Store {
 	s.faults = f
@@ -207,10 +214,11 @@ func (s *Store) createOne(ctx context.Context, p *pendingTransfer) (wallet.Trans
 		}
 
 		// (d) The event commits or rolls back with the transfer.
-		if err := s.outbox.Add(ctx, tx, transferCompleted(row)); err != nil {
+		status, err := s.outbox.Add(ctx, tx, transferCompleted(row))
+		if err != nil {
 			return err
 		}
-		out = toTransfer(row, "pending")
+		out = toTransfer(row, status)
 		return nil
 	})
 	if err != nil {

@@ -1,0 +1,174 @@
+package events_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"walletgl/internal/database"
+	"walletgl/internal/events"
+	"walletgl/internal/events/eventsdb"
+	"walletgl/internal/testenv"
+)
+
+// runRelay runs r until the test ends, once r has checked the broker's streams (as its first
+// round does at start-up).
+func runRelay(t *testing.T, r *events.Relay) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+	_, err := r.DispatchOnce(ctx)
+	require.NoError(t, err)
+}
+
+// writeEvents writes n events through outbox in one WithTx transaction that commits, or rolls
+// back when fail is set; it returns the ids and the status the outbox wrote.
+func (b *testBundle) writeEvents(t *testing.T, outbox *events.Outbox, n int, fail bool) ([]uuid.UUID, string) {
+	t.Helper()
+	ctx := context.Background()
+	ids := make([]uuid.UUID, n)
+	evs := make([]events.Event, n)
+	for i := range evs {
+		ids[i] = uuid.Must(uuid.NewV7())
+		evs[i] = events.Event{ID: ids[i], Type: events.TypeTransferCompleted, AggregateID: uuid.NewString(), Time: time.Now(),
+			Data: events.TransferCompleted{TransferID: uuid.NewString(), FromWalletID: "a", ToWalletID: "b", Amount: 1, Currency: "USD", CreatedAt: time.Now()}}
+	}
+	var status string
+	rollback := errors.New("the business change failed")
+	err := database.WithTx(ctx, b.pool, func(tx pgx.Tx) error {
+		var err error
+		if status, err = outbox.AddBatch(ctx, tx, evs); err != nil {
+			return err
+		}
+		if fail {
+			return rollback
+		}
+		return nil
+	})
+	if fail {
+		require.ErrorIs(t, err, rollback)
+	} else {
+		require.NoError(t, err)
+	}
+	return ids, status
+}
+
+func TestPublishOnCommitPublishesCommittedRowsWithoutAClaimAndRolledBackOnesNever(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	// No poll and no catch-up within the test: only the hand-off can publish.
+	r := b.relay(t, events.RelayConfig{PollInterval: time.Hour})
+	runRelay(t, r)
+	outbox := events.NewOutbox(events.SourceWallet).PublishOnCommit(r)
+
+	_, _ = b.writeEvents(t, outbox, 5, true)
+	ids, status := b.writeEvents(t, outbox, 5, false)
+	require.Equal(t, events.StatusDispatching, status, "written claimed by this process's relay")
+
+	other := b.relay(t, events.RelayConfig{})
+	n, err := other.DispatchOnce(context.Background())
+	require.NoError(t, err)
+	require.Zero(t, n, "another relay does not claim rows under the writer's lease")
+
+	require.Eventually(t, func() bool { return b.statusCounts(t)["dispatched"] == 5 }, 5*time.Second, 10*time.Millisecond)
+	require.Equal(t, map[string]int64{"dispatched": 5}, b.statusCounts(t), "the rolled-back rows do not exist")
+	require.Equal(t, uint64(5), b.streamMessages(t), "nothing of the rolled-back transaction was published")
+	for _, id := range ids {
+		row, err := eventsdb.New(b.pool).GetOutbox(context.Background(), id)
+		require.NoError(t, err)
+		require.Equal(t, int32(1), row.Attempts)
+		require.Equal(t, int32(1), row.PublishCount)
+		require.Nil(t, row.LeaseOwner)
+	}
+	require.Equal(t, events.RelayStats{Published: 5}, r.Stats())
+}
+
+func TestPublishOnCommitWritesPendingOutsideAWithTxTransaction(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := b.relay(t, events.RelayConfig{PollInterval: time.Hour})
+	runRelay(t, r)
+	outbox := events.NewOutbox(events.SourceWallet).PublishOnCommit(r)
+	// A statement on the pool has no commit to wait for, and a savepoint may still be rolled
+	// back: neither can hand its rows over.
+	status, err := outbox.Add(context.Background(), b.pool, events.Event{ID: uuid.Must(uuid.NewV7()),
+		Type: events.TypeTransferCompleted, AggregateID: "t1", Time: time.Now(), Data: map[string]int{"n": 1}})
+	require.NoError(t, err)
+	require.Equal(t, events.StatusPending, status)
+	err = database.WithTx(context.Background(), b.pool, func(tx pgx.Tx) error {
+		sp, err := tx.Begin(context.Background())
+		if err != nil {
+			return err
+		}
+		status, err = outbox.Add(context.Background(), sp, events.Event{ID: uuid.Must(uuid.NewV7()),
+			Type: events.TypeTransferCompleted, AggregateID: "t2", Time: time.Now(), Data: map[string]int{"n": 2}})
+		if err != nil {
+			return err
+		}
+		return sp.Commit(context.Background())
+	})
+	require.NoError(t, err)
+	require.Equal(t, events.StatusPending, status)
+	// The NOTIFY of the pending rows wakes the relay's claim.
+	require.Eventually(t, func() bool { return b.statusCounts(t)["dispatched"] == 2 }, 5*time.Second, 10*time.Millisecond)
+}
+
+func TestRowsHandedToARelayThatDiedArePublishedWhenTheirLeaseRunsOut(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	// A process wrote rows claimed by its relay and died before publishing them.
+	ids := []uuid.UUID{uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())}
+	n, err := eventsdb.New(b.pool).InsertOutboxBatchClaimed(ctx, eventsdb.InsertOutboxBatchClaimedParams{
+		Ids: ids, EventTypes: []string{events.TypeTransferCompleted, events.TypeTransferCompleted},
+		AggregateIds: []string{"t1", "t2"}, Payloads: []json.RawMessage{json.RawMessage(`{"n":1}`), json.RawMessage(`{"n":2}`)},
+		Owner: "dead-process", LeaseSeconds: 0.5,
+	})
+	require.NoError(t, err)
+	require.Equal(t, int64(2), n)
+
+	survivor := b.relay(t, events.RelayConfig{})
+	claimed, err := survivor.DispatchOnce(ctx)
+	require.NoError(t, err)
+	require.Zero(t, claimed, "still under the dead process's lease")
+	time.Sleep(600 * time.Millisecond)
+	claimed, err = survivor.DispatchOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 2, claimed)
+	require.Equal(t, map[string]int64{"dispatched": 2}, b.statusCounts(t))
+	require.Equal(t, uint64(2), b.streamMessages(t))
+}
+
+func TestPublishOnCommitWritesPendingWhileTheBrokerIsDown(t *testing.T) {
+	t.Parallel()
+	pool, _ := testenv.MigratedPool(t, "wallet")
+	broker := testenv.StartBroker(t)
+	b := setupWithNATS(t, pool, broker.URL())
+	r := b.relay(t, events.RelayConfig{PollInterval: 200 * time.Millisecond})
+	runRelay(t, r)
+	outbox := events.NewOutbox(events.SourceWallet).PublishOnCommit(r)
+
+	broker.Shutdown()
+	require.Eventually(t, func() bool { return events.Healthy(b.nc) != nil }, 5*time.Second, 10*time.Millisecond)
+	_, status := b.writeEvents(t, outbox, 10, false)
+	require.Equal(t, events.StatusPending, status, "no hand-off to a relay that cannot publish")
+	require.Equal(t, map[string]int64{"pending": 10}, b.statusCounts(t))
+
+	broker.Restart()
+	require.Eventually(t, func() bool { return b.statusCounts(t)["dispatched"] == 10 }, 15*time.Second, 50*time.Millisecond)
+	_, status = b.writeEvents(t, outbox, 10, false)
+	require.Equal(t, events.StatusDispatching, status, "handed off again once the broker is back")
+	require.Eventually(t, func() bool { return b.statusCounts(t)["dispatched"] == 20 }, 5*time.Second, 10*time.Millisecond)
+	require.Equal(t, uint64(20), b.streamMessages(t))
+}
