@@ -164,6 +164,15 @@ func Run(ctx context.Context, opts Options, out io.Writer) (rep *Report, err err
 		}
 	}
 
+	// The wallet alone, as pgbench runs its transaction alone: the GL stopped, then timed
+	// catching up on what it missed.
+	fmt.Fprintf(out, "wallet alone: the GL stopped, %d clients for %s …\n", opts.Clients, opts.Duration)
+	alone, err := measureWalletAlone(ctx, sys, meter, gen, out, opts)
+	if err != nil {
+		return rep, err
+	}
+	rep.Alone = alone
+
 	if opts.Backlog > 0 {
 		fmt.Fprintf(out, "backlog: %d outbox rows with the wallet stopped, then the wallet started …\n", opts.Backlog)
 		drain, err := measureDrain(ctx, sys, meter, opts.Backlog, opts.DrainTimeout, out, opts.TTY)

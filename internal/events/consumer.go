@@ -68,6 +68,10 @@ type Consumer struct {
 	handler Handler
 	log     zerolog.Logger
 
+	// acking holds the confirmed acks of the last committed batch while the loop fetches and
+	// commits the next one: one batch of acks in flight at most.
+	acking sync.WaitGroup
+
 	processed  atomic.Int64
 	duplicates atomic.Int64
 	failed     atomic.Int64
@@ -106,6 +110,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 }
 
 func (c *Consumer) consume(ctx context.Context) error {
+	defer c.acking.Wait()
 	failures := 0
 	var cons jetstream.Consumer
 	checked := time.Now()
@@ -430,9 +435,11 @@ func (c *Consumer) claim(ctx context.Context, q *eventsdb.Queries, d delivery) (
 	return row.Inserted, nil
 }
 
-// acknowledge confirms committed deliveries to the broker (double ack, in parallel).
+// acknowledge confirms committed deliveries to the broker with double acks, sent in parallel
+// while the loop goes on to the next batch: the commit is what counts, and a lost ack only
+// brings a redelivery that the inbox recognises as a duplicate. It first waits for the acks
+// of the batch before, so at most one batch of acks is in flight.
 func (c *Consumer) acknowledge(ctx context.Context, ds []delivery, fresh []bool) {
-	var wg sync.WaitGroup
 	for i, d := range ds {
 		if fresh[i] {
 			c.processed.Add(1)
@@ -440,16 +447,24 @@ func (c *Consumer) acknowledge(ctx context.Context, ds []delivery, fresh []bool)
 			c.duplicates.Add(1)
 			c.log.Debug().Str("event_id", d.eventID).Uint64("delivered", d.delivered).Msg("duplicate event skipped")
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := d.msg.DoubleAck(ctx); err != nil {
-				// Committed already: a redelivery will be recognised as a duplicate.
-				c.log.Debug().Err(err).Str("event_id", d.eventID).Msg("ack not confirmed")
-			}
-		}()
 	}
-	wg.Wait()
+	c.acking.Wait()
+	c.acking.Add(1)
+	go func() {
+		defer c.acking.Done()
+		ackCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.AckWait)
+		defer cancel()
+		var wg sync.WaitGroup
+		for _, d := range ds {
+			wg.Go(func() {
+				if err := d.msg.DoubleAck(ackCtx); err != nil {
+					// Committed already: a redelivery will be recognised as a duplicate.
+					c.log.Debug().Err(err).Str("event_id", d.eventID).Msg("ack not confirmed")
+				}
+			})
+		}
+		wg.Wait()
+	}()
 }
 
 // handleFailure decides what a failed delivery becomes: dead-lettered when it can never

@@ -144,6 +144,9 @@ func (r *Relay) Run(ctx context.Context) error {
 		g.Go(func() error { return r.handOffLoop(ctx) })
 	}
 	g.Go(func() error { return r.maintenanceLoop(ctx) })
+	if r.cfg.AckConsumer != "" {
+		g.Go(func() error { return r.ackFloorLoop(ctx) })
+	}
 	err := g.Wait()
 	r.accepting.Store(false)
 	r.releaseHandOffs(ctx)
@@ -515,13 +518,30 @@ func (r *Relay) maintenanceLoop(ctx context.Context) error {
 	}
 }
 
-// MaintainOnce runs one round of the slow duties: acknowledgments by ack floor, dead-lettering
-// rows abandoned at the maximum attempts, catch-up re-publishes and retention.
+// ackFloorEvery is how often a relay with an AckConsumer reads its ack floor: often, so that
+// each acknowledging statement stays small instead of a poll interval's worth of rows at once.
+const ackFloorEvery = time.Second
+
+func (r *Relay) ackFloorLoop(ctx context.Context) error {
+	ticker := time.NewTicker(min(ackFloorEvery, r.cfg.PollInterval))
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C:
+		}
+		if err := r.acknowledgeByAckFloor(ctx); err != nil && ctx.Err() == nil {
+			r.log.Debug().Err(err).Msg("acknowledgment by ack floor failed")
+		}
+	}
+}
+
+// MaintainOnce runs one round of the slow duties: dead-lettering rows abandoned at the maximum
+// attempts, catch-up re-publishes and retention. (Acknowledgments by ack floor have a loop of
+// their own, every second.)
 func (r *Relay) MaintainOnce(ctx context.Context) error {
 	var errs []error
-	if r.cfg.AckConsumer != "" {
-		errs = append(errs, r.acknowledgeByAckFloor(ctx))
-	}
 	if n, err := r.q.DeadLetterAbandoned(ctx, int32(r.cfg.MaxAttempts)); err != nil {
 		errs = append(errs, fmt.Errorf("dead-letter abandoned outbox rows: %w", err))
 	} else if n > 0 {
