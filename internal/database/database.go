@@ -31,11 +31,26 @@ func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error
 	case maxConns > 0:
 		cfg.MaxConns = maxConns
 	}
+	planEachExecution(cfg, url)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open pool %s: %w", cfg.ConnConfig.Database, err)
 	}
 	return pool, nil
+}
+
+// planEachExecution has the server plan every execution of a prepared statement for its
+// parameters (plan_cache_mode = force_custom_plan) unless the URL sets plan_cache_mode itself
+// (options=-c plan_cache_mode=…). The hot statements take arrays (id = ANY($1)) on tables that
+// start empty and grow; a cached generic plan is made once, when they are small, and kept until
+// the statistics change. Where nothing analyzes them (autovacuum off, as on the machines this
+// was measured on), it stays a sequential scan of the whole table for every batch. Measured
+// with make bench, wallet alone: 1,013 µs of the wallet database's CPU per transfer with cached
+// plans, 318 µs planning each execution; 1,171 against 1,709 transfers/s.
+func planEachExecution(cfg *pgxpool.Config, url string) {
+	if !strings.Contains(url, "plan_cache_mode") {
+		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
+	}
 }
 
 // OpenBookkeeping connects a small pool whose commits do not wait for the WAL flush
@@ -49,6 +64,7 @@ func OpenBookkeeping(ctx context.Context, url string, maxConns int32) (*pgxpool.
 	}
 	cfg.MaxConns = maxConns
 	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	planEachExecution(cfg, url)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open bookkeeping pool %s: %w", cfg.ConnConfig.Database, err)
