@@ -23,6 +23,7 @@ type Events struct {
 	Retention       time.Duration
 	BatchSize       int
 	RelayWorkers    int
+	ConsumerWorkers int
 	PublishOnCommit bool
 	MaxDeliver      int
 	AckWait         time.Duration
@@ -44,6 +45,7 @@ func BindEvents(s *Set, c *Events) {
 	s.Duration(&c.Retention, "EVENTS_RETENTION", "retention", 7*24*time.Hour, "acknowledged outbox rows older than this are deleted")
 	s.Int(&c.BatchSize, "EVENTS_BATCH_SIZE", "batch-size", 100, "rows a relay claims, and events a consumer fetches and commits, per round")
 	s.Int(&c.RelayWorkers, "EVENTS_RELAY_WORKERS", "relay-workers", 2, "publish rounds a relay keeps in flight at once (claims and hand-offs each)")
+	s.Int(&c.ConsumerWorkers, "EVENTS_CONSUMER_WORKERS", "consumer-workers", 2, "fetch-and-commit loops a consumer runs at once on its durable consumer")
 	s.Bool(&c.PublishOnCommit, "EVENTS_PUBLISH_ON_COMMIT", "publish-on-commit", true, "write outbox rows claimed by this process's relay and publish them right after commit (false: every row waits for a NOTIFY and a claim)")
 	s.Int(&c.MaxDeliver, "EVENTS_MAX_DELIVER", "max-deliver", 10, "deliveries of a failing event before the inbox records it failed")
 	s.Duration(&c.AckWait, "EVENTS_ACK_WAIT", "ack-wait", 30*time.Second, "how long the broker waits for a consumer's ack before redelivering")
@@ -70,7 +72,7 @@ func (c Events) Validate() error {
 	}
 	counts := map[string]int{
 		"EVENTS_CATCH_UP_LIMIT": c.CatchUpLimit, "EVENTS_MAX_ATTEMPTS": c.MaxAttempts,
-		"EVENTS_BATCH_SIZE": c.BatchSize, "EVENTS_RELAY_WORKERS": c.RelayWorkers, "EVENTS_MAX_DELIVER": c.MaxDeliver, "EVENTS_STREAM_REPLICAS": c.Replicas,
+		"EVENTS_BATCH_SIZE": c.BatchSize, "EVENTS_RELAY_WORKERS": c.RelayWorkers, "EVENTS_CONSUMER_WORKERS": c.ConsumerWorkers, "EVENTS_MAX_DELIVER": c.MaxDeliver, "EVENTS_STREAM_REPLICAS": c.Replicas,
 	}
 	for name, n := range counts {
 		if n <= 0 {
@@ -106,6 +108,6 @@ func (c Events) Consumer(name, source, eventType string, f *faults.Set) events.C
 			Name: name, Source: source, EventType: eventType,
 			AckWait: c.AckWait, MaxDeliver: c.MaxDeliver,
 		},
-		BatchSize: c.BatchSize,
+		BatchSize: c.BatchSize, Workers: c.ConsumerWorkers,
 	}
 }

@@ -26,6 +26,7 @@ import (
 type ConsumerConfig struct {
 	ConsumerSpec
 	BatchSize  int           // messages fetched (and committed together) per round (100)
+	Workers    int           // fetch-commit loops on the durable consumer at once (2)
 	RetryDelay time.Duration // first delay before a failed event is delivered again (1s)
 	Faults     *faults.Set   // arms the consumer's fault points (nil: none)
 }
@@ -33,6 +34,9 @@ type ConsumerConfig struct {
 func (c ConsumerConfig) withDefaults() ConsumerConfig {
 	if c.BatchSize <= 0 {
 		c.BatchSize = 100
+	}
+	if c.Workers <= 0 {
+		c.Workers = 2
 	}
 	if c.RetryDelay <= 0 {
 		c.RetryDelay = time.Second
@@ -68,10 +72,6 @@ type Consumer struct {
 	handler Handler
 	log     zerolog.Logger
 
-	// acking holds the confirmed acks of the last committed batch while the loop fetches and
-	// commits the next one: one batch of acks in flight at most.
-	acking sync.WaitGroup
-
 	processed  atomic.Int64
 	duplicates atomic.Int64
 	failed     atomic.Int64
@@ -104,13 +104,20 @@ func (c *Consumer) Stats() ConsumerStats {
 // it records the events the broker gave up on (the max-deliveries advisory) in the inbox.
 func (c *Consumer) Run(ctx context.Context) error {
 	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return c.consume(ctx) })
+	for range c.cfg.Workers {
+		g.Go(func() error { return c.consume(ctx) })
+	}
 	g.Go(func() error { return c.watchMaxDeliveries(ctx) })
 	return g.Wait()
 }
 
+// consume is one fetch-commit-ack loop; Run runs Workers of them on the durable consumer.
+// Events are independent, so while one loop waits for its commit another fetches and posts.
 func (c *Consumer) consume(ctx context.Context) error {
-	defer c.acking.Wait()
+	// acking holds the confirmed acks of this loop's last committed batch while it fetches and
+	// commits the next one: one batch of acks in flight at most.
+	var acking sync.WaitGroup
+	defer acking.Wait()
 	failures := 0
 	var cons jetstream.Consumer
 	checked := time.Now()
@@ -146,7 +153,7 @@ func (c *Consumer) consume(ctx context.Context) error {
 		if len(msgs) > 0 {
 			// Finish the batch even if ctx is cancelled meanwhile.
 			batchCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.AckWait)
-			c.HandleBatch(batchCtx, msgs)
+			c.handleBatch(batchCtx, msgs, &acking)
 			cancel()
 		}
 	}
@@ -300,10 +307,18 @@ func expectType(env Envelope, want string) error {
 
 func (c *Consumer) inboxID(eventID string) string { return c.cfg.Name + ":" + eventID }
 
-// HandleBatch processes fetched messages. Poison messages are dead-lettered one by one; the
+// HandleBatch processes messages fetched by the caller as the consume loop does, and returns
+// once their acks are confirmed (gl replay drives its own fetches through it).
+func (c *Consumer) HandleBatch(ctx context.Context, msgs []jetstream.Msg) {
+	var acking sync.WaitGroup
+	c.handleBatch(ctx, msgs, &acking)
+	acking.Wait()
+}
+
+// handleBatch processes fetched messages. Poison messages are dead-lettered one by one; the
 // rest are tried in one transaction, and if that fails, one transaction each, so one bad event
 // fails alone and the others still commit.
-func (c *Consumer) HandleBatch(ctx context.Context, msgs []jetstream.Msg) {
+func (c *Consumer) handleBatch(ctx context.Context, msgs []jetstream.Msg, acking *sync.WaitGroup) {
 	var good []delivery
 	for _, msg := range msgs {
 		d := c.inspect(msg)
@@ -317,7 +332,7 @@ func (c *Consumer) HandleBatch(ctx context.Context, msgs []jetstream.Msg) {
 		fresh, err := c.processTx(ctx, good)
 		if err == nil {
 			_ = c.cfg.Faults.Hit(c.cfg.Name + faults.ConsumerAfterCommit)
-			c.acknowledge(ctx, good, fresh)
+			c.acknowledge(ctx, good, fresh, acking)
 			return
 		}
 		c.log.Debug().Err(err).Int("events", len(good)).Msg("batch rolled back; handling its events one by one")
@@ -329,7 +344,7 @@ func (c *Consumer) HandleBatch(ctx context.Context, msgs []jetstream.Msg) {
 			continue
 		}
 		_ = c.cfg.Faults.Hit(c.cfg.Name + faults.ConsumerAfterCommit)
-		c.acknowledge(ctx, []delivery{d}, fresh)
+		c.acknowledge(ctx, []delivery{d}, fresh, acking)
 	}
 }
 
@@ -439,7 +454,7 @@ func (c *Consumer) claim(ctx context.Context, q *eventsdb.Queries, d delivery) (
 // while the loop goes on to the next batch: the commit is what counts, and a lost ack only
 // brings a redelivery that the inbox recognises as a duplicate. It first waits for the acks
 // of the batch before, so at most one batch of acks is in flight.
-func (c *Consumer) acknowledge(ctx context.Context, ds []delivery, fresh []bool) {
+func (c *Consumer) acknowledge(ctx context.Context, ds []delivery, fresh []bool, acking *sync.WaitGroup) {
 	for i, d := range ds {
 		if fresh[i] {
 			c.processed.Add(1)
@@ -448,10 +463,10 @@ func (c *Consumer) acknowledge(ctx context.Context, ds []delivery, fresh []bool)
 			c.log.Debug().Str("event_id", d.eventID).Uint64("delivered", d.delivered).Msg("duplicate event skipped")
 		}
 	}
-	c.acking.Wait()
-	c.acking.Add(1)
+	acking.Wait()
+	acking.Add(1)
 	go func() {
-		defer c.acking.Done()
+		defer acking.Done()
 		ackCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.AckWait)
 		defer cancel()
 		var wg sync.WaitGroup
