@@ -128,6 +128,24 @@ func TestGLScriptRunsTheBatchPostingStatements(t *testing.T) {
 	assert.Error(t, err)
 }
 
+func TestRelayScriptClaimsAndMarksARound(t *testing.T) {
+	t.Parallel()
+	s, err := RelayScript(db.Queries(), 100)
+	require.NoError(t, err)
+	assert.Equal(t, 100, s.Events)
+	assert.Equal(t, "rows", s.Unit)
+	claim := assertVerbatim(t, s.Text, "events", "ClaimOutbox")
+	mark := assertVerbatim(t, s.Text, "events", "MarkDispatched")
+	assert.Less(t, claim, mark, "the claim, then the mark")
+	gset := strings.Index(s.Text, "\n\\gset\n")
+	assert.True(t, claim < gset && gset < mark, "the claim's ids reach the mark through \\gset")
+	assert.Contains(t, s.Text, "LIMIT (100)")
+	assert.Contains(t, s.Text, "unnest((:ids)::uuid[]) AS id")
+	assert.Equal(t, 2, strings.Count(s.Text, "('"+relayOwner+"')::text"), "one lease owner for the claim and the mark")
+	assert.NotContains(t, s.Text, "BEGIN;", "each statement is its own transaction, as in the relay")
+	assert.NotContains(t, s.Text, "@")
+}
+
 // TestScriptsRunInPostgres runs each generated script twice with pgbench against its own scratch
 // database migrated like the service's, and checks what the two transactions wrote.
 func TestScriptsRunInPostgres(t *testing.T) {
@@ -190,6 +208,17 @@ func TestScriptsRunInPostgres(t *testing.T) {
 		assert.Equal(t, 2*batch, count(t, pool, "SELECT count(*) FROM outbox WHERE status = 'dispatching' AND lease_owner = 'pgbench'"))
 		assert.Equal(t, 2*batch, count(t, pool, `SELECT count(*) FROM journal_entries e JOIN inbox i ON i.event_id = e.event_id
 			JOIN outbox o ON o.aggregate_id = e.transfer_id`), "entry, inbox row and acknowledgment belong together")
+	})
+	t.Run("relay", func(t *testing.T) {
+		t.Parallel()
+		s, err := RelayScript(db.Queries(), RelayBatch)
+		require.NoError(t, err)
+		pool := run(t, s, "wallet", 0, func(pool *pgxpool.Pool) {
+			require.NoError(t, fillOutbox(context.Background(), pool, 2*RelayBatch+50, samplePayload(events.TypeTransferCompleted)))
+		})
+		assert.Equal(t, 2*RelayBatch, count(t, pool, "SELECT count(*) FROM outbox WHERE status = 'dispatched' AND publish_count = 1 AND attempts = 1 AND lease_owner IS NULL AND stream_seq > 0"))
+		assert.Equal(t, 50, count(t, pool, "SELECT count(*) FROM outbox WHERE status = 'pending'"))
+		assert.Equal(t, 2*RelayBatch, count(t, pool, "SELECT count(*) FROM outbox WHERE status = 'dispatched' AND id < (SELECT id FROM outbox WHERE status = 'pending' ORDER BY id LIMIT 1)"), "claimed in id order")
 	})
 }
 
