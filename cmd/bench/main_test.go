@@ -74,6 +74,10 @@ func TestBenchEndToEnd(t *testing.T) {
 		assert.Positive(t, rep.Limits.Wallet.TPS, "pgbench ran the wallet script: %s", rep.Limits.Wallet.Error)
 		assert.Positive(t, rep.Limits.GL.EventsPerSec, "pgbench ran the GL script: %s", rep.Limits.GL.Error)
 		assert.Zero(t, rep.Limits.Wallet.Failed)
+		assert.Positive(t, rep.Limits.Relay.EventsPerSec, "pgbench ran the relay script: %s", rep.Limits.Relay.Error)
+		assert.Positive(t, rep.Limits.RelayTwoClients.EventsPerSec, "pgbench ran the relay script at 2 clients: %s", rep.Limits.RelayTwoClients.Error)
+		assert.Zero(t, rep.Limits.GL.Failed)
+		assert.Zero(t, rep.Limits.Relay.Failed)
 	}
 	for _, ext := range []string{"*.md", "*-latency.png"} {
 		m, _ := filepath.Glob(filepath.Join(results, ext))

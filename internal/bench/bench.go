@@ -18,6 +18,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"walletgl/db"
 	"walletgl/internal/database"
 	"walletgl/internal/events"
@@ -319,12 +321,18 @@ func measureLimits(ctx context.Context, opts Options, runID, dir string, out io.
 		fmt.Fprintln(out, lim.Error)
 		return lim
 	}
-	walletScript, err := WalletScript(db.Queries(), opts.Users, samplePayload(events.TypeTransferCompleted))
+	walletPayload := samplePayload(events.TypeTransferCompleted)
+	walletScript, err := WalletScript(db.Queries(), opts.Users, walletPayload)
 	if err != nil {
 		lim.Error = err.Error()
 		return lim
 	}
 	glScript, err := GLScript(db.Queries(), opts.GLBatch, samplePayload(events.TypeTransferPosted))
+	if err != nil {
+		lim.Error = err.Error()
+		return lim
+	}
+	relayScript, err := RelayScript(db.Queries(), RelayBatch)
 	if err != nil {
 		lim.Error = err.Error()
 		return lim
@@ -345,15 +353,75 @@ func measureLimits(ctx context.Context, opts Options, runID, dir string, out io.
 		lim.Error = err.Error()
 		return lim
 	}
-	fmt.Fprintf(out, "pgbench (the limit): wallet transaction at %d clients, GL batch of %d at %d and 1 client, %s each …\n",
-		opts.Clients, opts.GLBatch, opts.Clients, opts.PgbenchTime)
+	fmt.Fprintf(out, "pgbench (the limit): wallet transaction at %d clients, GL batch of %d at %d and 1 client, relay claim+mark of %d at 1 and 2 clients, %s each …\n",
+		opts.Clients, opts.GLBatch, opts.Clients, RelayBatch, opts.PgbenchTime)
 	lim.Wallet = runPgbench(ctx, bin, dir, walletURL, walletScript, opts.Clients, opts.PgbenchTime)
 	lim.GL = runPgbench(ctx, bin, dir, glURL, glScript, opts.Clients, opts.PgbenchTime)
 	lim.GLOneClient = runPgbench(ctx, bin, dir, glURL, glScript, 1, opts.PgbenchTime)
-	for _, r := range []PgbenchResult{lim.Wallet, lim.GL, lim.GLOneClient} {
-		fmt.Fprintf(out, "  %-12s c=%-3d %8.1f tps  %8.1f events/s  avg %.2f ms  %s\n", r.Script, r.Clients, r.TPS, r.EventsPerSec, r.LatencyAvgMS, r.Error)
+	// The relay's rounds run on the wallet's scratch database, its outbox filled anew for each.
+	lim.Relay = runRelayPgbench(ctx, bin, dir, walletURL, relayScript, 1, opts.PgbenchTime, walletPayload)
+	lim.RelayTwoClients = runRelayPgbench(ctx, bin, dir, walletURL, relayScript, 2, opts.PgbenchTime, walletPayload)
+	for _, r := range []PgbenchResult{lim.Wallet, lim.GL, lim.GLOneClient, lim.Relay, lim.RelayTwoClients} {
+		fmt.Fprintf(out, "  %-20s c=%-3d %8.1f tps  %8.1f %s/s  avg %.2f ms  %s\n",
+			r.Script, r.Clients, r.TPS, r.EventsPerSec, r.Unit, r.LatencyAvgMS, strings.TrimSpace(r.Note+" "+r.Error))
 	}
 	return lim
+}
+
+// RelayBatch is the relay's batch size (events.RelayConfig.BatchSize's default), the rows one
+// round of the relay script claims and marks.
+const RelayBatch = 100
+
+// relayFillRate is the rows per second of a relay run that its outbox is filled for: above what
+// the script reaches on the 2-core machine, so that the rows normally last the whole run.
+const relayFillRate = 30_000
+
+// runRelayPgbench fills the outbox at dbURL with pending rows for a run of d, runs the relay
+// script and counts the rows it marked dispatched: rows/s is pgbench's rounds/s × the rows a
+// completed round marked on average. A run that emptied the outbox says so in its note.
+func runRelayPgbench(ctx context.Context, bin, dir, dbURL string, s Script, clients int, d time.Duration, payload string) PgbenchResult {
+	rows := relayFillRate * max(int(d.Seconds()), 1)
+	pool, err := database.Open(ctx, dbURL, 1)
+	if err != nil {
+		return PgbenchResult{Script: s.Name, Clients: clients, Unit: s.Unit, Error: err.Error()}
+	}
+	defer pool.Close()
+	if err := fillOutbox(ctx, pool, rows, payload); err != nil {
+		return PgbenchResult{Script: s.Name, Clients: clients, Unit: s.Unit, Error: fmt.Sprintf("fill outbox: %v", err)}
+	}
+	res := runPgbench(ctx, bin, dir, dbURL, s, clients, d)
+	if res.Error != "" {
+		return res
+	}
+	var dispatched, due int64
+	if err := pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE status = 'dispatched'), count(*) FILTER (WHERE status = 'pending')
+		FROM outbox`).Scan(&dispatched, &due); err != nil {
+		res.Error = fmt.Sprintf("count outbox rows: %v", err)
+		return res
+	}
+	if res.Transactions > 0 {
+		res.EventsPerSec = round(res.TPS*float64(dispatched)/float64(res.Transactions), 1)
+	}
+	if due == 0 {
+		res.Note = fmt.Sprintf("the %d pre-filled rows ran out: a lower bound", rows)
+	}
+	return res
+}
+
+// fillOutbox empties the outbox and writes n pending rows with the sample payload in one
+// statement, their ids in insertion order like the services' UUIDv7 ids, then vacuums it so that
+// every run starts from the same table.
+func fillOutbox(ctx context.Context, pool *pgxpool.Pool, n int, payload string) error {
+	if _, err := pool.Exec(ctx, "TRUNCATE outbox"); err != nil {
+		return err
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO outbox (id, event_type, aggregate_id, payload)
+		SELECT ('00000000-0000-7000-8000-' || lpad(to_hex(g), 12, '0'))::uuid, $1, md5('t' || g)::uuid::text, $2::jsonb
+		FROM generate_series(1, $3::int) AS g`, events.TypeTransferCompleted, payload, n); err != nil {
+		return err
+	}
+	_, err := pool.Exec(ctx, "VACUUM ANALYZE outbox")
+	return err
 }
 
 // scratchDatabase creates and migrates a database like the service's; the wallet's gets users

@@ -1,13 +1,21 @@
 package bench
 
 import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"walletgl/db"
+	"walletgl/internal/database"
+	"walletgl/internal/events"
+	"walletgl/internal/testenv"
 )
 
 func TestParseQueriesReadsTheRealFiles(t *testing.T) {
@@ -55,25 +63,163 @@ func TestWalletScriptRunsTheTransfersStatements(t *testing.T) {
 	assert.Less(t, strings.Index(s.Text, "INSERT INTO transfers"), strings.Index(s.Text, "INSERT INTO outbox"), "statements in the store's order")
 }
 
-func TestGLScriptBatchesThePostingStatements(t *testing.T) {
+// assertVerbatim checks that text runs the named query of db/queries/<set> as written: every
+// piece of its SQL between two sqlc parameters appears in text, in order. It returns where the
+// statement starts in text.
+func assertVerbatim(t *testing.T, text, set, name string) int {
+	t.Helper()
+	qs, err := ParseQueries(db.Queries(), set)
+	require.NoError(t, err)
+	q, ok := qs[name]
+	require.True(t, ok, "%s is in db/queries/%s", name, set)
+	start, at := -1, 0
+	for _, piece := range sqlcParam.Split(q.SQL, -1) {
+		i := strings.Index(text[at:], piece)
+		if !assert.GreaterOrEqual(t, i, 0, "%s: %q is in the script after offset %d", name, piece, at) {
+			return start
+		}
+		if start < 0 {
+			start = at + i
+		}
+		at += i + len(piece)
+	}
+	assert.Contains(t, text, "-- "+name+" ("+q.File+")", "the statement is labelled")
+	return start
+}
+
+func TestGLScriptRunsTheBatchPostingStatements(t *testing.T) {
 	t.Parallel()
 	s, err := GLScript(db.Queries(), 3, `{"x":1}`)
 	require.NoError(t, err)
 	assert.Equal(t, 3, s.Events)
+	assert.Equal(t, "gl-batch-3", s.Name)
 	assert.Equal(t, 1, strings.Count(s.Text, "BEGIN;"), "one transaction per batch")
 	assert.Equal(t, 1, strings.Count(s.Text, "COMMIT;"))
-	for _, stmt := range []string{
-		"INSERT INTO inbox (id, consumer, event_id, event_type, status, stream_seq)",
-		"INSERT INTO journal_entries",
-		"INSERT INTO journal_lines",
-		"SELECT * FROM journal_entries WHERE transfer_id",
-		"INSERT INTO outbox (id, event_type, aggregate_id, payload)",
-		"SET status = 'processed'",
+	// processBatchTx's claim, PostBatch's two inserts, the acknowledgments' insert (publish on
+	// commit), the mark: once each, in this order, between BEGIN and COMMIT.
+	last := strings.Index(s.Text, "BEGIN;")
+	for _, q := range []struct{ set, name string }{
+		{"events", "ClaimInboxBatch"},
+		{"gl", "InsertEntriesBatch"},
+		{"gl", "InsertLinesBatch"},
+		{"events", "InsertOutboxBatchClaimed"},
+		{"events", "MarkInboxProcessedBatch"},
 	} {
-		assert.Equal(t, 3, strings.Count(s.Text, stmt), "once per event: %s", stmt)
+		at := assertVerbatim(t, s.Text, q.set, q.name)
+		assert.Greater(t, at, last, "%s comes after the statement before it", q.name)
+		last = at
 	}
-	assert.Contains(t, s.Text, "\\set n3 random(")
+	assert.Greater(t, strings.Index(s.Text, "COMMIT;"), last)
+	for _, stmt := range []string{"INSERT INTO inbox", "INSERT INTO journal_entries", "INSERT INTO journal_lines", "INSERT INTO outbox", "UPDATE inbox"} {
+		assert.Equal(t, 1, strings.Count(s.Text, stmt), "one statement for the whole batch: %s", stmt)
+	}
+	// The per-event statements of before are gone: a single-row claim, GetEntryByTransfer,
+	// the unclaimed outbox insert.
+	for _, old := range []string{"VALUES (", "SELECT * FROM journal_entries WHERE transfer_id", "-- InsertOutbox (", "-- ClaimInbox ("} {
+		assert.NotContains(t, s.Text, old)
+	}
+	// Every array has the batch's events (lines: two per event), derived from one random base.
+	assert.Contains(t, s.Text, "\\set b random(0, 333333333333333332) * 3\n")
+	assert.Contains(t, s.Text, "FROM generate_series(:b::bigint + 1, :b::bigint + 3) AS g ORDER BY g")
+	assert.Contains(t, s.Text, "FROM generate_series(:b::bigint + 1, :b::bigint + 3) AS g, generate_series(1, 2) AS k ORDER BY g, k")
+	assert.Contains(t, s.Text, "('pgbench')::text, clock_timestamp() + make_interval(secs => (30)::float8)", "the acknowledgments are written claimed")
+	assert.NotContains(t, s.Text, "@", "no sqlc parameter is left")
+	_, err = GLScript(db.Queries(), 0, `{}`)
+	assert.Error(t, err)
+}
+
+func TestRelayScriptClaimsAndMarksARound(t *testing.T) {
+	t.Parallel()
+	s, err := RelayScript(db.Queries(), 100)
+	require.NoError(t, err)
+	assert.Equal(t, 100, s.Events)
+	assert.Equal(t, "rows", s.Unit)
+	claim := assertVerbatim(t, s.Text, "events", "ClaimOutbox")
+	mark := assertVerbatim(t, s.Text, "events", "MarkDispatched")
+	assert.Less(t, claim, mark, "the claim, then the mark")
+	gset := strings.Index(s.Text, "\n\\gset\n")
+	assert.True(t, claim < gset && gset < mark, "the claim's ids reach the mark through \\gset")
+	assert.Contains(t, s.Text, "LIMIT (100)")
+	assert.Contains(t, s.Text, "unnest((:ids)::uuid[]) AS id")
+	assert.Equal(t, 2, strings.Count(s.Text, "('"+relayOwner+"')::text"), "one lease owner for the claim and the mark")
+	assert.NotContains(t, s.Text, "BEGIN;", "each statement is its own transaction, as in the relay")
 	assert.NotContains(t, s.Text, "@")
+}
+
+// TestScriptsRunInPostgres runs each generated script twice with pgbench against its own scratch
+// database migrated like the service's, and checks what the two transactions wrote.
+func TestScriptsRunInPostgres(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("runs pgbench against PostgreSQL")
+	}
+	bin, err := exec.LookPath("pgbench")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("pgbench is required under CI=true: %v", err)
+		}
+		t.Skipf("pgbench not found: %v", err)
+	}
+	run := func(t *testing.T, s Script, service string, users int, prepare func(*pgxpool.Pool)) *pgxpool.Pool {
+		t.Helper()
+		ctx := context.Background()
+		url := testenv.DatabaseURL(t)
+		require.NoError(t, scratchDatabase(ctx, url, service, users))
+		pool, err := database.Open(ctx, url, 2)
+		require.NoError(t, err)
+		t.Cleanup(pool.Close)
+		if prepare != nil {
+			prepare(pool)
+		}
+		path := filepath.Join(t.TempDir(), s.Name+".pgbench.sql")
+		require.NoError(t, os.WriteFile(path, []byte(s.Text), 0o644))
+		out, err := exec.CommandContext(ctx, bin, pgbenchArgs(s, path, url, 1, "-t", "2")...).CombinedOutput()
+		require.NoError(t, err, "pgbench:\n%s", out)
+		_, _, processed, failed, err := ParsePgbench(string(out))
+		require.NoError(t, err, "pgbench:\n%s", out)
+		require.Equal(t, int64(2), processed, "pgbench:\n%s", out)
+		require.Zero(t, failed)
+		return pool
+	}
+	count := func(t *testing.T, pool *pgxpool.Pool, query string) int {
+		t.Helper()
+		var n int
+		require.NoError(t, pool.QueryRow(context.Background(), query).Scan(&n), query)
+		return n
+	}
+	t.Run("wallet", func(t *testing.T) {
+		t.Parallel()
+		s, err := WalletScript(db.Queries(), 3, samplePayload(events.TypeTransferCompleted))
+		require.NoError(t, err)
+		pool := run(t, s, "wallet", 3, nil)
+		assert.Equal(t, 2, count(t, pool, "SELECT count(*) FROM transfers"))
+		assert.Equal(t, 2, count(t, pool, "SELECT count(*) FROM outbox WHERE status = 'pending'"))
+		assert.Equal(t, 0, count(t, pool, "SELECT sum(balance)::int FROM wallets"), "money only moved")
+	})
+	t.Run("gl", func(t *testing.T) {
+		t.Parallel()
+		const batch = 5
+		s, err := GLScript(db.Queries(), batch, samplePayload(events.TypeTransferPosted))
+		require.NoError(t, err)
+		pool := run(t, s, "gl", 0, nil)
+		assert.Equal(t, 2*batch, count(t, pool, "SELECT count(*) FROM inbox WHERE status = 'processed' AND consumer = 'gl'"))
+		assert.Equal(t, 2*batch, count(t, pool, "SELECT count(*) FROM journal_entries"))
+		assert.Equal(t, 4*batch, count(t, pool, "SELECT count(*) FROM journal_lines"))
+		assert.Equal(t, 2*batch, count(t, pool, "SELECT count(*) FROM outbox WHERE status = 'dispatching' AND lease_owner = 'pgbench'"))
+		assert.Equal(t, 2*batch, count(t, pool, `SELECT count(*) FROM journal_entries e JOIN inbox i ON i.event_id = e.event_id
+			JOIN outbox o ON o.aggregate_id = e.transfer_id`), "entry, inbox row and acknowledgment belong together")
+	})
+	t.Run("relay", func(t *testing.T) {
+		t.Parallel()
+		s, err := RelayScript(db.Queries(), RelayBatch)
+		require.NoError(t, err)
+		pool := run(t, s, "wallet", 0, func(pool *pgxpool.Pool) {
+			require.NoError(t, fillOutbox(context.Background(), pool, 2*RelayBatch+50, samplePayload(events.TypeTransferCompleted)))
+		})
+		assert.Equal(t, 2*RelayBatch, count(t, pool, "SELECT count(*) FROM outbox WHERE status = 'dispatched' AND publish_count = 1 AND attempts = 1 AND lease_owner IS NULL AND stream_seq > 0"))
+		assert.Equal(t, 50, count(t, pool, "SELECT count(*) FROM outbox WHERE status = 'pending'"))
+		assert.Equal(t, 2*RelayBatch, count(t, pool, "SELECT count(*) FROM outbox WHERE status = 'dispatched' AND id < (SELECT id FROM outbox WHERE status = 'pending' ORDER BY id LIMIT 1)"), "claimed in id order")
+	})
 }
 
 func TestParsePgbench(t *testing.T) {

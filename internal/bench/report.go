@@ -47,7 +47,11 @@ type Limits struct {
 	Wallet      PgbenchResult `json:"wallet_transaction"`
 	GL          PgbenchResult `json:"gl_batch"`
 	GLOneClient PgbenchResult `json:"gl_batch_one_client"`
-	Error       string        `json:"error,omitempty"`
+	// The wallet relay's bookkeeping: rounds of ClaimOutbox and MarkDispatched of 100 rows, at
+	// one client and at two (the relay runs two rounds at once).
+	Relay           PgbenchResult `json:"relay_round"`
+	RelayTwoClients PgbenchResult `json:"relay_round_two_clients"`
+	Error           string        `json:"error,omitempty"`
 }
 
 // Phase is one load phase.
@@ -229,6 +233,12 @@ func (r *Report) figures() [][3]string {
 	}
 	if lim.GLOneClient.TPS > 0 {
 		add(fmt.Sprintf("limit: GL batch of %d, pgbench c=1", r.Options.GLBatch), fmt.Sprintf("%.0f events/s", lim.GLOneClient.EventsPerSec), "one consumer's ceiling")
+	}
+	for _, rl := range []PgbenchResult{lim.Relay, lim.RelayTwoClients} {
+		if rl.TPS > 0 {
+			add(fmt.Sprintf("limit: relay claim+mark of %d, pgbench c=%d", RelayBatch, rl.Clients), fmt.Sprintf("%.0f rows/s", rl.EventsPerSec),
+				strings.TrimSuffix(fmt.Sprintf("%.1f rounds/s; %s", rl.TPS, rl.Note), "; "))
+		}
 	}
 	if c := r.Closed; c != nil {
 		add(fmt.Sprintf("API closed loop, %d clients", c.Clients), fmt.Sprintf("%.0f transfers/s", c.APIRate), ratioText(c.APIRate, lim.Wallet.TPS, "pgbench wallet tx"))
