@@ -353,15 +353,15 @@ func measureLimits(ctx context.Context, opts Options, runID, dir string, out io.
 		lim.Error = err.Error()
 		return lim
 	}
-	fmt.Fprintf(out, "pgbench (the limit): wallet transaction at %d clients, GL batch of %d at %d and 1 client, relay claim+mark of %d at 1 and 2 clients, %s each …\n",
+	fmt.Fprintf(out, "pgbench (the limit): wallet transaction at %d clients, GL batch of %d at %d and 2 clients, relay claim+mark of %d at 1 and 2 clients, %s each …\n",
 		opts.Clients, opts.GLBatch, opts.Clients, RelayBatch, opts.PgbenchTime)
 	lim.Wallet = runPgbench(ctx, bin, dir, walletURL, walletScript, opts.Clients, opts.PgbenchTime)
 	lim.GL = runPgbench(ctx, bin, dir, glURL, glScript, opts.Clients, opts.PgbenchTime)
-	lim.GLOneClient = runPgbench(ctx, bin, dir, glURL, glScript, 1, opts.PgbenchTime)
+	lim.GLTwoClients = runPgbench(ctx, bin, dir, glURL, glScript, 2, opts.PgbenchTime)
 	// The relay's rounds run on the wallet's scratch database, its outbox filled anew for each.
 	lim.Relay = runRelayPgbench(ctx, bin, dir, walletURL, relayScript, 1, opts.PgbenchTime, walletPayload)
 	lim.RelayTwoClients = runRelayPgbench(ctx, bin, dir, walletURL, relayScript, 2, opts.PgbenchTime, walletPayload)
-	for _, r := range []PgbenchResult{lim.Wallet, lim.GL, lim.GLOneClient, lim.Relay, lim.RelayTwoClients} {
+	for _, r := range []PgbenchResult{lim.Wallet, lim.GL, lim.GLTwoClients, lim.Relay, lim.RelayTwoClients} {
 		fmt.Fprintf(out, "  %-20s c=%-3d %8.1f tps  %8.1f %s/s  avg %.2f ms  %s\n",
 			r.Script, r.Clients, r.TPS, r.EventsPerSec, r.Unit, r.LatencyAvgMS, strings.TrimSpace(r.Note+" "+r.Error))
 	}

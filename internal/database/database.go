@@ -65,6 +65,13 @@ func OpenBookkeeping(ctx context.Context, url string, maxConns int32) (*pgxpool.
 	cfg.MaxConns = maxConns
 	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
 	planEachExecution(cfg, url)
+	// The relay's statements take the oldest rows of a partial index in id order with a LIMIT.
+	// Without statistics (nothing analyzes a table that just took a backlog), the planner
+	// expects few rows there and prefers a bitmap scan of all of them and a sort: 10 ms per
+	// claim of 100 out of 20,000 pending rows, against 1-4 ms reading the index in order.
+	if !strings.Contains(url, "enable_bitmapscan") {
+		cfg.ConnConfig.RuntimeParams["enable_bitmapscan"] = "off"
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open bookkeeping pool %s: %w", cfg.ConnConfig.Database, err)
