@@ -31,10 +31,6 @@ func measureWalletAlone(ctx context.Context, sys *system, meter *cpuMeter, gen *
 	if err := sys.gl.Stop(30 * time.Second); err != nil {
 		return nil, fmt.Errorf("stop gl: %w", err)
 	}
-	_, baseEntries, err := sys.counts(ctx)
-	if err != nil {
-		return nil, err
-	}
 	gen.resetCounters()
 	start := time.Now()
 	stop := progress(ctx, out, opts.TTY, func() string {
@@ -76,13 +72,13 @@ func measureWalletAlone(ctx context.Context, sys *system, meter *cpuMeter, gen *
 	if _, err := sys.waitQuiet(ctx, 3*time.Minute); err != nil {
 		a.Notes = append(a.Notes, err.Error())
 	}
-	_, entries, err := sys.counts(ctx)
+	entries, err := sys.entriesSince(ctx, t0)
 	if err != nil {
 		return nil, err
 	}
 	var lastPosted *time.Time
 	_ = sys.glDB.QueryRow(ctx, "SELECT max(posted_at) FROM journal_entries WHERE posted_at >= $1", t0).Scan(&lastPosted)
-	a.CatchUpEvents = entries - baseEntries
+	a.CatchUpEvents = entries
 	if lastPosted != nil && a.CatchUpEvents > 0 {
 		a.CatchUpSeconds = round(lastPosted.Sub(t0).Seconds(), 3)
 		a.CatchUpRate = round(float64(a.CatchUpEvents)/a.CatchUpSeconds, 1)
