@@ -57,6 +57,10 @@ type BatchStats struct {
 	Requests  int64 // requests those transactions answered: created, replayed or refused
 	Created   int64 // transfers those transactions wrote
 	Fallbacks int64 // batches rolled back and run again one request at a time
+	// Rewritten counts batches first tried without looking their keys up (the optimistic
+	// path), rolled back because one request was a replay or was refused, and written again
+	// with the lookup.
+	Rewritten int64
 }
 
 type batcher struct {
@@ -68,7 +72,10 @@ type batcher struct {
 	queue   []*pendingTransfer
 	wake    chan struct{} // one token: the queue may have grown
 
-	batches, requests, created, fallbacks atomic.Int64
+	batches, requests, created, fallbacks, rewritten atomic.Int64
+	// lookupFirst: the last batch held a replay or a refusal, so the next one looks its keys
+	// up first instead of trying the optimistic path.
+	lookupFirst atomic.Bool
 }
 
 func newBatcher(cfg BatchConfig) *batcher {
@@ -91,7 +98,7 @@ func (s *Store) BatchStats() BatchStats {
 	return BatchStats{
 		Running: running, Queued: queued,
 		Batches: b.batches.Load(), Requests: b.requests.Load(),
-		Created: b.created.Load(), Fallbacks: b.fallbacks.Load(),
+		Created: b.created.Load(), Fallbacks: b.fallbacks.Load(), Rewritten: b.rewritten.Load(),
 	}
 }
 
@@ -212,6 +219,11 @@ func (b *batcher) take() []*pendingTransfer {
 // batch looked them up. Run one by one, those requests become replays or refusals.
 var errKeyTaken = errors.New("an idempotency key of the batch was taken meanwhile")
 
+// errNeedLookup rolls back a batch written on the optimistic path (its keys not looked up):
+// one of its requests was refused or its key was taken, and either may be a replay, whose
+// answer only the lookup gives. The batch is written again with the lookup.
+var errNeedLookup = errors.New("a request of the batch may be a replay")
+
 // errBalanceOverflow rolls a batch back whose running balance would leave int64; one by one,
 // only the request that overflows fails.
 var errBalanceOverflow = errors.New("a balance of the batch would overflow")
@@ -236,12 +248,7 @@ func (s *Store) runBatch(ctx context.Context, batch []*pendingTransfer) {
 	if len(live) == 0 {
 		return
 	}
-	var outcomes []batchOutcome
-	err := database.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		var err error
-		outcomes, err = s.writeBatch(ctx, tx, live)
-		return err
-	})
+	outcomes, err := s.commitBatch(ctx, live)
 	if err != nil {
 		b.fallbacks.Add(1)
 		level := zerolog.WarnLevel
@@ -277,10 +284,41 @@ func (s *Store) runBatch(ctx context.Context, batch []*pendingTransfer) {
 	}
 }
 
+// commitBatch writes batch in one transaction and returns each request's answer. Most batches
+// are new transfers only, so a batch first skips looking its keys up (one statement less on
+// the path every request waits for); if a request turns out to be refused or its key taken,
+// that transaction is rolled back and the batch written again with the lookup, which also
+// serves the next batch (replays tend to come together, after an outage).
+func (s *Store) commitBatch(ctx context.Context, batch []*pendingTransfer) ([]batchOutcome, error) {
+	b := s.batch
+	write := func(lookup bool) ([]batchOutcome, error) {
+		var outcomes []batchOutcome
+		err := database.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+			var err error
+			outcomes, err = s.writeBatch(ctx, tx, batch, lookup)
+			return err
+		})
+		return outcomes, err
+	}
+	if !b.lookupFirst.Load() {
+		outcomes, err := write(false)
+		if !errors.Is(err, errNeedLookup) {
+			return outcomes, err
+		}
+		b.rewritten.Add(1)
+	}
+	outcomes, err := write(true)
+	if err == nil {
+		b.lookupFirst.Store(slices.ContainsFunc(outcomes, func(o batchOutcome) bool { return o.replayed || o.err != nil }))
+	}
+	return outcomes, err
+}
+
 // writeBatch writes the transfers of batch in tx with a fixed number of statements, whatever
-// its size, and returns each request's answer (valid once tx commits). An error means tx must
-// be rolled back.
-func (s *Store) writeBatch(ctx context.Context, tx pgx.Tx, batch []*pendingTransfer) ([]batchOutcome, error) {
+// its size, and returns each request's answer (valid once tx commits). Without lookup, the
+// keys are taken to be new and any refusal or taken key fails the batch with errNeedLookup.
+// An error means tx must be rolled back.
+func (s *Store) writeBatch(ctx context.Context, tx pgx.Tx, batch []*pendingTransfer, lookup bool) ([]batchOutcome, error) {
 	q := s.queries.WithTx(tx)
 	out := make([]batchOutcome, len(batch))
 
@@ -300,9 +338,12 @@ func (s *Store) writeBatch(ctx context.Context, tx pgx.Tx, batch []*pendingTrans
 
 	// (b) Keys used before: replays or refusals.
 	owners := make(map[string]keyOwner, len(keys))
-	used, err := q.GetTransfersByIdempotencyKeys(ctx, keys)
-	if err != nil {
-		return nil, fmt.Errorf("load transfers by idempotency key: %w", err)
+	var used []walletdb.GetTransfersByIdempotencyKeysRow
+	if lookup {
+		var err error
+		if used, err = q.GetTransfersByIdempotencyKeys(ctx, keys); err != nil {
+			return nil, fmt.Errorf("load transfers by idempotency key: %w", err)
+		}
 	}
 	for _, row := range used {
 		owners[row.Transfer.IdempotencyKey] = keyOwner{
@@ -323,7 +364,7 @@ func (s *Store) writeBatch(ctx context.Context, tx pgx.Tx, batch []*pendingTrans
 	}
 
 	if len(fresh) > 0 {
-		created, err := s.writeFresh(ctx, tx, batch, fresh, walletIDs, out)
+		created, err := s.writeFresh(ctx, tx, batch, fresh, walletIDs, out, lookup)
 		if err != nil {
 			return nil, err
 		}
@@ -350,7 +391,7 @@ func (s *Store) writeBatch(ctx context.Context, tx pgx.Tx, batch []*pendingTrans
 // writeFresh checks and writes the requests of batch at the indexes fresh, whose keys were
 // not used before, setting their answers in out; it returns the owners of the keys it wrote.
 func (s *Store) writeFresh(ctx context.Context, tx pgx.Tx, batch []*pendingTransfer, fresh []int,
-	walletIDs []string, out []batchOutcome) (map[string]keyOwner, error) {
+	walletIDs []string, out []batchOutcome, lookedUp bool) (map[string]keyOwner, error) {
 	q := s.queries.WithTx(tx)
 
 	// (c) Every wallet of the batch, locked in one statement in id order, so that batches (and
@@ -372,6 +413,9 @@ func (s *Store) writeFresh(ctx context.Context, tx pgx.Tx, batch []*pendingTrans
 		req := batch[i].req
 		from, to := wallets[req.FromWalletID], wallets[req.ToWalletID]
 		if err := checkTransfer(req, from, to); err != nil {
+			if !lookedUp {
+				return nil, errNeedLookup // a replay is answered, not refused
+			}
 			out[i].err = err
 			continue
 		}
@@ -411,6 +455,9 @@ func (s *Store) writeFresh(ctx context.Context, tx pgx.Tx, batch []*pendingTrans
 		return nil, fmt.Errorf("insert %d transfers: %w", n, err)
 	}
 	if len(rows) != n {
+		if !lookedUp {
+			return nil, errNeedLookup
+		}
 		return nil, errKeyTaken
 	}
 

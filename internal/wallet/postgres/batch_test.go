@@ -172,6 +172,9 @@ func TestRefusedRequestsInABatchFailAlone(t *testing.T) {
 	require.Equal(t, int64(51), after.Requests-before.Requests)
 	require.Equal(t, int64(43), after.Created-before.Created)
 	require.Zero(t, after.Fallbacks-before.Fallbacks)
+	// Tried without the key lookup first, the refusals sent it back for the lookup: a refused
+	// request might have been a replay.
+	require.Equal(t, int64(1), after.Rewritten-before.Rewritten)
 }
 
 func TestABatchChecksRunningBalancesInOrder(t *testing.T) {
@@ -262,7 +265,10 @@ func TestOneKeyTwiceInABatchMakesOneTransfer(t *testing.T) {
 	require.Equal(t, int64(1+5+3), balance(t, store, "bob"))
 }
 
-func TestABatchWhoseKeyIsCommittedMeanwhileFallsBack(t *testing.T) {
+// A batch is first written without looking its keys up; a key another transaction commits
+// meanwhile rolls it back, and the batch is written again with the lookup, which finds the key
+// and answers its request as a replay.
+func TestABatchWhoseKeyIsCommittedMeanwhileIsWrittenAgain(t *testing.T) {
 	t.Parallel()
 	store, bundle := setupBatches(t)
 	ctx := context.Background()
@@ -309,8 +315,9 @@ func TestABatchWhoseKeyIsCommittedMeanwhileFallsBack(t *testing.T) {
 	require.False(t, got[2].replayed)
 
 	after := store.BatchStats()
-	require.Equal(t, int64(1), after.Fallbacks-before.Fallbacks)
-	// The holder moved no money (it is a bare row); the batch's requests, run alone, did.
+	require.Equal(t, int64(1), after.Rewritten-before.Rewritten)
+	require.Zero(t, after.Fallbacks-before.Fallbacks)
+	// The holder moved no money (it is a bare row); the batch's other requests did.
 	require.Equal(t, int64(1000-1-10+3), balance(t, store, "alice"))
 	require.Equal(t, int64(1+10-3), balance(t, store, "bob"))
 	for _, i := range []int{0, 2} {
@@ -396,4 +403,30 @@ func TestConcurrentTransfersShareCommits(t *testing.T) {
 	for i := range 20 {
 		require.Equal(t, int64(1000), balance(t, store, fmt.Sprintf("w%d", i)))
 	}
+}
+
+// On the optimistic path a replay looks like any new request; if the rules would refuse it
+// now (the money it moved is gone), the batch goes back for the lookup and the request is
+// answered as the replay it is.
+func TestAReplayTheRulesWouldNowRefuseIsStillAReplay(t *testing.T) {
+	t.Parallel()
+	store, _ := setupBatches(t)
+	ctx := context.Background()
+	fund(t, store, "alice", "USD", 10)
+	createWallet(t, store, "bob", "USD", false)
+	req := wallet.TransferRequest{IdempotencyKey: "all-of-it", FromWalletID: "alice", ToWalletID: "bob", Amount: 10, Currency: "USD"}
+	first, replayed, err := store.CreateTransfer(ctx, req)
+	require.NoError(t, err)
+	require.False(t, replayed)
+	require.Zero(t, balance(t, store, "alice"))
+
+	before := store.BatchStats()
+	again, replayed, err := store.CreateTransfer(ctx, req)
+	require.NoError(t, err, "a replay is answered, not refused for insufficient funds")
+	require.True(t, replayed)
+	require.Equal(t, first.ID, again.ID)
+	require.Equal(t, int64(10), balance(t, store, "bob"))
+	after := store.BatchStats()
+	require.Equal(t, int64(1), after.Batches-before.Batches, "answered by the batcher")
+	require.Equal(t, int64(1), after.Rewritten-before.Rewritten)
 }
