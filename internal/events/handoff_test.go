@@ -137,17 +137,7 @@ func TestRowsHandedToARelayThatDiedArePublishedWhenTheirLeaseRunsOut(t *testing.
 	})
 	require.NoError(t, err)
 	require.Equal(t, int64(2), n)
-
-	survivor := b.relay(t, events.RelayConfig{})
-	claimed, err := survivor.DispatchOnce(ctx)
-	require.NoError(t, err)
-	require.Zero(t, claimed, "still under the dead process's lease")
-	time.Sleep(600 * time.Millisecond)
-	claimed, err = survivor.DispatchOnce(ctx)
-	require.NoError(t, err)
-	require.Equal(t, 2, claimed)
-	require.Equal(t, map[string]int64{"dispatched": 2}, b.statusCounts(t))
-	require.Equal(t, uint64(2), b.streamMessages(t))
+	b.takeOverAfterLease(t, 2)
 }
 
 func TestPublishOnCommitWritesPendingWhileTheBrokerIsDown(t *testing.T) {

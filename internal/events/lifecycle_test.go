@@ -72,17 +72,25 @@ func TestADeadRelaysRowsAreTakenOverWhenItsLeaseRunsOut(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, claimed, 40)
 
+	b.takeOverAfterLease(t, 40)
+}
+
+// takeOverAfterLease checks that another relay leaves n rows leased by a dead owner alone, then
+// publishes each of them once after their lease (under 600 ms) ran out.
+func (b *testBundle) takeOverAfterLease(t *testing.T, n int) {
+	t.Helper()
+	ctx := context.Background()
 	survivor := b.relay(t, events.RelayConfig{})
-	n, err := survivor.DispatchOnce(ctx)
+	claimed, err := survivor.DispatchOnce(ctx)
 	require.NoError(t, err)
-	require.Zero(t, n, "leased rows are not published by another relay")
+	require.Zero(t, claimed, "leased rows are not published by another relay")
 
 	time.Sleep(600 * time.Millisecond)
-	n, err = survivor.DispatchOnce(ctx)
+	claimed, err = survivor.DispatchOnce(ctx)
 	require.NoError(t, err)
-	require.Equal(t, 40, n)
-	require.Equal(t, map[string]int64{"dispatched": 40}, b.statusCounts(t))
-	require.Equal(t, uint64(40), b.streamMessages(t))
+	require.Equal(t, n, claimed)
+	require.Equal(t, map[string]int64{"dispatched": int64(n)}, b.statusCounts(t))
+	require.Equal(t, uint64(n), b.streamMessages(t))
 	require.Zero(t, survivor.Stats().Duplicates)
 }
 

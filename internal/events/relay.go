@@ -504,18 +504,7 @@ func (r *Relay) markFailed(ctx context.Context, row claimedRow, cause error) {
 }
 
 func (r *Relay) maintenanceLoop(ctx context.Context) error {
-	ticker := time.NewTicker(r.cfg.PollInterval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-ticker.C:
-		}
-		if err := r.MaintainOnce(ctx); err != nil && ctx.Err() == nil {
-			r.log.Debug().Err(err).Msg("outbox maintenance round failed")
-		}
-	}
+	return r.every(ctx, r.cfg.PollInterval, r.MaintainOnce, "outbox maintenance round failed")
 }
 
 // ackFloorEvery is how often a relay with an AckConsumer reads its ack floor: often, so that
@@ -523,7 +512,13 @@ func (r *Relay) maintenanceLoop(ctx context.Context) error {
 const ackFloorEvery = time.Second
 
 func (r *Relay) ackFloorLoop(ctx context.Context) error {
-	ticker := time.NewTicker(min(ackFloorEvery, r.cfg.PollInterval))
+	return r.every(ctx, min(ackFloorEvery, r.cfg.PollInterval), r.acknowledgeByAckFloor, "acknowledgment by ack floor failed")
+}
+
+// every runs round each interval until ctx is cancelled; a failed round is logged at debug
+// (the next one retries).
+func (r *Relay) every(ctx context.Context, interval time.Duration, round func(context.Context) error, failed string) error {
+	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
 	for {
 		select {
@@ -531,8 +526,8 @@ func (r *Relay) ackFloorLoop(ctx context.Context) error {
 			return nil
 		case <-ticker.C:
 		}
-		if err := r.acknowledgeByAckFloor(ctx); err != nil && ctx.Err() == nil {
-			r.log.Debug().Err(err).Msg("acknowledgment by ack floor failed")
+		if err := round(ctx); err != nil && ctx.Err() == nil {
+			r.log.Debug().Err(err).Msg(failed)
 		}
 	}
 }
