@@ -295,18 +295,19 @@ func (r *Relay) handOffLoop(ctx context.Context) error {
 // releaseHandOffs gives the rows still queued when the relay stops back to pending, so that a
 // relay that runs on takes them at once instead of after their lease.
 func (r *Relay) releaseHandOffs(ctx context.Context) {
-	rows := r.takeHandOffs(r.handOffLimit() + r.cfg.BatchSize*r.cfg.Workers)
-	if len(rows) == 0 {
-		return
-	}
-	ids := make([]uuid.UUID, len(rows))
-	for i, row := range rows {
-		ids[i] = row.id
-	}
 	releaseCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if _, err := r.q.ReleaseOutbox(releaseCtx, eventsdb.ReleaseOutboxParams{Ids: ids, Owner: r.cfg.Owner}); err != nil {
-		r.log.Warn().Err(err).Int("rows", len(ids)).Msg("release handed-off rows; they wait for their lease")
+	// The queue may hold a little more than its limit: transactions that were admitted at
+	// once commit at once.
+	for rows := r.takeHandOffs(r.handOffLimit()); len(rows) > 0; rows = r.takeHandOffs(r.handOffLimit()) {
+		ids := make([]uuid.UUID, len(rows))
+		for i, row := range rows {
+			ids[i] = row.id
+		}
+		if _, err := r.q.ReleaseOutbox(releaseCtx, eventsdb.ReleaseOutboxParams{Ids: ids, Owner: r.cfg.Owner}); err != nil {
+			r.log.Warn().Err(err).Int("rows", len(ids)).Msg("release handed-off rows; they wait for their lease")
+			return
+		}
 	}
 }
 
