@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,43 +38,66 @@ type Broker struct {
 }
 
 // StartBrokers starts n nats-server processes with JetStream, their stores and logs in dir: one
-// plain server, or a cluster of n on loopback.
+// plain server, or a cluster of n on loopback. A start that fails (a port taken by another
+// process between its choice and the server's bind) is tried again on other ports.
 func StartBrokers(ctx context.Context, bin, dir string, n int) ([]*Broker, error) {
+	const attempts = 3
+	var err error
+	for range attempts {
+		var brokers []*Broker
+		if brokers, err = startBrokersOnce(ctx, bin, dir, n); err == nil {
+			return brokers, nil
+		}
+		for _, b := range brokers {
+			_ = b.Kill()
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, err
+}
+
+// startBrokersOnce starts the n brokers on fresh ports; on failure it returns those it started,
+// for the caller to stop.
+func startBrokersOnce(ctx context.Context, bin, dir string, n int) ([]*Broker, error) {
+	flat, err := freePorts(3 * n)
+	if err != nil {
+		return nil, err
+	}
 	ports := make([][3]int, n) // client, monitor, cluster
 	for i := range ports {
-		for j := range 3 {
-			p, err := freePort()
-			if err != nil {
-				return nil, err
-			}
-			ports[i][j] = p
-		}
+		copy(ports[i][:], flat[3*i:3*i+3])
 	}
 	var routes []string
 	for _, p := range ports {
 		routes = append(routes, "nats://127.0.0.1:"+strconv.Itoa(p[2]))
 	}
-	brokers := make([]*Broker, n)
+	brokers := make([]*Broker, 0, n)
 	for i, p := range ports {
 		name := fmt.Sprintf("nats-%d", i+1)
 		store := filepath.Join(dir, name)
+		if err := os.RemoveAll(store); err != nil { // a failed attempt's
+			return brokers, err
+		}
 		args := []string{"-a", "127.0.0.1", "-p", strconv.Itoa(p[0]), "-m", strconv.Itoa(p[1]), "-js", "-sd", store, "-n", name}
 		if n > 1 {
 			args = append(args, "--cluster_name", "harness", "--cluster", "nats://127.0.0.1:"+strconv.Itoa(p[2]),
 				"--routes", strings.Join(routes, ","))
 		}
-		brokers[i] = &Broker{
+		b := &Broker{
 			Process: &Process{Name: name, Bin: bin, Args: args, Addr: "127.0.0.1:" + strconv.Itoa(p[1]),
 				Log: filepath.Join(dir, name+".log")},
 			ClientPort: p[0], StoreDir: store,
 		}
-		if err := brokers[i].Start(); err != nil {
-			return nil, err
+		if err := b.Start(); err != nil {
+			return brokers, err
 		}
+		brokers = append(brokers, b)
 	}
 	for _, b := range brokers {
 		if err := b.waitReady(ctx); err != nil {
-			return nil, err
+			return brokers, err
 		}
 	}
 	return brokers, nil
@@ -104,13 +128,20 @@ func (b *Broker) Wipe() error {
 	return os.RemoveAll(b.StoreDir)
 }
 
-func freePort() (int, error) {
-	addr, err := FreeAddr()
-	if err != nil {
-		return 0, err
+// freePorts returns n distinct free loopback ports (ListenFree). Their listeners stay open until
+// all n are chosen, so no port is handed out twice (a three-node cluster once got the same port
+// for two of its nine listeners).
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	for range n {
+		ln, err := ListenFree()
+		if err != nil {
+			return nil, err
+		}
+		defer ln.Close()
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
 	}
-	_, port, _ := strings.Cut(addr, ":")
-	return strconv.Atoi(port)
+	return ports, nil
 }
 
 // URLs joins the brokers' client URLs the way NATS_URL takes them.

@@ -8,12 +8,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -55,14 +57,53 @@ func moduleRoot(ctx context.Context) (string, error) {
 	return filepath.Dir(gomod), nil
 }
 
-// FreeAddr returns a loopback address with a port nobody listens on right now.
+// FreeAddr returns a loopback address with a port nobody listens on right now, outside the
+// kernel's ephemeral range (ListenFree).
 func FreeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := ListenFree()
 	if err != nil {
-		return "", fmt.Errorf("find free port: %w", err)
+		return "", err
 	}
 	defer ln.Close()
 	return ln.Addr().String(), nil
+}
+
+// ListenFree listens on a free loopback port below the kernel's ephemeral range
+// (/proc/sys/net/ipv4/ip_local_port_range). The harness restarts killed services and brokers
+// on their port; a port from the ephemeral range could meanwhile be taken as the local end of
+// any outgoing connection (a database or NATS client), and the restart would fail to bind.
+func ListenFree() (net.Listener, error) {
+	const lowest = 10000
+	top := ephemeralLow()
+	for range 200 {
+		port := lowest + rand.N(top-lowest)
+		if ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port)); err == nil {
+			return ln, nil
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("find free port: %w", err)
+	}
+	return ln, nil
+}
+
+// ephemeralLow is the first port of the kernel's ephemeral range (32768 when unknown).
+func ephemeralLow() int {
+	const fallback = 32768
+	data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return fallback
+	}
+	fields := strings.Fields(string(data))
+	if len(fields) == 0 {
+		return fallback
+	}
+	low, err := strconv.Atoi(fields[0])
+	if err != nil || low <= 10000+1000 {
+		return fallback
+	}
+	return low
 }
 
 // DatabaseURL returns the URL of the database name on the server of serverURL (a server's

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"walletgl/internal/harness"
 )
 
 // Broker is a JetStream server run inside the test process, for tests that must stop, restart
@@ -18,10 +20,18 @@ type Broker struct {
 }
 
 // StartBroker starts an embedded JetStream server on a free loopback port with its store in a
-// temporary directory; it is shut down when the test ends.
+// temporary directory; it is shut down when the test ends. The port is below the kernel's
+// ephemeral range (harness.ListenFree), so no client connection can take it while the broker
+// is down for a restart.
 func StartBroker(t testing.TB) *Broker {
 	t.Helper()
-	return StartBrokerOn(t, server.RANDOM_PORT)
+	ln, err := harness.ListenFree()
+	if err != nil {
+		t.Fatalf("find a port for the broker: %v", err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	_ = ln.Close()
+	return StartBrokerOn(t, port)
 }
 
 // StartBrokerOn starts an embedded JetStream server on the given loopback port.
