@@ -58,7 +58,7 @@ func measureWalletAlone(ctx context.Context, sys *system, meter *cpuMeter, gen *
 	a.APIRate = round(float64(a.OK)/a.Seconds, 1)
 	a.API = Summarize(lat)
 	a.CPU = diffCPU(before, after, int64(a.OK), []string{"wallet", "nats-server",
-		"postgres (wallet db backends)", "postgres (gl db backends)", "harness (load generator)"})
+		"postgres (wallet db backends)", "harness (load generator)"})
 	fmt.Fprintf(out, "  alone: %d ok, %d errors, %.0f/s; API p50 %.1f ms p99 %.1f ms; starting the GL …\n",
 		a.OK, a.Errors, a.APIRate, a.API.P50, a.API.P99)
 
