@@ -122,9 +122,11 @@ type step struct {
 	values     map[string]string
 }
 
-// WalletScript is the wallet's transfer transaction as store.CreateTransfer runs it:
-// InsertTransfer, LockWallets, AddToBalances and the outbox's InsertOutbox, in one transaction,
-// between two random distinct users u1…u<users>. Ids are md5 uuids of a random 60-bit :n.
+// WalletScript is the wallet's transfer transaction as store.CreateTransfer runs it for one
+// request: InsertTransfer, LockWallets, AddToBalances and the outbox's InsertOutboxBatchClaimed
+// (events.Outbox.Add with publish on commit: one row, written claimed by the wallet's relay), in
+// one transaction, between two random distinct users u1…u<users>. Ids are md5 uuids of a random
+// 60-bit :n.
 func WalletScript(fsys fs.FS, users int, payload string) (Script, error) {
 	tid, eid := "md5('t' || :n)::uuid", "md5('e' || :n)::uuid"
 	from, to := "'u' || :from", "'u' || :to"
@@ -137,8 +139,10 @@ func WalletScript(fsys fs.FS, users int, payload string) (Script, error) {
 		{"wallet", "AddToBalances", map[string]string{
 			"ids": "ARRAY[" + from + ", " + to + "]", "deltas": "ARRAY[-(:amount::bigint), :amount::bigint]",
 		}},
-		{"events", "InsertOutbox", map[string]string{
-			"id": eid, "event_type": "'TransferCompleted.v1'", "aggregate_id": tid + "::text", "payload": ":payload",
+		{"events", "InsertOutboxBatchClaimed", map[string]string{
+			"ids": "ARRAY[" + eid + "]", "event_types": "ARRAY['" + events.TypeTransferCompleted + "']",
+			"aggregate_ids": "ARRAY[" + tid + "::text]", "payloads": "ARRAY[(:payload)::jsonb]",
+			"owner": "'pgbench'", "lease_seconds": "30",
 		}},
 	}
 	var b strings.Builder

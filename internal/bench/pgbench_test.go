@@ -53,8 +53,8 @@ func TestWalletScriptRunsTheTransfersStatements(t *testing.T) {
 		"ON CONFLICT (idempotency_key) DO NOTHING",
 		"FOR NO KEY UPDATE;",
 		"UPDATE wallets w",
-		"INSERT INTO outbox (id, event_type, aggregate_id, payload)",
-		"(:payload)",
+		"INSERT INTO outbox (id, event_type, aggregate_id, payload, status, attempts, lease_owner, lease_until)",
+		"ARRAY[(:payload)::jsonb]",
 		"COMMIT;",
 	} {
 		assert.Contains(t, s.Text, want)
@@ -193,7 +193,7 @@ func TestScriptsRunInPostgres(t *testing.T) {
 		require.NoError(t, err)
 		pool := run(t, s, "wallet", 3, nil)
 		assert.Equal(t, 2, count(t, pool, "SELECT count(*) FROM transfers"))
-		assert.Equal(t, 2, count(t, pool, "SELECT count(*) FROM outbox WHERE status = 'pending'"))
+		assert.Equal(t, 2, count(t, pool, "SELECT count(*) FROM outbox WHERE status = 'dispatching'"), "written claimed, as publish on commit writes them")
 		assert.Equal(t, 0, count(t, pool, "SELECT sum(balance)::int FROM wallets"), "money only moved")
 	})
 	t.Run("gl", func(t *testing.T) {

@@ -1,7 +1,3 @@
--- name: InsertOutbox :exec
-INSERT INTO outbox (id, event_type, aggregate_id, payload)
-VALUES (@id, @event_type, @aggregate_id, @payload);
-
 -- name: InsertOutboxBatch :execrows
 -- InsertOutboxBatch writes many events in one statement (one NOTIFY: the trigger is per statement).
 INSERT INTO outbox (id, event_type, aggregate_id, payload)

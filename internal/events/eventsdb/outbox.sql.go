@@ -261,28 +261,6 @@ func (q *Queries) GetOutbox(ctx context.Context, id uuid.UUID) (Outbox, error) {
 	return i, err
 }
 
-const insertOutbox = `-- name: InsertOutbox :exec
-INSERT INTO outbox (id, event_type, aggregate_id, payload)
-VALUES ($1, $2, $3, $4)
-`
-
-type InsertOutboxParams struct {
-	ID          uuid.UUID
-	EventType   string
-	AggregateID string
-	Payload     json.RawMessage
-}
-
-func (q *Queries) InsertOutbox(ctx context.Context, arg InsertOutboxParams) error {
-	_, err := q.db.Exec(ctx, insertOutbox,
-		arg.ID,
-		arg.EventType,
-		arg.AggregateID,
-		arg.Payload,
-	)
-	return err
-}
-
 const insertOutboxBatch = `-- name: InsertOutboxBatch :execrows
 INSERT INTO outbox (id, event_type, aggregate_id, payload)
 SELECT unnest($1::uuid[]), unnest($2::text[]), unnest($3::text[]), unnest($4::jsonb[])
