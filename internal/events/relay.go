@@ -245,6 +245,11 @@ func (r *Relay) handOff(rows []claimedRow) {
 	r.handOffMu.Lock()
 	r.handOffQueue = append(r.handOffQueue, rows...)
 	r.handOffMu.Unlock()
+	r.wakeHandOff()
+}
+
+// wakeHandOff wakes one hand-off loop (a token: several wakes before it runs are one).
+func (r *Relay) wakeHandOff() {
 	select {
 	case r.handOffWake <- struct{}{}:
 	default:
@@ -282,7 +287,7 @@ func (r *Relay) handOffLoop(ctx context.Context) error {
 				break
 			}
 			if len(rows) == r.cfg.BatchSize {
-				r.handOff(nil) // wake another round for the rest
+				r.wakeHandOff() // another round for the rest
 			}
 			if err := r.publish(ctx, rows, false); err != nil && ctx.Err() == nil {
 				r.log.Warn().Err(err).Int("rows", len(rows)).Msg("hand-off round failed; its rows wait for a claim")
