@@ -3,16 +3,22 @@ GO       ?= go
 BIN      := bin
 PACKAGES := ./...
 
-.PHONY: run test chaos chaos-short bench build generate check-generate vet fmt-check ci clean
+.PHONY: run test test-race chaos chaos-short bench build generate check-generate vet fmt-check ci clean
 
 ## run: both services in the foreground against the local PostgreSQL and NATS (starts a
 ## JetStream server of its own when none answers); Ctrl-C stops them gracefully.
 run: build
 	$(GO) run ./cmd/devrun $(BIN)/wallet $(BIN)/gl
 
-## test: every test against the real PostgreSQL and JetStream (TEST_DATABASE_URL, TEST_NATS_URL).
+## test: every test against the real PostgreSQL and JetStream (TEST_DATABASE_URL, TEST_NATS_URL),
+## including the slow ones a plain `go test ./...` leaves out (build tag slow).
+TAGS     := slow
 test:
-	$(GO) test -count=1 -timeout 14m $(PACKAGES)
+	$(GO) test -tags $(TAGS) -count=1 -timeout 14m $(PACKAGES)
+
+## test-race: the same under the race detector, as CI runs it.
+test-race:
+	$(GO) test -race -tags $(TAGS) -count=1 -timeout 14m $(PACKAGES)
 
 ## chaos: the fault-injection harness, every scenario in full (SCENARIO=name,… SEED=n to choose).
 SCENARIO ?= all
@@ -44,7 +50,7 @@ check-generate: generate
 	@test -z "$$(git status --porcelain --untracked-files=all -- internal/)" || (echo "generate produced new files: commit them" >&2; git status --porcelain -- internal/ >&2; exit 1)
 
 vet:
-	$(GO) vet $(PACKAGES)
+	$(GO) vet -tags $(TAGS) $(PACKAGES)
 
 fmt-check:
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; test -z "$$out" || (echo "not gofmt-formatted:" >&2; echo "$$out" >&2; exit 1)

@@ -1,3 +1,8 @@
+//go:build slow
+
+// The end-to-end run of the benchmark harness takes about 30 s, so a plain `go test ./...`
+// leaves it out; `make test` (and so CI) runs it with -tags slow.
+
 package main
 
 import (

@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mattn/go-isatty"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"golang.org/x/sync/errgroup"
@@ -51,7 +52,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	out := &labelledWriter{w: stdout}
 	env := os.Environ()
 	if getenv("LOG_FORMAT") == "" {
-		env = append(env, "LOG_FORMAT=console")
+		// The services write to a pipe, so their "auto" would pick JSON: ask for the console
+		// format where a person reads devrun's output, and for colours only on a terminal.
+		env = append(env, "LOG_FORMAT="+consoleFormat(stdout))
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	for i, bin := range args {
@@ -59,6 +62,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		g.Go(func() error { return runService(gctx, bin, label, env, out) })
 	}
 	return g.Wait()
+}
+
+// consoleFormat is the log format for the services' output as devrun shows it on stdout:
+// coloured console lines on a terminal, plain console lines into a file or pipe.
+func consoleFormat(stdout io.Writer) string {
+	if f, ok := stdout.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
+		return "console"
+	}
+	return "console-plain"
 }
 
 func natsAnswers(url string) bool {

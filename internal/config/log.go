@@ -18,7 +18,7 @@ type Log struct {
 
 // BindLog binds the logging settings.
 func BindLog(s *Set, c *Log) {
-	s.String(&c.Format, "LOG_FORMAT", "log-format", "auto", "json, console, or auto (console on a terminal, json otherwise)")
+	s.String(&c.Format, "LOG_FORMAT", "log-format", "auto", "json, console (coloured), console-plain, or auto (console on a terminal, json otherwise)")
 	s.String(&c.Level, "LOG_LEVEL", "log-level", "info", "debug, info, warn or error")
 }
 
@@ -32,12 +32,14 @@ func (c Log) Logger(w io.Writer, service string) (zerolog.Logger, error) {
 	case "json":
 	case "console":
 		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly}
+	case "console-plain":
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly, NoColor: true}
 	case "auto", "":
 		if f, ok := w.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
 			w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly}
 		}
 	default:
-		return zerolog.Nop(), fmt.Errorf("LOG_FORMAT: %q is not json, console or auto", c.Format)
+		return zerolog.Nop(), fmt.Errorf("LOG_FORMAT: %q is not json, console, console-plain or auto", c.Format)
 	}
 	return zerolog.New(w).Level(level).With().Timestamp().Str("service", service).Logger(), nil
 }
