@@ -102,14 +102,14 @@ func inboxListCmd(ctx context.Context, env cli.Env, args []string) error {
 	}
 	table := make([][]string, 0, len(rows))
 	for _, r := range rows {
-		reason := r.Reason
-		if len(reason) > 70 {
-			reason = reason[:69] + "…"
+		detail := r.Detail
+		if len(detail) > 60 {
+			detail = detail[:59] + "…"
 		}
 		table = append(table, []string{r.ID, r.EventType, strconv.Itoa(int(r.Attempts)),
-			r.ReceivedAt.UTC().Format(time.RFC3339), cli.OrDash(reason)})
+			r.ReceivedAt.UTC().Format(time.RFC3339), cli.OrDash(r.Reason), cli.OrDash(detail)})
 	}
-	if err := cli.Table(env.Stdout, []string{"ID", "TYPE", "ATTEMPTS", "RECEIVED", "REASON"}, table); err != nil {
+	if err := cli.Table(env.Stdout, []string{"ID", "TYPE", "ATTEMPTS", "RECEIVED", "REASON", "DETAIL"}, table); err != nil {
 		return err
 	}
 	fmt.Fprintf(env.Stdout, "%d %s rows shown (limit %d)\n", len(rows), *status, *limit)

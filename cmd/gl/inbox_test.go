@@ -27,7 +27,7 @@ func failedEvent(t *testing.T, q *eventsdb.Queries, transferID string, amount in
 	require.NoError(t, err)
 	require.NoError(t, q.RecordInboxFailure(context.Background(), eventsdb.RecordInboxFailureParams{
 		ID: "gl:" + id.String(), Consumer: "gl", EventID: id.String(), EventType: events.TypeTransferCompleted,
-		StreamSeq: 7, Reason: "gave up after 10 deliveries: database unavailable", Payload: body, Attempts: 10,
+		StreamSeq: 7, Reason: events.ReasonExhausted, Detail: "handler failed on 10 deliveries: no such account", Payload: body, Attempts: 10,
 	}))
 	return "gl:" + id.String()
 }
@@ -53,7 +53,7 @@ func TestInboxCommands(t *testing.T) {
 	out, err = gl("inbox", "list", "--status", "failed", "--limit", "10")
 	require.NoError(t, err)
 	require.Contains(t, out, good)
-	require.Contains(t, out, "gave up after 10 deliveries")
+	require.Contains(t, out, "exhausted  handler failed on 10 deliveries")
 
 	out, err = gl("inbox", "retry", good, bad)
 	require.ErrorContains(t, err, "1 of 2 events still fail")

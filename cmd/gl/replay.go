@@ -88,7 +88,7 @@ func replayCmd(ctx context.Context, env cli.Env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("replay: jetstream context: %w", err)
 	}
-	topo := cfg.Events.Topology()
+	topo := cfg.Events.Topology(log)
 	stream := topo.StreamName(events.SourceWallet)
 	cons, err := js.CreateConsumer(ctx, stream, jetstream.ConsumerConfig{
 		Description:       "gl replay into " + targetName,
@@ -116,7 +116,8 @@ func replayCmd(ctx context.Context, env cli.Env, args []string) error {
 	// target's inbox then reads gl:<event id>, as the live GL's does, and gl verify holds
 	// there too. Only HandleBatch is used; Run, which would attach to the live durable
 	// consumer of that name, is never called.
-	poster := gl.NewTransferPoster(cfg.Rule, ledger, log)
+	// A rebuild answers nobody: duplicates in the stream are skipped, not acknowledged again.
+	poster := struct{ events.BatchHandler }{gl.NewTransferPoster(cfg.Rule, ledger, log)}
 	handler, err := events.NewConsumer(cfg.Events.Consumer(events.ConsumerGL, events.SourceWallet, events.TypeTransferCompleted, nil),
 		topo, nc, pool, poster, log)
 	if err != nil {

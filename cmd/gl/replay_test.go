@@ -58,7 +58,7 @@ type replayBundle struct {
 
 func (b *replayBundle) env(dbURL string) map[string]string {
 	return map[string]string{
-		"GL_DATABASE_URL": dbURL, "NATS_URL": b.natsURL, "EVENTS_NAMESPACE": b.ns,
+		"GL_DATABASE_URL": dbURL, "NATS_URL": b.natsURL, "EVENTS_NAMESPACE": b.ns, "EVENTS_STREAM_MAX_BYTES": "16777216",
 		"LOG_FORMAT": "json", "EVENTS_BATCH_SIZE": "7", // small batches: many rounds
 	}
 }
@@ -112,7 +112,7 @@ func TestReplayRebuildsTheLiveLedger(t *testing.T) {
 	t.Parallel()
 	b := &replayBundle{natsURL: testenv.NATSURL(t)}
 	b.ns = testenv.Namespace(t, b.natsURL)
-	b.topo = events.Topology{Namespace: b.ns}
+	b.topo = events.Topology{Namespace: b.ns, MaxBytes: testenv.StreamMaxBytes}
 	b.live, b.liveURL = testenv.MigratedPool(t, "gl")
 	var err error
 	b.nc, err = nats.Connect(b.natsURL)

@@ -67,6 +67,17 @@ func (s *Set) Int(p *int, env, flagName string, def int, usage string) {
 	s.fs.IntVar(p, flagName, v, usage)
 }
 
+// Int64 binds a large integer setting, such as a size in bytes.
+func (s *Set) Int64(p *int64, env, flagName string, def int64, usage string) {
+	raw := s.lookup(env, flagName, strconv.FormatInt(def, 10), usage)
+	v, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil {
+		s.errs = append(s.errs, fmt.Errorf("%s: %q is not a whole number", env, raw))
+		v = def
+	}
+	s.fs.Int64Var(p, flagName, v, usage)
+}
+
 // Bool binds a true/false setting (true, false, 1, 0, …: strconv.ParseBool).
 func (s *Set) Bool(p *bool, env, flagName string, def bool, usage string) {
 	raw := s.lookup(env, flagName, strconv.FormatBool(def), usage)

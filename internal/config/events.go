@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"walletgl/internal/events"
 	"walletgl/internal/faults"
 )
@@ -15,9 +17,12 @@ type Events struct {
 	Namespace       string
 	DuplicateWindow time.Duration
 	Replicas        int
+	StreamMaxAge    time.Duration
+	StreamMaxBytes  int64
 	PollInterval    time.Duration
 	CatchUpLimit    int
 	AckTimeout      time.Duration
+	PublishTimeout  time.Duration
 	MaxAttempts     int
 	Lease           time.Duration
 	Retention       time.Duration
@@ -35,11 +40,14 @@ type Events struct {
 func BindEvents(s *Set, c *Events) {
 	s.String(&c.NATSURL, "NATS_URL", "nats-url", "nats://127.0.0.1:4222", "NATS server URL; several comma-separated URLs for a cluster")
 	s.String(&c.Namespace, "EVENTS_NAMESPACE", "events-namespace", "", "prefix of stream names and subjects, to run several deployments on one NATS")
-	s.Duration(&c.DuplicateWindow, "EVENTS_DUPLICATE_WINDOW", "duplicate-window", 2*time.Minute, "how long the broker drops a re-published Nats-Msg-Id")
+	s.Duration(&c.DuplicateWindow, "EVENTS_DUPLICATE_WINDOW", "duplicate-window", events.DefaultDuplicateWindow, "how long the broker drops a re-published Nats-Msg-Id")
 	s.Int(&c.Replicas, "EVENTS_STREAM_REPLICAS", "stream-replicas", 1, "replicas of each stream (3 on a three-node cluster)")
+	s.Duration(&c.StreamMaxAge, "EVENTS_STREAM_MAX_AGE", "stream-max-age", events.DefaultStreamMaxAge, "events older than this leave each stream, read or not (replay reaches back this far)")
+	s.Int64(&c.StreamMaxBytes, "EVENTS_STREAM_MAX_BYTES", "stream-max-bytes", events.DefaultStreamMaxBytes, "size limit of each stream in bytes; a full stream refuses new events, which wait in the outbox")
 	s.Duration(&c.PollInterval, "EVENTS_POLL_INTERVAL", "poll-interval", 5*time.Second, "relay fallback poll and catch-up interval (LISTEN/NOTIFY wakes it sooner)")
 	s.Int(&c.CatchUpLimit, "EVENTS_CATCH_UP_LIMIT", "catch-up-limit", 200, "rows re-published per catch-up batch")
 	s.Duration(&c.AckTimeout, "EVENTS_ACK_TIMEOUT", "ack-timeout", 30*time.Second, "a dispatched row not acknowledged after this is re-published")
+	s.Duration(&c.PublishTimeout, "EVENTS_PUBLISH_TIMEOUT", "publish-timeout", 5*time.Second, "how long the relay waits for the broker's PubAck of each message before it gives the row back")
 	s.Int(&c.MaxAttempts, "EVENTS_MAX_ATTEMPTS", "max-attempts", 10, "failed publishes before an outbox row becomes dead_letter")
 	s.Duration(&c.Lease, "EVENTS_LEASE", "lease", 30*time.Second, "how long a relay holds claimed rows before another relay may take them")
 	s.Duration(&c.Retention, "EVENTS_RETENTION", "retention", 7*24*time.Hour, "acknowledged outbox rows older than this are deleted")
@@ -47,7 +55,7 @@ func BindEvents(s *Set, c *Events) {
 	s.Int(&c.RelayWorkers, "EVENTS_RELAY_WORKERS", "relay-workers", 2, "publish rounds a relay keeps in flight at once (claims and hand-offs each)")
 	s.Int(&c.ConsumerWorkers, "EVENTS_CONSUMER_WORKERS", "consumer-workers", 2, "fetch-and-commit loops a consumer runs at once on its durable consumer")
 	s.Bool(&c.PublishOnCommit, "EVENTS_PUBLISH_ON_COMMIT", "publish-on-commit", true, "write outbox rows claimed by this process's relay and publish them right after commit (false: every row waits for a NOTIFY and a claim)")
-	s.Int(&c.MaxDeliver, "EVENTS_MAX_DELIVER", "max-deliver", 10, "deliveries of a failing event before the inbox records it failed")
+	s.Int(&c.MaxDeliver, "EVENTS_MAX_DELIVER", "max-deliver", 10, "deliveries whose handler ran and failed before the inbox records the event failed (exhausted); a database that is down never counts")
 	s.Duration(&c.AckWait, "EVENTS_ACK_WAIT", "ack-wait", 30*time.Second, "how long the broker waits for a consumer's ack before redelivering")
 	s.String(&c.Faults, "FAULTS", "faults", "", "arms fault points for game days and the fault harness, e.g. gl.consumer.after_commit:crash@0.05 (empty: none)")
 	s.Int(&c.FaultsSeed, "FAULTS_SEED", "faults-seed", 1, "seed of the fault points' draws, for repeatable runs")
@@ -64,6 +72,7 @@ func (c Events) Validate() error {
 	positive := map[string]time.Duration{
 		"EVENTS_POLL_INTERVAL": c.PollInterval, "EVENTS_ACK_TIMEOUT": c.AckTimeout, "EVENTS_LEASE": c.Lease,
 		"EVENTS_RETENTION": c.Retention, "EVENTS_DUPLICATE_WINDOW": c.DuplicateWindow, "EVENTS_ACK_WAIT": c.AckWait,
+		"EVENTS_PUBLISH_TIMEOUT": c.PublishTimeout, "EVENTS_STREAM_MAX_AGE": c.StreamMaxAge,
 	}
 	for name, d := range positive {
 		if d <= 0 {
@@ -79,15 +88,24 @@ func (c Events) Validate() error {
 			errs = append(errs, fmt.Errorf("%s must be at least 1, got %d", name, n))
 		}
 	}
+	if c.StreamMaxBytes <= 0 {
+		errs = append(errs, fmt.Errorf("EVENTS_STREAM_MAX_BYTES must be positive, got %d", c.StreamMaxBytes))
+	}
+	if c.StreamMaxAge > 0 && c.StreamMaxAge < c.DuplicateWindow {
+		errs = append(errs, fmt.Errorf("EVENTS_STREAM_MAX_AGE (%s) must not be shorter than EVENTS_DUPLICATE_WINDOW (%s)", c.StreamMaxAge, c.DuplicateWindow))
+	}
 	if c.NATSURL == "" {
 		errs = append(errs, errors.New("NATS_URL is empty"))
 	}
 	return errors.Join(errs...)
 }
 
-// Topology is the JetStream layout these settings describe.
-func (c Events) Topology() events.Topology {
-	return events.Topology{Namespace: c.Namespace, DuplicateWindow: c.DuplicateWindow, Replicas: c.Replicas}
+// Topology is the JetStream layout these settings describe; log hears of kept stream limits.
+func (c Events) Topology(log zerolog.Logger) events.Topology {
+	return events.Topology{
+		Namespace: c.Namespace, DuplicateWindow: c.DuplicateWindow, Replicas: c.Replicas,
+		MaxAge: c.StreamMaxAge, MaxBytes: c.StreamMaxBytes, Log: log,
+	}
 }
 
 // Relay is the relay configuration for source's outbox.
@@ -95,7 +113,7 @@ func (c Events) Relay(source, ackConsumer string, f *faults.Set) events.RelayCon
 	return events.RelayConfig{
 		Faults: f,
 		Source: source, BatchSize: c.BatchSize, Workers: c.RelayWorkers, CatchUpLimit: c.CatchUpLimit, PollInterval: c.PollInterval,
-		AckTimeout: c.AckTimeout, MaxAttempts: c.MaxAttempts, Lease: c.Lease, Retention: c.Retention,
+		AckTimeout: c.AckTimeout, PublishTimeout: c.PublishTimeout, MaxAttempts: c.MaxAttempts, Lease: c.Lease, Retention: c.Retention,
 		AckConsumer: ackConsumer,
 	}
 }

@@ -20,7 +20,7 @@ import (
 )
 
 // Open connects a pool to the database at url, with at most maxConns connections unless the
-// URL sets pool_max_conns (0: pgxpool's default).
+// URL sets pool_max_conns (0: pgxpool's default). Its commits are synchronous.
 func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
@@ -32,6 +32,9 @@ func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error
 		cfg.MaxConns = maxConns
 	}
 	planEachExecution(cfg, url)
+	// Transfers and postings commit only once their WAL is on disk, whatever the database's or
+	// the role's default says: a synchronous_commit = off there would make them lossy.
+	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open pool %s: %w", cfg.ConnConfig.Database, err)
@@ -238,6 +241,34 @@ func IsUnavailable(err error) bool {
 		return strings.HasPrefix(pgErr.Code, "08") || pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03"
 	}
 	return pgconn.SafeToRetry(err) || errors.Is(err, context.DeadlineExceeded) || isConnError(err)
+}
+
+// IsTransient reports whether err says the database is slow or away rather than that a
+// statement is wrong: the connection failed or broke, a deadline passed, the statement was
+// cancelled or timed out, a lock was not granted, the server is short of resources or
+// shutting down, or a serialization failure or deadlock. Such a failure says nothing about
+// the work, which succeeds once the database is back.
+func IsTransient(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || pgconn.Timeout(err) ||
+		isConnError(err) || pgconn.SafeToRetry(err) {
+		return true
+	}
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	switch pgErr.Code[:2] {
+	case "08", // connection exception
+		"40", // transaction rollback: serialization failure, deadlock
+		"53", // insufficient resources: disk full, out of memory, too many connections
+		"57", // operator intervention: query cancelled (statement_timeout), admin or crash shutdown
+		"58": // system error: I/O error
+		return true
+	}
+	return pgErr.Code == "55P03" // lock not available (lock_timeout)
 }
 
 func isConnError(err error) bool {

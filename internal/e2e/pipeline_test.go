@@ -50,7 +50,7 @@ func startSystemOn(t *testing.T, natsURL string, waitHealthy bool, extraEnv ...s
 	glAddr, err := harness.FreeAddr()
 	require.NoError(t, err)
 	common := append([]string{
-		"NATS_URL=" + natsURL, "EVENTS_NAMESPACE=" + ns, "LOG_FORMAT=json", "LOG_LEVEL=info",
+		"NATS_URL=" + natsURL, "EVENTS_NAMESPACE=" + ns, testenv.StreamEnv, "LOG_FORMAT=json", "LOG_LEVEL=info",
 		"EVENTS_POLL_INTERVAL=500ms", "EVENTS_ACK_TIMEOUT=10s",
 	}, extraEnv...)
 	s := &system{

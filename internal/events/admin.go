@@ -25,10 +25,13 @@ const (
 	StatusDispatching = "dispatching"
 )
 
+// StatusProcessed is the inbox status of an event applied once and for all.
+const StatusProcessed = "processed"
+
 // The statuses of an outbox row and of an inbox row, in the order of their lifecycle.
 var (
 	OutboxStatuses = []string{StatusPending, StatusDispatching, "dispatched", "acknowledged", "failed", "dead_letter"}
-	InboxStatuses  = []string{"processing", "processed", "failed", "duplicate"}
+	InboxStatuses  = []string{"processing", StatusProcessed, "failed", "duplicate"}
 	// RequeueStatuses are the statuses an operator may send back to pending.
 	RequeueStatuses = []string{"failed", "dead_letter"}
 )
@@ -280,7 +283,8 @@ type InboxRow struct {
 	Attempts    int32      `json:"attempts"`
 	Duplicates  int32      `json:"duplicates"`
 	StreamSeq   *int64     `json:"stream_seq,omitempty"`
-	Reason      string     `json:"reason,omitempty"`
+	Reason      string     `json:"reason,omitempty"`  // a failed row's reason word: malformed, conflict, exhausted, unauthenticated
+	Detail      string     `json:"detail,omitempty"`  // a failed row's error text
 	Payload     string     `json:"payload,omitempty"` // the raw message, as text
 	ReceivedAt  time.Time  `json:"received_at"`
 	ProcessedAt *time.Time `json:"processed_at,omitempty"`
@@ -446,7 +450,7 @@ func toOutboxRow(r eventsdb.Outbox) OutboxRow {
 func toInboxRow(r eventsdb.Inbox) InboxRow {
 	return InboxRow{
 		ID: r.ID, Consumer: r.Consumer, EventID: r.EventID, EventType: r.EventType, Status: r.Status,
-		Attempts: r.Attempts, Duplicates: r.Duplicates, StreamSeq: r.StreamSeq, Reason: deref(r.Reason),
+		Attempts: r.Attempts, Duplicates: r.Duplicates, StreamSeq: r.StreamSeq, Reason: deref(r.Reason), Detail: deref(r.Detail),
 		Payload: string(r.Payload), ReceivedAt: r.ReceivedAt, ProcessedAt: r.ProcessedAt, UpdatedAt: r.UpdatedAt,
 	}
 }

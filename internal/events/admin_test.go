@@ -246,7 +246,7 @@ func TestAdminInboxStatsAndList(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.NoError(t, q.RecordInboxFailure(ctx, eventsdb.RecordInboxFailureParams{
-		ID: "gl:bad", Consumer: "gl", EventID: "bad", EventType: "unknown", Reason: "decode envelope", Payload: []byte("{not json"), Attempts: 1,
+		ID: "gl:bad", Consumer: "gl", EventID: "bad", EventType: "unknown", Reason: events.ReasonMalformed, Detail: "decode envelope", Payload: []byte("{not json"), Attempts: 1,
 	}))
 
 	stats, err := admin.InboxStats(ctx)
@@ -258,7 +258,8 @@ func TestAdminInboxStatsAndList(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, failed, 1)
 	require.Equal(t, "gl:bad", failed[0].ID)
-	require.Equal(t, "decode envelope", failed[0].Reason)
+	require.Equal(t, events.ReasonMalformed, failed[0].Reason)
+	require.Equal(t, "decode envelope", failed[0].Detail)
 	require.Equal(t, "{not json", failed[0].Payload)
 
 	_, err = admin.ListInbox(ctx, "lost", 10)
@@ -276,7 +277,7 @@ func TestRetryInboxProcessesAFailedEventOnceAndLeavesABadOneFailed(t *testing.T)
 	for id, body := range map[uuid.UUID][]byte{goodID: good, badID: bad} {
 		require.NoError(t, q.RecordInboxFailure(ctx, eventsdb.RecordInboxFailureParams{
 			ID: "gl:" + id.String(), Consumer: "gl", EventID: id.String(), EventType: events.TypeTransferCompleted,
-			Reason: "database down, out of deliveries", Payload: body, Attempts: 10,
+			Reason: events.ReasonExhausted, Detail: "handler failed on 10 deliveries", Payload: body, Attempts: 10,
 		}))
 	}
 	handled := map[string]int{}

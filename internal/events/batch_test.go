@@ -81,5 +81,6 @@ func TestABatchHandlerGetsWholeBatchesAndAPoisonEventFailsAlone(t *testing.T) {
 	failed, err := eventsdb.New(b.pool).GetInbox(ctx, "gl:"+envelopeID(t, poison))
 	require.NoError(t, err)
 	require.Equal(t, "failed", failed.Status)
-	require.Contains(t, *failed.Reason, "amount -5 is not positive")
+	require.Equal(t, events.ReasonMalformed, *failed.Reason)
+	require.Contains(t, *failed.Detail, "amount -5 is not positive")
 }

@@ -2,7 +2,6 @@ package events
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -71,6 +70,8 @@ type Consumer struct {
 	pool    *pgxpool.Pool
 	handler Handler
 	log     zerolog.Logger
+	batches *watchdog     // batches in flight, to report a loop that no longer ends one
+	failing *failureCount // deliveries whose handler ran and failed, per event
 
 	processed  atomic.Int64
 	duplicates atomic.Int64
@@ -87,7 +88,9 @@ func NewConsumer(cfg ConsumerConfig, topo Topology, nc *nats.Conn, pool *pgxpool
 	cfg = cfg.withDefaults()
 	return &Consumer{
 		cfg: cfg, topo: topo, nc: nc, js: js, pool: pool, handler: handler,
-		log: log.With().Str("component", "consumer").Str("consumer", cfg.Name).Logger(),
+		log:     log.With().Str("component", "consumer").Str("consumer", cfg.Name).Logger(),
+		batches: newWatchdog(stallAfter(cfg.AckWait + bookkeepingTimeout)),
+		failing: newFailureCount(failureCountLimit),
 	}, nil
 }
 
@@ -100,15 +103,21 @@ func (c *Consumer) Stats() ConsumerStats {
 }
 
 // Run consumes until ctx is cancelled. A batch in progress is finished (committed and
-// acknowledged) before Run returns; what was not yet fetched stays with the broker. Alongside,
-// it records the events the broker gave up on (the max-deliveries advisory) in the inbox.
+// acknowledged) before Run returns; what was not yet fetched stays with the broker.
 func (c *Consumer) Run(ctx context.Context) error {
 	g, ctx := errgroup.WithContext(ctx)
 	for range c.cfg.Workers {
 		g.Go(func() error { return c.consume(ctx) })
 	}
-	g.Go(func() error { return c.watchMaxDeliveries(ctx) })
 	return g.Wait()
+}
+
+// Health reports a consumer loop wedged in a batch for far longer than its deadlines allow.
+func (c *Consumer) Health() error {
+	if age, stuck := c.batches.stalled(time.Now()); stuck {
+		return fmt.Errorf("consumer %s: a batch has been in flight for %s", c.cfg.Name, age.Round(time.Second))
+	}
+	return nil
 }
 
 // consume is one fetch-commit-ack loop; Run runs Workers of them on the durable consumer.
@@ -152,9 +161,7 @@ func (c *Consumer) consume(ctx context.Context) error {
 		}
 		if len(msgs) > 0 {
 			// Finish the batch even if ctx is cancelled meanwhile.
-			batchCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.AckWait)
-			c.handleBatch(batchCtx, msgs, &acking)
-			cancel()
+			c.handleBatch(context.WithoutCancel(ctx), msgs, &acking)
 		}
 	}
 	return nil
@@ -163,65 +170,6 @@ func (c *Consumer) consume(ctx context.Context) error {
 // consumerCheckInterval is how often an idle consumer asks the broker whether its durable
 // consumer still exists.
 const consumerCheckInterval = 5 * time.Second
-
-// maxDeliveriesAdvisorySubject prefixes the subject of the broker's max-deliveries advisory,
-// followed by the stream and consumer names.
-const maxDeliveriesAdvisorySubject = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES"
-
-// maxDeliveriesAdvisory is the part of JetStream's max-deliveries advisory we use.
-type maxDeliveriesAdvisory struct {
-	StreamSeq  uint64 `json:"stream_seq"`
-	Deliveries uint64 `json:"deliveries"`
-}
-
-// watchMaxDeliveries listens for the broker's max-deliveries advisory: it is a plain NATS
-// message, lost if nobody listens, sent when a message ran out of deliveries without our loop
-// recording it (for example, the process died while handling its last delivery). The event is
-// recorded as failed in the inbox with its payload, read back from the stream. An advisory
-// missed while no consumer runs is covered by the producer's catch-up, which publishes the
-// still unacknowledged event again.
-func (c *Consumer) watchMaxDeliveries(ctx context.Context) error {
-	stream := c.topo.StreamName(c.cfg.Source)
-	ch := make(chan *nats.Msg, 64)
-	sub, err := c.nc.ChanSubscribe(maxDeliveriesAdvisorySubject+"."+stream+"."+c.cfg.Name, ch)
-	if err != nil {
-		return fmt.Errorf("subscribe to max-deliveries advisories: %w", err)
-	}
-	defer func() { _ = sub.Unsubscribe() }()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case msg := <-ch:
-			var adv maxDeliveriesAdvisory
-			if err := json.Unmarshal(msg.Data, &adv); err != nil {
-				c.log.Warn().Err(err).Msg("unreadable max-deliveries advisory")
-				continue
-			}
-			c.recordGivenUp(ctx, stream, adv)
-		}
-	}
-}
-
-func (c *Consumer) recordGivenUp(ctx context.Context, stream string, adv maxDeliveriesAdvisory) {
-	d := delivery{seq: adv.StreamSeq, delivered: adv.Deliveries, eventID: "seq-" + strconv.FormatUint(adv.StreamSeq, 10)}
-	var payload []byte
-	if s, err := c.js.Stream(ctx, stream); err == nil {
-		if raw, err := s.GetMsg(ctx, adv.StreamSeq); err == nil {
-			payload = raw.Data
-			if env, err := DecodeEnvelope(raw.Data); err == nil || env.ID != "" {
-				d.env, d.eventID = env, env.ID
-			}
-		}
-	}
-	reason := fmt.Errorf("the broker gave up after %d deliveries (max-deliveries advisory)", adv.Deliveries)
-	if err := c.record(ctx, d, payload, reason); err != nil {
-		c.log.Error().Err(err).Str("event_id", d.eventID).Msg("record event the broker gave up on")
-		return
-	}
-	c.failed.Add(1)
-	c.log.Error().Err(reason).Str("event_id", d.eventID).Uint64("stream_seq", d.seq).Msg("event dead-lettered in the inbox")
-}
 
 func (c *Consumer) logFailure(err error, failures int) *zerolog.Event {
 	ev := c.log.Debug()
@@ -316,14 +264,17 @@ func (c *Consumer) HandleBatch(ctx context.Context, msgs []jetstream.Msg) {
 }
 
 // handleBatch processes fetched messages. Poison messages are dead-lettered one by one; the
-// rest are tried in one transaction, and if that fails, one transaction each, so one bad event
-// fails alone and the others still commit.
+// rest are tried in one transaction, and if that fails for a reason of its own events, one
+// transaction each, so one bad event fails alone and the others still commit. A database that
+// is slow or away fails the whole batch back to the broker instead: trying each event alone
+// would only wait out the same deadline again for every one of them.
 func (c *Consumer) handleBatch(ctx context.Context, msgs []jetstream.Msg, acking *sync.WaitGroup) {
+	defer c.batches.begin()()
 	var good []delivery
 	for _, msg := range msgs {
 		d := c.inspect(msg)
 		if d.err != nil {
-			c.deadLetter(ctx, d, d.err)
+			c.deadLetter(ctx, d, failureReason(d.err), d.err)
 			continue
 		}
 		good = append(good, d)
@@ -331,44 +282,72 @@ func (c *Consumer) handleBatch(ctx context.Context, msgs []jetstream.Msg, acking
 	if len(good) > 1 {
 		fresh, err := c.processTx(ctx, good)
 		if err == nil {
-			_ = c.cfg.Faults.Hit(c.cfg.Name + faults.ConsumerAfterCommit)
-			c.acknowledge(ctx, good, fresh, acking)
+			c.committed(ctx, good, fresh, acking)
+			return
+		}
+		if database.IsTransient(err) {
+			c.retryAll(ctx, good, err)
 			return
 		}
 		c.log.Debug().Err(err).Int("events", len(good)).Msg("batch rolled back; handling its events one by one")
 	}
-	for _, d := range good {
+	for i, d := range good {
 		fresh, err := c.processTx(ctx, []delivery{d})
+		if err != nil && database.IsTransient(err) {
+			c.retryAll(ctx, good[i:], err)
+			return
+		}
 		if err != nil {
 			c.handleFailure(ctx, d, err)
 			continue
 		}
-		_ = c.cfg.Faults.Hit(c.cfg.Name + faults.ConsumerAfterCommit)
-		c.acknowledge(ctx, []delivery{d}, fresh, acking)
+		c.committed(ctx, []delivery{d}, fresh, acking)
 	}
 }
 
-// processTx claims, handles and marks processed every delivery in one transaction. fresh[i]
-// says whether delivery i was new (false: the inbox had it, a duplicate).
+// committed follows a commit: the fault point, then the acknowledgment to the broker.
+func (c *Consumer) committed(ctx context.Context, ds []delivery, fresh []bool, acking *sync.WaitGroup) {
+	for _, d := range ds {
+		c.failing.forget(d.eventID)
+	}
+	_ = c.cfg.Faults.Hit(c.cfg.Name + faults.ConsumerAfterCommit)
+	c.acknowledge(ctx, ds, fresh, acking)
+}
+
+// processTx claims, handles and marks processed every delivery in one transaction, which must
+// commit within the ack wait (after it, the broker delivers the events again). fresh[i] says
+// whether delivery i was new (false: the inbox had it, a duplicate).
 func (c *Consumer) processTx(ctx context.Context, ds []delivery) (fresh []bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.AckWait)
+	defer cancel()
 	if bh, ok := c.handler.(BatchHandler); ok && len(ds) > 1 {
 		return c.processBatchTx(ctx, bh, ds)
 	}
 	err = database.WithTx(ctx, c.pool, func(tx pgx.Tx) error {
 		fresh = make([]bool, len(ds))
 		q := eventsdb.New(tx)
+		var processedBefore []Envelope
 		for i, d := range ds {
-			isNew, err := c.claim(ctx, q, d)
+			id := c.inboxID(d.eventID)
+			row, err := q.ClaimInbox(ctx, eventsdb.ClaimInboxParams{
+				ID: id, Consumer: c.cfg.Name, EventID: d.eventID, EventType: d.env.Type, StreamSeq: int64(d.seq),
+			})
 			if err != nil {
-				return err
+				return fmt.Errorf("claim inbox %s: %w", id, err)
 			}
-			fresh[i] = isNew
-			if !isNew {
+			fresh[i] = row.Inserted
+			if !row.Inserted {
+				if row.Status == StatusProcessed {
+					processedBefore = append(processedBefore, d.env)
+				}
 				continue
 			}
-			if err := apply(ctx, tx, c.handler, c.log, c.inboxID(d.eventID), d.eventID, d.env); err != nil {
+			if err := apply(ctx, tx, c.handler, c.log, id, d.eventID, d.env); err != nil {
 				return err
 			}
+		}
+		if err := c.answerDuplicates(ctx, tx, processedBefore); err != nil {
+			return err
 		}
 		return c.cfg.Faults.Hit(c.cfg.Name + faults.ConsumerBeforeCommit)
 	})
@@ -399,14 +378,17 @@ func (c *Consumer) processBatchTx(ctx context.Context, bh BatchHandler, ds []del
 		if err != nil {
 			return fmt.Errorf("claim %d inbox rows: %w", len(params.Ids), err)
 		}
-		var envs []Envelope
+		var envs, processedBefore []Envelope
 		var claimed []string
 		for _, row := range rows {
-			if row.Inserted {
-				i := first[row.ID]
+			i := first[row.ID]
+			switch {
+			case row.Inserted:
 				fresh[i] = true
 				envs = append(envs, ds[i].env)
 				claimed = append(claimed, row.ID)
+			case row.Status == StatusProcessed:
+				processedBefore = append(processedBefore, ds[i].env)
 			}
 		}
 		if len(envs) > 0 {
@@ -417,9 +399,25 @@ func (c *Consumer) processBatchTx(ctx context.Context, bh BatchHandler, ds []del
 				return fmt.Errorf("mark %d inbox rows processed: %w", len(claimed), err)
 			}
 		}
+		if err := c.answerDuplicates(ctx, tx, processedBefore); err != nil {
+			return err
+		}
 		return c.cfg.Faults.Hit(c.cfg.Name + faults.ConsumerBeforeCommit)
 	})
 	return fresh, err
+}
+
+// answerDuplicates hands events the inbox had processed before to a DuplicateHandler, in tx:
+// the producer is evidently still waiting for the answer to them.
+func (c *Consumer) answerDuplicates(ctx context.Context, tx pgx.Tx, envs []Envelope) error {
+	dh, ok := c.handler.(DuplicateHandler)
+	if !ok || len(envs) == 0 {
+		return nil
+	}
+	if err := dh.HandleDuplicates(ctx, tx, envs); err != nil {
+		return fmt.Errorf("answer %d duplicate events: %w", len(envs), err)
+	}
+	return nil
 }
 
 // apply hands an event whose inbox row tx holds in status processing to the handler and marks
@@ -434,20 +432,6 @@ func apply(ctx context.Context, tx pgx.Tx, handler Handler, log zerolog.Logger, 
 		return fmt.Errorf("mark inbox %s processed: %w", inboxID, err)
 	}
 	return nil
-}
-
-// claim inserts the inbox row. A primary-key conflict is a duplicate: never a fresh start.
-// Any other error is an error (the transaction rolls back and the event is retried).
-func (c *Consumer) claim(ctx context.Context, q *eventsdb.Queries, d delivery) (bool, error) {
-	id := c.inboxID(d.eventID)
-	seq := int64(d.seq)
-	row, err := q.ClaimInbox(ctx, eventsdb.ClaimInboxParams{
-		ID: id, Consumer: c.cfg.Name, EventID: d.eventID, EventType: d.env.Type, StreamSeq: seq,
-	})
-	if err != nil {
-		return false, fmt.Errorf("claim inbox %s: %w", id, err)
-	}
-	return row.Inserted, nil
 }
 
 // acknowledge confirms committed deliveries to the broker with double acks, sent in parallel
@@ -482,49 +466,80 @@ func (c *Consumer) acknowledge(ctx context.Context, ds []delivery, fresh []bool,
 	}()
 }
 
-// handleFailure decides what a failed delivery becomes: dead-lettered when it can never
-// succeed or is out of deliveries, otherwise delivered again after a growing delay.
+// bookkeepingTimeout bounds the writes that record what became of a delivery. They run on a
+// context of their own: the batch's deadline may have passed already, and recording a failure
+// with it would fail too.
+const bookkeepingTimeout = 10 * time.Second
+
+func bookkeeping(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
+}
+
+// handleFailure decides what a failed delivery becomes. A permanent cause (an event that can
+// never be applied, or one that contradicts what was applied) is recorded failed at once. A
+// handler that ran and failed counts toward MaxDeliver, after which the event is recorded
+// failed as exhausted. Anything else is delivered again after a growing delay, for as long as
+// it takes: a database that is slow or away never makes an event fail.
 func (c *Consumer) handleFailure(ctx context.Context, d delivery, err error) {
-	if errors.Is(err, ErrMalformed) {
-		c.deadLetter(ctx, d, err)
+	if errors.Is(err, ErrMalformed) || errors.Is(err, ErrConflict) {
+		c.deadLetter(ctx, d, failureReason(err), err)
 		return
 	}
-	if d.delivered >= uint64(c.cfg.MaxDeliver) {
-		c.deadLetter(ctx, d, fmt.Errorf("gave up after %d deliveries: %w", d.delivered, err))
+	if n := c.failing.add(d.eventID); n >= c.cfg.MaxDeliver {
+		c.deadLetter(ctx, d, ReasonExhausted, fmt.Errorf("handler failed on %d deliveries: %w", n, err))
 		return
 	}
+	c.retry(d, err)
+}
+
+// retryAll returns deliveries to the broker for a later delivery without counting them against
+// the event: the database was slow or away.
+func (c *Consumer) retryAll(ctx context.Context, ds []delivery, err error) {
+	c.log.Warn().Err(err).Int("events", len(ds)).Msg("database slow or unavailable; the events will be delivered again")
+	for _, d := range ds {
+		c.retry(d, nil)
+	}
+}
+
+// retry has the broker deliver d again after a growing delay.
+func (c *Consumer) retry(d delivery, err error) {
 	c.retried.Add(1)
 	delay := backoff(int(d.delivered), c.cfg.RetryDelay, time.Minute)
-	c.log.Warn().Err(err).Str("event_id", d.eventID).Uint64("delivered", d.delivered).Dur("retry_in", delay).Msg("event failed; will be delivered again")
+	if err != nil {
+		c.log.Warn().Err(err).Str("event_id", d.eventID).Uint64("delivered", d.delivered).Dur("retry_in", delay).Msg("event failed; will be delivered again")
+	}
 	if err := d.msg.NakWithDelay(delay); err != nil {
 		c.log.Debug().Err(err).Str("event_id", d.eventID).Msg("nak not sent; the ack wait will redeliver")
 	}
 }
 
-// deadLetter records the event as failed in the inbox, with its reason and raw payload, and
-// terminates it at the broker so it is not delivered again. If the record cannot be written
-// (database down), the message is left to be redelivered instead: nothing is dropped unrecorded.
-func (c *Consumer) deadLetter(ctx context.Context, d delivery, reason error) {
-	if err := c.record(ctx, d, d.msg.Data(), reason); err != nil {
-		c.retried.Add(1)
+// deadLetter records the event as failed in the inbox, with its reason, the cause and the raw
+// payload, and terminates it at the broker so it is not delivered again. If the record cannot
+// be written (database down), the message is left to be redelivered: nothing is dropped
+// unrecorded.
+func (c *Consumer) deadLetter(ctx context.Context, d delivery, reason string, cause error) {
+	ctx, cancel := bookkeeping(ctx)
+	defer cancel()
+	if err := c.record(ctx, d, reason, cause); err != nil {
 		c.log.Error().Err(err).Str("event_id", d.eventID).Msg("record failed event; leaving it for redelivery")
-		_ = d.msg.NakWithDelay(backoff(int(d.delivered), c.cfg.RetryDelay, time.Minute))
+		c.retry(d, nil)
 		return
 	}
+	c.failing.forget(d.eventID)
 	c.failed.Add(1)
-	c.log.Error().Err(reason).Str("event_id", d.eventID).Uint64("stream_seq", d.seq).Msg("event dead-lettered in the inbox")
+	c.log.Error().Err(cause).Str("reason", reason).Str("event_id", d.eventID).Uint64("stream_seq", d.seq).Msg("event dead-lettered in the inbox")
 	if err := d.msg.Term(); err != nil {
 		c.log.Debug().Err(err).Str("event_id", d.eventID).Msg("term not sent")
 	}
 }
 
 // record writes the inbox row of a failed event; an event already processed is left alone.
-func (c *Consumer) record(ctx context.Context, d delivery, payload []byte, reason error) error {
+func (c *Consumer) record(ctx context.Context, d delivery, reason string, cause error) error {
 	return database.WithTx(ctx, c.pool, func(tx pgx.Tx) error {
 		return eventsdb.New(tx).RecordInboxFailure(ctx, eventsdb.RecordInboxFailureParams{
 			ID: c.inboxID(d.eventID), Consumer: c.cfg.Name, EventID: d.eventID,
-			EventType: eventTypeOr(d.env.Type), StreamSeq: int64(d.seq), Reason: reason.Error(),
-			Payload: payload, Attempts: int32(max(d.delivered, 1)),
+			EventType: eventTypeOr(d.env.Type), StreamSeq: int64(d.seq), Reason: reason, Detail: cause.Error(),
+			Payload: d.msg.Data(), Attempts: int32(max(d.delivered, 1)),
 		})
 	})
 }
@@ -534,4 +549,40 @@ func eventTypeOr(t string) string {
 		return "unknown"
 	}
 	return t
+}
+
+// failureCountLimit bounds how many failing events a consumer keeps count of; past it, one
+// count is forgotten, which only gives that event more deliveries.
+const failureCountLimit = 10000
+
+// failureCount counts, per event, the deliveries whose handler ran and failed. It lives in the
+// process: a restart forgets it, and several consumers each count their own, which can only
+// give an event more deliveries before it is recorded failed, never fewer.
+type failureCount struct {
+	mu    sync.Mutex
+	limit int
+	n     map[string]int
+}
+
+func newFailureCount(limit int) *failureCount {
+	return &failureCount{limit: limit, n: map[string]int{}}
+}
+
+func (f *failureCount) add(eventID string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.n[eventID]; !ok && len(f.n) >= f.limit {
+		for id := range f.n {
+			delete(f.n, id)
+			break
+		}
+	}
+	f.n[eventID]++
+	return f.n[eventID]
+}
+
+func (f *failureCount) forget(eventID string) {
+	f.mu.Lock()
+	delete(f.n, eventID)
+	f.mu.Unlock()
 }

@@ -39,6 +39,30 @@ var ErrMalformed = errors.New("malformed event")
 // Permanent marks err as one that no retry can fix (see ErrMalformed).
 func Permanent(err error) error { return fmt.Errorf("%w: %w", ErrMalformed, err) }
 
+// ErrConflict is the reason for an event that contradicts what its consumer applied before
+// (another event for the same transfer with other figures): forged or corrupted. Like a
+// malformed event it is recorded failed, never applied and never acknowledged back.
+var ErrConflict = errors.New("conflicting event")
+
+// Conflict marks err as a conflict (see ErrConflict).
+func Conflict(err error) error { return fmt.Errorf("%w: %w", ErrConflict, err) }
+
+// The reasons a failed inbox row gives, one stable word each (the inbox's reason column).
+const (
+	ReasonMalformed       = "malformed"       // can never be decoded or applied as it is
+	ReasonConflict        = "conflict"        // contradicts what was applied before
+	ReasonExhausted       = "exhausted"       // the handler ran and failed on MaxDeliver deliveries
+	ReasonUnauthenticated = "unauthenticated" // its producer could not be verified
+)
+
+// failureReason is the reason word for a permanent failure.
+func failureReason(err error) string {
+	if errors.Is(err, ErrConflict) {
+		return ReasonConflict
+	}
+	return ReasonMalformed
+}
+
 // DecodeEnvelope parses and checks a message body.
 func DecodeEnvelope(body []byte) (Envelope, error) {
 	var env Envelope

@@ -44,7 +44,7 @@ func setupWithNATS(t *testing.T, pool *pgxpool.Pool, natsURL string) *testBundle
 	t.Cleanup(nc.Close)
 	js, err := jetstream.New(nc)
 	require.NoError(t, err)
-	topo := events.Topology{Namespace: testenv.Namespace(t, natsURL)}
+	topo := testenv.Topology(t, natsURL)
 	require.NoError(t, topo.EnsureStreams(context.Background(), js))
 	return &testBundle{pool: pool, nc: nc, js: js, topo: topo, log: log}
 }

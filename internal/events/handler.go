@@ -30,3 +30,12 @@ type BatchHandler interface {
 	Handler
 	HandleBatch(ctx context.Context, tx pgx.Tx, envs []Envelope) error
 }
+
+// DuplicateHandler is a Handler whose events expect an answer from it (an acknowledgment event
+// of its own). A duplicate of an event it processed before means the producer is still
+// waiting for that answer (it was lost, purged, or never applied on the other side), so the
+// consumer hands such duplicates to HandleDuplicates, in a transaction, to answer again; the
+// answer must be idempotent. Duplicates of events recorded failed are not handed over.
+type DuplicateHandler interface {
+	HandleDuplicates(ctx context.Context, tx pgx.Tx, envs []Envelope) error
+}

@@ -33,9 +33,13 @@ type RelayConfig struct {
 	MaxAttempts  int           // failed publishes before dead_letter (10)
 	Lease        time.Duration // how long a claim is held before another relay may take it (30s)
 	Retention    time.Duration // acknowledged rows older than this are deleted (168h)
+	// PublishTimeout bounds the wait for each PubAck of a round (5s): a PubAck lost with a
+	// stream leader ends as a timeout, and the round always ends.
+	PublishTimeout time.Duration
 	// AckConsumer, when set, is the durable consumer on this source's stream whose ack floor
 	// acknowledges rows: the GL's TransferPosted.v1 rows are done once the wallet's consumer
-	// acknowledged them. Empty: rows are acknowledged by the consumer's reply event.
+	// acknowledged the very message stored for them (see AcknowledgeAppliedOnce). Empty: rows
+	// are acknowledged by the consumer's reply event.
 	AckConsumer string
 	// Faults arms the relay's fault points (nil: none).
 	Faults *faults.Set
@@ -70,6 +74,9 @@ func (c RelayConfig) withDefaults() RelayConfig {
 	if c.Retention <= 0 {
 		c.Retention = 7 * 24 * time.Hour
 	}
+	if c.PublishTimeout <= 0 {
+		c.PublishTimeout = 5 * time.Second
+	}
 	return c
 }
 
@@ -102,6 +109,8 @@ type Relay struct {
 	accepting    atomic.Bool // Run is up to take hand-offs
 
 	needTopology atomic.Bool
+	rounds       *watchdog                     // publish rounds in flight, to report one that never ends
+	refusal      atomic.Pointer[brokerRefusal] // set while the broker refuses this relay's publishes
 	published    atomic.Int64
 	duplicates   atomic.Int64
 	republished  atomic.Int64
@@ -120,6 +129,7 @@ func NewRelay(cfg RelayConfig, topo Topology, pool *pgxpool.Pool, nc *nats.Conn,
 		cfg: cfg, topo: topo, pool: pool, nc: nc, js: js, q: eventsdb.New(pool),
 		log:  log.With().Str("component", "relay").Str("source", cfg.Source).Logger(),
 		wake: make(chan struct{}, 1), handOffWake: make(chan struct{}, 1),
+		rounds: newWatchdog(stallAfter(cfg.PublishTimeout)),
 	}
 	r.needTopology.Store(true)
 	return r, nil
@@ -161,7 +171,9 @@ func (r *Relay) Wake() {
 	}
 }
 
-// errBroker says the broker could not take messages; it is the relay's problem, not the rows'.
+// errBroker says the broker could not take messages: unreachable, or refusing for reasons of
+// its own (store full, no stream leader, stream missing). It is the relay's problem, not the
+// rows': they go back to pending without spending an attempt.
 var errBroker = errors.New("broker unavailable")
 
 func (r *Relay) dispatchLoop(ctx context.Context) error {
@@ -232,7 +244,7 @@ func (r *Relay) handOffLimit() int { return 10 * r.cfg.BatchSize }
 // acceptsHandOff reports whether n more rows written now may be claimed for this relay and
 // handed to it on commit: it runs, its broker is connected and its queue has room.
 func (r *Relay) acceptsHandOff(n int) bool {
-	if !r.accepting.Load() || r.needTopology.Load() || Healthy(r.nc) != nil {
+	if !r.accepting.Load() || r.needTopology.Load() || r.refusal.Load() != nil || Healthy(r.nc) != nil {
 		return false
 	}
 	r.handOffMu.Lock()
@@ -344,6 +356,7 @@ func (r *Relay) ready(ctx context.Context) error {
 	}
 	if r.needTopology.Load() {
 		if err := r.topo.EnsureStreams(ctx, r.js); err != nil {
+			r.noteRefusal(0, err)
 			return fmt.Errorf("%w: %w", errBroker, err)
 		}
 		r.needTopology.Store(false)
@@ -370,6 +383,7 @@ func (r *Relay) publish(ctx context.Context, rows []claimedRow, republish bool) 
 	if len(rows) == 0 {
 		return nil
 	}
+	defer r.rounds.begin()()
 	outcomes := r.send(ctx, rows)
 	if err := r.cfg.Faults.Hit(r.cfg.Source + faults.RelayAfterPublish); err != nil {
 		return err
@@ -394,13 +408,15 @@ func (r *Relay) publish(ctx context.Context, rows []claimedRow, republish bool) 
 			if republish {
 				r.republished.Add(1)
 			}
-		case isRowError(out.err) || r.isMissingStream(out.err):
+		case isRowError(out.err):
 			r.markFailed(ctx, rows[i], out.err)
 		default:
+			r.noteMissingStream(out.err)
 			released = append(released, rows[i].id)
 			brokerErr = out.err
 		}
 	}
+	r.noteRefusal(len(ids), brokerErr)
 	// The marks run even when ctx is being cancelled: the broker has the messages already.
 	markCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
@@ -418,6 +434,8 @@ func (r *Relay) publish(ctx context.Context, rows []claimedRow, republish bool) 
 	return nil
 }
 
+// send publishes rows asynchronously and waits for their PubAcks, each until the round's
+// deadline (PublishTimeout after the sends): a PubAck that never comes ends as a timeout.
 func (r *Relay) send(ctx context.Context, rows []claimedRow) []publishOutcome {
 	outcomes := make([]publishOutcome, len(rows))
 	futures := make([]jetstream.PubAckFuture, len(rows))
@@ -437,62 +455,75 @@ func (r *Relay) send(ctx context.Context, rows []claimedRow) []publishOutcome {
 			}
 		}
 	}
-	timeout := time.NewTimer(10 * time.Second)
-	defer timeout.Stop()
+	deadline, cancel := context.WithTimeout(ctx, r.cfg.PublishTimeout)
+	defer cancel()
 	for i, f := range futures {
 		if f == nil {
 			continue
 		}
-		select {
-		case ack := <-f.Ok():
-			outcomes[i] = publishOutcome{seq: ack.Sequence}
-			if ack.Duplicate {
+		outcomes[i] = awaitPubAck(deadline, f)
+		if outcomes[i].err != nil {
+			outcomes[i].err = fmt.Errorf("publish %s: %w", rows[i].id, outcomes[i].err)
+			continue
+		}
+		if extra[i] != nil {
+			if dup := awaitPubAck(deadline, extra[i]); dup.err == nil && dup.dups > 0 {
 				outcomes[i].dups++
 			}
-			if extra[i] != nil && awaitDuplicate(extra[i]) {
-				outcomes[i].dups++
-			}
-		case err := <-f.Err():
-			outcomes[i].err = err
-		case <-timeout.C:
-			outcomes[i].err = fmt.Errorf("publish %s: %w", rows[i].id, nats.ErrTimeout)
-		case <-ctx.Done():
-			outcomes[i].err = fmt.Errorf("publish %s: %w", rows[i].id, ctx.Err())
 		}
 	}
 	return outcomes
 }
 
-// awaitDuplicate waits for the PubAck of a second copy and reports whether the broker
-// dropped it as a duplicate.
-func awaitDuplicate(f jetstream.PubAckFuture) bool {
+// awaitPubAck waits for one PubAck until ctx's deadline. A PubAck already in is taken even
+// when the deadline has passed meanwhile (a wait for an earlier one took it all).
+func awaitPubAck(ctx context.Context, f jetstream.PubAckFuture) publishOutcome {
 	select {
 	case ack := <-f.Ok():
-		return ack.Duplicate
-	case <-f.Err():
-	case <-time.After(5 * time.Second):
+		return pubAckOutcome(ack)
+	case err := <-f.Err():
+		return publishOutcome{err: err}
+	default:
 	}
-	return false
+	select {
+	case ack := <-f.Ok():
+		return pubAckOutcome(ack)
+	case err := <-f.Err():
+		return publishOutcome{err: err}
+	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return publishOutcome{err: fmt.Errorf("no PubAck in time: %w", nats.ErrTimeout)}
+		}
+		return publishOutcome{err: ctx.Err()}
+	}
 }
 
-// isMissingStream reports whether no stream took the message although the broker is
-// connected: the stream may have been lost with the broker's store (it is ensured again before
-// the next round), or the row's subject belongs to no stream. Either way the row is retried
-// after a backoff, counting an attempt, so a row that can never be published ends in
-// dead_letter instead of stalling the relay.
-func (r *Relay) isMissingStream(err error) bool {
-	if !(isTopologyMissing(err) || errors.Is(err, nats.ErrNoResponders)) || Healthy(r.nc) != nil {
-		return false
+func pubAckOutcome(ack *jetstream.PubAck) publishOutcome {
+	out := publishOutcome{seq: ack.Sequence}
+	if ack.Duplicate {
+		out.dups = 1
 	}
-	r.needTopology.Store(true)
-	return true
+	return out
 }
 
-// isRowError reports whether the broker refused this message itself (for example too large),
-// as opposed to being unreachable: only such errors count as a failed attempt.
+// noteMissingStream has the topology ensured again before the next round when no stream took
+// a message although the broker is connected (a stream lost with the broker's store).
+func (r *Relay) noteMissingStream(err error) {
+	if (isTopologyMissing(err) || errors.Is(err, nats.ErrNoResponders)) && Healthy(r.nc) == nil {
+		r.needTopology.Store(true)
+	}
+}
+
+// isRowError reports whether the broker refused this message itself (too large for the
+// stream or the server): only such refusals count as a failed attempt. Anything else (store
+// full, no stream leader, no stream, a timeout) is the broker's condition, which says nothing
+// about the row: it is retried after a backoff without spending an attempt.
 func isRowError(err error) bool {
 	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) && !isTopologyMissing(err) || errors.Is(err, nats.ErrMaxPayload)
+	if errors.As(err, &apiErr) {
+		return apiErr.ErrorCode == jetstream.JSErrCodeStreamMessageExceedsMaximum
+	}
+	return errors.Is(err, nats.ErrMaxPayload)
 }
 
 func (r *Relay) markFailed(ctx context.Context, row claimedRow, cause error) {
@@ -518,22 +549,34 @@ func (r *Relay) maintenanceLoop(ctx context.Context) error {
 const ackFloorEvery = time.Second
 
 func (r *Relay) ackFloorLoop(ctx context.Context) error {
-	return r.every(ctx, min(ackFloorEvery, r.cfg.PollInterval), r.acknowledgeByAckFloor, "acknowledgment by ack floor failed")
+	round := func(ctx context.Context) error {
+		_, err := r.AcknowledgeAppliedOnce(ctx)
+		return err
+	}
+	return r.every(ctx, min(ackFloorEvery, r.cfg.PollInterval), round, "acknowledgment by ack floor failed")
 }
 
-// every runs round each interval until ctx is cancelled; a failed round is logged at debug
-// (the next one retries).
+// every runs round each interval until ctx is cancelled. A failed round is retried at the next
+// tick; a streak of failures is logged at warn (its first round and every 50th), the rest at
+// debug.
 func (r *Relay) every(ctx context.Context, interval time.Duration, round func(context.Context) error, failed string) error {
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
+	failures := 0
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-ticker.C:
 		}
-		if err := round(ctx); err != nil && ctx.Err() == nil {
-			r.log.Debug().Err(err).Msg(failed)
+		err := round(ctx)
+		switch {
+		case ctx.Err() != nil:
+		case err != nil:
+			failures++
+			r.logFailure(err, failures).Msg(failed)
+		default:
+			failures = 0
 		}
 	}
 }
@@ -557,32 +600,91 @@ func (r *Relay) MaintainOnce(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func (r *Relay) acknowledgeByAckFloor(ctx context.Context) error {
-	if Healthy(r.nc) != nil {
-		return nil
+// ackFloorBatch is how many rows one acknowledgment round checks at most.
+const ackFloorBatch = 1000
+
+// AcknowledgeAppliedOnce acknowledges the rows the AckConsumer has acknowledged: rows at or
+// below its ack floor whose message is still stored at their sequence with their id as
+// Nats-Msg-Id. The ack floor alone is no evidence: it also passes messages that were purged,
+// or whose sequence a stream recreated after the broker lost its store has given to another
+// message. Those rows stay dispatched, and catch-up publishes them again. The consumer's state
+// is read before and after the check, and the round counts only when it is the same consumer
+// (the same creation time) throughout, so the floor and the stored messages belong to one
+// stream. It returns how many rows it acknowledged.
+func (r *Relay) AcknowledgeAppliedOnce(ctx context.Context) (int64, error) {
+	if r.cfg.AckConsumer == "" || Healthy(r.nc) != nil {
+		return 0, nil
 	}
 	stream, err := r.js.Stream(ctx, r.topo.StreamName(r.cfg.Source))
 	if err != nil {
-		return fmt.Errorf("look up stream for ack floor: %w", err)
+		return 0, fmt.Errorf("look up stream for ack floor: %w", err)
 	}
 	cons, err := stream.Consumer(ctx, r.cfg.AckConsumer)
 	if err != nil {
-		return fmt.Errorf("look up consumer %s for ack floor: %w", r.cfg.AckConsumer, err)
+		return 0, fmt.Errorf("look up consumer %s for ack floor: %w", r.cfg.AckConsumer, err)
 	}
-	info, err := cons.Info(ctx)
-	if err != nil {
-		return fmt.Errorf("consumer %s info: %w", r.cfg.AckConsumer, err)
-	}
-	n, err := r.q.AcknowledgeUpTo(ctx, eventsdb.AcknowledgeUpToParams{
-		AckFloor: int64(info.AckFloor.Stream), StreamCreated: stream.CachedInfo().Created,
+	before := cons.CachedInfo()
+	rows, err := r.q.ListDispatchedUpTo(ctx, eventsdb.ListDispatchedUpToParams{
+		AckFloor: int64(before.AckFloor.Stream), BatchSize: ackFloorBatch,
 	})
 	if err != nil {
-		return fmt.Errorf("acknowledge outbox up to %d: %w", info.AckFloor.Stream, err)
+		return 0, fmt.Errorf("list outbox rows up to ack floor %d: %w", before.AckFloor.Stream, err)
 	}
-	if n > 0 {
-		r.log.Debug().Int64("rows", n).Uint64("ack_floor", info.AckFloor.Stream).Msg("outbox rows acknowledged by the consumer's ack floor")
+	if len(rows) == 0 {
+		return 0, nil
 	}
-	return nil
+	ids, seqs, err := r.storedAsPublished(ctx, stream, rows)
+	if err != nil {
+		return 0, err
+	}
+	after, err := cons.Info(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("consumer %s info: %w", r.cfg.AckConsumer, err)
+	}
+	if !after.Created.Equal(before.Created) {
+		return 0, fmt.Errorf("consumer %s was created again during the round; the floor is not this stream's", r.cfg.AckConsumer)
+	}
+	n, err := r.q.AcknowledgeDispatched(ctx, eventsdb.AcknowledgeDispatchedParams{Ids: ids, Seqs: seqs})
+	if err != nil {
+		return 0, fmt.Errorf("acknowledge %d outbox rows: %w", len(ids), err)
+	}
+	if skipped := len(rows) - len(ids); skipped > 0 {
+		r.log.Warn().Int("rows", skipped).Uint64("ack_floor", before.AckFloor.Stream).
+			Msg("rows below the ack floor are not stored at their sequence (purged, or the stream was recreated); catch-up publishes them again")
+	}
+	return n, nil
+}
+
+// storedAsPublished returns the rows whose message is stored at their sequence under their id.
+func (r *Relay) storedAsPublished(ctx context.Context, stream jetstream.Stream, rows []eventsdb.ListDispatchedUpToRow) ([]uuid.UUID, []int64, error) {
+	stored := make([]bool, len(rows))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for i, row := range rows {
+		g.Go(func() error {
+			msg, err := stream.GetMsg(gctx, uint64(row.StreamSeq))
+			switch {
+			case errors.Is(err, jetstream.ErrMsgNotFound):
+				return nil
+			case err != nil:
+				return fmt.Errorf("get message %d of %s: %w", row.StreamSeq, stream.CachedInfo().Config.Name, err)
+			}
+			stored[i] = msg.Header.Get(jetstream.MsgIDHeader) == row.ID.String()
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, nil, err
+	}
+	var ids []uuid.UUID
+	var seqs []int64
+	for i, row := range rows {
+		if stored[i] {
+			ids = append(ids, row.ID)
+			seqs = append(seqs, row.StreamSeq)
+		}
+	}
+	return ids, seqs, nil
 }
 
 func (r *Relay) deleteExpired(ctx context.Context) error {

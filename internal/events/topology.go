@@ -8,6 +8,14 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+)
+
+// Stream limits used when a Topology leaves them zero.
+const (
+	DefaultStreamMaxAge    = 30 * 24 * time.Hour // how long the log stays replayable
+	DefaultStreamMaxBytes  = 1 << 30             // 1 GiB per stream, reserved from the broker's store
+	DefaultDuplicateWindow = 2 * time.Minute
 )
 
 // Topology names the streams, subjects and consumers, and creates them. Both services build it
@@ -22,6 +30,14 @@ type Topology struct {
 	Replicas int
 	// MaxMsgSize caps one message; 0 leaves the server's limit.
 	MaxMsgSize int32
+	// MaxAge and MaxBytes limit each stream (0: DefaultStreamMaxAge, DefaultStreamMaxBytes).
+	// A stream at MaxBytes refuses new messages (discard policy new): the relay then keeps
+	// the outbox rows and retries without spending their attempts, and nothing is dropped
+	// from the log unread. Messages older than MaxAge leave the stream whether read or not.
+	MaxAge   time.Duration
+	MaxBytes int64
+	// Log hears about limits kept because an operator raised them above the configuration.
+	Log zerolog.Logger
 }
 
 // StreamName is the name of the stream holding source's events, e.g. WALLET_EVENTS.
@@ -50,45 +66,98 @@ func (t Topology) subjectPrefix(source string) string {
 // StreamConfig is the configuration of source's stream: file storage and limits retention, so
 // the events stay replayable after they were consumed.
 func (t Topology) StreamConfig(source string) jetstream.StreamConfig {
-	window := t.DuplicateWindow
-	if window <= 0 {
-		window = 2 * time.Minute
-	}
-	replicas := t.Replicas
-	if replicas <= 0 {
-		replicas = 1
-	}
 	return jetstream.StreamConfig{
 		Name:        t.StreamName(source),
 		Description: source + " events: the transactional outbox's log, replayable",
 		Subjects:    []string{t.subjectPrefix(source) + ".>"},
 		Storage:     jetstream.FileStorage,
 		Retention:   jetstream.LimitsPolicy,
-		Discard:     jetstream.DiscardOld,
-		Duplicates:  window,
-		Replicas:    replicas,
+		Discard:     jetstream.DiscardNew,
+		Duplicates:  orDefault(t.DuplicateWindow, DefaultDuplicateWindow),
+		Replicas:    max(t.Replicas, 1),
 		MaxMsgSize:  t.MaxMsgSize,
+		MaxAge:      orDefault(t.MaxAge, DefaultStreamMaxAge),
+		MaxBytes:    orDefault(t.MaxBytes, DefaultStreamMaxBytes),
 	}
 }
 
-// EnsureStreams creates or updates the streams of both services.
+func orDefault[T int64 | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+// EnsureStreams creates the streams of both services, or updates them to the configuration.
+// An update never lowers a limit (age, bytes, message size) that an operator raised above the
+// configuration on the running stream: lowering it could throw away events. Such a limit is
+// kept and logged; to lower one, change the stream with the nats CLI.
 func (t Topology) EnsureStreams(ctx context.Context, js jetstream.JetStream) error {
 	for _, source := range []string{SourceWallet, SourceGL} {
-		cfg := t.StreamConfig(source)
-		if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
-			return fmt.Errorf("ensure stream %s: %w", cfg.Name, err)
+		if err := t.ensureStream(ctx, js, t.StreamConfig(source)); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
+func (t Topology) ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) error {
+	stream, err := js.Stream(ctx, cfg.Name)
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		if _, err := js.CreateStream(ctx, cfg); err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			return fmt.Errorf("create stream %s: %w", cfg.Name, err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("look up stream %s: %w", cfg.Name, err)
+	}
+	cfg = t.keepRaisedLimits(cfg, stream.CachedInfo().Config)
+	if _, err := js.UpdateStream(ctx, cfg); err != nil {
+		return fmt.Errorf("update stream %s: %w", cfg.Name, err)
+	}
+	return nil
+}
+
+// keepRaisedLimits returns want with each limit that running has higher (or unlimited) kept.
+func (t Topology) keepRaisedLimits(want, running jetstream.StreamConfig) jetstream.StreamConfig {
+	keep := func(name string, configured, current int64) int64 {
+		if limitAbove(current, configured) {
+			t.Log.Info().Str("stream", want.Name).Str("limit", name).Int64("running", current).Int64("configured", configured).
+				Msg("keeping the stream's limit raised by an operator above the configuration")
+			return current
+		}
+		return configured
+	}
+	want.MaxAge = time.Duration(keep("max_age_ns", int64(want.MaxAge), int64(running.MaxAge)))
+	want.MaxBytes = keep("max_bytes", want.MaxBytes, running.MaxBytes)
+	want.MaxMsgSize = int32(keep("max_msg_size", int64(want.MaxMsgSize), int64(running.MaxMsgSize)))
+	return want
+}
+
+// limitAbove reports whether limit a lets more through than b; 0 and -1 mean unlimited.
+func limitAbove(a, b int64) bool {
+	unlimited := func(v int64) bool { return v <= 0 }
+	switch {
+	case unlimited(b):
+		return false
+	case unlimited(a):
+		return true
+	}
+	return a > b
+}
+
 // ConsumerSpec describes one durable pull consumer: name (also the inbox prefix), the stream
 // it reads (by source) and the one event type it takes.
 type ConsumerSpec struct {
-	Name          string
-	Source        string
-	EventType     string
-	AckWait       time.Duration
+	Name      string
+	Source    string
+	EventType string
+	AckWait   time.Duration
+	// MaxDeliver is how many deliveries whose handler ran and failed make the consumer loop
+	// record an event failed. The broker itself never gives up on a message (its MaxDeliver
+	// is unlimited): a message it dropped would move the ack floor without anybody applying
+	// it, and a database that is down must never turn into a lost or failed event.
 	MaxDeliver    int
 	MaxAckPending int
 }
@@ -107,7 +176,7 @@ func (t Topology) EnsureConsumer(ctx context.Context, js jetstream.JetStream, sp
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       spec.AckWait,
-		MaxDeliver:    spec.MaxDeliver,
+		MaxDeliver:    -1, // see ConsumerSpec.MaxDeliver
 		MaxAckPending: spec.MaxAckPending,
 		FilterSubject: t.Subject(spec.Source, spec.EventType),
 	})

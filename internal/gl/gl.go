@@ -79,6 +79,17 @@ func (e Entry) Balanced() bool {
 	return nDebits > 0 && nCredits > 0 && debits == credits
 }
 
+// Debits is the total of the entry's debit lines: the amount it moves.
+func (e Entry) Debits() int64 {
+	var sum int64
+	for _, l := range e.Lines {
+		if l.Direction == Debit {
+			sum += l.Amount
+		}
+	}
+	return sum
+}
+
 // Errors of the ledger. They are application errors, so the HTTP API shows them as they are.
 var (
 	ErrAccountNotFound = problem.New(problem.NotFound, "account-not-found", "the account is not in the chart of accounts")
@@ -93,36 +104,27 @@ var (
 // bug in whoever built the entry, so it is not an application error.
 var ErrUnbalanced = errors.New("journal entry does not balance")
 
-// Poster posts an entry inside the caller's transaction. The built-in Postgres ledger is the
-// default; a deployment could post to an external GL instead. Exactly-once comes from the
-// inbox claim in the same transaction; a Poster must still refuse a second entry for the same
-// event or transfer, reporting it as created == false rather than as an error.
+// Poster posts entries inside the caller's transaction, a batch at a time (a single posting is
+// a batch of one). Exactly-once comes from the inbox claim in the same transaction; a Poster
+// still never stores a second entry for the same event or transfer. The built-in PostgreSQL
+// ledger is the implementation.
 type Poster interface {
-	Post(ctx context.Context, tx pgx.Tx, e Entry) (created bool, err error)
-}
-
-// BatchPoster is a Poster that can post a whole batch of entries in a few statements, inside
-// the consumer's transaction; the built-in ledger is one.
-type BatchPoster interface {
-	// PostBatch inserts the entries that are new and returns, for each entry given, the entry
-	// that holds its transfer's posting (the one just inserted, or the one posted before) and
-	// whether it was created now.
+	// PostBatch inserts the entries that are new and returns, for each entry given, the
+	// posting that holds its transfer: the entry just inserted, or the one posted before. An
+	// entry whose event id was posted for another transfer fails the call with ErrEventTaken.
 	PostBatch(ctx context.Context, tx pgx.Tx, entries []Entry) ([]Posting, error)
 }
 
-// Posting is where a transfer's posting is: the stored entry (without lines) and whether this
-// call created it.
+// Posting is where a transfer's posting is: the stored entry (without lines), the total of its
+// debits, and whether this call created it.
 type Posting struct {
 	Entry   Entry
+	Amount  int64
 	Created bool
 }
 
-// PostingFinder is implemented by a Poster that can tell which entry holds a transfer's
-// posting (ErrEntryNotFound when none does). The acknowledgment then names the entry really
-// stored and its posting time, also when the posting was a duplicate.
-type PostingFinder interface {
-	PostedEntry(ctx context.Context, tx pgx.Tx, transferID string) (Entry, error)
-}
+// ErrEventTaken says an event id was already posted for another transfer.
+var ErrEventTaken = errors.New("event already posted for another transfer")
 
 // Account is an account of the chart of accounts.
 type Account struct {

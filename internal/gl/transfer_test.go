@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -141,7 +142,7 @@ func TestTransferPosterSkipsSecondPostingOfTransferButAcknowledges(t *testing.T)
 	require.NoError(t, err, "the duplicate is logged")
 	require.NoError(t, json.Unmarshal(line, &warning))
 	require.Equal(t, "warn", warning.Level)
-	require.Equal(t, "transfer already has posting; skipping duplicate create", warning.Message)
+	require.Equal(t, "transfer already posted by another event with the same figures; acknowledging", warning.Message)
 	require.Equal(t, transferID, warning.TransferID)
 	require.Equal(t, second.ID, warning.EventID)
 
@@ -199,8 +200,65 @@ func TestTransferPosterRefusesEventIDReusedForAnotherTransfer(t *testing.T) {
 
 	require.NoError(t, b.handle(t, h, first))
 	err := b.handle(t, h, reused)
-	require.ErrorIs(t, err, events.ErrMalformed)
+	require.ErrorIs(t, err, events.ErrConflict)
 	require.Len(t, b.acknowledgments(t), 1)
+}
+
+// A forged or corrupted event that names a posted transfer with other figures is a conflict:
+// nothing is posted and nothing is acknowledged, in a batch or alone.
+func TestTransferPosterRefusesAPostedTransferWithOtherFigures(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h := gl.NewTransferPoster(gl.DefaultPostingRule, b.ledger, zerolog.Nop())
+	transferID := newTransferID()
+	require.NoError(t, b.handle(t, h, transferCompleted(t, transferID, 500, "EUR")))
+
+	otherWallet := transferCompleted(t, transferID, 500, "EUR")
+	otherWallet.Data = json.RawMessage(strings.Replace(string(otherWallet.Data), "w-to", "w-thief", 1))
+	tests := []struct {
+		name string
+		env  events.Envelope
+	}{
+		{"another amount", transferCompleted(t, transferID, 5_000_000, "EUR")},
+		{"another currency", transferCompleted(t, transferID, 500, "CHF")},
+		{"another receiving wallet", otherWallet},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.ErrorIs(t, b.handle(t, h, tt.env), events.ErrConflict)
+			err := database.WithTx(context.Background(), b.pool, func(tx pgx.Tx) error {
+				return h.HandleBatch(context.Background(), tx, []events.Envelope{transferCompleted(t, newTransferID(), 1, "EUR"), tt.env})
+			})
+			require.ErrorIs(t, err, events.ErrConflict, "in a batch too")
+		})
+	}
+	require.Len(t, b.acknowledgments(t), 1, "only the real posting is acknowledged")
+	tb, err := b.ledger.TrialBalance(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, []gl.CurrencyTotal{{Currency: "EUR", Debits: 500, Credits: 500, Balanced: true}}, tb.Currencies)
+}
+
+// A duplicate of a posted event is answered with a fresh acknowledgment that names the stored
+// entry: the wallet is still waiting for one.
+func TestTransferPosterAnswersADuplicateWithAFreshAcknowledgment(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h := gl.NewTransferPoster(gl.DefaultPostingRule, b.ledger, zerolog.Nop())
+	env := transferCompleted(t, newTransferID(), 700, "USD")
+	require.NoError(t, b.handle(t, h, env))
+	require.NoError(t, database.WithTx(context.Background(), b.pool, func(tx pgx.Tx) error {
+		return h.HandleDuplicates(context.Background(), tx, []events.Envelope{env})
+	}))
+
+	entries, err := b.ledger.EntriesByTransfer(context.Background(), env.Subject)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "nothing posted twice")
+	acks := b.acknowledgments(t)
+	require.Len(t, acks, 2)
+	for _, ack := range acks {
+		require.Equal(t, env.ID, ack.SourceEventID)
+		require.Equal(t, entries[0].ID.String(), ack.EntryID)
+	}
 }
 
 func TestTransferPosterHonoursCustomPostingRule(t *testing.T) {

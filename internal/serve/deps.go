@@ -34,7 +34,7 @@ func Open(ctx context.Context, service, dbURL string, ev config.Events, log zero
 	if fs != nil {
 		log.Warn().Str("faults", ev.Faults).Msg("fault points armed")
 	}
-	d := &Deps{Faults: fs, Topology: ev.Topology()}
+	d := &Deps{Faults: fs, Topology: ev.Topology(log)}
 	if d.Pool, err = OpenDatabase(ctx, dbURL, service, log); err != nil {
 		return nil, err
 	}

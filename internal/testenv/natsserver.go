@@ -68,6 +68,16 @@ func (b *Broker) start() {
 	b.srv = srv
 }
 
+// MapSubject has the broker deliver what is published on src to dest instead, as an account's
+// subject mapping does: a JetStream publish to a mapped-away subject reaches no stream, and
+// when something listens on dest, no error comes back either (a PubAck that is lost).
+func (b *Broker) MapSubject(src, dest string) {
+	b.t.Helper()
+	if err := b.srv.GlobalAccount().AddMapping(src, dest); err != nil {
+		b.t.Fatalf("map subject %s: %v", src, err)
+	}
+}
+
 // Shutdown stops the broker, keeping its store.
 func (b *Broker) Shutdown() {
 	if b.srv != nil {

@@ -26,6 +26,7 @@ import (
 	tcpostgres "github.com/testcontainers/testcontainers-go/modules/postgres"
 
 	"walletgl/internal/database"
+	"walletgl/internal/events"
 )
 
 const (
@@ -118,6 +119,21 @@ func Namespace(t testing.TB, natsURL string) string {
 	ns := "t" + strings.ToLower(UniqueName(t, 24))
 	t.Cleanup(func() { deleteStreams(natsURL, ns) })
 	return ns
+}
+
+// StreamMaxBytes is the size limit of a test's streams. A stream's limit is reserved from the
+// broker's store when the stream is created, and many tests share one broker at once: the
+// services' default would exhaust it.
+const StreamMaxBytes = 16 << 20
+
+// StreamEnv is the service setting that gives a test's streams StreamMaxBytes.
+const StreamEnv = "EVENTS_STREAM_MAX_BYTES=16777216"
+
+// Topology is the JetStream layout of a test: its own namespace (deleted when the test ends)
+// and streams of StreamMaxBytes.
+func Topology(t testing.TB, natsURL string) events.Topology {
+	t.Helper()
+	return events.Topology{Namespace: Namespace(t, natsURL), MaxBytes: StreamMaxBytes}
 }
 
 func deleteStreams(natsURL, ns string) {

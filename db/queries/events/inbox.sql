@@ -14,13 +14,14 @@ SET status = 'processed', processed_at = clock_timestamp(), updated_at = clock_t
 WHERE id = @id AND status = 'processing';
 
 -- name: RecordInboxFailure :exec
--- RecordInboxFailure dead-letters an event in the inbox with its reason and raw payload. It never
--- overwrites an event that was processed.
-INSERT INTO inbox (id, consumer, event_id, event_type, status, stream_seq, reason, payload, attempts)
-VALUES (@id, @consumer, @event_id, @event_type, 'failed', @stream_seq::bigint, @reason::text, @payload, @attempts)
+-- RecordInboxFailure dead-letters an event in the inbox with its reason (a stable word), the
+-- error's detail and its raw payload. It never overwrites an event that was processed.
+INSERT INTO inbox (id, consumer, event_id, event_type, status, stream_seq, reason, detail, payload, attempts)
+VALUES (@id, @consumer, @event_id, @event_type, 'failed', @stream_seq::bigint, @reason::text, @detail::text, @payload, @attempts)
 ON CONFLICT (id) DO UPDATE
 SET status     = 'failed',
     reason     = excluded.reason,
+    detail     = excluded.detail,
     payload    = excluded.payload,
     attempts   = excluded.attempts,
     updated_at = clock_timestamp()
@@ -58,7 +59,7 @@ FROM (SELECT unnest(@ids::text[]) AS id, unnest(@event_ids::text[]) AS event_id,
 ON CONFLICT (id) DO UPDATE
 SET duplicates        = inbox.duplicates + 1,
     last_duplicate_at = clock_timestamp()
-RETURNING inbox.id, (xmax = 0)::boolean AS inserted;
+RETURNING inbox.id, (xmax = 0)::boolean AS inserted, inbox.status;
 
 -- name: MarkInboxProcessedBatch :execrows
 UPDATE inbox

@@ -111,16 +111,26 @@ SET status          = 'acknowledged',
 WHERE id = ANY (@ids::uuid[])
   AND status <> 'acknowledged';
 
--- name: AcknowledgeUpTo :execrows
--- AcknowledgeUpTo acknowledges rows whose message the consuming service's durable consumer has
--- acknowledged (its ack floor), but only rows published to the stream as it exists now: a stream
--- recreated after losing its store starts its sequence again.
-UPDATE outbox
-SET status          = 'acknowledged',
-    acknowledged_at = clock_timestamp()
+-- name: ListDispatchedUpTo :many
+-- ListDispatchedUpTo lists published rows at or below a consuming service's ack floor: the
+-- candidates for acknowledgment once the message stored at each one's sequence is checked.
+SELECT id, stream_seq::bigint AS stream_seq
+FROM outbox
 WHERE status = 'dispatched'
   AND stream_seq <= @ack_floor::bigint
-  AND dispatched_at >= @stream_created::timestamptz;
+ORDER BY stream_seq
+LIMIT @batch_size;
+
+-- name: AcknowledgeDispatched :execrows
+-- AcknowledgeDispatched acknowledges rows still dispatched at the sequence that was checked
+-- (a row published again meanwhile has another sequence and is left alone).
+UPDATE outbox o
+SET status          = 'acknowledged',
+    acknowledged_at = clock_timestamp()
+FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@seqs::bigint[]) AS seq) AS p
+WHERE o.id = p.id
+  AND o.status = 'dispatched'
+  AND o.stream_seq = p.seq;
 
 -- name: DeleteAcknowledged :execrows
 DELETE FROM outbox

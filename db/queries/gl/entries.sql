@@ -114,7 +114,13 @@ ON CONFLICT DO NOTHING
 RETURNING *;
 
 -- name: GetEntriesByTransfers :many
-SELECT * FROM journal_entries WHERE transfer_id = ANY (@transfer_ids::text[]);
+-- The entries holding these transfers' postings, each with the total of its debit lines (the
+-- transfer's amount), to compare with an event that names the same transfer.
+SELECT e.id, e.event_id, e.transfer_id, e.currency, e.description, e.occurred_at, e.posted_at,
+       (SELECT coalesce(sum(l.amount), 0) FROM journal_lines l
+        WHERE l.entry_id = e.id AND l.direction = 'debit')::bigint AS debits
+FROM journal_entries e
+WHERE e.transfer_id = ANY (@transfer_ids::text[]);
 
 -- name: InsertLinesBatch :exec
 INSERT INTO journal_lines (entry_id, account_code, direction, amount, currency, posted_at)

@@ -54,7 +54,7 @@ FROM (SELECT unnest($2::text[]) AS id, unnest($3::text[]) AS event_id,
 ON CONFLICT (id) DO UPDATE
 SET duplicates        = inbox.duplicates + 1,
     last_duplicate_at = clock_timestamp()
-RETURNING inbox.id, (xmax = 0)::boolean AS inserted
+RETURNING inbox.id, (xmax = 0)::boolean AS inserted, inbox.status
 `
 
 type ClaimInboxBatchParams struct {
@@ -68,6 +68,7 @@ type ClaimInboxBatchParams struct {
 type ClaimInboxBatchRow struct {
 	ID       string
 	Inserted bool
+	Status   string
 }
 
 // ClaimInbox for a whole fetched batch in one statement (ids must be distinct).
@@ -86,7 +87,7 @@ func (q *Queries) ClaimInboxBatch(ctx context.Context, arg ClaimInboxBatchParams
 	var items []ClaimInboxBatchRow
 	for rows.Next() {
 		var i ClaimInboxBatchRow
-		if err := rows.Scan(&i.ID, &i.Inserted); err != nil {
+		if err := rows.Scan(&i.ID, &i.Inserted, &i.Status); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -98,7 +99,7 @@ func (q *Queries) ClaimInboxBatch(ctx context.Context, arg ClaimInboxBatchParams
 }
 
 const getInbox = `-- name: GetInbox :one
-SELECT id, consumer, event_id, event_type, status, attempts, duplicates, stream_seq, reason, payload, received_at, processed_at, last_duplicate_at, updated_at FROM inbox WHERE id = $1
+SELECT id, consumer, event_id, event_type, status, attempts, duplicates, stream_seq, detail, payload, received_at, processed_at, last_duplicate_at, updated_at, reason FROM inbox WHERE id = $1
 `
 
 func (q *Queries) GetInbox(ctx context.Context, id string) (Inbox, error) {
@@ -113,12 +114,13 @@ func (q *Queries) GetInbox(ctx context.Context, id string) (Inbox, error) {
 		&i.Attempts,
 		&i.Duplicates,
 		&i.StreamSeq,
-		&i.Reason,
+		&i.Detail,
 		&i.Payload,
 		&i.ReceivedAt,
 		&i.ProcessedAt,
 		&i.LastDuplicateAt,
 		&i.UpdatedAt,
+		&i.Reason,
 	)
 	return i, err
 }
@@ -157,7 +159,7 @@ func (q *Queries) InboxStatusCounts(ctx context.Context) ([]InboxStatusCountsRow
 }
 
 const listInbox = `-- name: ListInbox :many
-SELECT id, consumer, event_id, event_type, status, attempts, duplicates, stream_seq, reason, payload, received_at, processed_at, last_duplicate_at, updated_at FROM inbox
+SELECT id, consumer, event_id, event_type, status, attempts, duplicates, stream_seq, detail, payload, received_at, processed_at, last_duplicate_at, updated_at, reason FROM inbox
 WHERE status = $1
 ORDER BY received_at, id
 LIMIT $2
@@ -186,12 +188,13 @@ func (q *Queries) ListInbox(ctx context.Context, arg ListInboxParams) ([]Inbox, 
 			&i.Attempts,
 			&i.Duplicates,
 			&i.StreamSeq,
-			&i.Reason,
+			&i.Detail,
 			&i.Payload,
 			&i.ReceivedAt,
 			&i.ProcessedAt,
 			&i.LastDuplicateAt,
 			&i.UpdatedAt,
+			&i.Reason,
 		); err != nil {
 			return nil, err
 		}
@@ -235,7 +238,7 @@ const reclaimFailedInbox = `-- name: ReclaimFailedInbox :one
 UPDATE inbox
 SET status = 'processing', attempts = attempts + 1, updated_at = clock_timestamp()
 WHERE id = $1 AND status = 'failed'
-RETURNING id, consumer, event_id, event_type, status, attempts, duplicates, stream_seq, reason, payload, received_at, processed_at, last_duplicate_at, updated_at
+RETURNING id, consumer, event_id, event_type, status, attempts, duplicates, stream_seq, detail, payload, received_at, processed_at, last_duplicate_at, updated_at, reason
 `
 
 // ReclaimFailedInbox moves a failed event back to processing for an operator's retry, inside the
@@ -252,22 +255,24 @@ func (q *Queries) ReclaimFailedInbox(ctx context.Context, id string) (Inbox, err
 		&i.Attempts,
 		&i.Duplicates,
 		&i.StreamSeq,
-		&i.Reason,
+		&i.Detail,
 		&i.Payload,
 		&i.ReceivedAt,
 		&i.ProcessedAt,
 		&i.LastDuplicateAt,
 		&i.UpdatedAt,
+		&i.Reason,
 	)
 	return i, err
 }
 
 const recordInboxFailure = `-- name: RecordInboxFailure :exec
-INSERT INTO inbox (id, consumer, event_id, event_type, status, stream_seq, reason, payload, attempts)
-VALUES ($1, $2, $3, $4, 'failed', $5::bigint, $6::text, $7, $8)
+INSERT INTO inbox (id, consumer, event_id, event_type, status, stream_seq, reason, detail, payload, attempts)
+VALUES ($1, $2, $3, $4, 'failed', $5::bigint, $6::text, $7::text, $8, $9)
 ON CONFLICT (id) DO UPDATE
 SET status     = 'failed',
     reason     = excluded.reason,
+    detail     = excluded.detail,
     payload    = excluded.payload,
     attempts   = excluded.attempts,
     updated_at = clock_timestamp()
@@ -281,12 +286,13 @@ type RecordInboxFailureParams struct {
 	EventType string
 	StreamSeq int64
 	Reason    string
+	Detail    string
 	Payload   []byte
 	Attempts  int32
 }
 
-// RecordInboxFailure dead-letters an event in the inbox with its reason and raw payload. It never
-// overwrites an event that was processed.
+// RecordInboxFailure dead-letters an event in the inbox with its reason (a stable word), the
+// error's detail and its raw payload. It never overwrites an event that was processed.
 func (q *Queries) RecordInboxFailure(ctx context.Context, arg RecordInboxFailureParams) error {
 	_, err := q.db.Exec(ctx, recordInboxFailure,
 		arg.ID,
@@ -295,6 +301,7 @@ func (q *Queries) RecordInboxFailure(ctx context.Context, arg RecordInboxFailure
 		arg.EventType,
 		arg.StreamSeq,
 		arg.Reason,
+		arg.Detail,
 		arg.Payload,
 		arg.Attempts,
 	)

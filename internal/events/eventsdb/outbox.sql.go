@@ -13,6 +13,31 @@ import (
 	"github.com/google/uuid"
 )
 
+const acknowledgeDispatched = `-- name: AcknowledgeDispatched :execrows
+UPDATE outbox o
+SET status          = 'acknowledged',
+    acknowledged_at = clock_timestamp()
+FROM (SELECT unnest($1::uuid[]) AS id, unnest($2::bigint[]) AS seq) AS p
+WHERE o.id = p.id
+  AND o.status = 'dispatched'
+  AND o.stream_seq = p.seq
+`
+
+type AcknowledgeDispatchedParams struct {
+	Ids  []uuid.UUID
+	Seqs []int64
+}
+
+// AcknowledgeDispatched acknowledges rows still dispatched at the sequence that was checked
+// (a row published again meanwhile has another sequence and is left alone).
+func (q *Queries) AcknowledgeDispatched(ctx context.Context, arg AcknowledgeDispatchedParams) (int64, error) {
+	result, err := q.db.Exec(ctx, acknowledgeDispatched, arg.Ids, arg.Seqs)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const acknowledgeOutbox = `-- name: AcknowledgeOutbox :execrows
 UPDATE outbox
 SET status          = 'acknowledged',
@@ -25,31 +50,6 @@ WHERE id = ANY ($1::uuid[])
 
 func (q *Queries) AcknowledgeOutbox(ctx context.Context, ids []uuid.UUID) (int64, error) {
 	result, err := q.db.Exec(ctx, acknowledgeOutbox, ids)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
-const acknowledgeUpTo = `-- name: AcknowledgeUpTo :execrows
-UPDATE outbox
-SET status          = 'acknowledged',
-    acknowledged_at = clock_timestamp()
-WHERE status = 'dispatched'
-  AND stream_seq <= $1::bigint
-  AND dispatched_at >= $2::timestamptz
-`
-
-type AcknowledgeUpToParams struct {
-	AckFloor      int64
-	StreamCreated time.Time
-}
-
-// AcknowledgeUpTo acknowledges rows whose message the consuming service's durable consumer has
-// acknowledged (its ack floor), but only rows published to the stream as it exists now: a stream
-// recreated after losing its store starts its sequence again.
-func (q *Queries) AcknowledgeUpTo(ctx context.Context, arg AcknowledgeUpToParams) (int64, error) {
-	result, err := q.db.Exec(ctx, acknowledgeUpTo, arg.AckFloor, arg.StreamCreated)
 	if err != nil {
 		return 0, err
 	}
@@ -319,6 +319,47 @@ func (q *Queries) InsertOutboxBatchClaimed(ctx context.Context, arg InsertOutbox
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const listDispatchedUpTo = `-- name: ListDispatchedUpTo :many
+SELECT id, stream_seq::bigint AS stream_seq
+FROM outbox
+WHERE status = 'dispatched'
+  AND stream_seq <= $1::bigint
+ORDER BY stream_seq
+LIMIT $2
+`
+
+type ListDispatchedUpToParams struct {
+	AckFloor  int64
+	BatchSize int32
+}
+
+type ListDispatchedUpToRow struct {
+	ID        uuid.UUID
+	StreamSeq int64
+}
+
+// ListDispatchedUpTo lists published rows at or below a consuming service's ack floor: the
+// candidates for acknowledgment once the message stored at each one's sequence is checked.
+func (q *Queries) ListDispatchedUpTo(ctx context.Context, arg ListDispatchedUpToParams) ([]ListDispatchedUpToRow, error) {
+	rows, err := q.db.Query(ctx, listDispatchedUpTo, arg.AckFloor, arg.BatchSize)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListDispatchedUpToRow
+	for rows.Next() {
+		var i ListDispatchedUpToRow
+		if err := rows.Scan(&i.ID, &i.StreamSeq); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const listOutbox = `-- name: ListOutbox :many

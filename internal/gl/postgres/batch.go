@@ -1,9 +1,8 @@
 package postgres
 
 import (
-	"fmt"
-
 	"context"
+	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
@@ -11,12 +10,11 @@ import (
 	"walletgl/internal/gl/postgres/gldb"
 )
 
-var _ gl.BatchPoster = (*Ledger)(nil)
+var _ gl.Poster = (*Ledger)(nil)
 
 // PostBatch inserts the new entries of a batch and their lines in two statements, and finds the
 // entries already holding the others' transfers in a third. An entry whose event id was posted
-// for another transfer has no posting to point to: that is an error, and the caller falls back
-// to posting one entry at a time.
+// for another transfer has no posting to point to: gl.ErrEventTaken.
 func (l *Ledger) PostBatch(ctx context.Context, tx pgx.Tx, entries []gl.Entry) ([]gl.Posting, error) {
 	q := l.queries.WithTx(tx)
 	params := gldb.InsertEntriesBatchParams{}
@@ -49,14 +47,17 @@ func (l *Ledger) PostBatch(ctx context.Context, tx pgx.Tx, entries []gl.Entry) (
 	postings := make([]gl.Posting, len(entries))
 	for i, e := range entries {
 		if row, ok := created[e.ID.String()]; ok {
-			postings[i] = gl.Posting{Entry: entryFromRow(row), Created: true}
+			postings[i] = gl.Posting{Entry: entryFromRow(row), Amount: e.Debits(), Created: true}
 			continue
 		}
 		row, ok := held[e.TransferID]
 		if !ok {
-			return nil, fmt.Errorf("post transfer %s: event %s already posted for another transfer", e.TransferID, e.EventID)
+			return nil, fmt.Errorf("post transfer %s with event %s: %w", e.TransferID, e.EventID, gl.ErrEventTaken)
 		}
-		postings[i] = gl.Posting{Entry: entryFromRow(row)}
+		postings[i] = gl.Posting{Entry: entryFromRow(gldb.JournalEntry{
+			ID: row.ID, EventID: row.EventID, TransferID: row.TransferID, Currency: row.Currency,
+			Description: row.Description, OccurredAt: row.OccurredAt, PostedAt: row.PostedAt,
+		}), Amount: row.Debits}
 	}
 	return postings, nil
 }
@@ -87,14 +88,14 @@ func (l *Ledger) insertLines(ctx context.Context, q *gldb.Queries, entries []gl.
 }
 
 // heldBy finds, by transfer id, the stored entries of the transfers whose entry was not created.
-func (l *Ledger) heldBy(ctx context.Context, q *gldb.Queries, entries []gl.Entry, created map[string]gldb.JournalEntry) (map[string]gldb.JournalEntry, error) {
+func (l *Ledger) heldBy(ctx context.Context, q *gldb.Queries, entries []gl.Entry, created map[string]gldb.JournalEntry) (map[string]gldb.GetEntriesByTransfersRow, error) {
 	var missing []string
 	for _, e := range entries {
 		if _, ok := created[e.ID.String()]; !ok {
 			missing = append(missing, e.TransferID)
 		}
 	}
-	held := map[string]gldb.JournalEntry{}
+	held := map[string]gldb.GetEntriesByTransfersRow{}
 	if len(missing) == 0 {
 		return held, nil
 	}

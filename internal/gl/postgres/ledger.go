@@ -26,11 +26,9 @@ type Ledger struct {
 }
 
 var (
-	_ gl.Poster        = (*Ledger)(nil)
-	_ gl.PostingFinder = (*Ledger)(nil)
-	_ gl.Reader        = (*Ledger)(nil)
-	_ gl.Accounts      = (*Ledger)(nil)
-	_ gl.Verifier      = (*Ledger)(nil)
+	_ gl.Reader   = (*Ledger)(nil)
+	_ gl.Accounts = (*Ledger)(nil)
+	_ gl.Verifier = (*Ledger)(nil)
 )
 
 // NewLedger returns the ledger in the database behind pool (migrated with the "gl" set).
@@ -38,46 +36,14 @@ func NewLedger(pool *pgxpool.Pool) *Ledger {
 	return &Ledger{pool: pool, queries: gldb.New(pool)}
 }
 
-// Post inserts e and its lines in tx. A second entry for the same event or transfer is not
-// inserted and reported as created == false. The lines take the entry's posted_at, which the
-// database sets (clock_timestamp), so an entry and its lines carry one time.
+// Post posts one entry in tx, a batch of one (PostBatch), and reports whether it was created:
+// a second entry for the same transfer is not inserted.
 func (l *Ledger) Post(ctx context.Context, tx pgx.Tx, e gl.Entry) (bool, error) {
-	if !e.Balanced() {
-		return false, fmt.Errorf("post entry %s: %w", e.ID, gl.ErrUnbalanced)
-	}
-	q := l.queries.WithTx(tx)
-	row, err := q.InsertEntry(ctx, gldb.InsertEntryParams{
-		ID: e.ID, EventID: e.EventID, TransferID: e.TransferID, Currency: e.Currency,
-		Description: e.Description, OccurredAt: e.OccurredAt,
-	})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return false, nil // ON CONFLICT DO NOTHING: event or transfer already posted
-	}
+	postings, err := l.PostBatch(ctx, tx, []gl.Entry{e})
 	if err != nil {
-		return false, dbError(err, "insert entry %s", e.ID)
+		return false, err
 	}
-	params := gldb.InsertLinesParams{EntryID: row.ID, Currency: row.Currency, PostedAt: row.PostedAt}
-	for _, line := range e.Lines {
-		params.AccountCodes = append(params.AccountCodes, line.AccountCode)
-		params.Directions = append(params.Directions, string(line.Direction))
-		params.Amounts = append(params.Amounts, line.Amount)
-	}
-	if err := q.InsertLines(ctx, params); err != nil {
-		return false, dbError(err, "insert lines of entry %s", e.ID)
-	}
-	return true, nil
-}
-
-// PostedEntry returns the entry (without lines) that holds the transfer's posting, as tx sees it.
-func (l *Ledger) PostedEntry(ctx context.Context, tx pgx.Tx, transferID string) (gl.Entry, error) {
-	row, err := l.queries.WithTx(tx).GetEntryByTransfer(ctx, transferID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return gl.Entry{}, fmt.Errorf("get entry of transfer %s: %w", transferID, gl.ErrEntryNotFound)
-	}
-	if err != nil {
-		return gl.Entry{}, dbError(err, "get entry of transfer %s", transferID)
-	}
-	return entryFromRow(row), nil
+	return postings[0].Created, nil
 }
 
 // EntriesByTransfer returns the transfer's entries with their lines (at most one, by the

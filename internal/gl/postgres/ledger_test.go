@@ -81,7 +81,7 @@ func TestLedgerPost(t *testing.T) {
 		require.False(t, created)
 	})
 
-	t.Run("a second entry for the event is not created", func(t *testing.T) {
+	t.Run("an event posted for another transfer is refused", func(t *testing.T) {
 		t.Parallel()
 		first := entry("t-event-a", "USD", 300)
 		again := entry("t-event-b", "USD", 300)
@@ -89,9 +89,11 @@ func TestLedgerPost(t *testing.T) {
 		created, err := b.post(t, first)
 		require.NoError(t, err)
 		require.True(t, created)
-		created, err = b.post(t, again)
+		_, err = b.post(t, again)
+		require.ErrorIs(t, err, gl.ErrEventTaken)
+		got, err := b.ledger.EntriesByTransfer(ctx, "t-event-b")
 		require.NoError(t, err)
-		require.False(t, created)
+		require.Empty(t, got)
 	})
 
 	t.Run("an unbalanced entry is refused before it reaches the database", func(t *testing.T) {

@@ -155,18 +155,35 @@ func (q *Queries) GetAccount(ctx context.Context, code string) (Account, error) 
 }
 
 const getEntriesByTransfers = `-- name: GetEntriesByTransfers :many
-SELECT id, event_id, transfer_id, currency, description, occurred_at, posted_at FROM journal_entries WHERE transfer_id = ANY ($1::text[])
+SELECT e.id, e.event_id, e.transfer_id, e.currency, e.description, e.occurred_at, e.posted_at,
+       (SELECT coalesce(sum(l.amount), 0) FROM journal_lines l
+        WHERE l.entry_id = e.id AND l.direction = 'debit')::bigint AS debits
+FROM journal_entries e
+WHERE e.transfer_id = ANY ($1::text[])
 `
 
-func (q *Queries) GetEntriesByTransfers(ctx context.Context, transferIds []string) ([]JournalEntry, error) {
+type GetEntriesByTransfersRow struct {
+	ID          uuid.UUID
+	EventID     string
+	TransferID  string
+	Currency    string
+	Description string
+	OccurredAt  time.Time
+	PostedAt    time.Time
+	Debits      int64
+}
+
+// The entries holding these transfers' postings, each with the total of its debit lines (the
+// transfer's amount), to compare with an event that names the same transfer.
+func (q *Queries) GetEntriesByTransfers(ctx context.Context, transferIds []string) ([]GetEntriesByTransfersRow, error) {
 	rows, err := q.db.Query(ctx, getEntriesByTransfers, transferIds)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []JournalEntry
+	var items []GetEntriesByTransfersRow
 	for rows.Next() {
-		var i JournalEntry
+		var i GetEntriesByTransfersRow
 		if err := rows.Scan(
 			&i.ID,
 			&i.EventID,
@@ -175,6 +192,7 @@ func (q *Queries) GetEntriesByTransfers(ctx context.Context, transferIds []strin
 			&i.Description,
 			&i.OccurredAt,
 			&i.PostedAt,
+			&i.Debits,
 		); err != nil {
 			return nil, err
 		}

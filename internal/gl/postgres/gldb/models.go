@@ -45,12 +45,13 @@ type Inbox struct {
 	Attempts        int32
 	Duplicates      int32
 	StreamSeq       *int64
-	Reason          *string
+	Detail          *string
 	Payload         []byte
 	ReceivedAt      time.Time
 	ProcessedAt     *time.Time
 	LastDuplicateAt *time.Time
 	UpdatedAt       time.Time
+	Reason          *string
 }
 
 type JournalEntry struct {

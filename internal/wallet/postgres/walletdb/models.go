@@ -20,12 +20,13 @@ type Inbox struct {
 	Attempts        int32
 	Duplicates      int32
 	StreamSeq       *int64
-	Reason          *string
+	Detail          *string
 	Payload         []byte
 	ReceivedAt      time.Time
 	ProcessedAt     *time.Time
 	LastDuplicateAt *time.Time
 	UpdatedAt       time.Time
+	Reason          *string
 }
 
 type Outbox struct {
