@@ -177,7 +177,7 @@ func TestOutboxReconcileAsksTheGLOverHTTP(t *testing.T) {
 		})
 		require.NoError(t, err)
 	}
-	srv := httptest.NewServer(glhttpapi.NewServer(zerolog.Nop(), ledger, ledger.Ping))
+	srv := httptest.NewServer(glhttpapi.NewServer(zerolog.Nop(), ledger, nil))
 	t.Cleanup(srv.Close)
 	b.env["GL_URL"] = srv.URL
 

@@ -30,8 +30,8 @@ func TestServicesServeBeforeTheBrokerExistsAndDrainWhenItComes(t *testing.T) {
 	require.Eventually(t, func() bool {
 		resp, err := s.walletAPI.Do(ctx, http.MethodGet, "/healthz", nil, nil)
 		return err == nil && resp.Status == http.StatusServiceUnavailable &&
-			strings.Contains(string(resp.Body), "nats is")
-	}, 30*time.Second, 50*time.Millisecond, "health reports the missing broker with 503 and the reason")
+			strings.Contains(string(resp.Body), `"nats":"unavailable"`)
+	}, 30*time.Second, 50*time.Millisecond, "health names the missing broker in its 503")
 
 	require.NoError(t, s.walletAPI.CreateWallet(ctx, "bank", "USD", true))
 	require.NoError(t, s.walletAPI.CreateWallet(ctx, "alice", "USD", false))

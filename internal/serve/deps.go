@@ -12,6 +12,7 @@ import (
 	"walletgl/internal/database"
 	"walletgl/internal/events"
 	"walletgl/internal/faults"
+	"walletgl/internal/web"
 )
 
 // Deps is what both services open before wiring their own parts: the database (created and
@@ -49,8 +50,8 @@ func Open(ctx context.Context, service, dbURL string, ev config.Events, log zero
 	return d, nil
 }
 
-// Health reports why the service cannot do its work now.
-func (d *Deps) Health() func(context.Context) error { return Health(d.Pool, d.NATS) }
+// Health is what the service needs to do its work (see Health).
+func (d *Deps) Health() []web.Check { return Health(d.Pool, d.NATS) }
 
 // Close closes what Open opened.
 func (d *Deps) Close() {

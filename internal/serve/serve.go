@@ -5,7 +5,6 @@ package serve
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -18,6 +17,7 @@ import (
 
 	"walletgl/internal/database"
 	"walletgl/internal/events"
+	"walletgl/internal/web"
 )
 
 // defaultMaxConns is the services' pool size unless the URL sets pool_max_conns: the API, the
@@ -43,19 +43,12 @@ func OpenDatabase(ctx context.Context, url, service string, log zerolog.Logger) 
 	return pool, nil
 }
 
-// Health reports why the service cannot do its work now: the database or the broker is away.
-func Health(pool *pgxpool.Pool, nc *nats.Conn) func(context.Context) error {
-	return func(ctx context.Context) error {
-		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		var errs []error
-		if err := pool.Ping(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("database unreachable: %w", err))
-		}
-		if err := events.Healthy(nc); err != nil {
-			errs = append(errs, err)
-		}
-		return errors.Join(errs...)
+// Health is what the service needs to do its work: its database and the broker. The names are
+// public (they appear in a failing /healthz); the errors are only logged.
+func Health(pool *pgxpool.Pool, nc *nats.Conn) []web.Check {
+	return []web.Check{
+		{Name: "database", Func: pool.Ping},
+		{Name: "nats", Func: func(context.Context) error { return events.Healthy(nc) }},
 	}
 }
 

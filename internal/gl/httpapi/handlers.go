@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"net/url"
@@ -11,6 +10,7 @@ import (
 
 	"walletgl/internal/gl"
 	"walletgl/internal/problem"
+	"walletgl/internal/web"
 )
 
 // Problems of the API's own; the ledger's (account-not-found, unavailable) come from gl.
@@ -21,25 +21,11 @@ var (
 	errInvalidTime       = problem.New(problem.Invalid, "invalid-time", "a timestamp parameter is not RFC 3339")
 	errInvalidLimit      = problem.New(problem.Invalid, "invalid-limit", "the limit parameter is out of range")
 	errInvalidCurrency   = problem.New(problem.Invalid, "invalid-currency", "the currency query parameter must be a three-letter upper-case code")
-	errNotFound          = problem.New(problem.NotFound, "not-found", "no such resource")
 )
 
 const maxIDLen = 256
 
 var currencyCode = regexp.MustCompile(`^[A-Z]{3}$`)
-
-func handleHealthz(health func(ctx context.Context) error) http.Handler {
-	type response struct {
-		Status string `json:"status"`
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := health(r.Context()); err != nil {
-			fail(w, r, problem.New(problem.Unavailable, gl.ErrUnavailable.Slug, err.Error()))
-			return
-		}
-		encode(w, r, http.StatusOK, response{Status: "ok"})
-	})
-}
 
 // entryJSON is an entry as the API shows it.
 type entryJSON struct {
@@ -89,58 +75,58 @@ func handleEntries(ledger gl.Reader) http.Handler {
 		ranged := query.Has("from") || query.Has("to") || query.Has("after") || query.Has("limit")
 		switch {
 		case query.Has("transfer_id") && (query.Has("event_id") || ranged), query.Has("event_id") && ranged:
-			fail(w, r, problem.Newf(errInvalidQuery, "use transfer_id, event_id, or from/to/after/limit; not several"))
+			web.WriteProblem(w, r, problem.Newf(errInvalidQuery, "use transfer_id, event_id, or from/to/after/limit; not several"))
 			return
 		case query.Has("transfer_id"):
 			if transferID == "" || len(transferID) > maxIDLen {
-				fail(w, r, problem.Newf(errInvalidTransferID, "transfer_id must be 1 to %d characters", maxIDLen))
+				web.WriteProblem(w, r, problem.Newf(errInvalidTransferID, "transfer_id must be 1 to %d characters", maxIDLen))
 				return
 			}
 			entries, err := ledger.EntriesByTransfer(r.Context(), transferID)
 			if err != nil {
-				fail(w, r, err)
+				web.WriteProblem(w, r, err)
 				return
 			}
-			encode(w, r, http.StatusOK, response{Entries: entriesJSON(entries)})
+			web.Encode(w, r, http.StatusOK, response{Entries: entriesJSON(entries)})
 			return
 		case query.Has("event_id"):
 			if eventID == "" || len(eventID) > maxIDLen {
-				fail(w, r, problem.Newf(errInvalidEventID, "event_id must be 1 to %d characters", maxIDLen))
+				web.WriteProblem(w, r, problem.Newf(errInvalidEventID, "event_id must be 1 to %d characters", maxIDLen))
 				return
 			}
 			entries, err := ledger.EntriesByEvent(r.Context(), eventID)
 			if err != nil {
-				fail(w, r, err)
+				web.WriteProblem(w, r, err)
 				return
 			}
-			encode(w, r, http.StatusOK, response{Entries: entriesJSON(entries)})
+			web.Encode(w, r, http.StatusOK, response{Entries: entriesJSON(entries)})
 			return
 		}
 		var q gl.EntryQuery
 		var err error
 		if q.From, err = parseTime(query, "from"); err != nil {
-			fail(w, r, err)
+			web.WriteProblem(w, r, err)
 			return
 		}
 		if q.To, err = parseTime(query, "to"); err != nil {
-			fail(w, r, err)
+			web.WriteProblem(w, r, err)
 			return
 		}
 		if q.Limit, err = parseLimit(query); err != nil {
-			fail(w, r, err)
+			web.WriteProblem(w, r, err)
 			return
 		}
 		q.After = query.Get("after")
 		page, err := ledger.Entries(r.Context(), q)
 		if err != nil {
-			fail(w, r, err)
+			web.WriteProblem(w, r, err)
 			return
 		}
 		resp := pageResponse{Entries: entriesJSON(page.Entries)}
 		if page.NextCursor != "" {
 			resp.NextCursor = &page.NextCursor
 		}
-		encode(w, r, http.StatusOK, resp)
+		web.Encode(w, r, http.StatusOK, resp)
 	})
 }
 
@@ -158,21 +144,21 @@ func handleAccountBalance(ledger gl.Reader) http.Handler {
 		code := r.PathValue("code")
 		currency := r.URL.Query().Get("currency")
 		if !currencyCode.MatchString(currency) {
-			fail(w, r, errInvalidCurrency)
+			web.WriteProblem(w, r, errInvalidCurrency)
 			return
 		}
 		asOf, err := parseTime(r.URL.Query(), "as_of")
 		if err != nil {
-			fail(w, r, err)
+			web.WriteProblem(w, r, err)
 			return
 		}
 		balance, err := ledger.AccountBalance(r.Context(), code, currency, asOf)
 		if errors.Is(err, gl.ErrAccountNotFound) {
-			fail(w, r, problem.Newf(gl.ErrAccountNotFound, "account %q is not in the chart of accounts", code))
+			web.WriteProblem(w, r, problem.Newf(gl.ErrAccountNotFound, "account %q is not in the chart of accounts", code))
 			return
 		}
 		if err != nil {
-			fail(w, r, err)
+			web.WriteProblem(w, r, err)
 			return
 		}
 		resp := response{
@@ -183,7 +169,7 @@ func handleAccountBalance(ledger gl.Reader) http.Handler {
 			t := balance.AsOf.UTC()
 			resp.AsOf = &t
 		}
-		encode(w, r, http.StatusOK, resp)
+		web.Encode(w, r, http.StatusOK, resp)
 	})
 }
 
@@ -209,21 +195,21 @@ func handleAccountStatement(ledger gl.Reader) http.Handler {
 		query := r.URL.Query()
 		q := gl.StatementQuery{AccountCode: r.PathValue("code"), Currency: query.Get("currency"), After: query.Get("after")}
 		if !currencyCode.MatchString(q.Currency) {
-			fail(w, r, errInvalidCurrency)
+			web.WriteProblem(w, r, errInvalidCurrency)
 			return
 		}
 		var err error
 		if q.Limit, err = parseLimit(query); err != nil {
-			fail(w, r, err)
+			web.WriteProblem(w, r, err)
 			return
 		}
 		st, err := ledger.Statement(r.Context(), q)
 		if errors.Is(err, gl.ErrAccountNotFound) {
-			fail(w, r, problem.Newf(gl.ErrAccountNotFound, "account %q is not in the chart of accounts", q.AccountCode))
+			web.WriteProblem(w, r, problem.Newf(gl.ErrAccountNotFound, "account %q is not in the chart of accounts", q.AccountCode))
 			return
 		}
 		if err != nil {
-			fail(w, r, err)
+			web.WriteProblem(w, r, err)
 			return
 		}
 		resp := response{
@@ -239,7 +225,7 @@ func handleAccountStatement(ledger gl.Reader) http.Handler {
 		if st.NextCursor != "" {
 			resp.NextCursor = &st.NextCursor
 		}
-		encode(w, r, http.StatusOK, resp)
+		web.Encode(w, r, http.StatusOK, resp)
 	})
 }
 
@@ -290,7 +276,7 @@ func handleTrialBalance(ledger gl.Reader) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tb, err := ledger.TrialBalance(r.Context())
 		if err != nil {
-			fail(w, r, err)
+			web.WriteProblem(w, r, err)
 			return
 		}
 		resp := response{
@@ -304,12 +290,6 @@ func handleTrialBalance(ledger gl.Reader) http.Handler {
 		for _, c := range tb.Currencies {
 			resp.Currencies = append(resp.Currencies, currency(c))
 		}
-		encode(w, r, http.StatusOK, resp)
-	})
-}
-
-func handleNotFound() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fail(w, r, errNotFound)
+		web.Encode(w, r, http.StatusOK, resp)
 	})
 }

@@ -20,8 +20,9 @@ import (
 	"walletgl/internal/gl"
 	"walletgl/internal/gl/httpapi"
 	"walletgl/internal/gl/postgres"
-	"walletgl/internal/problem"
 	"walletgl/internal/testenv"
+	"walletgl/internal/web"
+	"walletgl/internal/web/webtest"
 )
 
 type testBundle struct {
@@ -41,7 +42,7 @@ func setup(t *testing.T, entries ...gl.Entry) *testBundle {
 		})
 		require.NoError(t, err)
 	}
-	server := httptest.NewServer(httpapi.NewServer(zerolog.Nop(), ledger, ledger.Ping))
+	server := httptest.NewServer(httpapi.NewServer(zerolog.Nop(), ledger, []web.Check{{Name: "database", Func: ledger.Ping}}))
 	t.Cleanup(server.Close)
 	return &testBundle{ledger: ledger, server: server}
 }
@@ -68,15 +69,9 @@ func get(t *testing.T, server *httptest.Server, path string, v any) (int, string
 }
 
 // requireProblem asserts that path answers with the problem named by slug.
-func requireProblem(t *testing.T, server *httptest.Server, path string, status int, slug string) problem.Details {
+func requireProblem(t *testing.T, server *httptest.Server, path string, status int, slug string) web.Problem {
 	t.Helper()
-	var details problem.Details
-	gotStatus, contentType := get(t, server, path, &details)
-	require.Equal(t, status, gotStatus)
-	require.Equal(t, "application/problem+json", contentType)
-	require.Equal(t, problem.TypeBase+slug, details.Type)
-	require.Equal(t, status, details.Status)
-	return details
+	return webtest.Do(t, http.MethodGet, server.URL+path, nil, "").RequireProblem(t, status, slug)
 }
 
 func TestHealthz(t *testing.T) {
@@ -92,14 +87,17 @@ func TestHealthz(t *testing.T) {
 		require.Equal(t, map[string]string{"status": "ok"}, body)
 	})
 
-	t.Run("a failing check answers 503 with its error as the detail", func(t *testing.T) {
+	t.Run("a failing check answers 503 naming what is down, never its error", func(t *testing.T) {
 		t.Parallel()
-		server := httptest.NewServer(httpapi.NewServer(zerolog.Nop(), nil, func(context.Context) error {
-			return errors.New("database is on fire")
+		server := httptest.NewServer(httpapi.NewServer(zerolog.Nop(), nil, []web.Check{
+			{Name: "database", Func: func(context.Context) error { return errors.New("database is on fire at 10.0.0.7") }},
+			{Name: "nats", Func: func(context.Context) error { return nil }},
 		}))
 		t.Cleanup(server.Close)
-		details := requireProblem(t, server, "/healthz", http.StatusServiceUnavailable, "unavailable")
-		require.Equal(t, "database is on fire", details.Detail)
+		res := webtest.Do(t, http.MethodGet, server.URL+"/healthz", nil, "")
+		res.RequireUnhealthy(t, map[string]string{"database": "unavailable", "nats": "ok"})
+		require.NotContains(t, res.Body, "fire")
+		require.NotContains(t, res.Body, "10.0.0.7")
 	})
 }
 
@@ -374,39 +372,67 @@ func TestTrialBalance(t *testing.T) {
 func TestUnreachableDatabase(t *testing.T) {
 	t.Parallel()
 	// A real pool on a port where nothing listens: the reads fail as they would in an outage.
-	pool, err := database.Open(context.Background(), "postgres://postgres@127.0.0.1:1/gl?sslmode=disable&connect_timeout=2", 2)
+	// Its user and database have names that must not reach a client.
+	pool, err := database.Open(context.Background(), webtest.UnreachableDatabaseURL, 2)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
 	ledger := postgres.NewLedger(pool)
-	server := httptest.NewServer(httpapi.NewServer(zerolog.Nop(), ledger, ledger.Ping))
+	server := httptest.NewServer(httpapi.NewServer(zerolog.Nop(), ledger, []web.Check{{Name: "database", Func: ledger.Ping}}))
 	t.Cleanup(server.Close)
 
 	for _, path := range []string{
 		"/v1/trial-balance", "/v1/entries?transfer_id=t-1", "/v1/entries?event_id=e-1", "/v1/entries?limit=5",
 		"/v1/accounts/1010/balance?currency=USD", "/v1/accounts/1010/statement?currency=USD",
 	} {
-		details := requireProblem(t, server, path, http.StatusServiceUnavailable, "unavailable")
-		require.NotContains(t, details.Detail, "127.0.0.1", "connection details stay in the log")
+		res := webtest.Do(t, http.MethodGet, server.URL+path, nil, "")
+		res.RequireProblem(t, http.StatusServiceUnavailable, "unavailable")
+		res.RequireNoConnectionDetails(t)
 	}
-	details := requireProblem(t, server, "/healthz", http.StatusServiceUnavailable, "unavailable")
-	require.NotEmpty(t, details.Detail)
+	webtest.Do(t, http.MethodGet, server.URL+"/healthz", nil, "").RequireUnhealthy(t, map[string]string{"database": "unavailable"})
 }
 
-func TestUnknownRoute(t *testing.T) {
+func TestUnroutedRequestsAreProblems(t *testing.T) {
 	t.Parallel()
-	server := httptest.NewServer(httpapi.NewServer(zerolog.Nop(), nil, func(context.Context) error { return nil }))
+	server := httptest.NewServer(httpapi.NewServer(zerolog.Nop(), nil, nil))
 	t.Cleanup(server.Close)
-	requireProblem(t, server, "/v1/nothing-here", http.StatusNotFound, "not-found")
+
+	notFound := []struct{ name, method, path string }{
+		{"an unknown path is not found", http.MethodGet, "/v1/nothing-here"},
+		{"the root is not found", http.MethodGet, "/"},
+		{"a post to an unknown path is not found", http.MethodPost, "/v1/nothing-here"},
+	}
+	for _, tt := range notFound {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			webtest.Do(t, tt.method, server.URL+tt.path, nil, "").RequireProblem(t, http.StatusNotFound, "not-found")
+		})
+	}
+
+	wrongMethods := []struct{ name, method, path, body string }{
+		{"the trial balance cannot be posted", http.MethodPost, "/v1/trial-balance", ""},
+		// No GL route reads a body: malformed JSON sent to one is refused for its method.
+		{"malformed JSON posted to the entries is not allowed", http.MethodPost, "/v1/entries", `{"transfer_id":`},
+		{"an account balance cannot be deleted", http.MethodDelete, "/v1/accounts/1010/balance", ""},
+		{"health cannot be put", http.MethodPut, "/healthz", "{}"},
+	}
+	for _, tt := range wrongMethods {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			res := webtest.Do(t, tt.method, server.URL+tt.path, nil, tt.body)
+			res.RequireProblem(t, http.StatusMethodNotAllowed, "method-not-allowed")
+			require.Equal(t, "GET, HEAD", res.Header.Get("Allow"))
+		})
+	}
 }
 
 func TestRequestsAreLoggedAtDebugWithRequestScopedFields(t *testing.T) {
 	t.Parallel()
 	var logs bytes.Buffer
 	logger := zerolog.New(&logs).Level(zerolog.DebugLevel)
-	handler := httpapi.NewServer(logger, nil, func(ctx context.Context) error {
+	handler := httpapi.NewServer(logger, nil, []web.Check{{Name: "database", Func: func(ctx context.Context) error {
 		zerolog.Ctx(ctx).Info().Msg("checking health") // handlers log through the request's logger
 		return nil
-	})
+	}}})
 
 	req := httptest.NewRequest(http.MethodGet, "/healthz", nil)
 	req.Header.Set("X-Request-Id", "req-42")
@@ -420,6 +446,7 @@ func TestRequestsAreLoggedAtDebugWithRequestScopedFields(t *testing.T) {
 		Message   string `json:"message"`
 		RequestID string `json:"request_id"`
 		Path      string `json:"path"`
+		Route     string `json:"route"`
 		Status    int    `json:"status"`
 	}
 	var lines []logLine
@@ -431,5 +458,5 @@ func TestRequestsAreLoggedAtDebugWithRequestScopedFields(t *testing.T) {
 	}
 	require.Len(t, lines, 2)
 	require.Equal(t, logLine{Level: "info", Message: "checking health", RequestID: "req-42", Path: "/healthz"}, lines[0])
-	require.Equal(t, logLine{Level: "debug", Message: "request", RequestID: "req-42", Path: "/healthz", Status: 200}, lines[1])
+	require.Equal(t, logLine{Level: "debug", Message: "request", RequestID: "req-42", Path: "/healthz", Route: "GET /healthz", Status: 200}, lines[1])
 }

@@ -10,6 +10,7 @@ import (
 	"walletgl/internal/events"
 	"walletgl/internal/problem"
 	"walletgl/internal/wallet"
+	"walletgl/internal/web"
 )
 
 // handleAdminOutbox answers with the outbox stats, or with the rows of ?status= (up to
@@ -25,17 +26,17 @@ func handleAdminOutbox(admin wallet.Admin) http.Handler {
 		if status == "" {
 			stats, err := admin.OutboxStats(r.Context())
 			if err != nil {
-				writeError(w, r, err)
+				web.WriteProblem(w, r, err)
 				return
 			}
-			encode(w, http.StatusOK, stats)
+			web.Encode(w, r, http.StatusOK, stats)
 			return
 		}
 		limit := events.DefaultAdminLimit
 		if s := query.Get("limit"); s != "" {
 			n, err := strconv.Atoi(s)
 			if err != nil || n < 1 {
-				writeError(w, r, problem.Newf(wallet.ErrInvalid,
+				web.WriteProblem(w, r, problem.Newf(wallet.ErrInvalid,
 					"limit must be an integer from 1 to %d, got %q", events.MaxAdminLimit, s))
 				return
 			}
@@ -43,10 +44,10 @@ func handleAdminOutbox(admin wallet.Admin) http.Handler {
 		}
 		rows, err := admin.ListOutbox(r.Context(), status, limit)
 		if err != nil {
-			writeError(w, r, err)
+			web.WriteProblem(w, r, err)
 			return
 		}
-		encode(w, http.StatusOK, list{Status: status, Rows: rows})
+		web.Encode(w, r, http.StatusOK, list{Status: status, Rows: rows})
 	})
 }
 
@@ -59,15 +60,15 @@ func handleAdminRequeue(admin wallet.Admin) http.Handler {
 		Status string   `json:"status"`
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		req, err := decode[request](w, r)
+		req, err := web.Decode[request](w, r)
 		if err != nil {
-			writeError(w, r, err)
+			web.WriteProblem(w, r, err)
 			return
 		}
 		var out events.Requeued
 		switch {
 		case (len(req.IDs) == 0) == (req.Status == ""):
-			writeError(w, r, problem.Newf(wallet.ErrInvalid, `give either "ids" (a non-empty list) or "status" (failed or dead_letter)`))
+			web.WriteProblem(w, r, problem.Newf(wallet.ErrInvalid, `give either "ids" (a non-empty list) or "status" (failed or dead_letter)`))
 			return
 		case req.Status != "":
 			out, err = admin.RequeueOutboxStatus(r.Context(), req.Status)
@@ -76,7 +77,7 @@ func handleAdminRequeue(admin wallet.Admin) http.Handler {
 			for _, s := range req.IDs {
 				id, perr := uuid.Parse(s)
 				if perr != nil || len(s) != 36 {
-					writeError(w, r, problem.Newf(wallet.ErrInvalid, "outbox id %q is not a UUID", s))
+					web.WriteProblem(w, r, problem.Newf(wallet.ErrInvalid, "outbox id %q is not a UUID", s))
 					return
 				}
 				ids = append(ids, id)
@@ -84,10 +85,10 @@ func handleAdminRequeue(admin wallet.Admin) http.Handler {
 			out, err = admin.RequeueOutbox(r.Context(), ids...)
 		}
 		if err != nil {
-			writeError(w, r, err)
+			web.WriteProblem(w, r, err)
 			return
 		}
 		zerolog.Ctx(r.Context()).Info().Int("requeued", len(out.IDs)).Int("refused", len(out.Refused)).Msg("outbox rows requeued by an operator")
-		encode(w, http.StatusOK, out)
+		web.Encode(w, r, http.StatusOK, out)
 	})
 }

@@ -25,26 +25,26 @@ func (b *testBundle) outboxRow(t *testing.T, status string) uuid.UUID {
 func TestAdminOutbox(t *testing.T) {
 	t.Parallel()
 	// The subtests run in order: the last one changes what the others read.
-	b := setup(t, nil) // its one transfer left one pending row
+	b := setup(t) // its one transfer left one pending row
 	dead := []uuid.UUID{b.outboxRow(t, "dead_letter"), b.outboxRow(t, "dead_letter")}
 	b.outboxRow(t, "failed")
 	acked := b.outboxRow(t, "acknowledged")
 
 	t.Run("without a status it answers the stats of every status", func(t *testing.T) {
 		res := b.do(t, http.MethodGet, "/v1/admin/outbox", nil, "")
-		require.Equal(t, http.StatusOK, res.status, res.body)
+		require.Equal(t, http.StatusOK, res.Status, res.Body)
 		var stats struct {
 			Counts               map[string]int64 `json:"counts"`
 			OldestPendingAgeSecs float64          `json:"oldest_pending_age_seconds"`
 			OldestPendingAt      *string          `json:"oldest_pending_at"`
 		}
-		res.decode(t, &stats)
+		res.Decode(t, &stats)
 		require.Equal(t, map[string]int64{"pending": 1, "dispatching": 0, "dispatched": 0, "acknowledged": 1, "failed": 1, "dead_letter": 2}, stats.Counts)
 		require.NotNil(t, stats.OldestPendingAt)
 	})
 	t.Run("with a status it lists that status's rows up to the limit", func(t *testing.T) {
 		res := b.do(t, http.MethodGet, "/v1/admin/outbox?status=dead_letter&limit=1", nil, "")
-		require.Equal(t, http.StatusOK, res.status, res.body)
+		require.Equal(t, http.StatusOK, res.Status, res.Body)
 		var list struct {
 			Status string `json:"status"`
 			Rows   []struct {
@@ -53,45 +53,45 @@ func TestAdminOutbox(t *testing.T) {
 				LastError string `json:"last_error"`
 			} `json:"rows"`
 		}
-		res.decode(t, &list)
+		res.Decode(t, &list)
 		require.Len(t, list.Rows, 1)
 		require.Equal(t, dead[0].String(), list.Rows[0].ID)
 		require.Equal(t, "broker refused", list.Rows[0].LastError)
 	})
 	for _, path := range []string{"/v1/admin/outbox?status=lost", "/v1/admin/outbox?status=failed&limit=0", "/v1/admin/outbox?status=failed&limit=x"} {
 		t.Run(fmt.Sprintf("%s is a bad request", path), func(t *testing.T) {
-			requireProblem(t, b.do(t, http.MethodGet, path, nil, ""), http.StatusBadRequest, "invalid-request")
+			b.do(t, http.MethodGet, path, nil, "").RequireProblem(t, http.StatusBadRequest, "invalid-request")
 		})
 	}
 	t.Run("requeue by ids moves failed rows and refuses the others", func(t *testing.T) {
 		res := b.do(t, http.MethodPost, "/v1/admin/outbox/requeue", nil,
 			fmt.Sprintf(`{"ids":[%q,%q]}`, dead[0], acked))
-		require.Equal(t, http.StatusOK, res.status, res.body)
-		require.JSONEq(t, fmt.Sprintf(`{"requeued":[%q],"refused":[{"id":%q,"status":"acknowledged"}]}`, dead[0], acked), res.body)
+		require.Equal(t, http.StatusOK, res.Status, res.Body)
+		require.JSONEq(t, fmt.Sprintf(`{"requeued":[%q],"refused":[{"id":%q,"status":"acknowledged"}]}`, dead[0], acked), res.Body)
 	})
 }
 
 func TestAdminRequeueByStatus(t *testing.T) {
 	t.Parallel()
-	b := setup(t, nil)
+	b := setup(t)
 	failed := b.outboxRow(t, "failed")
 	b.outboxRow(t, "dead_letter")
 
 	res := b.do(t, http.MethodPost, "/v1/admin/outbox/requeue", nil, `{"status":"failed"}`)
-	require.Equal(t, http.StatusOK, res.status, res.body)
-	require.JSONEq(t, fmt.Sprintf(`{"requeued":[%q]}`, failed), res.body)
+	require.Equal(t, http.StatusOK, res.Status, res.Body)
+	require.JSONEq(t, fmt.Sprintf(`{"requeued":[%q]}`, failed), res.Body)
 
 	var status string
 	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT status FROM outbox WHERE id = $1`, failed).Scan(&status))
 	require.Equal(t, "pending", status)
 
 	res = b.do(t, http.MethodPost, "/v1/admin/outbox/requeue", nil, `{"status":"failed"}`)
-	require.JSONEq(t, `{"requeued":[]}`, res.body, "nothing left to move")
+	require.JSONEq(t, `{"requeued":[]}`, res.Body, "nothing left to move")
 }
 
 func TestAdminRequeueRefusesBadRequests(t *testing.T) {
 	t.Parallel()
-	b := setup(t, nil)
+	b := setup(t)
 	for name, body := range map[string]string{
 		"a pending status":         `{"status":"pending"}`,
 		"an acknowledged status":   `{"status":"acknowledged"}`,
@@ -102,7 +102,7 @@ func TestAdminRequeueRefusesBadRequests(t *testing.T) {
 	} {
 		t.Run(name+" is a bad request", func(t *testing.T) {
 			t.Parallel()
-			requireProblem(t, b.do(t, http.MethodPost, "/v1/admin/outbox/requeue", nil, body), http.StatusBadRequest, "invalid-request")
+			b.do(t, http.MethodPost, "/v1/admin/outbox/requeue", nil, body).RequireProblem(t, http.StatusBadRequest, "invalid-request")
 		})
 	}
 }

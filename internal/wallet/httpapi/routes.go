@@ -1,15 +1,15 @@
 package httpapi
 
 import (
-	"context"
 	"net/http"
 
 	"walletgl/internal/wallet"
+	"walletgl/internal/web"
 )
 
 // addRoutes is the whole API surface of the wallet service.
-func addRoutes(mux *http.ServeMux, service wallet.Service, admin wallet.Admin, health func(ctx context.Context) error) {
-	mux.Handle("GET /healthz", handleHealth(health))
+func addRoutes(mux *http.ServeMux, service wallet.Service, admin wallet.Admin, health []web.Check) {
+	mux.Handle("GET /healthz", web.Health(health...))
 	mux.Handle("POST /v1/wallets", handleCreateWallet(service))
 	mux.Handle("GET /v1/wallets/{id}", handleGetWallet(service))
 	mux.Handle("POST /v1/transfers", handleCreateTransfer(service))

@@ -2,10 +2,8 @@ package httpapi_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -17,10 +15,11 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
-	"walletgl/internal/problem"
 	"walletgl/internal/testenv"
 	"walletgl/internal/wallet/httpapi"
 	"walletgl/internal/wallet/postgres"
+	"walletgl/internal/web"
+	"walletgl/internal/web/webtest"
 )
 
 type testBundle struct {
@@ -30,7 +29,7 @@ type testBundle struct {
 
 // setup serves the API over the real store on this test's own database, with alice holding
 // 1000 USD, bob an empty USD wallet and eve an empty EUR wallet.
-func setup(t *testing.T, health func(ctx context.Context) error) *testBundle {
+func setup(t *testing.T, health ...web.Check) *testBundle {
 	t.Helper()
 	pool, _ := testenv.MigratedPool(t, "wallet")
 	logger := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)
@@ -55,89 +54,57 @@ func setup(t *testing.T, health func(ctx context.Context) error) *testBundle {
 		`{"id":"eve","currency":"EUR"}`,
 	} {
 		res := b.do(t, http.MethodPost, "/v1/wallets", nil, body)
-		require.Equal(t, http.StatusCreated, res.status, res.body)
+		require.Equal(t, http.StatusCreated, res.Status, res.Body)
 	}
 	res := b.transfer(t, "fund-alice", `{"from_wallet_id":"mint","to_wallet_id":"alice","amount":1000,"currency":"USD"}`)
-	require.Equal(t, http.StatusCreated, res.status, res.body)
+	require.Equal(t, http.StatusCreated, res.Status, res.Body)
 	return b
 }
 
-type response struct {
-	status      int
-	contentType string
-	body        string
-}
-
-func (b *testBundle) do(t *testing.T, method, path string, header http.Header, body string) response {
+func (b *testBundle) do(t *testing.T, method, path string, header http.Header, body string) webtest.Response {
 	t.Helper()
-	req, err := http.NewRequest(method, b.url+path, strings.NewReader(body))
-	require.NoError(t, err)
-	for k, vs := range header {
-		req.Header[k] = vs
-	}
-	res, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer res.Body.Close()
-	data, err := io.ReadAll(res.Body)
-	require.NoError(t, err)
-	return response{status: res.StatusCode, contentType: res.Header.Get("Content-Type"), body: string(data)}
+	return webtest.Do(t, method, b.url+path, header, body)
 }
 
-func (b *testBundle) transfer(t *testing.T, key, body string) response {
+func (b *testBundle) transfer(t *testing.T, key, body string) webtest.Response {
 	t.Helper()
 	return b.do(t, http.MethodPost, "/v1/transfers", http.Header{"Idempotency-Key": {key}}, body)
-}
-
-func (r response) decode(t *testing.T, v any) {
-	t.Helper()
-	require.NoError(t, json.Unmarshal([]byte(r.body), v), r.body)
-}
-
-// requireProblem checks that r is a problem+json document with this status and slug.
-func requireProblem(t *testing.T, r response, status int, slug string) {
-	t.Helper()
-	require.Equal(t, status, r.status, r.body)
-	require.Equal(t, "application/problem+json", r.contentType)
-	var p problem.Details
-	r.decode(t, &p)
-	require.Equal(t, problem.TypeBase+slug, p.Type, r.body)
-	require.Equal(t, status, p.Status)
-	require.NotEmpty(t, p.Detail)
 }
 
 func TestHealth(t *testing.T) {
 	t.Parallel()
 	t.Run("a healthy service answers ok", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, func(context.Context) error { return nil })
+		b := setup(t, web.Check{Name: "database", Func: func(context.Context) error { return nil }})
 		res := b.do(t, http.MethodGet, "/healthz", nil, "")
-		require.Equal(t, http.StatusOK, res.status)
-		require.Equal(t, "application/json", res.contentType)
-		require.JSONEq(t, `{"status":"ok"}`, res.body)
+		require.Equal(t, http.StatusOK, res.Status)
+		require.Equal(t, "application/json", res.ContentType())
+		require.JSONEq(t, `{"status":"ok"}`, res.Body)
 	})
-	t.Run("an unhealthy service answers 503 with the reason", func(t *testing.T) {
+	t.Run("an unhealthy service answers 503 naming what is down, never its error", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, func(context.Context) error { return errors.New("relay is not running") })
+		b := setup(t,
+			web.Check{Name: "database", Func: func(context.Context) error { return nil }},
+			web.Check{Name: "nats", Func: func(context.Context) error { return errors.New("nats is CLOSED at 10.0.0.7") }})
 		res := b.do(t, http.MethodGet, "/healthz", nil, "")
-		requireProblem(t, res, http.StatusServiceUnavailable, "unavailable")
-		var p problem.Details
-		res.decode(t, &p)
-		require.Equal(t, "relay is not running", p.Detail)
+		res.RequireUnhealthy(t, map[string]string{"database": "ok", "nats": "unavailable"})
+		require.NotContains(t, res.Body, "10.0.0.7")
+		require.NotContains(t, res.Body, "CLOSED")
 	})
 }
 
 func TestWallets(t *testing.T) {
 	t.Parallel()
-	b := setup(t, nil)
+	b := setup(t)
 
 	res := b.do(t, http.MethodPost, "/v1/wallets", nil, `{"id":"carol","currency":"GBP","allow_negative":false}`)
-	require.Equal(t, http.StatusCreated, res.status, res.body)
-	require.Equal(t, "application/json", res.contentType)
-	require.JSONEq(t, `{"id":"carol","currency":"GBP","balance":0,"allow_negative":false}`, res.body)
+	require.Equal(t, http.StatusCreated, res.Status, res.Body)
+	require.Equal(t, "application/json", res.ContentType())
+	require.JSONEq(t, `{"id":"carol","currency":"GBP","balance":0,"allow_negative":false}`, res.Body)
 
 	res = b.do(t, http.MethodGet, "/v1/wallets/alice", nil, "")
-	require.Equal(t, http.StatusOK, res.status, res.body)
-	require.JSONEq(t, `{"id":"alice","currency":"USD","balance":1000,"allow_negative":false}`, res.body)
+	require.Equal(t, http.StatusOK, res.Status, res.Body)
+	require.JSONEq(t, `{"id":"alice","currency":"USD","balance":1000,"allow_negative":false}`, res.Body)
 
 	tests := []struct {
 		name   string
@@ -152,16 +119,44 @@ func TestWallets(t *testing.T) {
 		{"a lower-case currency is invalid", "POST", "/v1/wallets", `{"id":"x","currency":"usd"}`, 400, "invalid-request"},
 		{"a balance cannot be given", "POST", "/v1/wallets", `{"id":"x","currency":"USD","balance":5}`, 400, "invalid-request"},
 		{"malformed JSON is invalid", "POST", "/v1/wallets", `{"id":`, 400, "invalid-request"},
+		{"a JSON array is invalid", "POST", "/v1/wallets", `[]`, 400, "invalid-request"},
 		{"an empty body is invalid", "POST", "/v1/wallets", ``, 400, "invalid-request"},
 		{"an unknown wallet is not found", "GET", "/v1/wallets/nobody", ``, 404, "wallet-not-found"},
 		{"an unknown path is not found", "GET", "/v1/nothing", ``, 404, "not-found"},
-		{"a wrong method is not allowed", "DELETE", "/v1/wallets/alice", ``, 405, "method-not-allowed"},
+		{"the root is not found", "GET", "/", ``, 404, "not-found"},
+		{"a wrong method on an unknown path is not found", "POST", "/v1/nothing", `{"id":`, 404, "not-found"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			requireProblem(t, b.do(t, tt.method, tt.path, nil, tt.body), tt.status, tt.slug)
+			b.do(t, tt.method, tt.path, nil, tt.body).RequireProblem(t, tt.status, tt.slug)
 		})
 	}
+
+	wrongMethods := []struct {
+		name, method, path, allow string
+	}{
+		{"a wallet cannot be deleted", "DELETE", "/v1/wallets/alice", "GET, HEAD"},
+		{"the wallets cannot be listed", "GET", "/v1/wallets", "POST"},
+		{"health cannot be posted", "POST", "/healthz", "GET, HEAD"},
+		{"a transfer cannot be changed", "PUT", "/v1/transfers/0190b3c2-7a4e-7c5e-9d1a-2b3c4d5e6f70", "GET, HEAD"},
+	}
+	for _, tt := range wrongMethods {
+		t.Run(tt.name, func(t *testing.T) {
+			res := b.do(t, tt.method, tt.path, nil, `{"id":`)
+			res.RequireProblem(t, http.StatusMethodNotAllowed, "method-not-allowed")
+			require.Equal(t, tt.allow, res.Header.Get("Allow"))
+		})
+	}
+}
+
+func TestRequestID(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	res := b.do(t, http.MethodGet, "/v1/nothing", http.Header{"X-Request-Id": {"client-7"}}, "")
+	require.Equal(t, "client-7", res.Header.Get("X-Request-Id"), "a sane id is the client's")
+	res = b.do(t, http.MethodGet, "/v1/wallets/alice", http.Header{"X-Request-Id": {"a b"}}, "")
+	require.NotEqual(t, "a b", res.Header.Get("X-Request-Id"))
+	require.NotEmpty(t, res.Header.Get("X-Request-Id"), "an insane id is replaced")
 }
 
 type transferBody struct {
@@ -178,48 +173,48 @@ type transferBody struct {
 
 func TestCreateTransferAndReplay(t *testing.T) {
 	t.Parallel()
-	b := setup(t, nil)
+	b := setup(t)
 	body := `{"from_wallet_id":"alice","to_wallet_id":"bob","amount":250,"currency":"USD"}`
 
 	res := b.transfer(t, "order-1", body)
-	require.Equal(t, http.StatusCreated, res.status, res.body)
-	require.Equal(t, "application/json", res.contentType)
+	require.Equal(t, http.StatusCreated, res.Status, res.Body)
+	require.Equal(t, "application/json", res.ContentType())
 	var created transferBody
-	res.decode(t, &created)
+	res.Decode(t, &created)
 	require.NotEmpty(t, created.ID)
 	require.Equal(t, transferBody{
 		ID: created.ID, IdempotencyKey: "order-1", FromWalletID: "alice", ToWalletID: "bob",
 		Amount: 250, Currency: "USD", Status: "completed", CreatedAt: created.CreatedAt,
 	}, created)
 	var fields map[string]any
-	res.decode(t, &fields)
-	require.Len(t, fields, 8, "the creation answer has exactly the contract's fields: %s", res.body)
+	res.Decode(t, &fields)
+	require.Len(t, fields, 8, "the creation answer has exactly the contract's fields: %s", res.Body)
 
 	res = b.transfer(t, "order-1", body)
-	require.Equal(t, http.StatusOK, res.status, res.body)
+	require.Equal(t, http.StatusOK, res.Status, res.Body)
 	var replayed transferBody
-	res.decode(t, &replayed)
+	res.Decode(t, &replayed)
 	require.Equal(t, created, replayed)
 
 	res = b.do(t, http.MethodGet, "/v1/transfers/"+created.ID, nil, "")
-	require.Equal(t, http.StatusOK, res.status, res.body)
+	require.Equal(t, http.StatusOK, res.Status, res.Body)
 	var got transferBody
-	res.decode(t, &got)
+	res.Decode(t, &got)
 	require.NotNil(t, got.OutboxStatus)
 	require.Equal(t, "pending", *got.OutboxStatus)
 	got.OutboxStatus = nil
 	require.Equal(t, created, got)
 
 	res = b.do(t, http.MethodGet, "/v1/wallets/alice", nil, "")
-	require.JSONEq(t, `{"id":"alice","currency":"USD","balance":750,"allow_negative":false}`, res.body)
+	require.JSONEq(t, `{"id":"alice","currency":"USD","balance":750,"allow_negative":false}`, res.Body)
 
-	requireProblem(t, b.transfer(t, "order-1", `{"from_wallet_id":"alice","to_wallet_id":"bob","amount":251,"currency":"USD"}`),
-		http.StatusUnprocessableEntity, "idempotency-key-reused")
+	res = b.transfer(t, "order-1", `{"from_wallet_id":"alice","to_wallet_id":"bob","amount":251,"currency":"USD"}`)
+	res.RequireProblem(t, http.StatusUnprocessableEntity, "idempotency-key-reused")
 }
 
 func TestCreateTransferRefusals(t *testing.T) {
 	t.Parallel()
-	b := setup(t, nil)
+	b := setup(t)
 	valid := `{"from_wallet_id":"alice","to_wallet_id":"bob","amount":1,"currency":"USD"}`
 	tests := []struct {
 		name   string
@@ -266,28 +261,28 @@ func TestCreateTransferRefusals(t *testing.T) {
 			if header == nil {
 				header = http.Header{"Idempotency-Key": {fmt.Sprintf("refusal-%d", i)}}
 			}
-			requireProblem(t, b.do(t, http.MethodPost, "/v1/transfers", header, tt.body), tt.status, tt.slug)
+			b.do(t, http.MethodPost, "/v1/transfers", header, tt.body).RequireProblem(t, tt.status, tt.slug)
 		})
 	}
 	res := b.do(t, http.MethodGet, "/v1/wallets/alice", nil, "")
-	require.JSONEq(t, `{"id":"alice","currency":"USD","balance":1000,"allow_negative":false}`, res.body)
+	require.JSONEq(t, `{"id":"alice","currency":"USD","balance":1000,"allow_negative":false}`, res.Body)
 }
 
 func TestGetTransferNotFound(t *testing.T) {
 	t.Parallel()
-	b := setup(t, nil)
+	b := setup(t)
 	for _, id := range []string{"0190b3c2-7a4e-7c5e-9d1a-2b3c4d5e6f70", "not-a-uuid", "{0190b3c2-7a4e-7c5e-9d1a-2b3c4d5e6f70}"} {
-		requireProblem(t, b.do(t, http.MethodGet, "/v1/transfers/"+url.PathEscape(id), nil, ""),
-			http.StatusNotFound, "transfer-not-found")
+		res := b.do(t, http.MethodGet, "/v1/transfers/"+url.PathEscape(id), nil, "")
+		res.RequireProblem(t, http.StatusNotFound, "transfer-not-found")
 	}
 }
 
 func TestListTransfers(t *testing.T) {
 	t.Parallel()
-	b := setup(t, nil)
+	b := setup(t)
 	for i := range 4 {
 		res := b.transfer(t, fmt.Sprintf("k-%d", i), `{"from_wallet_id":"alice","to_wallet_id":"bob","amount":1,"currency":"USD"}`)
-		require.Equal(t, http.StatusCreated, res.status, res.body)
+		require.Equal(t, http.StatusCreated, res.Status, res.Body)
 	}
 
 	type page struct {
@@ -300,9 +295,9 @@ func TestListTransfers(t *testing.T) {
 	)
 	for range 10 {
 		res := b.do(t, http.MethodGet, "/v1/transfers?limit=2&after="+url.QueryEscape(cursor), nil, "")
-		require.Equal(t, http.StatusOK, res.status, res.body)
+		require.Equal(t, http.StatusOK, res.Status, res.Body)
 		var p page
-		res.decode(t, &p)
+		res.Decode(t, &p)
 		require.NotNil(t, p.Transfers, "an empty page is an empty list, not null")
 		all = append(all, p.Transfers...)
 		if len(p.Transfers) == 0 {
@@ -318,25 +313,34 @@ func TestListTransfers(t *testing.T) {
 	}
 
 	res := b.do(t, http.MethodGet, "/v1/transfers", nil, "")
-	require.Equal(t, http.StatusOK, res.status, res.body)
+	require.Equal(t, http.StatusOK, res.Status, res.Body)
 
-	requireProblem(t, b.do(t, http.MethodGet, "/v1/transfers?limit=0", nil, ""), 400, "invalid-request")
-	requireProblem(t, b.do(t, http.MethodGet, "/v1/transfers?limit=x", nil, ""), 400, "invalid-request")
-	requireProblem(t, b.do(t, http.MethodGet, "/v1/transfers?after=%21%21", nil, ""), 400, "invalid-request")
+	b.do(t, http.MethodGet, "/v1/transfers?limit=0", nil, "").RequireProblem(t, 400, "invalid-request")
+	b.do(t, http.MethodGet, "/v1/transfers?limit=x", nil, "").RequireProblem(t, 400, "invalid-request")
+	b.do(t, http.MethodGet, "/v1/transfers?after=%21%21", nil, "").RequireProblem(t, 400, "invalid-request")
 	res = b.do(t, http.MethodGet, "/v1/transfers?limit=5000", nil, "")
-	require.Equal(t, http.StatusOK, res.status, "a limit over the maximum is capped: %s", res.body)
+	require.Equal(t, http.StatusOK, res.Status, "a limit over the maximum is capped: %s", res.Body)
 }
 
 func TestUnreachableDatabaseIs503(t *testing.T) {
 	t.Parallel()
-	pool, err := pgxpool.New(context.Background(), "postgres://postgres@127.0.0.1:1/wallet?sslmode=disable&connect_timeout=2")
+	// A pool on a port where nothing listens, with names that must not reach a client.
+	pool, err := pgxpool.New(context.Background(), webtest.UnreachableDatabaseURL)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	srv := httptest.NewServer(httpapi.NewServer(zerolog.Nop(), postgres.NewStore(pool), postgres.NewStore(pool), nil))
+	store := postgres.NewStore(pool)
+	srv := httptest.NewServer(httpapi.NewServer(zerolog.Nop(), store, store, []web.Check{{Name: "database", Func: pool.Ping}}))
 	t.Cleanup(srv.Close)
 	b := &testBundle{url: srv.URL, pool: pool}
 
-	requireProblem(t, b.do(t, http.MethodGet, "/v1/wallets/alice", nil, ""), http.StatusServiceUnavailable, "database-unavailable")
-	requireProblem(t, b.transfer(t, "k", `{"from_wallet_id":"a","to_wallet_id":"b","amount":1,"currency":"USD"}`),
-		http.StatusServiceUnavailable, "database-unavailable")
+	for _, res := range []webtest.Response{
+		b.do(t, http.MethodGet, "/v1/wallets/alice", nil, ""),
+		b.transfer(t, "k", `{"from_wallet_id":"a","to_wallet_id":"b","amount":1,"currency":"USD"}`),
+		b.do(t, http.MethodGet, "/v1/admin/outbox", nil, ""),
+	} {
+		res.RequireProblem(t, http.StatusServiceUnavailable, "database-unavailable")
+		res.RequireNoConnectionDetails(t)
+	}
+
+	b.do(t, http.MethodGet, "/healthz", nil, "").RequireUnhealthy(t, map[string]string{"database": "unavailable"})
 }

@@ -9,6 +9,7 @@ import (
 
 	"walletgl/internal/problem"
 	"walletgl/internal/wallet"
+	"walletgl/internal/web"
 )
 
 type transferJSON struct {
@@ -44,9 +45,9 @@ func handleCreateTransfer(service wallet.Service) http.Handler {
 		Currency     string `json:"currency"`
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		req, err := decode[request](w, r)
+		req, err := web.Decode[request](w, r)
 		if err != nil {
-			writeError(w, r, err)
+			web.WriteProblem(w, r, err)
 			return
 		}
 		t, replayed, err := service.CreateTransfer(r.Context(), wallet.TransferRequest{
@@ -55,7 +56,7 @@ func handleCreateTransfer(service wallet.Service) http.Handler {
 			Amount: req.Amount, Currency: req.Currency,
 		})
 		if err != nil {
-			writeError(w, r, err)
+			web.WriteProblem(w, r, err)
 			return
 		}
 		logger := zerolog.Ctx(r.Context())
@@ -67,7 +68,7 @@ func handleCreateTransfer(service wallet.Service) http.Handler {
 		} else {
 			logger.Info().Str("event_id", t.EventID.String()).Msg("transfer created")
 		}
-		encode(w, status, toTransferJSON(t, false))
+		web.Encode(w, r, status, toTransferJSON(t, false))
 	})
 }
 
@@ -75,15 +76,15 @@ func handleGetTransfer(service wallet.Service) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, err := wallet.ParseTransferID(r.PathValue("id"))
 		if err != nil {
-			writeError(w, r, err)
+			web.WriteProblem(w, r, err)
 			return
 		}
 		t, err := service.GetTransfer(r.Context(), id)
 		if err != nil {
-			writeError(w, r, err)
+			web.WriteProblem(w, r, err)
 			return
 		}
-		encode(w, http.StatusOK, toTransferJSON(t, true))
+		web.Encode(w, r, http.StatusOK, toTransferJSON(t, true))
 	})
 }
 
@@ -97,14 +98,14 @@ func handleListTransfers(service wallet.Service) http.Handler {
 		query := r.URL.Query()
 		after, err := wallet.ParseCursor(query.Get("after"))
 		if err != nil {
-			writeError(w, r, err)
+			web.WriteProblem(w, r, err)
 			return
 		}
 		limit := wallet.DefaultListLimit
 		if s := query.Get("limit"); s != "" {
 			limit, err = strconv.Atoi(s)
 			if err != nil || limit < 1 {
-				writeError(w, r, problem.Newf(wallet.ErrInvalid,
+				web.WriteProblem(w, r, problem.Newf(wallet.ErrInvalid,
 					"limit must be an integer from 1 to %d, got %q", wallet.MaxListLimit, s))
 				return
 			}
@@ -112,13 +113,13 @@ func handleListTransfers(service wallet.Service) http.Handler {
 		}
 		page, err := service.ListTransfers(r.Context(), after, limit)
 		if err != nil {
-			writeError(w, r, err)
+			web.WriteProblem(w, r, err)
 			return
 		}
 		out := response{Transfers: make([]transferJSON, 0, len(page.Transfers)), NextCursor: page.Next.String()}
 		for _, t := range page.Transfers {
 			out.Transfers = append(out.Transfers, toTransferJSON(t, true))
 		}
-		encode(w, http.StatusOK, out)
+		web.Encode(w, r, http.StatusOK, out)
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"walletgl/internal/wallet"
+	"walletgl/internal/web"
 )
 
 type walletJSON struct {
@@ -26,21 +27,21 @@ func handleCreateWallet(service wallet.Service) http.Handler {
 		AllowNegative bool   `json:"allow_negative"`
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		req, err := decode[request](w, r)
+		req, err := web.Decode[request](w, r)
 		if err != nil {
-			writeError(w, r, err)
+			web.WriteProblem(w, r, err)
 			return
 		}
 		created, err := service.CreateWallet(r.Context(), wallet.Wallet{
 			ID: req.ID, Currency: req.Currency, AllowNegative: req.AllowNegative,
 		})
 		if err != nil {
-			writeError(w, r, err)
+			web.WriteProblem(w, r, err)
 			return
 		}
 		zerolog.Ctx(r.Context()).Info().Str("wallet_id", created.ID).Str("currency", created.Currency).
 			Bool("allow_negative", created.AllowNegative).Msg("wallet created")
-		encode(w, http.StatusCreated, toWalletJSON(created))
+		web.Encode(w, r, http.StatusCreated, toWalletJSON(created))
 	})
 }
 
@@ -48,9 +49,9 @@ func handleGetWallet(service wallet.Service) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		found, err := service.GetWallet(r.Context(), r.PathValue("id"))
 		if err != nil {
-			writeError(w, r, err)
+			web.WriteProblem(w, r, err)
 			return
 		}
-		encode(w, http.StatusOK, toWalletJSON(found))
+		web.Encode(w, r, http.StatusOK, toWalletJSON(found))
 	})
 }
