@@ -4,11 +4,12 @@ import (
 	"context"
 	"net/http"
 
+	"walletgl/internal/events"
 	"walletgl/internal/wallet"
 )
 
 // addRoutes is the whole API surface of the wallet service.
-func addRoutes(mux *http.ServeMux, service wallet.Service, admin wallet.Admin, health func(ctx context.Context) error) {
+func addRoutes(mux *http.ServeMux, service wallet.Service, admin *events.Admin, health func(ctx context.Context) error) {
 	mux.Handle("GET /healthz", handleHealth(health))
 	mux.Handle("POST /v1/wallets", handleCreateWallet(service))
 	mux.Handle("GET /v1/wallets/{id}", handleGetWallet(service))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"walletgl/internal/events"
 	"walletgl/internal/problem"
 	"walletgl/internal/wallet"
 )
@@ -17,7 +18,7 @@ import (
 // NewServer returns the wallet service's HTTP handler. admin serves the operator endpoints
 // (/v1/admin/...). health reports whether the service can do its work (nil: yes); it answers
 // GET /healthz.
-func NewServer(logger zerolog.Logger, service wallet.Service, admin wallet.Admin, health func(ctx context.Context) error) http.Handler {
+func NewServer(logger zerolog.Logger, service wallet.Service, admin *events.Admin, health func(ctx context.Context) error) http.Handler {
 	mux := http.NewServeMux()
 	addRoutes(mux, service, admin, health)
 	var handler http.Handler = problemsForUnrouted(mux)

@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
+	"walletgl/internal/events"
 	"walletgl/internal/problem"
 	"walletgl/internal/testenv"
 	"walletgl/internal/wallet/httpapi"
@@ -34,7 +35,7 @@ func setup(t *testing.T, health func(ctx context.Context) error) *testBundle {
 	t.Helper()
 	pool, _ := testenv.MigratedPool(t, "wallet")
 	logger := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)
-	store := postgres.NewStore(pool).WithBatching(postgres.BatchConfig{}, logger)
+	store := postgres.NewStore(pool, postgres.Options{Log: logger})
 	// Transfers go through the batcher, as in the service; it stops after the server.
 	runCtx, stopBatcher := context.WithCancel(context.Background())
 	stopped := make(chan error, 1)
@@ -44,7 +45,7 @@ func setup(t *testing.T, health func(ctx context.Context) error) *testBundle {
 		require.NoError(t, <-stopped)
 	})
 	require.Eventually(t, func() bool { return store.BatchStats().Running }, 10*time.Second, time.Millisecond)
-	srv := httptest.NewServer(httpapi.NewServer(logger, store, store, health))
+	srv := httptest.NewServer(httpapi.NewServer(logger, store, events.NewAdmin(pool), health))
 	t.Cleanup(srv.Close)
 	b := &testBundle{url: srv.URL, pool: pool}
 
@@ -332,11 +333,12 @@ func TestUnreachableDatabaseIs503(t *testing.T) {
 	pool, err := pgxpool.New(context.Background(), "postgres://postgres@127.0.0.1:1/wallet?sslmode=disable&connect_timeout=2")
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	srv := httptest.NewServer(httpapi.NewServer(zerolog.Nop(), postgres.NewStore(pool), postgres.NewStore(pool), nil))
+	srv := httptest.NewServer(httpapi.NewServer(zerolog.Nop(), postgres.NewStore(pool, postgres.Options{}), events.NewAdmin(pool), nil))
 	t.Cleanup(srv.Close)
 	b := &testBundle{url: srv.URL, pool: pool}
 
 	requireProblem(t, b.do(t, http.MethodGet, "/v1/wallets/alice", nil, ""), http.StatusServiceUnavailable, "database-unavailable")
 	requireProblem(t, b.transfer(t, "k", `{"from_wallet_id":"a","to_wallet_id":"b","amount":1,"currency":"USD"}`),
 		http.StatusServiceUnavailable, "database-unavailable")
+	requireProblem(t, b.do(t, http.MethodGet, "/v1/admin/outbox", nil, ""), http.StatusServiceUnavailable, "database-unavailable")
 }
