@@ -50,7 +50,7 @@ func reconcileCmd(ctx context.Context, env cli.Env, args []string) error {
 			return err
 		}
 		defer pool.Close()
-		source = &dbSource{store: walletpostgres.NewStore(pool), db: pool.Config().ConnConfig.Database}
+		source = &dbSource{store: walletpostgres.NewStore(pool, walletpostgres.Options{}), db: pool.Config().ConnConfig.Database}
 	}
 	pool, err := database.Open(ctx, cfg.DatabaseURL, 2)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
+	"walletgl/internal/events"
 	"walletgl/internal/testenv"
 	"walletgl/internal/wallet"
 	walletapi "walletgl/internal/wallet/httpapi"
@@ -22,8 +23,8 @@ func TestReconcileReportsEachDifferenceFromTheAPIAndTheDatabase(t *testing.T) {
 	ctx := context.Background()
 	walletPool, walletURL := testenv.MigratedPool(t, "wallet")
 	glPool, glURL := testenv.MigratedPool(t, "gl")
-	store := walletpostgres.NewStore(walletPool)
-	api := httptest.NewServer(walletapi.NewServer(zerolog.Nop(), store, store, nil))
+	store := walletpostgres.NewStore(walletPool, walletpostgres.Options{})
+	api := httptest.NewServer(walletapi.NewServer(zerolog.Nop(), store, events.NewAdmin(walletPool), nil))
 	t.Cleanup(api.Close)
 
 	for _, w := range []wallet.Wallet{{ID: "bank", Currency: "USD", AllowNegative: true}, {ID: "alice", Currency: "USD"}} {

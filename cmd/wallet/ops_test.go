@@ -36,7 +36,7 @@ func setup(t *testing.T) *testBundle {
 	t.Helper()
 	pool, dbURL := testenv.MigratedPool(t, "wallet")
 	ctx := context.Background()
-	store := postgres.NewStore(pool)
+	store := postgres.NewStore(pool, postgres.Options{})
 	for _, w := range []wallet.Wallet{{ID: "bank", Currency: "USD", AllowNegative: true}, {ID: "alice", Currency: "USD"}, {ID: "bob", Currency: "USD"}} {
 		_, err := store.CreateWallet(ctx, w)
 		require.NoError(t, err)

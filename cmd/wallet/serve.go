@@ -33,17 +33,19 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	store := postgres.NewStore(pool).WithFaults(fs).
-		WithBatching(postgres.BatchConfig{MaxSize: cfg.BatchMax, Workers: cfg.BatchWorkers}, log)
-	if cfg.Events.PublishOnCommit {
-		store.PublishOnCommit(relay)
+	opts := postgres.Options{
+		Batch: postgres.BatchConfig{MaxSize: cfg.BatchMax, Workers: cfg.BatchWorkers}, Log: log, Faults: fs,
 	}
+	if cfg.Events.PublishOnCommit {
+		opts.PublishOnCommit = relay
+	}
+	store := postgres.NewStore(pool, opts)
 	acks, err := events.NewConsumer(cfg.Events.Consumer(events.ConsumerWallet, events.SourceGL, events.TypeTransferPosted, fs),
-		deps.Topology, deps.NATS, pool, store.Acknowledgments(), log)
+		deps.Topology, deps.NATS, pool, postgres.NewAcknowledgments(), log)
 	if err != nil {
 		return err
 	}
-	handler := httpapi.NewServer(log, store, store, deps.Health())
+	handler := httpapi.NewServer(log, store, events.NewAdmin(pool), deps.Health())
 	workers := []serve.Worker{
 		{Name: "relay", Run: relay.Run},
 		{Name: "acknowledgment consumer", Run: acks.Run},

@@ -21,7 +21,7 @@ func verifyCmd(ctx context.Context, env cli.Env, args []string) error {
 		return err
 	}
 	defer o.pool.Close()
-	checks, err := postgres.NewStore(o.pool).Verify(ctx, wallet.VerifyOptions{Retention: o.cfg.Events.Retention})
+	checks, err := postgres.Verify(ctx, o.pool, wallet.VerifyOptions{Retention: o.cfg.Events.Retention})
 	if err != nil {
 		return err
 	}

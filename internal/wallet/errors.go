@@ -19,7 +19,6 @@ var (
 		"this Idempotency-Key was used for a different transfer")
 	ErrIdempotencyKeyInFlight = problem.New(problem.Conflict, "idempotency-key-in-flight",
 		"a request with this Idempotency-Key is still being processed; retry later")
-	ErrOutboxRowNotFound = problem.New(problem.NotFound, "outbox-row-not-found", "the outbox row does not exist")
-	ErrUnavailable       = problem.New(problem.Unavailable, "database-unavailable",
+	ErrUnavailable = problem.New(problem.Unavailable, "database-unavailable",
 		"the database is unavailable; retry later")
 )

@@ -1,12 +1,15 @@
 package httpapi
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 
+	"walletgl/internal/database"
 	"walletgl/internal/events"
 	"walletgl/internal/problem"
 	"walletgl/internal/wallet"
@@ -15,7 +18,7 @@ import (
 
 // handleAdminOutbox answers with the outbox stats, or with the rows of ?status= (up to
 // ?limit=, default 50, at most 1000): what an operator looks at before acting.
-func handleAdminOutbox(admin wallet.Admin) http.Handler {
+func handleAdminOutbox(admin *events.Admin) http.Handler {
 	type list struct {
 		Status string             `json:"status"`
 		Rows   []events.OutboxRow `json:"rows"`
@@ -26,7 +29,7 @@ func handleAdminOutbox(admin wallet.Admin) http.Handler {
 		if status == "" {
 			stats, err := admin.OutboxStats(r.Context())
 			if err != nil {
-				web.WriteProblem(w, r, err)
+				web.WriteProblem(w, r, adminError("outbox stats", err))
 				return
 			}
 			web.Encode(w, r, http.StatusOK, stats)
@@ -44,7 +47,7 @@ func handleAdminOutbox(admin wallet.Admin) http.Handler {
 		}
 		rows, err := admin.ListOutbox(r.Context(), status, limit)
 		if err != nil {
-			web.WriteProblem(w, r, err)
+			web.WriteProblem(w, r, adminError("list outbox", err))
 			return
 		}
 		web.Encode(w, r, http.StatusOK, list{Status: status, Rows: rows})
@@ -54,7 +57,7 @@ func handleAdminOutbox(admin wallet.Admin) http.Handler {
 // handleAdminRequeue sends failed or dead-lettered outbox rows back to pending: those named
 // by "ids", or every row of "status". Ids that could not be requeued are listed as refused,
 // with their status ("" for an unknown id).
-func handleAdminRequeue(admin wallet.Admin) http.Handler {
+func handleAdminRequeue(admin *events.Admin) http.Handler {
 	type request struct {
 		IDs    []string `json:"ids"`
 		Status string   `json:"status"`
@@ -85,10 +88,22 @@ func handleAdminRequeue(admin wallet.Admin) http.Handler {
 			out, err = admin.RequeueOutbox(r.Context(), ids...)
 		}
 		if err != nil {
-			web.WriteProblem(w, r, err)
+			web.WriteProblem(w, r, adminError("requeue outbox", err))
 			return
 		}
 		zerolog.Ctx(r.Context()).Info().Int("requeued", len(out.IDs)).Int("refused", len(out.Refused)).Msg("outbox rows requeued by an operator")
 		web.Encode(w, r, http.StatusOK, out)
 	})
+}
+
+// adminError turns the operator's mistakes into ErrInvalid with the explanation, and a
+// database that cannot be reached into wallet.ErrUnavailable; anything else is internal.
+func adminError(op string, err error) error {
+	switch {
+	case errors.Is(err, events.ErrInvalidStatus):
+		return problem.Newf(wallet.ErrInvalid, "%s", err.Error())
+	case database.IsUnavailable(err):
+		return fmt.Errorf("%w: %s: %w", wallet.ErrUnavailable, op, err)
+	}
+	return fmt.Errorf("%s: %w", op, err)
 }

@@ -3,12 +3,13 @@ package httpapi
 import (
 	"net/http"
 
+	"walletgl/internal/events"
 	"walletgl/internal/wallet"
 	"walletgl/internal/web"
 )
 
 // addRoutes is the whole API surface of the wallet service.
-func addRoutes(mux *http.ServeMux, service wallet.Service, admin wallet.Admin, health []web.Check) {
+func addRoutes(mux *http.ServeMux, service wallet.Service, admin *events.Admin, health []web.Check) {
 	mux.Handle("GET /healthz", web.Health(health...))
 	mux.Handle("POST /v1/wallets", handleCreateWallet(service))
 	mux.Handle("GET /v1/wallets/{id}", handleGetWallet(service))

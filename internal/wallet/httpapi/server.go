@@ -8,6 +8,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"walletgl/internal/events"
 	"walletgl/internal/wallet"
 	"walletgl/internal/web"
 )
@@ -15,7 +16,7 @@ import (
 // NewServer returns the wallet service's HTTP handler. admin serves the operator endpoints
 // (/v1/admin/...). health names what the service needs to do its work; GET /healthz runs it
 // (none: always healthy).
-func NewServer(logger zerolog.Logger, service wallet.Service, admin wallet.Admin, health []web.Check) http.Handler {
+func NewServer(logger zerolog.Logger, service wallet.Service, admin *events.Admin, health []web.Check) http.Handler {
 	mux := http.NewServeMux()
 	addRoutes(mux, service, admin, health)
 	return web.Handler(logger, mux)

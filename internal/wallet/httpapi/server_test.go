@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
+	"walletgl/internal/events"
 	"walletgl/internal/testenv"
 	"walletgl/internal/wallet/httpapi"
 	"walletgl/internal/wallet/postgres"
@@ -33,7 +34,7 @@ func setup(t *testing.T, health ...web.Check) *testBundle {
 	t.Helper()
 	pool, _ := testenv.MigratedPool(t, "wallet")
 	logger := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)
-	store := postgres.NewStore(pool).WithBatching(postgres.BatchConfig{}, logger)
+	store := postgres.NewStore(pool, postgres.Options{Log: logger})
 	// Transfers go through the batcher, as in the service; it stops after the server.
 	runCtx, stopBatcher := context.WithCancel(context.Background())
 	stopped := make(chan error, 1)
@@ -43,7 +44,7 @@ func setup(t *testing.T, health ...web.Check) *testBundle {
 		require.NoError(t, <-stopped)
 	})
 	require.Eventually(t, func() bool { return store.BatchStats().Running }, 10*time.Second, time.Millisecond)
-	srv := httptest.NewServer(httpapi.NewServer(logger, store, store, health))
+	srv := httptest.NewServer(httpapi.NewServer(logger, store, events.NewAdmin(pool), health))
 	t.Cleanup(srv.Close)
 	b := &testBundle{url: srv.URL, pool: pool}
 
@@ -328,8 +329,7 @@ func TestUnreachableDatabaseIs503(t *testing.T) {
 	pool, err := pgxpool.New(context.Background(), webtest.UnreachableDatabaseURL)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	store := postgres.NewStore(pool)
-	srv := httptest.NewServer(httpapi.NewServer(zerolog.Nop(), store, store, []web.Check{{Name: "database", Func: pool.Ping}}))
+	srv := httptest.NewServer(httpapi.NewServer(zerolog.Nop(), postgres.NewStore(pool, postgres.Options{}), events.NewAdmin(pool), []web.Check{{Name: "database", Func: pool.Ping}}))
 	t.Cleanup(srv.Close)
 	b := &testBundle{url: srv.URL, pool: pool}
 

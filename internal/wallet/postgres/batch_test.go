@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
 	"walletgl/internal/testenv"
@@ -21,7 +20,7 @@ import (
 func setupBatches(t *testing.T) (*postgres.Store, *testBundle) {
 	t.Helper()
 	pool, dbURL := testenv.MigratedPool(t, "wallet")
-	store := postgres.NewStore(pool).WithBatching(postgres.BatchConfig{Workers: 1}, zerolog.Nop())
+	store := postgres.NewStore(pool, postgres.Options{Batch: postgres.BatchConfig{Workers: 1}})
 	runBatcher(t, store)
 	return store, &testBundle{pool: pool, dbURL: dbURL}
 }
@@ -328,7 +327,7 @@ func TestABatchWhoseKeyIsCommittedMeanwhileIsWrittenAgain(t *testing.T) {
 func TestStoppingTheBatcherAnswersQueuedRequests(t *testing.T) {
 	t.Parallel()
 	pool, _ := testenv.MigratedPool(t, "wallet")
-	store := postgres.NewStore(pool).WithBatching(postgres.BatchConfig{Workers: 1}, zerolog.Nop())
+	store := postgres.NewStore(pool, postgres.Options{Batch: postgres.BatchConfig{Workers: 1}})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	stopped := make(chan error, 1)

@@ -9,8 +9,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/rs/zerolog"
-
 	"walletgl/internal/testenv"
 	"walletgl/internal/wallet"
 	"walletgl/internal/wallet/postgres"
@@ -44,7 +42,7 @@ func BenchmarkCreateTransfer(b *testing.B) {
 func benchmarkCreateTransfer(b *testing.B, callers, workers int) {
 	const wallets = 256
 	pool, _ := testenv.MigratedPool(b, "wallet")
-	store := postgres.NewStore(pool)
+	store := postgres.NewStore(pool, postgres.Options{Batch: postgres.BatchConfig{Workers: workers}})
 	ctx := context.Background()
 	for i := range wallets {
 		// Funding sources all: the rules are still checked, but no transfer runs out of money.
@@ -53,7 +51,6 @@ func benchmarkCreateTransfer(b *testing.B, callers, workers int) {
 		}
 	}
 	if workers > 0 {
-		store.WithBatching(postgres.BatchConfig{Workers: workers}, zerolog.Nop())
 		runCtx, cancel := context.WithCancel(ctx)
 		stopped := make(chan error, 1)
 		go func() { stopped <- store.Run(runCtx) }()

@@ -26,38 +26,57 @@ import (
 	"walletgl/internal/wallet/postgres/walletdb"
 )
 
-// Store is the wallet service over PostgreSQL.
+// Store is the wallet service over PostgreSQL. While Run runs, its transfer requests are
+// committed in batches (group commit); otherwise each has a transaction of its own.
 type Store struct {
 	pool    *pgxpool.Pool
 	queries *walletdb.Queries
 	outbox  *events.Outbox
 	faults  *faults.Set
-	admin   *events.Admin
-	batch   *batcher
+	log     zerolog.Logger
+	batch   *batcher[*pendingTransfer, transferResult]
+	counts  batchCounters
+	// lookupFirst: the last batch held a replay or a refusal, so the next one looks its keys
+	// up first instead of trying the optimistic path.
+	lookupFirst atomic.Bool
 }
 
 var _ wallet.Service = (*Store)(nil)
 
+// Options configures a Store. The zero value is a store that batches with the defaults, logs
+// nothing, arms no fault point and writes its events pending for any relay to claim.
+type Options struct {
+	// Batch sizes the group commit Run does; zero fields take the defaults.
+	Batch BatchConfig
+	// Log is where the batcher reports a batch rolled back and run one request at a time; the
+	// zero Logger discards it.
+	Log zerolog.Logger
+	// Faults arms the store's fault points (the transfer's after-commit crash); nil arms none.
+	Faults *faults.Set
+	// PublishOnCommit, the wallet's relay, has the TransferCompleted events of committed
+	// transfers published right after the commit (events.Outbox.PublishOnCommit); nil leaves
+	// them pending for a relay's claim.
+	PublishOnCommit *events.Relay
+}
+
 // NewStore returns a Store on pool, whose database has the "wallet" migrations applied.
-func NewStore(pool *pgxpool.Pool) *Store {
-	return &Store{
+func NewStore(pool *pgxpool.Pool, opts Options) *Store {
+	s := &Store{
 		pool: pool, queries: walletdb.New(pool), outbox: events.NewOutbox(events.SourceWallet),
-		admin: events.NewAdmin(pool), batch: newBatcher(BatchConfig{}),
+		faults: opts.Faults, log: opts.Log,
 	}
-}
-
-// PublishOnCommit has the TransferCompleted events of committed transfers published by r, the
-// wallet's relay, right after the commit (events.Outbox.PublishOnCommit). Call it before Run.
-func (s *Store) PublishOnCommit(r *events.Relay) *Store {
-	s.outbox.PublishOnCommit(r)
+	if opts.PublishOnCommit != nil {
+		s.outbox.PublishOnCommit(opts.PublishOnCommit)
+	}
+	s.batch = newBatcher(opts.Batch, s.writeTransfers)
 	return s
 }
 
-// WithFaults arms the store's fault points (the transfer's after-commit crash).
-func (s *Store) WithFaults(f *faults.Set) *Store {
-	s.faults = f
-	return s
-}
+// Run batches CreateTransfer requests until ctx is cancelled: each batch is one transaction.
+// Without Run, each request has a transaction of its own. On cancellation Run stops taking
+// requests (later ones get their own transaction), commits what is queued and returns once
+// every request it took has its answer.
+func (s *Store) Run(ctx context.Context) error { return s.batch.run(ctx) }
 
 // CreateWallet creates an empty wallet.
 func (s *Store) CreateWallet(ctx context.Context, w wallet.Wallet) (wallet.Wallet, error) {
@@ -100,20 +119,14 @@ func (s *Store) CreateTransfer(ctx context.Context, req wallet.TransferRequest) 
 	if err != nil {
 		return wallet.Transfer{}, false, err
 	}
-	var r transferResult
-	if s.batch.enqueue(p) {
-		select {
-		case r = <-p.done:
-		case <-ctx.Done():
-			// The batch may still commit the transfer; a retry with the same key finds it.
-			p.abandoned.Store(true)
-			return wallet.Transfer{}, false, storeError("create transfer", ctx.Err())
-		}
-	} else {
-		r.transfer, r.replayed, r.err = s.createOne(ctx, p)
+	// A caller that stops waiting gets ctx's error, while its batch may still commit the
+	// transfer; a retry with the same key finds it.
+	r, batched, err := s.batch.do(ctx, p)
+	if !batched {
+		r, err = s.createOne(ctx, p)
 	}
-	if r.err != nil {
-		return wallet.Transfer{}, false, storeError("create transfer", r.err)
+	if err != nil {
+		return wallet.Transfer{}, false, storeError("create transfer", err)
 	}
 	if err := s.faults.Hit(faults.TransferAfterCommit); err != nil {
 		return wallet.Transfer{}, false, err
@@ -129,15 +142,13 @@ type pendingTransfer struct {
 	// The ids exist before any transaction so that a retried transaction (deadlock,
 	// serialization failure, a batch run again one by one) writes the same transfer and event.
 	transferID, eventID uuid.UUID
-	// abandoned is set when the caller stopped waiting; a batch not yet started leaves it out.
-	abandoned atomic.Bool
-	done      chan transferResult // buffered: the answer never waits for the caller
 }
 
+// transferResult is a request's answer: its transfer, and whether an earlier request with the
+// same key created it.
 type transferResult struct {
 	transfer wallet.Transfer
 	replayed bool
-	err      error
 }
 
 func newPendingTransfer(req wallet.TransferRequest) (*pendingTransfer, error) {
@@ -149,82 +160,88 @@ func newPendingTransfer(req wallet.TransferRequest) (*pendingTransfer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("generate event id: %w", err)
 	}
-	return &pendingTransfer{
-		req: req, hash: requestHash(req), transferID: transferID, eventID: eventID,
-		done: make(chan transferResult, 1),
-	}, nil
+	return &pendingTransfer{req: req, hash: requestHash(req), transferID: transferID, eventID: eventID}, nil
 }
 
 // createOne writes one transfer in a transaction of its own: the path without the batcher, and
 // the fallback of a batch that could not commit as a whole.
-func (s *Store) createOne(ctx context.Context, p *pendingTransfer) (wallet.Transfer, bool, error) {
-	req := p.req
-	var (
-		out      wallet.Transfer
-		replayed bool
-	)
+func (s *Store) createOne(ctx context.Context, p *pendingTransfer) (transferResult, error) {
+	var out transferResult
 	err := database.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		q := s.queries.WithTx(tx)
-		replayed = false
-
-		// (a) Lock both wallets in id order, before the key is claimed. Every transaction that
-		// writes transfers (this one and a batch) takes its wallet locks first, in one statement
-		// ordered by id, and its keys after: no two of them can wait for each other in a cycle.
-		// NO KEY UPDATE leaves the KEY SHARE locks of other transfers' foreign keys alone.
-		locked, err := q.LockWallets(ctx, []string{req.FromWalletID, req.ToWalletID})
-		if err != nil {
-			return fmt.Errorf("lock wallets: %w", err)
-		}
-
-		// (b) Claim the key. A concurrent request with the same key waits here on the unique
-		// index until the first one commits (then it conflicts) or rolls back (then it claims).
-		row, err := q.InsertTransfer(ctx, walletdb.InsertTransferParams{
-			ID: p.transferID, IdempotencyKey: req.IdempotencyKey, RequestHash: p.hash,
-			FromWalletID: req.FromWalletID, ToWalletID: req.ToWalletID,
-			Amount: req.Amount, Currency: req.Currency, EventID: p.eventID,
-		})
-		if errors.Is(err, pgx.ErrNoRows) {
-			existing, err := q.GetTransferByIdempotencyKey(ctx, req.IdempotencyKey)
-			if err != nil {
-				return fmt.Errorf("load transfer by idempotency key: %w", err)
-			}
-			out, err = answerFromOwner(req, p.hash, keyOwner{
-				transfer: toTransfer(existing.Transfer, existing.OutboxStatus), hash: existing.Transfer.RequestHash,
-			})
-			replayed = err == nil
-			return err
-		}
-		if err != nil {
-			return claimError(req, err)
-		}
-		if err := checkTransfer(req, findLocked(locked, req.FromWalletID), findLocked(locked, req.ToWalletID)); err != nil {
-			return err
-		}
-
-		// (c) Both balances in one statement.
-		n, err := q.AddToBalances(ctx, walletdb.AddToBalancesParams{
-			Ids:    []string{req.FromWalletID, req.ToWalletID},
-			Deltas: []int64{-req.Amount, req.Amount},
-		})
-		if err != nil {
-			return fmt.Errorf("update balances: %w", err)
-		}
-		if n != 2 {
-			return fmt.Errorf("update balances: %d wallets changed, want 2", n)
-		}
-
-		// (d) The event commits or rolls back with the transfer.
-		status, err := s.outbox.Add(ctx, tx, transferCompleted(row))
-		if err != nil {
-			return err
-		}
-		out = toTransfer(row, status)
-		return nil
+		var err error
+		out, err = s.writeOne(ctx, tx, p)
+		return err
 	})
 	if err != nil {
-		return wallet.Transfer{}, false, err
+		return transferResult{}, err
 	}
-	return out, replayed, nil
+	return out, nil
+}
+
+// writeOne writes one transfer in tx, or answers from the transfer that holds its key.
+func (s *Store) writeOne(ctx context.Context, tx pgx.Tx, p *pendingTransfer) (transferResult, error) {
+	q := s.queries.WithTx(tx)
+	req := p.req
+
+	// (a) Lock both wallets in id order, before the key is claimed. Every transaction that
+	// writes transfers (this one and a batch) takes its wallet locks first, in one statement
+	// ordered by id, and its keys after: no two of them can wait for each other in a cycle.
+	// NO KEY UPDATE leaves the KEY SHARE locks of other transfers' foreign keys alone.
+	locked, err := q.LockWallets(ctx, []string{req.FromWalletID, req.ToWalletID})
+	if err != nil {
+		return transferResult{}, fmt.Errorf("lock wallets: %w", err)
+	}
+
+	// (b) Claim the key. A concurrent request with the same key waits here on the unique
+	// index until the first one commits (then it conflicts) or rolls back (then it claims).
+	row, err := q.InsertTransfer(ctx, walletdb.InsertTransferParams{
+		ID: p.transferID, IdempotencyKey: req.IdempotencyKey, RequestHash: p.hash,
+		FromWalletID: req.FromWalletID, ToWalletID: req.ToWalletID,
+		Amount: req.Amount, Currency: req.Currency, EventID: p.eventID,
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return answerFromKey(ctx, q, p)
+	}
+	if err != nil {
+		return transferResult{}, claimError(req, err)
+	}
+	if err := checkTransfer(req, findLocked(locked, req.FromWalletID), findLocked(locked, req.ToWalletID)); err != nil {
+		return transferResult{}, err
+	}
+
+	// (c) Both balances in one statement.
+	n, err := q.AddToBalances(ctx, walletdb.AddToBalancesParams{
+		Ids:    []string{req.FromWalletID, req.ToWalletID},
+		Deltas: []int64{-req.Amount, req.Amount},
+	})
+	if err != nil {
+		return transferResult{}, fmt.Errorf("update balances: %w", err)
+	}
+	if n != 2 {
+		return transferResult{}, fmt.Errorf("update balances: %d wallets changed, want 2", n)
+	}
+
+	// (d) The event commits or rolls back with the transfer.
+	status, err := s.outbox.Add(ctx, tx, transferCompleted(row))
+	if err != nil {
+		return transferResult{}, err
+	}
+	return transferResult{transfer: toTransfer(row, status)}, nil
+}
+
+// answerFromKey answers a request whose key another transfer holds: a replay, or a refusal.
+func answerFromKey(ctx context.Context, q *walletdb.Queries, p *pendingTransfer) (transferResult, error) {
+	existing, err := q.GetTransferByIdempotencyKey(ctx, p.req.IdempotencyKey)
+	if err != nil {
+		return transferResult{}, fmt.Errorf("load transfer by idempotency key: %w", err)
+	}
+	t, err := answerFromOwner(p.req, p.hash, keyOwner{
+		transfer: toTransfer(existing.Transfer, existing.OutboxStatus), hash: existing.Transfer.RequestHash,
+	})
+	if err != nil {
+		return transferResult{}, err
+	}
+	return transferResult{transfer: t, replayed: true}, nil
 }
 
 // keyOwner is the transfer that holds an idempotency key, with the fingerprint of its request.
@@ -362,54 +379,6 @@ func (s *Store) BalanceTotals(ctx context.Context) ([]wallet.CurrencyTotal, erro
 	return totals, nil
 }
 
-// HandleTransferPosted applies one acknowledgment from the GL: its outbox row moves to
-// acknowledged. It is an events.Handler; HandleTransferPostedBatch takes a whole batch.
-func (s *Store) HandleTransferPosted(ctx context.Context, tx pgx.Tx, env events.Envelope) error {
-	return s.HandleTransferPostedBatch(ctx, tx, []events.Envelope{env})
-}
-
-// HandleTransferPostedBatch acknowledges the outbox rows of a batch of TransferPosted events in
-// one statement. An event that can never be applied fails the batch with a permanent error (the
-// consumer then takes the events one by one, and that one is dead-lettered alone).
-func (s *Store) HandleTransferPostedBatch(ctx context.Context, tx pgx.Tx, envs []events.Envelope) error {
-	ids := make([]uuid.UUID, 0, len(envs))
-	for _, env := range envs {
-		id, err := acknowledgedRow(env)
-		if err != nil {
-			return err
-		}
-		ids = append(ids, id)
-	}
-	n, err := s.outbox.Acknowledge(ctx, tx, ids...)
-	if err != nil {
-		return err
-	}
-	if n < int64(len(ids)) {
-		// Repeated acknowledgments, or rows retention already removed.
-		zerolog.Ctx(ctx).Debug().Int("events", len(ids)).Int64("acknowledged", n).Msg("some transfers were already acknowledged")
-	}
-	return nil
-}
-
-// acknowledgedRow returns the wallet outbox row a TransferPosted event acknowledges.
-func acknowledgedRow(env events.Envelope) (uuid.UUID, error) {
-	if env.Type != events.TypeTransferPosted {
-		return uuid.Nil, events.Permanent(fmt.Errorf("handle %s: want %s", env.Type, events.TypeTransferPosted))
-	}
-	var posted events.TransferPosted
-	if err := env.DecodeData(&posted); err != nil {
-		return uuid.Nil, err
-	}
-	if err := posted.Validate(); err != nil {
-		return uuid.Nil, err
-	}
-	id, err := uuid.Parse(posted.SourceEventID)
-	if err != nil {
-		return uuid.Nil, events.Permanent(fmt.Errorf("source_event_id %q is not a uuid: %w", posted.SourceEventID, err))
-	}
-	return id, nil
-}
-
 // storeError keeps application errors as they are and turns a database that cannot be
 // reached into wallet.ErrUnavailable; anything else is an internal error, wrapped.
 func storeError(op string, err error) error {
@@ -448,18 +417,4 @@ func toTransfer(t walletdb.Transfer, outboxStatus string) wallet.Transfer {
 		Amount: t.Amount, Currency: t.Currency, Status: t.Status,
 		OutboxStatus: outboxStatus, EventID: t.EventID, CreatedAt: t.CreatedAt.UTC(),
 	}
-}
-
-// Acknowledgments is the acknowledgment consumer's handler: one TransferPosted event at a time,
-// or a whole fetched batch in one statement.
-func (s *Store) Acknowledgments() events.BatchHandler { return acknowledgments{s} }
-
-type acknowledgments struct{ s *Store }
-
-func (a acknowledgments) Handle(ctx context.Context, tx pgx.Tx, env events.Envelope) error {
-	return a.s.HandleTransferPosted(ctx, tx, env)
-}
-
-func (a acknowledgments) HandleBatch(ctx context.Context, tx pgx.Tx, envs []events.Envelope) error {
-	return a.s.HandleTransferPostedBatch(ctx, tx, envs)
 }

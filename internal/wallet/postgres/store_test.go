@@ -29,7 +29,7 @@ type testBundle struct {
 func setup(t *testing.T) (*postgres.Store, *testBundle) {
 	t.Helper()
 	pool, dbURL := testenv.MigratedPool(t, "wallet")
-	store := postgres.NewStore(pool)
+	store := postgres.NewStore(pool, postgres.Options{})
 	runBatcher(t, store)
 	return store, &testBundle{pool: pool, dbURL: dbURL}
 }
@@ -402,7 +402,7 @@ func TestClaimWaitingPastLockTimeoutIsInFlight(t *testing.T) {
 	t.Cleanup(impatient.Close)
 
 	// Through the batcher: the batch's insert times out, and the request run alone reports it.
-	impatientStore := postgres.NewStore(impatient)
+	impatientStore := postgres.NewStore(impatient, postgres.Options{})
 	runBatcher(t, impatientStore)
 	_, _, err = impatientStore.CreateTransfer(ctx, wallet.TransferRequest{
 		IdempotencyKey: "busy", FromWalletID: "alice", ToWalletID: "bob", Amount: 1, Currency: "USD",
@@ -425,7 +425,7 @@ func TestHandleTransferPostedAcknowledgesTheEvent(t *testing.T) {
 	})
 	require.NoError(t, err)
 
-	handler := events.HandlerFunc(store.HandleTransferPosted)
+	handler := postgres.NewAcknowledgments()
 	handle := func(env events.Envelope) error {
 		return database.WithTx(ctx, bundle.pool, func(tx pgx.Tx) error { return handler.Handle(ctx, tx, env) })
 	}
@@ -453,7 +453,7 @@ func TestHandleTransferPostedAcknowledgesTheEvent(t *testing.T) {
 
 func TestHandleTransferPostedRefusesMalformedEvents(t *testing.T) {
 	t.Parallel()
-	store, bundle := setup(t)
+	_, bundle := setup(t)
 	ctx := context.Background()
 	tests := []struct {
 		name string
@@ -468,8 +468,9 @@ func TestHandleTransferPostedRefusesMalformedEvents(t *testing.T) {
 		{"another event type",
 			events.Envelope{SpecVersion: "1.0", ID: "x", Type: events.TypeTransferCompleted, Data: json.RawMessage(`{}`)}},
 	}
+	acks := postgres.NewAcknowledgments()
 	for _, tt := range tests {
-		err := database.WithTx(ctx, bundle.pool, func(tx pgx.Tx) error { return store.HandleTransferPosted(ctx, tx, tt.env) })
+		err := database.WithTx(ctx, bundle.pool, func(tx pgx.Tx) error { return acks.Handle(ctx, tx, tt.env) })
 		require.ErrorIs(t, err, events.ErrMalformed, tt.name)
 	}
 }
@@ -578,7 +579,7 @@ func TestUnreachableDatabaseIsUnavailable(t *testing.T) {
 	pool, err := pgxpool.New(context.Background(), "postgres://postgres@127.0.0.1:1/wallet?sslmode=disable&connect_timeout=2")
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	store := postgres.NewStore(pool)
+	store := postgres.NewStore(pool, postgres.Options{})
 	runBatcher(t, store)
 
 	_, err = store.GetWallet(context.Background(), "alice")
@@ -605,7 +606,7 @@ func TestAcknowledgmentsTakeAWholeBatchAndABadOneFailsIt(t *testing.T) {
 			TransferID: tr.ID.String(), SourceEventID: tr.EventID.String(), EntryID: "e", PostedAt: time.Now(),
 		}))
 	}
-	handler := store.Acknowledgments()
+	handler := postgres.NewAcknowledgments()
 	batch := func(envs []events.Envelope) error {
 		return database.WithTx(ctx, bundle.pool, func(tx pgx.Tx) error { return handler.HandleBatch(ctx, tx, envs) })
 	}

@@ -1,23 +1,6 @@
 package wallet
 
-import (
-	"context"
-	"time"
-
-	"github.com/google/uuid"
-
-	"walletgl/internal/events"
-)
-
-// Admin is what the operator endpoints need: the wallet's outbox as an operator sees it, and
-// the way out for rows that are stuck. postgres.Store implements it by delegating to
-// events.Admin; a status or id the operator got wrong is an ErrInvalid.
-type Admin interface {
-	OutboxStats(ctx context.Context) (events.OutboxStats, error)
-	ListOutbox(ctx context.Context, status string, limit int) ([]events.OutboxRow, error)
-	RequeueOutbox(ctx context.Context, ids ...uuid.UUID) (events.Requeued, error)
-	RequeueOutboxStatus(ctx context.Context, status string) (events.Requeued, error)
-}
+import "time"
 
 // Check is the result of one invariant check of `wallet verify`.
 type Check struct {

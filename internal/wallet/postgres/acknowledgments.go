@@ -1,0 +1,73 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/rs/zerolog"
+
+	"walletgl/internal/events"
+)
+
+// Acknowledgments is the acknowledgment consumer's handler: each TransferPosted event from the
+// GL moves the outbox row of the transfer it posted to acknowledged, one event at a time or a
+// whole fetched batch in one statement.
+type Acknowledgments struct {
+	outbox *events.Outbox
+}
+
+var _ events.BatchHandler = (*Acknowledgments)(nil)
+
+// NewAcknowledgments returns the handler of the GL's acknowledgments, for the wallet's database.
+func NewAcknowledgments() *Acknowledgments {
+	return &Acknowledgments{outbox: events.NewOutbox(events.SourceWallet)}
+}
+
+// Handle applies one acknowledgment from the GL in tx, the consumer's transaction.
+func (a *Acknowledgments) Handle(ctx context.Context, tx pgx.Tx, env events.Envelope) error {
+	return a.HandleBatch(ctx, tx, []events.Envelope{env})
+}
+
+// HandleBatch acknowledges the outbox rows of a batch of TransferPosted events in one
+// statement. An event that can never be applied fails the batch with a permanent error (the
+// consumer then takes the events one by one, and that one is dead-lettered alone).
+func (a *Acknowledgments) HandleBatch(ctx context.Context, tx pgx.Tx, envs []events.Envelope) error {
+	ids := make([]uuid.UUID, 0, len(envs))
+	for _, env := range envs {
+		id, err := acknowledgedRow(env)
+		if err != nil {
+			return err
+		}
+		ids = append(ids, id)
+	}
+	n, err := a.outbox.Acknowledge(ctx, tx, ids...)
+	if err != nil {
+		return err
+	}
+	if n < int64(len(ids)) {
+		// Repeated acknowledgments, or rows retention already removed.
+		zerolog.Ctx(ctx).Debug().Int("events", len(ids)).Int64("acknowledged", n).Msg("some transfers were already acknowledged")
+	}
+	return nil
+}
+
+// acknowledgedRow returns the wallet outbox row a TransferPosted event acknowledges.
+func acknowledgedRow(env events.Envelope) (uuid.UUID, error) {
+	if env.Type != events.TypeTransferPosted {
+		return uuid.Nil, events.Permanent(fmt.Errorf("handle %s: want %s", env.Type, events.TypeTransferPosted))
+	}
+	var posted events.TransferPosted
+	if err := env.DecodeData(&posted); err != nil {
+		return uuid.Nil, err
+	}
+	if err := posted.Validate(); err != nil {
+		return uuid.Nil, err
+	}
+	id, err := uuid.Parse(posted.SourceEventID)
+	if err != nil {
+		return uuid.Nil, events.Permanent(fmt.Errorf("source_event_id %q is not a uuid: %w", posted.SourceEventID, err))
+	}
+	return id, nil
+}

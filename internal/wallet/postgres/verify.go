@@ -1,0 +1,59 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"walletgl/internal/wallet"
+	"walletgl/internal/wallet/postgres/walletdb"
+)
+
+// Verify checks the wallet's invariants on the data in pool as it is: each transfer has exactly
+// one outbox row and each outbox row its transfer, every balance is what its transfers add up
+// to, every currency's balances sum to zero, and no balance is below its floor.
+func Verify(ctx context.Context, pool *pgxpool.Pool, opts wallet.VerifyOptions) ([]wallet.Check, error) {
+	q := walletdb.New(pool)
+	type result = struct {
+		Checked, Failed int64
+		Sample          []string
+	}
+	n := int32(wallet.VerifySampleSize)
+	checks := []struct {
+		name, unit string
+		run        func() (result, error)
+	}{
+		{"every transfer has exactly one outbox row", "transfers", func() (result, error) {
+			r, err := q.VerifyTransfersHaveOutbox(ctx, walletdb.VerifyTransfersHaveOutboxParams{
+				SampleSize: n, RetentionSeconds: opts.Retention.Seconds(),
+			})
+			return result(r), err
+		}},
+		{"every outbox row has its transfer", "outbox rows", func() (result, error) {
+			r, err := q.VerifyOutboxHasTransfers(ctx, n)
+			return result(r), err
+		}},
+		{"every balance equals its transfers in minus out", "wallets", func() (result, error) {
+			r, err := q.VerifyBalancesMatchTransfers(ctx, n)
+			return result(r), err
+		}},
+		{"balances sum to zero per currency", "currencies", func() (result, error) {
+			r, err := q.VerifyCurrencyTotalsZero(ctx, n)
+			return result(r), err
+		}},
+		{"no balance below its floor", "wallets", func() (result, error) {
+			r, err := q.VerifyBalanceFloors(ctx, n)
+			return result(r), err
+		}},
+	}
+	out := make([]wallet.Check, 0, len(checks))
+	for _, c := range checks {
+		r, err := c.run()
+		if err != nil {
+			return nil, storeError(fmt.Sprintf("verify %q", c.name), err)
+		}
+		out = append(out, wallet.Check{Name: c.name, Unit: c.unit, Checked: r.Checked, Failed: r.Failed, Sample: r.Sample})
+	}
+	return out, nil
+}
