@@ -48,7 +48,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	handler := httpapi.NewServer(log, ledger, deps.Health())
+	handler := httpapi.NewServer(log, ledger, deps.Health(relay, consumer))
 	return serve.Run(ctx, cfg.HTTPAddr, handler, []serve.Worker{
 		{Name: "transfer consumer", Run: consumer.Run},
 		{Name: "acknowledgment relay", Run: relay.Run},

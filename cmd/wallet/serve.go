@@ -45,7 +45,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	handler := httpapi.NewServer(log, store, events.NewAdmin(pool), deps.Health())
+	handler := httpapi.NewServer(log, store, events.NewAdmin(pool), deps.Health(relay, acks))
 	workers := []serve.Worker{
 		{Name: "relay", Run: relay.Run},
 		{Name: "acknowledgment consumer", Run: acks.Run},

@@ -50,8 +50,14 @@ func Open(ctx context.Context, service, dbURL string, ev config.Events, log zero
 	return d, nil
 }
 
-// Health is what the service needs to do its work (see Health).
-func (d *Deps) Health() []web.Check { return Health(d.Pool, d.NATS) }
+// Health is what the service needs to do its work (see Health), and its event loops: a relay
+// or consumer wedged in a round, or a broker refusing the relay's publishes, is unhealthy.
+func (d *Deps) Health(relay *events.Relay, consumer *events.Consumer) []web.Check {
+	return append(Health(d.Pool, d.NATS),
+		web.Check{Name: "relay", Func: func(context.Context) error { return relay.Health() }},
+		web.Check{Name: "consumer", Func: func(context.Context) error { return consumer.Health() }},
+	)
+}
 
 // Close closes what Open opened.
 func (d *Deps) Close() {
