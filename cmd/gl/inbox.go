@@ -137,7 +137,7 @@ func inboxRetryCmd(ctx context.Context, env cli.Env, args []string) error {
 		return fmt.Errorf("configuration: %w", err)
 	}
 	poster := gl.NewTransferPoster(cfg.Rule, ledger, log)
-	out := events.RetryInbox(log.WithContext(ctx), pool, poster, events.ConsumerGL, ids...)
+	out := events.NewInbox(events.ConsumerGL, poster).Retry(log.WithContext(ctx), pool, ids...)
 	failed := 0
 	rows := make([][]string, 0, len(out))
 	for _, r := range out {

@@ -117,9 +117,12 @@ func replayCmd(ctx context.Context, env cli.Env, args []string) error {
 	// there too. Only HandleBatch is used; Run, which would attach to the live durable
 	// consumer of that name, is never called.
 	// A rebuild answers nobody: duplicates in the stream are skipped, not acknowledged again.
-	poster := struct{ events.BatchHandler }{gl.NewTransferPoster(cfg.Rule, ledger, log)}
-	handler, err := events.NewConsumer(cfg.Events.Consumer(events.ConsumerGL, events.SourceWallet, events.TypeTransferCompleted, nil),
-		topo, nc, pool, poster, log)
+	poster := struct{ events.Handler }{gl.NewTransferPoster(cfg.Rule, ledger, log)}
+	consCfg, err := cfg.Events.Consumer(events.ConsumerGL, nil)
+	if err != nil {
+		return err
+	}
+	handler, err := events.NewConsumer(consCfg, topo, nc, pool, poster, log)
 	if err != nil {
 		return err
 	}

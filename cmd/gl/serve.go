@@ -43,8 +43,11 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	if cfg.Events.PublishOnCommit {
 		poster.PublishOnCommit(relay)
 	}
-	consumer, err := events.NewConsumer(cfg.Events.Consumer(events.ConsumerGL, events.SourceWallet, events.TypeTransferCompleted, deps.Faults),
-		deps.Topology, deps.NATS, deps.Pool, poster, log)
+	consCfg, err := cfg.Events.Consumer(events.ConsumerGL, deps.Faults)
+	if err != nil {
+		return err
+	}
+	consumer, err := events.NewConsumer(consCfg, deps.Topology, deps.NATS, deps.Pool, poster, log)
 	if err != nil {
 		return err
 	}

@@ -40,8 +40,11 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 		opts.PublishOnCommit = relay
 	}
 	store := postgres.NewStore(pool, opts)
-	acks, err := events.NewConsumer(cfg.Events.Consumer(events.ConsumerWallet, events.SourceGL, events.TypeTransferPosted, fs),
-		deps.Topology, deps.NATS, pool, postgres.NewAcknowledgments(), log)
+	ackCfg, err := cfg.Events.Consumer(events.ConsumerWallet, fs)
+	if err != nil {
+		return err
+	}
+	acks, err := events.NewConsumer(ackCfg, deps.Topology, deps.NATS, pool, postgres.NewAcknowledgments(), log)
 	if err != nil {
 		return err
 	}

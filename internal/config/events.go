@@ -44,19 +44,19 @@ func BindEvents(s *Set, c *Events) {
 	s.Int(&c.Replicas, "EVENTS_STREAM_REPLICAS", "stream-replicas", 1, "replicas of each stream (3 on a three-node cluster)")
 	s.Duration(&c.StreamMaxAge, "EVENTS_STREAM_MAX_AGE", "stream-max-age", events.DefaultStreamMaxAge, "events older than this leave each stream, read or not (replay reaches back this far)")
 	s.Int64(&c.StreamMaxBytes, "EVENTS_STREAM_MAX_BYTES", "stream-max-bytes", events.DefaultStreamMaxBytes, "size limit of each stream in bytes; a full stream refuses new events, which wait in the outbox")
-	s.Duration(&c.PollInterval, "EVENTS_POLL_INTERVAL", "poll-interval", 5*time.Second, "relay fallback poll and catch-up interval (LISTEN/NOTIFY wakes it sooner)")
-	s.Int(&c.CatchUpLimit, "EVENTS_CATCH_UP_LIMIT", "catch-up-limit", 200, "rows re-published per catch-up batch")
-	s.Duration(&c.AckTimeout, "EVENTS_ACK_TIMEOUT", "ack-timeout", 30*time.Second, "a dispatched row not acknowledged after this is re-published")
-	s.Duration(&c.PublishTimeout, "EVENTS_PUBLISH_TIMEOUT", "publish-timeout", 5*time.Second, "how long the relay waits for the broker's PubAck of each message before it gives the row back")
-	s.Int(&c.MaxAttempts, "EVENTS_MAX_ATTEMPTS", "max-attempts", 10, "failed publishes before an outbox row becomes dead_letter")
-	s.Duration(&c.Lease, "EVENTS_LEASE", "lease", 30*time.Second, "how long a relay holds claimed rows before another relay may take them")
-	s.Duration(&c.Retention, "EVENTS_RETENTION", "retention", 7*24*time.Hour, "acknowledged outbox rows older than this are deleted")
-	s.Int(&c.BatchSize, "EVENTS_BATCH_SIZE", "batch-size", 100, "rows a relay claims, and events a consumer fetches and commits, per round")
-	s.Int(&c.RelayWorkers, "EVENTS_RELAY_WORKERS", "relay-workers", 2, "publish rounds a relay keeps in flight at once (claims and hand-offs each)")
-	s.Int(&c.ConsumerWorkers, "EVENTS_CONSUMER_WORKERS", "consumer-workers", 2, "fetch-and-commit loops a consumer runs at once on its durable consumer")
+	s.Duration(&c.PollInterval, "EVENTS_POLL_INTERVAL", "poll-interval", events.DefaultPollInterval, "relay fallback poll and catch-up interval (LISTEN/NOTIFY wakes it sooner)")
+	s.Int(&c.CatchUpLimit, "EVENTS_CATCH_UP_LIMIT", "catch-up-limit", events.DefaultCatchUpLimit, "rows re-published per catch-up batch")
+	s.Duration(&c.AckTimeout, "EVENTS_ACK_TIMEOUT", "ack-timeout", events.DefaultAckTimeout, "a dispatched row not acknowledged after this is re-published")
+	s.Duration(&c.PublishTimeout, "EVENTS_PUBLISH_TIMEOUT", "publish-timeout", events.DefaultPublishTimeout, "how long the relay waits for the broker's PubAck of each message before it gives the row back")
+	s.Int(&c.MaxAttempts, "EVENTS_MAX_ATTEMPTS", "max-attempts", events.DefaultMaxAttempts, "failed publishes before an outbox row becomes dead_letter")
+	s.Duration(&c.Lease, "EVENTS_LEASE", "lease", events.DefaultLease, "how long a relay holds claimed rows before another relay may take them")
+	s.Duration(&c.Retention, "EVENTS_RETENTION", "retention", events.DefaultRetention, "acknowledged outbox rows older than this are deleted")
+	s.Int(&c.BatchSize, "EVENTS_BATCH_SIZE", "batch-size", events.DefaultBatchSize, "rows a relay claims, and events a consumer fetches and commits, per round")
+	s.Int(&c.RelayWorkers, "EVENTS_RELAY_WORKERS", "relay-workers", events.DefaultRelayWorkers, "publish rounds a relay keeps in flight at once (claims and hand-offs each)")
+	s.Int(&c.ConsumerWorkers, "EVENTS_CONSUMER_WORKERS", "consumer-workers", events.DefaultConsumerWorkers, "fetch-and-commit loops a consumer runs at once on its durable consumer")
 	s.Bool(&c.PublishOnCommit, "EVENTS_PUBLISH_ON_COMMIT", "publish-on-commit", true, "write outbox rows claimed by this process's relay and publish them right after commit (false: every row waits for a NOTIFY and a claim)")
-	s.Int(&c.MaxDeliver, "EVENTS_MAX_DELIVER", "max-deliver", 10, "deliveries whose handler ran and failed before the inbox records the event failed (exhausted); a database that is down never counts")
-	s.Duration(&c.AckWait, "EVENTS_ACK_WAIT", "ack-wait", 30*time.Second, "how long the broker waits for a consumer's ack before redelivering")
+	s.Int(&c.MaxDeliver, "EVENTS_MAX_DELIVER", "max-deliver", events.DefaultMaxDeliver, "deliveries whose handler ran and failed before the inbox records the event failed (exhausted); a database that is down never counts")
+	s.Duration(&c.AckWait, "EVENTS_ACK_WAIT", "ack-wait", events.DefaultAckWait, "how long the broker waits for a consumer's ack before redelivering")
 	s.String(&c.Faults, "FAULTS", "faults", "", "arms fault points for game days and the fault harness, e.g. gl.consumer.after_commit:crash@0.05 (empty: none)")
 	s.Int(&c.FaultsSeed, "FAULTS_SEED", "faults-seed", 1, "seed of the fault points' draws, for repeatable runs")
 }
@@ -104,7 +104,7 @@ func (c Events) Validate() error {
 func (c Events) Topology(log zerolog.Logger) events.Topology {
 	return events.Topology{
 		Namespace: c.Namespace, DuplicateWindow: c.DuplicateWindow, Replicas: c.Replicas,
-		MaxAge: c.StreamMaxAge, MaxBytes: c.StreamMaxBytes, Log: log,
+		MaxAge: c.StreamMaxAge, MaxBytes: c.StreamMaxBytes, AckWait: c.AckWait, MaxDeliver: c.MaxDeliver, Log: log,
 	}
 }
 
@@ -118,14 +118,12 @@ func (c Events) Relay(source, ackConsumer string, f *faults.Set) events.RelayCon
 	}
 }
 
-// Consumer is the configuration of the durable consumer name reading eventType from source.
-func (c Events) Consumer(name, source, eventType string, f *faults.Set) events.ConsumerConfig {
-	return events.ConsumerConfig{
-		Faults: f,
-		ConsumerSpec: events.ConsumerSpec{
-			Name: name, Source: source, EventType: eventType,
-			AckWait: c.AckWait, MaxDeliver: c.MaxDeliver,
-		},
-		BatchSize: c.BatchSize, Workers: c.ConsumerWorkers,
+// Consumer is the configuration of the durable consumer called name (events.ConsumerGL or
+// events.ConsumerWallet), as the topology declares it.
+func (c Events) Consumer(name string, f *faults.Set) (events.ConsumerConfig, error) {
+	spec, err := c.Topology(zerolog.Nop()).Consumer(name)
+	if err != nil {
+		return events.ConsumerConfig{}, err
 	}
+	return events.ConsumerConfig{ConsumerSpec: spec, BatchSize: c.BatchSize, Workers: c.ConsumerWorkers, Faults: f}, nil
 }

@@ -11,10 +11,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/rs/zerolog"
 
-	"walletgl/internal/database"
 	"walletgl/internal/events/eventsdb"
 )
 
@@ -322,68 +319,6 @@ func (a *Admin) ListInbox(ctx context.Context, status string, limit int) ([]Inbo
 		out = append(out, toInboxRow(r))
 	}
 	return out, nil
-}
-
-// Retried is the outcome of retrying one inbox row: Error is empty when it was processed.
-type Retried struct {
-	ID    string `json:"id"`
-	Error string `json:"error,omitempty"`
-}
-
-// RetryInbox processes failed inbox events again from their stored payload, through the
-// consumer's own path: one transaction per event reclaims the row (failed → processing), hands
-// the decoded envelope to handler and marks the row processed. An event that fails again is
-// rolled back and stays failed, with the error in its outcome. ids are inbox ids
-// ("<consumer>:<event id>") or bare event ids of this consumer.
-func RetryInbox(ctx context.Context, pool *pgxpool.Pool, handler Handler, consumer string, ids ...string) []Retried {
-	log := zerolog.Ctx(ctx).With().Str("component", "inbox retry").Str("consumer", consumer).Logger()
-	out := make([]Retried, 0, len(ids))
-	for _, id := range ids {
-		if !strings.HasPrefix(id, consumer+":") {
-			id = consumer + ":" + id
-		}
-		err := database.WithTx(ctx, pool, func(tx pgx.Tx) error {
-			row, err := eventsdb.New(tx).ReclaimFailedInbox(ctx, id)
-			if errors.Is(err, pgx.ErrNoRows) {
-				return notFailed(ctx, pool, id)
-			}
-			if err != nil {
-				return fmt.Errorf("reclaim inbox %s: %w", id, err)
-			}
-			if len(row.Payload) == 0 {
-				return fmt.Errorf("inbox %s has no stored payload to process", id)
-			}
-			env, err := DecodeEnvelope(row.Payload)
-			if err == nil {
-				err = expectType(env, row.EventType)
-			}
-			if err != nil {
-				return fmt.Errorf("decode inbox %s: %w", id, err)
-			}
-			return apply(ctx, tx, handler, log, id, row.EventID, env)
-		})
-		r := Retried{ID: id}
-		if err != nil {
-			r.Error = err.Error()
-			log.Warn().Err(err).Str("inbox_id", id).Msg("retried event failed again")
-		} else {
-			log.Info().Str("inbox_id", id).Msg("retried event processed")
-		}
-		out = append(out, r)
-	}
-	return out
-}
-
-// notFailed explains why an inbox row could not be reclaimed for a retry.
-func notFailed(ctx context.Context, db eventsdb.DBTX, id string) error {
-	row, err := eventsdb.New(db).GetInbox(ctx, id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("inbox %s: %w", id, ErrNotFound)
-	}
-	if err != nil {
-		return fmt.Errorf("get inbox %s: %w", id, err)
-	}
-	return fmt.Errorf("inbox %s is %s, only a failed event is retried: %w", id, row.Status, ErrInvalidStatus)
 }
 
 // ParseOutboxIDs parses outbox row ids given by an operator.

@@ -3,7 +3,6 @@ package events_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"testing"
 	"time"
 
@@ -235,15 +234,21 @@ func TestAdminInboxStatsAndList(t *testing.T) {
 	admin := events.NewAdmin(pool)
 	ctx := context.Background()
 	q := eventsdb.New(pool)
-	for i := range 3 {
-		_, err := q.ClaimInbox(ctx, eventsdb.ClaimInboxParams{ID: fmt.Sprintf("gl:e%d", i), Consumer: "gl", EventID: fmt.Sprintf("e%d", i), EventType: events.TypeTransferCompleted})
-		require.NoError(t, err)
-		_, err = q.MarkInboxProcessed(ctx, fmt.Sprintf("gl:e%d", i))
+	claim := func(ids ...string) {
+		t.Helper()
+		p := eventsdb.ClaimInboxBatchParams{Consumer: "gl"}
+		for _, id := range ids {
+			p.Ids, p.EventIds = append(p.Ids, "gl:"+id), append(p.EventIds, id)
+			p.EventTypes, p.StreamSeqs = append(p.EventTypes, events.TypeTransferCompleted), append(p.StreamSeqs, 0)
+		}
+		_, err := q.ClaimInboxBatch(ctx, p)
 		require.NoError(t, err)
 	}
+	claim("e0", "e1", "e2")
+	_, err := q.MarkInboxProcessedBatch(ctx, []string{"gl:e0", "gl:e1", "gl:e2"})
+	require.NoError(t, err)
 	for range 2 { // two duplicates of e0
-		_, err := q.ClaimInbox(ctx, eventsdb.ClaimInboxParams{ID: "gl:e0", Consumer: "gl", EventID: "e0", EventType: events.TypeTransferCompleted})
-		require.NoError(t, err)
+		claim("e0")
 	}
 	require.NoError(t, q.RecordInboxFailure(ctx, eventsdb.RecordInboxFailureParams{
 		ID: "gl:bad", Consumer: "gl", EventID: "bad", EventType: "unknown", Reason: events.ReasonMalformed, Detail: "decode envelope", Payload: []byte("{not json"), Attempts: 1,
@@ -298,7 +303,7 @@ func TestRetryInboxProcessesAFailedEventOnceAndLeavesABadOneFailed(t *testing.T)
 		return nil
 	})
 
-	out := events.RetryInbox(ctx, pool, handler, "gl", goodID.String(), "gl:"+badID.String(), "gl:missing")
+	out := events.NewInbox("gl", handler).Retry(ctx, pool, goodID.String(), "gl:"+badID.String(), "gl:missing")
 	require.Len(t, out, 3)
 	require.Equal(t, events.Retried{ID: "gl:" + goodID.String()}, out[0])
 	require.Contains(t, out[1].Error, "amount 0 is not positive")
@@ -316,7 +321,7 @@ func TestRetryInboxProcessesAFailedEventOnceAndLeavesABadOneFailed(t *testing.T)
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE aggregate_id IN ('t-1', 't-2')`).Scan(&acks))
 	require.Equal(t, 1, acks, "only the good event's write committed")
 
-	again := events.RetryInbox(ctx, pool, handler, "gl", goodID.String())
+	again := events.NewInbox("gl", handler).Retry(ctx, pool, goodID.String())
 	require.Contains(t, again[0].Error, "is processed, only a failed event is retried")
 	require.Equal(t, 1, handled[goodID.String()], "a processed event is never handled again")
 }

@@ -17,38 +17,32 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"walletgl/internal/database"
-	"walletgl/internal/events/eventsdb"
 	"walletgl/internal/faults"
+)
+
+// The consumer loop's settings when a ConsumerConfig leaves them zero; the delivery settings
+// of its ConsumerSpec default as the topology's do (DefaultAckWait, …).
+const (
+	DefaultConsumerWorkers = 2
+	DefaultRetryDelay      = time.Second
 )
 
 // ConsumerConfig holds the consumer loop's settings; zero values take the defaults.
 type ConsumerConfig struct {
 	ConsumerSpec
-	BatchSize  int           // messages fetched (and committed together) per round (100)
-	Workers    int           // fetch-commit loops on the durable consumer at once (2)
-	RetryDelay time.Duration // first delay before a failed event is delivered again (1s)
+	BatchSize  int           // messages fetched (and committed together) per round (DefaultBatchSize)
+	Workers    int           // fetch-commit loops on the durable consumer at once
+	RetryDelay time.Duration // first delay before a failed event is delivered again
 	Faults     *faults.Set   // arms the consumer's fault points (nil: none)
 }
 
 func (c ConsumerConfig) withDefaults() ConsumerConfig {
-	if c.BatchSize <= 0 {
-		c.BatchSize = 100
-	}
-	if c.Workers <= 0 {
-		c.Workers = 2
-	}
-	if c.RetryDelay <= 0 {
-		c.RetryDelay = time.Second
-	}
-	if c.AckWait <= 0 {
-		c.AckWait = 30 * time.Second
-	}
-	if c.MaxDeliver <= 0 {
-		c.MaxDeliver = 10
-	}
-	if c.MaxAckPending <= 0 {
-		c.MaxAckPending = 1000
-	}
+	c.BatchSize = int(orDefault(int64(c.BatchSize), DefaultBatchSize))
+	c.Workers = int(orDefault(int64(c.Workers), DefaultConsumerWorkers))
+	c.RetryDelay = orDefault(c.RetryDelay, DefaultRetryDelay)
+	c.AckWait = orDefault(c.AckWait, DefaultAckWait)
+	c.MaxDeliver = int(orDefault(int64(c.MaxDeliver), DefaultMaxDeliver))
+	c.MaxAckPending = int(orDefault(int64(c.MaxAckPending), DefaultMaxAckPending))
 	return c
 }
 
@@ -68,7 +62,7 @@ type Consumer struct {
 	nc      *nats.Conn
 	js      jetstream.JetStream
 	pool    *pgxpool.Pool
-	handler Handler
+	inbox   *Inbox
 	log     zerolog.Logger
 	batches *watchdog     // batches in flight, to report a loop that no longer ends one
 	failing *failureCount // deliveries whose handler ran and failed, per event
@@ -87,7 +81,7 @@ func NewConsumer(cfg ConsumerConfig, topo Topology, nc *nats.Conn, pool *pgxpool
 	}
 	cfg = cfg.withDefaults()
 	return &Consumer{
-		cfg: cfg, topo: topo, nc: nc, js: js, pool: pool, handler: handler,
+		cfg: cfg, topo: topo, nc: nc, js: js, pool: pool, inbox: NewInbox(cfg.Name, handler),
 		log:     log.With().Str("component", "consumer").Str("consumer", cfg.Name).Logger(),
 		batches: newWatchdog(stallAfter(cfg.AckWait + bookkeepingTimeout)),
 		failing: newFailureCount(failureCountLimit),
@@ -218,10 +212,8 @@ func collect(batch jetstream.MessageBatch, err error) ([]jetstream.Msg, error) {
 
 // delivery is one fetched message with what the loop needs to know about it.
 type delivery struct {
+	Inbound
 	msg       jetstream.Msg
-	env       Envelope
-	eventID   string
-	seq       uint64
 	delivered uint64
 	err       error // why the envelope is unusable
 }
@@ -229,31 +221,21 @@ type delivery struct {
 func (c *Consumer) inspect(msg jetstream.Msg) delivery {
 	d := delivery{msg: msg}
 	if meta, err := msg.Metadata(); err == nil {
-		d.seq, d.delivered = meta.Sequence.Stream, meta.NumDelivered
+		d.StreamSeq, d.delivered = meta.Sequence.Stream, meta.NumDelivered
 	}
-	d.env, d.err = DecodeEnvelope(msg.Data())
-	d.eventID = d.env.ID
-	if d.eventID == "" {
-		d.eventID = msg.Headers().Get(jetstream.MsgIDHeader)
+	d.Env, d.err = DecodeEnvelope(msg.Data())
+	d.EventID = d.Env.ID
+	if d.EventID == "" {
+		d.EventID = msg.Headers().Get(jetstream.MsgIDHeader)
 	}
-	if d.eventID == "" {
-		d.eventID = "seq-" + strconv.FormatUint(d.seq, 10)
+	if d.EventID == "" {
+		d.EventID = "seq-" + strconv.FormatUint(d.StreamSeq, 10)
 	}
 	if d.err == nil {
-		d.err = expectType(d.env, c.cfg.EventType)
+		d.err = expectType(d.Env, c.cfg.EventType)
 	}
 	return d
 }
-
-// expectType refuses, for good, an event of a type this consumer does not handle.
-func expectType(env Envelope, want string) error {
-	if env.Type != want {
-		return Permanent(fmt.Errorf("unexpected event type %q", env.Type))
-	}
-	return nil
-}
-
-func (c *Consumer) inboxID(eventID string) string { return c.cfg.Name + ":" + eventID }
 
 // HandleBatch processes messages fetched by the caller as the consume loop does, and returns
 // once their acks are confirmed (gl replay drives its own fetches through it).
@@ -308,130 +290,28 @@ func (c *Consumer) handleBatch(ctx context.Context, msgs []jetstream.Msg, acking
 // committed follows a commit: the fault point, then the acknowledgment to the broker.
 func (c *Consumer) committed(ctx context.Context, ds []delivery, fresh []bool, acking *sync.WaitGroup) {
 	for _, d := range ds {
-		c.failing.forget(d.eventID)
+		c.failing.forget(d.EventID)
 	}
 	_ = c.cfg.Faults.Hit(c.cfg.Name + faults.ConsumerAfterCommit)
 	c.acknowledge(ctx, ds, fresh, acking)
 }
 
-// processTx claims, handles and marks processed every delivery in one transaction, which must
-// commit within the ack wait (after it, the broker delivers the events again). fresh[i] says
-// whether delivery i was new (false: the inbox had it, a duplicate).
+// processTx applies the deliveries through the inbox in one transaction, which must commit
+// within the ack wait (after it, the broker delivers the events again).
 func (c *Consumer) processTx(ctx context.Context, ds []delivery) (fresh []bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.AckWait)
 	defer cancel()
-	if bh, ok := c.handler.(BatchHandler); ok && len(ds) > 1 {
-		return c.processBatchTx(ctx, bh, ds)
+	events := make([]Inbound, len(ds))
+	for i, d := range ds {
+		events[i] = d.Inbound
 	}
 	err = database.WithTx(ctx, c.pool, func(tx pgx.Tx) error {
-		fresh = make([]bool, len(ds))
-		q := eventsdb.New(tx)
-		var processedBefore []Envelope
-		for i, d := range ds {
-			id := c.inboxID(d.eventID)
-			row, err := q.ClaimInbox(ctx, eventsdb.ClaimInboxParams{
-				ID: id, Consumer: c.cfg.Name, EventID: d.eventID, EventType: d.env.Type, StreamSeq: int64(d.seq),
-			})
-			if err != nil {
-				return fmt.Errorf("claim inbox %s: %w", id, err)
-			}
-			fresh[i] = row.Inserted
-			if !row.Inserted {
-				if row.Status == StatusProcessed {
-					processedBefore = append(processedBefore, d.env)
-				}
-				continue
-			}
-			if err := apply(ctx, tx, c.handler, c.log, id, d.eventID, d.env); err != nil {
-				return err
-			}
-		}
-		if err := c.answerDuplicates(ctx, tx, processedBefore); err != nil {
+		if fresh, err = c.inbox.Apply(ctx, tx, events); err != nil {
 			return err
 		}
 		return c.cfg.Faults.Hit(c.cfg.Name + faults.ConsumerBeforeCommit)
 	})
 	return fresh, err
-}
-
-// processBatchTx is processTx for a handler that takes a whole batch: the inbox rows are
-// claimed in one statement, the fresh events handed over together, and marked processed in one
-// statement, so a batch costs a few statements instead of a few per event.
-func (c *Consumer) processBatchTx(ctx context.Context, bh BatchHandler, ds []delivery) (fresh []bool, err error) {
-	err = database.WithTx(ctx, c.pool, func(tx pgx.Tx) error {
-		fresh = make([]bool, len(ds))
-		q := eventsdb.New(tx)
-		params := eventsdb.ClaimInboxBatchParams{Consumer: c.cfg.Name}
-		first := map[string]int{} // inbox id -> index of its first delivery in this batch
-		for i, d := range ds {
-			id := c.inboxID(d.eventID)
-			if _, seen := first[id]; seen {
-				continue // the same event twice in one fetch: the later copy is a duplicate
-			}
-			first[id] = i
-			params.Ids = append(params.Ids, id)
-			params.EventIds = append(params.EventIds, d.eventID)
-			params.EventTypes = append(params.EventTypes, d.env.Type)
-			params.StreamSeqs = append(params.StreamSeqs, int64(d.seq))
-		}
-		rows, err := q.ClaimInboxBatch(ctx, params)
-		if err != nil {
-			return fmt.Errorf("claim %d inbox rows: %w", len(params.Ids), err)
-		}
-		var envs, processedBefore []Envelope
-		var claimed []string
-		for _, row := range rows {
-			i := first[row.ID]
-			switch {
-			case row.Inserted:
-				fresh[i] = true
-				envs = append(envs, ds[i].env)
-				claimed = append(claimed, row.ID)
-			case row.Status == StatusProcessed:
-				processedBefore = append(processedBefore, ds[i].env)
-			}
-		}
-		if len(envs) > 0 {
-			if err := bh.HandleBatch(ctx, tx, envs); err != nil {
-				return fmt.Errorf("handle batch of %d events: %w", len(envs), err)
-			}
-			if _, err := q.MarkInboxProcessedBatch(ctx, claimed); err != nil {
-				return fmt.Errorf("mark %d inbox rows processed: %w", len(claimed), err)
-			}
-		}
-		if err := c.answerDuplicates(ctx, tx, processedBefore); err != nil {
-			return err
-		}
-		return c.cfg.Faults.Hit(c.cfg.Name + faults.ConsumerBeforeCommit)
-	})
-	return fresh, err
-}
-
-// answerDuplicates hands events the inbox had processed before to a DuplicateHandler, in tx:
-// the producer is evidently still waiting for the answer to them.
-func (c *Consumer) answerDuplicates(ctx context.Context, tx pgx.Tx, envs []Envelope) error {
-	dh, ok := c.handler.(DuplicateHandler)
-	if !ok || len(envs) == 0 {
-		return nil
-	}
-	if err := dh.HandleDuplicates(ctx, tx, envs); err != nil {
-		return fmt.Errorf("answer %d duplicate events: %w", len(envs), err)
-	}
-	return nil
-}
-
-// apply hands an event whose inbox row tx holds in status processing to the handler and marks
-// the row processed, in tx. It is the one path an event takes into a handler: the consumer's,
-// after its claim, and an operator's retry (RetryInbox), after reclaiming a failed row.
-func apply(ctx context.Context, tx pgx.Tx, handler Handler, log zerolog.Logger, inboxID, eventID string, env Envelope) error {
-	log = log.With().Str("event_id", eventID).Str("subject", env.Subject).Logger()
-	if err := handler.Handle(log.WithContext(ctx), tx, env); err != nil {
-		return fmt.Errorf("handle event %s: %w", eventID, err)
-	}
-	if _, err := eventsdb.New(tx).MarkInboxProcessed(ctx, inboxID); err != nil {
-		return fmt.Errorf("mark inbox %s processed: %w", inboxID, err)
-	}
-	return nil
 }
 
 // acknowledge confirms committed deliveries to the broker with double acks, sent in parallel
@@ -444,7 +324,7 @@ func (c *Consumer) acknowledge(ctx context.Context, ds []delivery, fresh []bool,
 			c.processed.Add(1)
 		} else {
 			c.duplicates.Add(1)
-			c.log.Debug().Str("event_id", d.eventID).Uint64("delivered", d.delivered).Msg("duplicate event skipped")
+			c.log.Debug().Str("event_id", d.EventID).Uint64("delivered", d.delivered).Msg("duplicate event skipped")
 		}
 	}
 	acking.Wait()
@@ -458,7 +338,7 @@ func (c *Consumer) acknowledge(ctx context.Context, ds []delivery, fresh []bool,
 			wg.Go(func() {
 				if err := d.msg.DoubleAck(ackCtx); err != nil {
 					// Committed already: a redelivery will be recognised as a duplicate.
-					c.log.Debug().Err(err).Str("event_id", d.eventID).Msg("ack not confirmed")
+					c.log.Debug().Err(err).Str("event_id", d.EventID).Msg("ack not confirmed")
 				}
 			})
 		}
@@ -471,10 +351,6 @@ func (c *Consumer) acknowledge(ctx context.Context, ds []delivery, fresh []bool,
 // with it would fail too.
 const bookkeepingTimeout = 10 * time.Second
 
-func bookkeeping(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
-}
-
 // handleFailure decides what a failed delivery becomes. A permanent cause (an event that can
 // never be applied, or one that contradicts what was applied) is recorded failed at once. A
 // handler that ran and failed counts toward MaxDeliver, after which the event is recorded
@@ -485,7 +361,7 @@ func (c *Consumer) handleFailure(ctx context.Context, d delivery, err error) {
 		c.deadLetter(ctx, d, failureReason(err), err)
 		return
 	}
-	if n := c.failing.add(d.eventID); n >= c.cfg.MaxDeliver {
+	if n := c.failing.add(d.EventID); n >= c.cfg.MaxDeliver {
 		c.deadLetter(ctx, d, ReasonExhausted, fmt.Errorf("handler failed on %d deliveries: %w", n, err))
 		return
 	}
@@ -506,10 +382,10 @@ func (c *Consumer) retry(d delivery, err error) {
 	c.retried.Add(1)
 	delay := backoff(int(d.delivered), c.cfg.RetryDelay, time.Minute)
 	if err != nil {
-		c.log.Warn().Err(err).Str("event_id", d.eventID).Uint64("delivered", d.delivered).Dur("retry_in", delay).Msg("event failed; will be delivered again")
+		c.log.Warn().Err(err).Str("event_id", d.EventID).Uint64("delivered", d.delivered).Dur("retry_in", delay).Msg("event failed; will be delivered again")
 	}
 	if err := d.msg.NakWithDelay(delay); err != nil {
-		c.log.Debug().Err(err).Str("event_id", d.eventID).Msg("nak not sent; the ack wait will redeliver")
+		c.log.Debug().Err(err).Str("event_id", d.EventID).Msg("nak not sent; the ack wait will redeliver")
 	}
 }
 
@@ -518,37 +394,20 @@ func (c *Consumer) retry(d delivery, err error) {
 // be written (database down), the message is left to be redelivered: nothing is dropped
 // unrecorded.
 func (c *Consumer) deadLetter(ctx context.Context, d delivery, reason string, cause error) {
-	ctx, cancel := bookkeeping(ctx)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
 	defer cancel()
-	if err := c.record(ctx, d, reason, cause); err != nil {
-		c.log.Error().Err(err).Str("event_id", d.eventID).Msg("record failed event; leaving it for redelivery")
+	f := Failure{Reason: reason, Cause: cause, Payload: d.msg.Data(), Attempts: int32(d.delivered)}
+	if err := c.inbox.RecordFailure(ctx, c.pool, d.Inbound, f); err != nil {
+		c.log.Error().Err(err).Str("event_id", d.EventID).Msg("record failed event; leaving it for redelivery")
 		c.retry(d, nil)
 		return
 	}
-	c.failing.forget(d.eventID)
+	c.failing.forget(d.EventID)
 	c.failed.Add(1)
-	c.log.Error().Err(cause).Str("reason", reason).Str("event_id", d.eventID).Uint64("stream_seq", d.seq).Msg("event dead-lettered in the inbox")
+	c.log.Error().Err(cause).Str("reason", reason).Str("event_id", d.EventID).Uint64("stream_seq", d.StreamSeq).Msg("event dead-lettered in the inbox")
 	if err := d.msg.Term(); err != nil {
-		c.log.Debug().Err(err).Str("event_id", d.eventID).Msg("term not sent")
+		c.log.Debug().Err(err).Str("event_id", d.EventID).Msg("term not sent")
 	}
-}
-
-// record writes the inbox row of a failed event; an event already processed is left alone.
-func (c *Consumer) record(ctx context.Context, d delivery, reason string, cause error) error {
-	return database.WithTx(ctx, c.pool, func(tx pgx.Tx) error {
-		return eventsdb.New(tx).RecordInboxFailure(ctx, eventsdb.RecordInboxFailureParams{
-			ID: c.inboxID(d.eventID), Consumer: c.cfg.Name, EventID: d.eventID,
-			EventType: eventTypeOr(d.env.Type), StreamSeq: int64(d.seq), Reason: reason, Detail: cause.Error(),
-			Payload: d.msg.Data(), Attempts: int32(max(d.delivered, 1)),
-		})
-	})
-}
-
-func eventTypeOr(t string) string {
-	if t == "" {
-		return "unknown"
-	}
-	return t
 }
 
 // failureCountLimit bounds how many failing events a consumer keeps count of; past it, one

@@ -80,7 +80,11 @@ func (o *Outbox) AddBatch(ctx context.Context, db eventsdb.DBTX, evs []Event) (s
 // pending otherwise.
 func (o *Outbox) insert(ctx context.Context, db eventsdb.DBTX, p eventsdb.InsertOutboxBatchParams) (string, int64, error) {
 	q := eventsdb.New(db)
-	if o.relay == nil || !o.relay.acceptsHandOff(len(p.Ids)) {
+	var claim handOffClaim
+	if o.relay != nil {
+		claim = o.relay.handOffClaim(len(p.Ids))
+	}
+	if !claim.ok {
 		n, err := q.InsertOutboxBatch(ctx, p)
 		return StatusPending, n, err
 	}
@@ -94,7 +98,7 @@ func (o *Outbox) insert(ctx context.Context, db eventsdb.DBTX, p eventsdb.Insert
 	}
 	n, err := q.InsertOutboxBatchClaimed(ctx, eventsdb.InsertOutboxBatchClaimedParams{
 		Ids: p.Ids, EventTypes: p.EventTypes, AggregateIds: p.AggregateIds, Payloads: p.Payloads,
-		Owner: o.relay.cfg.Owner, LeaseSeconds: o.relay.cfg.Lease.Seconds(),
+		Owner: claim.owner, LeaseSeconds: claim.lease.Seconds(),
 	})
 	return StatusDispatching, n, err
 }

@@ -21,20 +21,33 @@ import (
 	"walletgl/internal/faults"
 )
 
-// RelayConfig holds the relay's settings; zero values take the seed's defaults.
+// The relay's settings when a RelayConfig leaves them zero (the seed's where it names one).
+const (
+	DefaultBatchSize      = 100 // also the consumer's
+	DefaultRelayWorkers   = 2
+	DefaultCatchUpLimit   = 200
+	DefaultPollInterval   = 5 * time.Second
+	DefaultAckTimeout     = 30 * time.Second
+	DefaultMaxAttempts    = 10
+	DefaultLease          = 30 * time.Second
+	DefaultRetention      = 7 * 24 * time.Hour
+	DefaultPublishTimeout = 5 * time.Second
+)
+
+// RelayConfig holds the relay's settings; zero values take the defaults above.
 type RelayConfig struct {
 	Source       string        // whose outbox and stream: SourceWallet or SourceGL
 	Owner        string        // lease owner written on claimed rows; default host-pid-random
-	BatchSize    int           // rows claimed per publish round (100)
-	Workers      int           // publish rounds in flight at once, for claims and hand-offs each (2)
-	CatchUpLimit int           // rows re-published per catch-up round (200)
-	PollInterval time.Duration // fallback poll and catch-up cadence (5s)
-	AckTimeout   time.Duration // dispatched rows older than this are re-published (30s)
-	MaxAttempts  int           // failed publishes before dead_letter (10)
-	Lease        time.Duration // how long a claim is held before another relay may take it (30s)
-	Retention    time.Duration // acknowledged rows older than this are deleted (168h)
-	// PublishTimeout bounds the wait for each PubAck of a round (5s): a PubAck lost with a
-	// stream leader ends as a timeout, and the round always ends.
+	BatchSize    int           // rows claimed per publish round
+	Workers      int           // publish rounds in flight at once, for claims and hand-offs each
+	CatchUpLimit int           // rows re-published per catch-up round
+	PollInterval time.Duration // fallback poll and catch-up cadence
+	AckTimeout   time.Duration // dispatched rows older than this are re-published
+	MaxAttempts  int           // refusals of a message itself before its row is dead_letter
+	Lease        time.Duration // how long a claim is held before another relay may take it
+	Retention    time.Duration // acknowledged rows older than this are deleted
+	// PublishTimeout bounds the wait for each PubAck of a round: a PubAck lost with a stream
+	// leader ends as a timeout, and the round always ends.
 	PublishTimeout time.Duration
 	// AckConsumer, when set, is the durable consumer on this source's stream whose ack floor
 	// acknowledges rows: the GL's TransferPosted.v1 rows are done once the wallet's consumer
@@ -50,33 +63,15 @@ func (c RelayConfig) withDefaults() RelayConfig {
 		host, _ := os.Hostname()
 		c.Owner = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), uuid.NewString()[:8])
 	}
-	if c.BatchSize <= 0 {
-		c.BatchSize = 100
-	}
-	if c.Workers <= 0 {
-		c.Workers = 2
-	}
-	if c.CatchUpLimit <= 0 {
-		c.CatchUpLimit = 200
-	}
-	if c.PollInterval <= 0 {
-		c.PollInterval = 5 * time.Second
-	}
-	if c.AckTimeout <= 0 {
-		c.AckTimeout = 30 * time.Second
-	}
-	if c.MaxAttempts <= 0 {
-		c.MaxAttempts = 10
-	}
-	if c.Lease <= 0 {
-		c.Lease = 30 * time.Second
-	}
-	if c.Retention <= 0 {
-		c.Retention = 7 * 24 * time.Hour
-	}
-	if c.PublishTimeout <= 0 {
-		c.PublishTimeout = 5 * time.Second
-	}
+	c.BatchSize = int(orDefault(int64(c.BatchSize), DefaultBatchSize))
+	c.Workers = int(orDefault(int64(c.Workers), DefaultRelayWorkers))
+	c.CatchUpLimit = int(orDefault(int64(c.CatchUpLimit), DefaultCatchUpLimit))
+	c.PollInterval = orDefault(c.PollInterval, DefaultPollInterval)
+	c.AckTimeout = orDefault(c.AckTimeout, DefaultAckTimeout)
+	c.MaxAttempts = int(orDefault(int64(c.MaxAttempts), DefaultMaxAttempts))
+	c.Lease = orDefault(c.Lease, DefaultLease)
+	c.Retention = orDefault(c.Retention, DefaultRetention)
+	c.PublishTimeout = orDefault(c.PublishTimeout, DefaultPublishTimeout)
 	return c
 }
 
@@ -241,15 +236,26 @@ func (r *Relay) DispatchOnce(ctx context.Context) (int, error) {
 // written pending and claimed as usual, so a slow broker cannot grow the queue without bound.
 func (r *Relay) handOffLimit() int { return 10 * r.cfg.BatchSize }
 
-// acceptsHandOff reports whether n more rows written now may be claimed for this relay and
-// handed to it on commit: it runs, its broker is connected and its queue has room.
-func (r *Relay) acceptsHandOff(n int) bool {
+// handOffClaim is the claim under which an outbox writes rows it hands to the relay on commit.
+type handOffClaim struct {
+	owner string
+	lease time.Duration
+	ok    bool // false: write the rows pending, for any relay to claim
+}
+
+// handOffClaim says whether n more rows written now may be claimed for this relay and handed
+// to it on commit (it runs, its broker is connected and takes messages, its queue has room),
+// and under which claim.
+func (r *Relay) handOffClaim(n int) handOffClaim {
 	if !r.accepting.Load() || r.needTopology.Load() || r.refusal.Load() != nil || Healthy(r.nc) != nil {
-		return false
+		return handOffClaim{}
 	}
 	r.handOffMu.Lock()
 	defer r.handOffMu.Unlock()
-	return len(r.handOffQueue)+n <= r.handOffLimit()
+	if len(r.handOffQueue)+n > r.handOffLimit() {
+		return handOffClaim{}
+	}
+	return handOffClaim{owner: r.cfg.Owner, lease: r.cfg.Lease, ok: true}
 }
 
 // handOff queues rows whose transaction has committed; it never blocks.

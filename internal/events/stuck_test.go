@@ -211,7 +211,7 @@ type answering struct {
 	ids []string
 }
 
-func (a *answering) Handle(context.Context, pgx.Tx, events.Envelope) error { return nil }
+func (a *answering) Handle(context.Context, pgx.Tx, []events.Envelope) error { return nil }
 
 func (a *answering) HandleDuplicates(_ context.Context, _ pgx.Tx, envs []events.Envelope) error {
 	a.mu.Lock()

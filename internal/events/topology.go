@@ -11,15 +11,20 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// Stream limits used when a Topology leaves them zero.
+// The topology's settings when a Topology leaves them zero.
 const (
 	DefaultStreamMaxAge    = 30 * 24 * time.Hour // how long the log stays replayable
 	DefaultStreamMaxBytes  = 1 << 30             // 1 GiB per stream, reserved from the broker's store
 	DefaultDuplicateWindow = 2 * time.Minute
+	DefaultAckWait         = 30 * time.Second
+	DefaultMaxDeliver      = 10
+	DefaultMaxAckPending   = 1000
 )
 
-// Topology names the streams, subjects and consumers, and creates them. Both services build it
-// from the same settings, so each can create what it needs at start-up, idempotently.
+// Topology is the whole JetStream layout as one value: the two streams (one per producing
+// service) and the two durable consumers (one per direction), with their limits. It names
+// them and creates them; both services build it from the same settings, so each can create
+// what it needs at start-up, idempotently.
 type Topology struct {
 	// Namespace prefixes every stream and subject, so several deployments (or tests) can share
 	// one NATS server. Empty in production.
@@ -36,8 +41,39 @@ type Topology struct {
 	// from the log unread. Messages older than MaxAge leave the stream whether read or not.
 	MaxAge   time.Duration
 	MaxBytes int64
+	// AckWait, MaxDeliver and MaxAckPending are the durable consumers' delivery settings (0:
+	// DefaultAckWait, DefaultMaxDeliver, DefaultMaxAckPending); see ConsumerSpec.
+	AckWait       time.Duration
+	MaxDeliver    int
+	MaxAckPending int
 	// Log hears about limits kept because an operator raised them above the configuration.
 	Log zerolog.Logger
+}
+
+// The durable consumers: each service's name is also its inbox prefix ("gl:<event id>").
+const (
+	ConsumerGL     = "gl"     // reads TransferCompleted.v1 from the wallet's stream
+	ConsumerWallet = "wallet" // reads TransferPosted.v1 from the GL's stream
+)
+
+// durables declares the pipeline's durable consumers: who reads which event from whose stream.
+var durables = []ConsumerSpec{
+	{Name: ConsumerGL, Source: SourceWallet, EventType: TypeTransferCompleted},
+	{Name: ConsumerWallet, Source: SourceGL, EventType: TypeTransferPosted},
+}
+
+// Consumer is the durable consumer called name (ConsumerGL or ConsumerWallet) with the
+// topology's delivery settings.
+func (t Topology) Consumer(name string) (ConsumerSpec, error) {
+	for _, spec := range durables {
+		if spec.Name == name {
+			spec.AckWait = orDefault(t.AckWait, DefaultAckWait)
+			spec.MaxDeliver = int(orDefault(int64(t.MaxDeliver), DefaultMaxDeliver))
+			spec.MaxAckPending = int(orDefault(int64(t.MaxAckPending), DefaultMaxAckPending))
+			return spec, nil
+		}
+	}
+	return ConsumerSpec{}, fmt.Errorf("no durable consumer %q in the topology", name)
 }
 
 // StreamName is the name of the stream holding source's events, e.g. WALLET_EVENTS.
@@ -192,9 +228,3 @@ func isTopologyMissing(err error) bool {
 	return errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrConsumerNotFound) ||
 		errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, jetstream.ErrConsumerDeleted)
 }
-
-// The durable consumers: each service's name is also its inbox prefix ("gl:<event id>").
-const (
-	ConsumerGL     = "gl"     // reads TransferCompleted.v1 from the wallet's stream
-	ConsumerWallet = "wallet" // reads TransferPosted.v1 from the GL's stream
-)

@@ -14,10 +14,10 @@ import (
 	"walletgl/internal/gl"
 )
 
-func (b *testBundle) handleBatch(t *testing.T, h events.BatchHandler, envs []events.Envelope) error {
+func (b *testBundle) handleBatch(t *testing.T, h events.Handler, envs []events.Envelope) error {
 	t.Helper()
 	return database.WithTx(context.Background(), b.pool, func(tx pgx.Tx) error {
-		return h.HandleBatch(context.Background(), tx, envs)
+		return h.Handle(context.Background(), tx, envs)
 	})
 }
 

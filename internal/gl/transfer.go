@@ -22,7 +22,7 @@ type TransferPoster struct {
 }
 
 var (
-	_ events.BatchHandler     = (*TransferPoster)(nil)
+	_ events.Handler          = (*TransferPoster)(nil)
 	_ events.DuplicateHandler = (*TransferPoster)(nil)
 )
 
@@ -39,17 +39,11 @@ func (p *TransferPoster) PublishOnCommit(r *events.Relay) *TransferPoster {
 	return p
 }
 
-// Handle posts the transfer in env and writes its acknowledgment, using tx for both: a batch
-// of one (HandleBatch).
-func (p *TransferPoster) Handle(ctx context.Context, tx pgx.Tx, env events.Envelope) error {
-	return p.HandleBatch(ctx, tx, []events.Envelope{env})
-}
-
-// HandleBatch posts a batch of fresh events in a few statements and writes their
-// acknowledgments. An event that can never be posted (events.ErrMalformed) or that contradicts
+// Handle posts a batch of new events in a few statements and writes their acknowledgments,
+// all in tx, the consumer's transaction. An event that can never be posted (events.ErrMalformed) or that contradicts
 // the posting of its transfer (events.ErrConflict) fails the batch and writes nothing; the
 // consumer then handles each event alone, so the bad one fails alone.
-func (p *TransferPoster) HandleBatch(ctx context.Context, tx pgx.Tx, envs []events.Envelope) error {
+func (p *TransferPoster) Handle(ctx context.Context, tx pgx.Tx, envs []events.Envelope) error {
 	return p.post(ctx, tx, envs, false)
 }
 

@@ -37,7 +37,7 @@ func setup(t *testing.T) *testBundle {
 func (b *testBundle) handle(t *testing.T, h events.Handler, env events.Envelope) error {
 	t.Helper()
 	return database.WithTx(context.Background(), b.pool, func(tx pgx.Tx) error {
-		return h.Handle(context.Background(), tx, env)
+		return h.Handle(context.Background(), tx, []events.Envelope{env})
 	})
 }
 
@@ -227,7 +227,7 @@ func TestTransferPosterRefusesAPostedTransferWithOtherFigures(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			require.ErrorIs(t, b.handle(t, h, tt.env), events.ErrConflict)
 			err := database.WithTx(context.Background(), b.pool, func(tx pgx.Tx) error {
-				return h.HandleBatch(context.Background(), tx, []events.Envelope{transferCompleted(t, newTransferID(), 1, "EUR"), tt.env})
+				return h.Handle(context.Background(), tx, []events.Envelope{transferCompleted(t, newTransferID(), 1, "EUR"), tt.env})
 			})
 			require.ErrorIs(t, err, events.ErrConflict, "in a batch too")
 		})

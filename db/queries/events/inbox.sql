@@ -1,18 +1,3 @@
--- name: ClaimInbox :one
--- ClaimInbox is the inbox's claim. A primary-key conflict means this consumer has seen the event
--- before: the row is not restarted, only its duplicate counter moves, and inserted is false.
-INSERT INTO inbox (id, consumer, event_id, event_type, status, stream_seq)
-VALUES (@id, @consumer, @event_id, @event_type, 'processing', @stream_seq::bigint)
-ON CONFLICT (id) DO UPDATE
-SET duplicates        = inbox.duplicates + 1,
-    last_duplicate_at = clock_timestamp()
-RETURNING (xmax = 0)::boolean AS inserted, status;
-
--- name: MarkInboxProcessed :execrows
-UPDATE inbox
-SET status = 'processed', processed_at = clock_timestamp(), updated_at = clock_timestamp()
-WHERE id = @id AND status = 'processing';
-
 -- name: RecordInboxFailure :exec
 -- RecordInboxFailure dead-letters an event in the inbox with its reason (a stable word), the
 -- error's detail and its raw payload. It never overwrites an event that was processed.
@@ -65,3 +50,12 @@ RETURNING inbox.id, (xmax = 0)::boolean AS inserted, inbox.status;
 UPDATE inbox
 SET status = 'processed', processed_at = clock_timestamp(), updated_at = clock_timestamp()
 WHERE id = ANY (@ids::text[]) AND status = 'processing';
+
+-- name: CountInboxDuplicates :exec
+-- CountInboxDuplicates counts copies of an event that came within one claimed batch (the claim
+-- statement can touch each row once): one id per extra copy.
+UPDATE inbox
+SET duplicates        = inbox.duplicates + c.copies,
+    last_duplicate_at = clock_timestamp()
+FROM (SELECT id, count(*)::int AS copies FROM unnest(@ids::text[]) AS id GROUP BY id) AS c
+WHERE inbox.id = c.id;

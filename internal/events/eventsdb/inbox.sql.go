@@ -9,43 +9,6 @@ import (
 	"context"
 )
 
-const claimInbox = `-- name: ClaimInbox :one
-INSERT INTO inbox (id, consumer, event_id, event_type, status, stream_seq)
-VALUES ($1, $2, $3, $4, 'processing', $5::bigint)
-ON CONFLICT (id) DO UPDATE
-SET duplicates        = inbox.duplicates + 1,
-    last_duplicate_at = clock_timestamp()
-RETURNING (xmax = 0)::boolean AS inserted, status
-`
-
-type ClaimInboxParams struct {
-	ID        string
-	Consumer  string
-	EventID   string
-	EventType string
-	StreamSeq int64
-}
-
-type ClaimInboxRow struct {
-	Inserted bool
-	Status   string
-}
-
-// ClaimInbox is the inbox's claim. A primary-key conflict means this consumer has seen the event
-// before: the row is not restarted, only its duplicate counter moves, and inserted is false.
-func (q *Queries) ClaimInbox(ctx context.Context, arg ClaimInboxParams) (ClaimInboxRow, error) {
-	row := q.db.QueryRow(ctx, claimInbox,
-		arg.ID,
-		arg.Consumer,
-		arg.EventID,
-		arg.EventType,
-		arg.StreamSeq,
-	)
-	var i ClaimInboxRow
-	err := row.Scan(&i.Inserted, &i.Status)
-	return i, err
-}
-
 const claimInboxBatch = `-- name: ClaimInboxBatch :many
 INSERT INTO inbox (id, consumer, event_id, event_type, status, stream_seq)
 SELECT c.id, $1::text, c.event_id, c.event_type, 'processing', c.stream_seq
@@ -96,6 +59,21 @@ func (q *Queries) ClaimInboxBatch(ctx context.Context, arg ClaimInboxBatchParams
 		return nil, err
 	}
 	return items, nil
+}
+
+const countInboxDuplicates = `-- name: CountInboxDuplicates :exec
+UPDATE inbox
+SET duplicates        = inbox.duplicates + c.copies,
+    last_duplicate_at = clock_timestamp()
+FROM (SELECT id, count(*)::int AS copies FROM unnest($1::text[]) AS id GROUP BY id) AS c
+WHERE inbox.id = c.id
+`
+
+// CountInboxDuplicates counts copies of an event that came within one claimed batch (the claim
+// statement can touch each row once): one id per extra copy.
+func (q *Queries) CountInboxDuplicates(ctx context.Context, ids []string) error {
+	_, err := q.db.Exec(ctx, countInboxDuplicates, ids)
+	return err
 }
 
 const getInbox = `-- name: GetInbox :one
@@ -204,20 +182,6 @@ func (q *Queries) ListInbox(ctx context.Context, arg ListInboxParams) ([]Inbox, 
 		return nil, err
 	}
 	return items, nil
-}
-
-const markInboxProcessed = `-- name: MarkInboxProcessed :execrows
-UPDATE inbox
-SET status = 'processed', processed_at = clock_timestamp(), updated_at = clock_timestamp()
-WHERE id = $1 AND status = 'processing'
-`
-
-func (q *Queries) MarkInboxProcessed(ctx context.Context, id string) (int64, error) {
-	result, err := q.db.Exec(ctx, markInboxProcessed, id)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
 }
 
 const markInboxProcessedBatch = `-- name: MarkInboxProcessedBatch :execrows

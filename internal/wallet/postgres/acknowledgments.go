@@ -18,22 +18,18 @@ type Acknowledgments struct {
 	outbox *events.Outbox
 }
 
-var _ events.BatchHandler = (*Acknowledgments)(nil)
+var _ events.Handler = (*Acknowledgments)(nil)
 
 // NewAcknowledgments returns the handler of the GL's acknowledgments, for the wallet's database.
 func NewAcknowledgments() *Acknowledgments {
 	return &Acknowledgments{outbox: events.NewOutbox(events.SourceWallet)}
 }
 
-// Handle applies one acknowledgment from the GL in tx, the consumer's transaction.
-func (a *Acknowledgments) Handle(ctx context.Context, tx pgx.Tx, env events.Envelope) error {
-	return a.HandleBatch(ctx, tx, []events.Envelope{env})
-}
-
-// HandleBatch acknowledges the outbox rows of a batch of TransferPosted events in one
-// statement. An event that can never be applied fails the batch with a permanent error (the
-// consumer then takes the events one by one, and that one is dead-lettered alone).
-func (a *Acknowledgments) HandleBatch(ctx context.Context, tx pgx.Tx, envs []events.Envelope) error {
+// Handle acknowledges the outbox rows of a batch of TransferPosted events in one statement, in
+// tx, the consumer's transaction. An event that can never be applied fails the batch with a
+// permanent error (the consumer then takes the events one by one, and that one is
+// dead-lettered alone).
+func (a *Acknowledgments) Handle(ctx context.Context, tx pgx.Tx, envs []events.Envelope) error {
 	ids := make([]uuid.UUID, 0, len(envs))
 	for _, env := range envs {
 		id, err := acknowledgedRow(env)

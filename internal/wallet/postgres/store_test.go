@@ -427,7 +427,7 @@ func TestHandleTransferPostedAcknowledgesTheEvent(t *testing.T) {
 
 	handler := postgres.NewAcknowledgments()
 	handle := func(env events.Envelope) error {
-		return database.WithTx(ctx, bundle.pool, func(tx pgx.Tx) error { return handler.Handle(ctx, tx, env) })
+		return database.WithTx(ctx, bundle.pool, func(tx pgx.Tx) error { return handler.Handle(ctx, tx, []events.Envelope{env}) })
 	}
 	env := postedEnvelope(t, events.TransferPosted{
 		TransferID: tr.ID.String(), SourceEventID: tr.EventID.String(), EntryID: "entry-1", PostedAt: time.Now(),
@@ -470,7 +470,7 @@ func TestHandleTransferPostedRefusesMalformedEvents(t *testing.T) {
 	}
 	acks := postgres.NewAcknowledgments()
 	for _, tt := range tests {
-		err := database.WithTx(ctx, bundle.pool, func(tx pgx.Tx) error { return acks.Handle(ctx, tx, tt.env) })
+		err := database.WithTx(ctx, bundle.pool, func(tx pgx.Tx) error { return acks.Handle(ctx, tx, []events.Envelope{tt.env}) })
 		require.ErrorIs(t, err, events.ErrMalformed, tt.name)
 	}
 }
@@ -608,7 +608,7 @@ func TestAcknowledgmentsTakeAWholeBatchAndABadOneFailsIt(t *testing.T) {
 	}
 	handler := postgres.NewAcknowledgments()
 	batch := func(envs []events.Envelope) error {
-		return database.WithTx(ctx, bundle.pool, func(tx pgx.Tx) error { return handler.HandleBatch(ctx, tx, envs) })
+		return database.WithTx(ctx, bundle.pool, func(tx pgx.Tx) error { return handler.Handle(ctx, tx, envs) })
 	}
 	acknowledged := func() int {
 		var n int

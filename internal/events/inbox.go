@@ -1,0 +1,217 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/rs/zerolog"
+
+	"walletgl/internal/database"
+	"walletgl/internal/events/eventsdb"
+)
+
+// Inbox is one consumer's inbox in its service's database: the claim that lets each event be
+// applied once, the handler applied in the claim's transaction, the record of events that
+// failed, and an operator's retry of those. The consumer loop, gl inbox retry and gl replay
+// all go through it.
+type Inbox struct {
+	name    string // the consumer's name: every inbox id is "<name>:<event id>"
+	handler Handler
+}
+
+// NewInbox returns the inbox of the consumer called name, applying events with handler.
+func NewInbox(name string, handler Handler) *Inbox { return &Inbox{name: name, handler: handler} }
+
+// ID is the inbox id of an event: the consumer's name and the event id.
+func (in *Inbox) ID(eventID string) string { return in.name + ":" + eventID }
+
+// Inbound is an event as the inbox takes it: its envelope and where it came from.
+type Inbound struct {
+	Env       Envelope
+	EventID   string // the envelope's id, or what stands in for it when the envelope is unusable
+	StreamSeq uint64
+}
+
+// Apply claims every event in tx, hands the new ones to the handler in one call, marks them
+// processed, and hands events it had processed before to the handler's HandleDuplicates (when
+// it has one): all in tx. fresh[i] reports whether events[i] was new; a second copy of an event
+// within events is a duplicate.
+func (in *Inbox) Apply(ctx context.Context, tx pgx.Tx, events []Inbound) (fresh []bool, err error) {
+	q := eventsdb.New(tx)
+	params := eventsdb.ClaimInboxBatchParams{Consumer: in.name}
+	first := map[string]int{} // inbox id -> index of its first copy
+	var copies []string       // inbox ids of further copies within events
+	for i, ev := range events {
+		id := in.ID(ev.EventID)
+		if _, seen := first[id]; seen {
+			copies = append(copies, id)
+			continue
+		}
+		first[id] = i
+		params.Ids = append(params.Ids, id)
+		params.EventIds = append(params.EventIds, ev.EventID)
+		params.EventTypes = append(params.EventTypes, ev.Env.Type)
+		params.StreamSeqs = append(params.StreamSeqs, int64(ev.StreamSeq))
+	}
+	rows, err := q.ClaimInboxBatch(ctx, params)
+	if err != nil {
+		return nil, fmt.Errorf("claim %d inbox rows: %w", len(params.Ids), err)
+	}
+	if len(copies) > 0 {
+		if err := q.CountInboxDuplicates(ctx, copies); err != nil {
+			return nil, fmt.Errorf("count %d duplicate copies: %w", len(copies), err)
+		}
+	}
+	fresh = make([]bool, len(events))
+	var envs, processedBefore []Envelope
+	var claimed []string
+	for _, row := range rows {
+		i := first[row.ID]
+		switch {
+		case row.Inserted:
+			fresh[i] = true
+			envs = append(envs, events[i].Env)
+			claimed = append(claimed, row.ID)
+		case row.Status == StatusProcessed:
+			processedBefore = append(processedBefore, events[i].Env)
+		}
+	}
+	if err := in.handle(ctx, tx, envs, claimed); err != nil {
+		return nil, err
+	}
+	if err := in.answerDuplicates(ctx, tx, processedBefore); err != nil {
+		return nil, err
+	}
+	return fresh, nil
+}
+
+// handle applies claimed events and marks their rows processed.
+func (in *Inbox) handle(ctx context.Context, tx pgx.Tx, envs []Envelope, ids []string) error {
+	if len(envs) == 0 {
+		return nil
+	}
+	if err := in.handler.Handle(ctx, tx, envs); err != nil {
+		return fmt.Errorf("handle %d events: %w", len(envs), err)
+	}
+	if _, err := eventsdb.New(tx).MarkInboxProcessedBatch(ctx, ids); err != nil {
+		return fmt.Errorf("mark %d inbox rows processed: %w", len(ids), err)
+	}
+	return nil
+}
+
+// answerDuplicates hands events processed before to a DuplicateHandler: the producer is
+// evidently still waiting for the answer to them.
+func (in *Inbox) answerDuplicates(ctx context.Context, tx pgx.Tx, envs []Envelope) error {
+	dh, ok := in.handler.(DuplicateHandler)
+	if !ok || len(envs) == 0 {
+		return nil
+	}
+	if err := dh.HandleDuplicates(ctx, tx, envs); err != nil {
+		return fmt.Errorf("answer %d duplicate events: %w", len(envs), err)
+	}
+	return nil
+}
+
+// Failure is why an event is recorded failed: a reason word (ReasonMalformed, …) and its cause.
+type Failure struct {
+	Reason   string
+	Cause    error
+	Payload  []byte // the raw message, kept for a retry
+	Attempts int32
+}
+
+// RecordFailure writes the inbox row of a failed event in db; an event already processed is
+// left alone.
+func (in *Inbox) RecordFailure(ctx context.Context, db eventsdb.DBTX, ev Inbound, f Failure) error {
+	err := eventsdb.New(db).RecordInboxFailure(ctx, eventsdb.RecordInboxFailureParams{
+		ID: in.ID(ev.EventID), Consumer: in.name, EventID: ev.EventID, EventType: eventTypeOr(ev.Env.Type),
+		StreamSeq: int64(ev.StreamSeq), Reason: f.Reason, Detail: f.Cause.Error(), Payload: f.Payload,
+		Attempts: max(f.Attempts, 1),
+	})
+	if err != nil {
+		return fmt.Errorf("record inbox %s failed: %w", in.ID(ev.EventID), err)
+	}
+	return nil
+}
+
+func eventTypeOr(t string) string {
+	if t == "" {
+		return "unknown"
+	}
+	return t
+}
+
+// Retried is the outcome of retrying one inbox row: Error is empty when it was processed.
+type Retried struct {
+	ID    string `json:"id"`
+	Error string `json:"error,omitempty"`
+}
+
+// Retry processes failed events again from their stored payload, through the handler: one
+// transaction per event reclaims the row (failed → processing), applies the event and marks
+// the row processed. An event that fails again is rolled back and stays failed, with the error
+// in its outcome. ids are inbox ids ("<consumer>:<event id>") or bare event ids.
+func (in *Inbox) Retry(ctx context.Context, pool *pgxpool.Pool, ids ...string) []Retried {
+	log := zerolog.Ctx(ctx).With().Str("component", "inbox retry").Str("consumer", in.name).Logger()
+	out := make([]Retried, 0, len(ids))
+	for _, id := range ids {
+		if !strings.HasPrefix(id, in.name+":") {
+			id = in.ID(id)
+		}
+		err := database.WithTx(ctx, pool, func(tx pgx.Tx) error { return in.retryOne(ctx, tx, id) })
+		r := Retried{ID: id}
+		if err != nil {
+			r.Error = err.Error()
+			log.Warn().Err(err).Str("inbox_id", id).Msg("retried event failed again")
+		} else {
+			log.Info().Str("inbox_id", id).Msg("retried event processed")
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func (in *Inbox) retryOne(ctx context.Context, tx pgx.Tx, id string) error {
+	row, err := eventsdb.New(tx).ReclaimFailedInbox(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return notFailed(ctx, tx, id)
+	}
+	if err != nil {
+		return fmt.Errorf("reclaim inbox %s: %w", id, err)
+	}
+	if len(row.Payload) == 0 {
+		return fmt.Errorf("inbox %s has no stored payload to process", id)
+	}
+	env, err := DecodeEnvelope(row.Payload)
+	if err == nil {
+		err = expectType(env, row.EventType)
+	}
+	if err != nil {
+		return fmt.Errorf("decode inbox %s: %w", id, err)
+	}
+	return in.handle(ctx, tx, []Envelope{env}, []string{id})
+}
+
+// notFailed explains why an inbox row could not be reclaimed for a retry.
+func notFailed(ctx context.Context, db eventsdb.DBTX, id string) error {
+	row, err := eventsdb.New(db).GetInbox(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("inbox %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("get inbox %s: %w", id, err)
+	}
+	return fmt.Errorf("inbox %s is %s, only a failed event is retried: %w", id, row.Status, ErrInvalidStatus)
+}
+
+// expectType refuses, for good, an event of a type this consumer does not handle.
+func expectType(env Envelope, want string) error {
+	if env.Type != want {
+		return Permanent(fmt.Errorf("unexpected event type %q", env.Type))
+	}
+	return nil
+}
