@@ -42,7 +42,7 @@ func openInbox(ctx context.Context, env cli.Env, fs *flag.FlagSet, args []string
 	if err != nil {
 		return Config{}, nil, nil, err
 	}
-	pool, err := database.Open(ctx, cfg.DatabaseURL, 2)
+	pool, err := database.Open(ctx, cfg.DatabaseURL, database.ToolMaxConns)
 	if err != nil {
 		return Config{}, nil, nil, err
 	}

@@ -19,7 +19,7 @@ func verifyCmd(ctx context.Context, env cli.Env, args []string) error {
 	if err := s.parse(args, cfg); err != nil {
 		return err
 	}
-	pool, err := database.Open(ctx, cfg.DatabaseURL, 2)
+	pool, err := database.Open(ctx, cfg.DatabaseURL, database.ToolMaxConns)
 	if err != nil {
 		return err
 	}

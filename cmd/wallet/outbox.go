@@ -46,7 +46,7 @@ func openOps(ctx context.Context, env cli.Env, fs *flag.FlagSet, args []string) 
 	if err != nil {
 		return nil, err
 	}
-	pool, err := database.Open(ctx, cfg.DatabaseURL, 2)
+	pool, err := database.Open(ctx, cfg.DatabaseURL, database.ToolMaxConns)
 	if err != nil {
 		return nil, err
 	}

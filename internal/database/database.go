@@ -19,6 +19,17 @@ import (
 	"walletgl/db"
 )
 
+// Pool sizes, unless a database URL sets pool_max_conns.
+const (
+	// ServiceMaxConns is a service's main pool: the API, the consumer, the relay's listener and
+	// the batcher share it, and pgxpool's default (4 on two cores) made requests queue.
+	ServiceMaxConns = 20
+	// BookkeepingMaxConns is the relay's pool for claims and marks (OpenBookkeeping).
+	BookkeepingMaxConns = 4
+	// ToolMaxConns is an operator command's pool.
+	ToolMaxConns = 2
+)
+
 // Open connects a pool to the database at url, with at most maxConns connections unless the
 // URL sets pool_max_conns (0: pgxpool's default). Its commits are synchronous.
 func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error) {

@@ -39,7 +39,7 @@ func Open(ctx context.Context, service, dbURL string, ev config.Events, log zero
 	if d.Pool, err = OpenDatabase(ctx, dbURL, service, log); err != nil {
 		return nil, err
 	}
-	if d.RelayPool, err = database.OpenBookkeeping(ctx, dbURL, 4); err != nil {
+	if d.RelayPool, err = database.OpenBookkeeping(ctx, dbURL, database.BookkeepingMaxConns); err != nil {
 		d.Close()
 		return nil, err
 	}

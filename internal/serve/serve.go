@@ -20,18 +20,13 @@ import (
 	"walletgl/internal/web"
 )
 
-// defaultMaxConns is the services' pool size unless the URL sets pool_max_conns: the API, the
-// relay and its listener and the consumer share it, and pgxpool's default (4 on two cores) made
-// requests queue for a connection.
-const defaultMaxConns = 20
-
 // OpenDatabase creates the service's database when it is missing, applies its migrations and
 // returns a pool on it.
 func OpenDatabase(ctx context.Context, url, service string, log zerolog.Logger) (*pgxpool.Pool, error) {
 	if err := database.EnsureExists(ctx, url); err != nil {
 		return nil, err
 	}
-	pool, err := database.Open(ctx, url, defaultMaxConns)
+	pool, err := database.Open(ctx, url, database.ServiceMaxConns)
 	if err != nil {
 		return nil, err
 	}

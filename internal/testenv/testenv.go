@@ -85,7 +85,7 @@ func MigratedPool(t testing.TB, service string) (*pgxpool.Pool, string) {
 	t.Helper()
 	dbURL := DatabaseURL(t)
 	ctx := context.Background()
-	pool, err := database.Open(ctx, dbURL, 20)
+	pool, err := database.Open(ctx, dbURL, database.ServiceMaxConns)
 	if err != nil {
 		t.Fatalf("open test database: %v", err)
 	}
