@@ -264,7 +264,7 @@ func TestARefusedRowIsDeadLetteredAtMaxAttemptsAndRequeuedByAnOperator(t *testin
 	b := setup(t)
 	ctx := context.Background()
 	b.topo.MaxMsgSize = 2048 // the configured limit, below what the row needs
-	b.setMaxMsgSize(t, 2048)
+	b.editStream(t, events.SourceWallet, func(c *jetstream.StreamConfig) { c.MaxMsgSize = 2048 })
 	id := uuid.Must(uuid.NewV7())
 	big := strings.Repeat("x", 4096)
 	_, err := events.NewOutbox(events.SourceWallet).Add(ctx, b.pool, events.Event{
@@ -296,7 +296,7 @@ func TestARefusedRowIsDeadLetteredAtMaxAttemptsAndRequeuedByAnOperator(t *testin
 	require.Zero(t, n, "dead letters are not retried on their own")
 
 	// The operator raises the limit on the running stream and requeues the row.
-	b.setMaxMsgSize(t, -1)
+	b.editStream(t, events.SourceWallet, func(c *jetstream.StreamConfig) { c.MaxMsgSize = -1 })
 	requeued, err := q.RequeueOutbox(ctx, []uuid.UUID{id})
 	require.NoError(t, err)
 	require.Equal(t, []uuid.UUID{id}, requeued)
@@ -309,15 +309,15 @@ func TestARefusedRowIsDeadLetteredAtMaxAttemptsAndRequeuedByAnOperator(t *testin
 	require.Equal(t, uint64(1), b.streamMessages(t), "published once")
 }
 
-// setMaxMsgSize changes the wallet stream's message size limit as an operator would, with the
-// JetStream API (-1: unlimited).
-func (b *testBundle) setMaxMsgSize(t *testing.T, size int32) {
+// editStream changes the configuration of source's stream as an operator would, with the
+// JetStream API.
+func (b *testBundle) editStream(t *testing.T, source string, edit func(*jetstream.StreamConfig)) {
 	t.Helper()
 	ctx := context.Background()
-	stream, err := b.js.Stream(ctx, b.topo.StreamName(events.SourceWallet))
+	stream, err := b.js.Stream(ctx, b.topo.StreamName(source))
 	require.NoError(t, err)
 	cfg := stream.CachedInfo().Config
-	cfg.MaxMsgSize = size
+	edit(&cfg)
 	_, err = b.js.UpdateStream(ctx, cfg)
 	require.NoError(t, err)
 }

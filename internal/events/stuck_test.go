@@ -104,10 +104,7 @@ func TestAPurgedStreamAcknowledgesNothingTheConsumerDidNotRead(t *testing.T) {
 	require.NoError(t, err)
 	// A short duplicate window, so that the re-publishes below are stored soon: the broker
 	// drops a re-published message id inside its window even when the message was purged.
-	cfg := stream.CachedInfo().Config
-	cfg.Duplicates = 500 * time.Millisecond
-	_, err = b.js.UpdateStream(ctx, cfg)
-	require.NoError(t, err)
+	b.editStream(t, events.SourceGL, func(c *jetstream.StreamConfig) { c.Duplicates = 500 * time.Millisecond })
 	require.NoError(t, stream.Purge(ctx))
 	info, err := cons.Info(ctx)
 	require.NoError(t, err)
@@ -270,18 +267,6 @@ func TestTwoLostPubAcksInOneRoundEndTheRound(t *testing.T) {
 	require.NoError(t, relay.Health(), "a round that ended is no stalled loop")
 }
 
-// setMaxBytes changes the wallet stream's size limit as an operator would.
-func (b *testBundle) setMaxBytes(t *testing.T, size int64) {
-	t.Helper()
-	ctx := context.Background()
-	stream, err := b.js.Stream(ctx, b.topo.StreamName(events.SourceWallet))
-	require.NoError(t, err)
-	cfg := stream.CachedInfo().Config
-	cfg.MaxBytes = size
-	_, err = b.js.UpdateStream(ctx, cfg)
-	require.NoError(t, err)
-}
-
 // 3. A full stream refuses every publish: a broker-wide condition, so no row spends an attempt
 // or is dead-lettered, and the relay reports it in health; once space is freed, every row is
 // published exactly once.
@@ -297,7 +282,8 @@ func TestAFullStreamDeadLettersNothingAndPublishesEverythingOnceWhenFreed(t *tes
 	require.NoError(t, err)
 	info, err := stream.Info(ctx)
 	require.NoError(t, err)
-	b.setMaxBytes(t, int64(info.State.Bytes)) // full: at its limit, refusing new messages
+	full := func(c *jetstream.StreamConfig) { c.MaxBytes = int64(info.State.Bytes) } // at its limit, refusing new messages
+	b.editStream(t, events.SourceWallet, full)
 
 	b.addEvents(t, 20)
 	for range 4 {
@@ -313,7 +299,7 @@ func TestAFullStreamDeadLettersNothingAndPublishesEverythingOnceWhenFreed(t *tes
 	time.Sleep(150 * time.Millisecond) // past the publish timeout, the refusal shows in health
 	require.ErrorContains(t, relay.Health(), "refused publishes")
 
-	b.setMaxBytes(t, testenv.StreamMaxBytes) // an operator frees space
+	b.editStream(t, events.SourceWallet, func(c *jetstream.StreamConfig) { c.MaxBytes = testenv.StreamMaxBytes }) // an operator frees space
 	require.Eventually(t, func() bool {
 		_, err := relay.DispatchOnce(ctx)
 		return err == nil && b.statusCounts(t)["dispatched"] == 21
