@@ -1,6 +1,7 @@
 package gl
 
 import (
+	"context"
 	"fmt"
 	"sort"
 )
@@ -10,6 +11,78 @@ type SourceTransfer struct {
 	ID       string
 	Amount   int64
 	Currency string
+}
+
+// TransferSource is the wallet's side of a reconciliation. The GL never imports the wallet:
+// adapters read what the wallet publishes (walletapi: its HTTP API; postgres.WalletView: the
+// versioned read-only view reconcile_transfers_v1 of its database).
+type TransferSource interface {
+	// Transfers returns every transfer the wallet holds.
+	Transfers(ctx context.Context) ([]SourceTransfer, error)
+	// Transfer returns one transfer; found is false when the wallet has none with this id.
+	Transfer(ctx context.Context, id string) (t SourceTransfer, found bool, err error)
+}
+
+// EntryLister pages through the ledger's entries with their lines; postgres.Ledger is one.
+type EntryLister interface {
+	Entries(ctx context.Context, q EntryQuery) (EntryPage, error)
+}
+
+// Reconciler compares the wallet's transfers with the ledger's entries.
+type Reconciler struct {
+	Rule   PostingRule
+	Source TransferSource
+	Ledger EntryLister
+}
+
+// Reconcile reads the wallet's transfers, then the ledger's entries, and compares them.
+func (r Reconciler) Reconcile(ctx context.Context) (Reconciliation, error) {
+	transfers, err := r.Source.Transfers(ctx)
+	if err != nil {
+		return Reconciliation{}, fmt.Errorf("read the wallet's transfers: %w", err)
+	}
+	return r.Against(ctx, transfers)
+}
+
+// Against compares transfers, a listing of the wallet read earlier, with every entry the
+// ledger holds now. The listing must be read before the entries: an entry whose transfer is
+// not in it (committed after the listing) is looked up on its own before it counts as extra,
+// while a transfer committed after the listing is not compared at all. gl replay reads the
+// listing before it starts, so that transfers the wallet makes during the replay, which the
+// stream may not hold yet, are not taken for missing history.
+func (r Reconciler) Against(ctx context.Context, transfers []SourceTransfer) (Reconciliation, error) {
+	var entries []Entry
+	after := ""
+	for {
+		page, err := r.Ledger.Entries(ctx, EntryQuery{After: after, Limit: MaxPageSize})
+		if err != nil {
+			return Reconciliation{}, fmt.Errorf("read GL entries: %w", err)
+		}
+		entries = append(entries, page.Entries...)
+		if page.NextCursor == "" {
+			break
+		}
+		after = page.NextCursor
+	}
+	transfers = append([]SourceTransfer(nil), transfers...)
+	known := make(map[string]bool, len(transfers))
+	for _, t := range transfers {
+		known[t.ID] = true
+	}
+	for _, e := range entries {
+		if known[e.TransferID] {
+			continue
+		}
+		t, found, err := r.Source.Transfer(ctx, e.TransferID)
+		if err != nil {
+			return Reconciliation{}, fmt.Errorf("read the wallet's transfer %s: %w", e.TransferID, err)
+		}
+		known[e.TransferID] = true // asked once, even when the transfer has several entries
+		if found {
+			transfers = append(transfers, t)
+		}
+	}
+	return Reconcile(r.Rule, transfers, entries), nil
 }
 
 // Difference kinds found by Reconcile.

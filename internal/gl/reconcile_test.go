@@ -1,6 +1,8 @@
 package gl_test
 
 import (
+	"context"
+	"strconv"
 	"testing"
 
 	"github.com/google/uuid"
@@ -45,4 +47,76 @@ func TestReconcileFindsEveryKindOfDifference(t *testing.T) {
 	}, kinds)
 
 	require.True(t, gl.Reconcile(rule, transfers[:1], entries[:1]).Agree())
+}
+
+// fakeSource is a wallet with transfers; lookups counts Transfer calls.
+type fakeSource struct {
+	transfers map[string]gl.SourceTransfer
+	lookups   []string
+}
+
+func (f *fakeSource) Transfers(context.Context) ([]gl.SourceTransfer, error) {
+	out := make([]gl.SourceTransfer, 0, len(f.transfers))
+	for _, t := range f.transfers {
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+func (f *fakeSource) Transfer(_ context.Context, id string) (gl.SourceTransfer, bool, error) {
+	f.lookups = append(f.lookups, id)
+	t, ok := f.transfers[id]
+	return t, ok, nil
+}
+
+// pagedLedger hands out its entries two per page.
+type pagedLedger []gl.Entry
+
+func (l pagedLedger) Entries(_ context.Context, q gl.EntryQuery) (gl.EntryPage, error) {
+	start := 0
+	if q.After != "" {
+		start, _ = strconv.Atoi(q.After)
+	}
+	end := min(start+2, len(l))
+	page := gl.EntryPage{Entries: l[start:end]}
+	if end < len(l) {
+		page.NextCursor = strconv.Itoa(end)
+	}
+	return page, nil
+}
+
+func TestReconcilerLooksUpWhatTheListingLacks(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	source := &fakeSource{transfers: map[string]gl.SourceTransfer{
+		"early": {ID: "early", Amount: 10, Currency: "USD"},
+		"late":  {ID: "late", Amount: 20, Currency: "USD"},  // committed after the listing, posted
+		"later": {ID: "later", Amount: 30, Currency: "USD"}, // committed after the listing, not posted yet
+	}}
+	listing := []gl.SourceTransfer{source.transfers["early"]}
+	ledger := pagedLedger{
+		entry("early", 10, "1010", "2010"), entry("late", 20, "1010", "2010"),
+		entry("stranger", 5, "1010", "2010"), entry("stranger", 5, "1010", "2010"),
+		entry("late-wrong", 1, "1010", "2010"),
+	}
+	source.transfers["late-wrong"] = gl.SourceTransfer{ID: "late-wrong", Amount: 2, Currency: "USD"}
+	r := gl.Reconciler{Rule: gl.DefaultPostingRule, Source: source, Ledger: ledger}
+
+	rec, err := r.Against(ctx, listing)
+	require.NoError(t, err)
+	require.Equal(t, 3, rec.Transfers, "the listing plus the two transfers found on their own")
+	require.Equal(t, 5, rec.Entries, "every page of entries is read")
+	require.Equal(t, []string{"late", "stranger", "late-wrong"}, source.lookups, "each unknown transfer is asked for once")
+	kinds := map[string]string{}
+	for _, d := range rec.Differences {
+		kinds[d.TransferID] = d.Kind
+	}
+	require.Equal(t, map[string]string{"stranger": gl.DiffExtra, "late-wrong": gl.DiffMismatch}, kinds,
+		"a transfer made after the listing and not posted yet is not missing")
+
+	source.lookups = nil
+	rec, err = r.Reconcile(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []string{"stranger"}, source.lookups)
+	require.Len(t, rec.Differences, 3, "read now, the unposted transfer is missing")
 }

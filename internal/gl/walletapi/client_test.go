@@ -1,0 +1,173 @@
+package walletapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"walletgl/internal/gl"
+	"walletgl/internal/gl/walletapi"
+)
+
+// fakeWallet answers GET /v1/transfers and GET /v1/transfers/{id} as the wallet's API documents
+// them (the real API is exercised through the binaries in internal/e2e): pages oldest first,
+// limit capped at 1000, next_cursor opaque and equal to the request's cursor on an empty page,
+// 404 problem+json for an unknown transfer. It counts the list requests.
+type fakeWallet struct {
+	transfers []gl.SourceTransfer
+	lists     int
+}
+
+func (f *fakeWallet) handler() http.Handler {
+	type transferJSON struct {
+		ID             string `json:"id"`
+		IdempotencyKey string `json:"idempotency_key"`
+		Amount         int64  `json:"amount"`
+		Currency       string `json:"currency"`
+		Status         string `json:"status"`
+		OutboxStatus   string `json:"outbox_status"`
+	}
+	toJSON := func(t gl.SourceTransfer) transferJSON {
+		return transferJSON{ID: t.ID, IdempotencyKey: "k-" + t.ID, Amount: t.Amount, Currency: t.Currency, Status: "completed", OutboxStatus: "acknowledged"}
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/transfers", func(w http.ResponseWriter, r *http.Request) {
+		f.lists++
+		limit, err := strconv.Atoi(r.URL.Query().Get("limit"))
+		if err != nil || limit < 1 {
+			http.Error(w, "bad limit", http.StatusBadRequest)
+			return
+		}
+		limit = min(limit, 1000)
+		after := r.URL.Query().Get("after")
+		start := 0
+		if after != "" {
+			n, err := strconv.Atoi(after[len("c"):])
+			if err != nil {
+				http.Error(w, "bad cursor", http.StatusBadRequest)
+				return
+			}
+			start = n
+		}
+		end := min(start+limit, len(f.transfers))
+		out := struct {
+			Transfers  []transferJSON `json:"transfers"`
+			NextCursor string         `json:"next_cursor"`
+		}{Transfers: []transferJSON{}, NextCursor: after}
+		for _, t := range f.transfers[start:end] {
+			out.Transfers = append(out.Transfers, toJSON(t))
+		}
+		if end > start {
+			out.NextCursor = fmt.Sprintf("c%d", end)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(out)
+	})
+	mux.HandleFunc("GET /v1/transfers/{id}", func(w http.ResponseWriter, r *http.Request) {
+		for _, t := range f.transfers {
+			if t.ID == r.PathValue("id") {
+				w.Header().Set("Content-Type", "application/json")
+				_ = json.NewEncoder(w).Encode(toJSON(t))
+				return
+			}
+		}
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte(`{"type":"transfer-not-found","status":404}`))
+	})
+	return mux
+}
+
+func transfers(n int) []gl.SourceTransfer {
+	out := make([]gl.SourceTransfer, n)
+	for i := range out {
+		out[i] = gl.SourceTransfer{ID: fmt.Sprintf("tr-%02d", i), Amount: int64(100 + i), Currency: "USD"}
+	}
+	return out
+}
+
+func TestTransfersReadsEveryPage(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name      string
+		transfers int
+		requests  int
+	}{
+		{"a last page shorter than asked ends the listing", 5, 3},
+		{"a listing that fills its last page ends on an empty one", 4, 3},
+		{"an empty wallet is one request", 0, 1},
+	}
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := &fakeWallet{transfers: transfers(tt.transfers)}
+			srv := httptest.NewServer(f.handler())
+			t.Cleanup(srv.Close)
+			c := walletapi.New(srv.URL + "/")
+			c.PageSize = 2
+			got, err := c.Transfers(context.Background())
+			require.NoError(t, err)
+			if tt.transfers == 0 {
+				require.Empty(t, got)
+			} else {
+				require.Equal(t, f.transfers, got)
+			}
+			require.Equal(t, tt.requests, f.lists)
+		})
+	}
+}
+
+func TestTransferLooksOneUp(t *testing.T) {
+	t.Parallel()
+	f := &fakeWallet{transfers: transfers(3)}
+	srv := httptest.NewServer(f.handler())
+	t.Cleanup(srv.Close)
+	c := walletapi.New(srv.URL)
+
+	got, found, err := c.Transfer(context.Background(), "tr-01")
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Equal(t, gl.SourceTransfer{ID: "tr-01", Amount: 101, Currency: "USD"}, got)
+
+	_, found, err = c.Transfer(context.Background(), "no such/transfer")
+	require.NoError(t, err, "a 404 is an answer: the wallet has no such transfer")
+	require.False(t, found)
+}
+
+func TestAnythingButTheWalletsAnswerIsAnError(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name    string
+		handler http.HandlerFunc
+		want    string
+	}{
+		{"a server error", func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "database down", http.StatusServiceUnavailable)
+		}, "503 Service Unavailable: database down"},
+		{"a listing that is not there (not the wallet's API)", http.NotFound, "404 Not Found (is WALLET_URL the wallet's API?)"},
+		{"a body that is not JSON", func(w http.ResponseWriter, _ *http.Request) {
+			_, _ = w.Write([]byte("<html>"))
+		}, "decode GET /v1/transfers"},
+		{"a transfer without an id", func(w http.ResponseWriter, _ *http.Request) {
+			_, _ = w.Write([]byte(`{"transfers":[{"amount":5,"currency":"USD"}],"next_cursor":"x"}`))
+		}, "without an id"},
+	}
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			srv := httptest.NewServer(tt.handler)
+			t.Cleanup(srv.Close)
+			_, err := walletapi.New(srv.URL).Transfers(context.Background())
+			require.ErrorContains(t, err, tt.want)
+		})
+	}
+
+	_, err := walletapi.New("http://127.0.0.1:1").Transfers(context.Background())
+	require.ErrorContains(t, err, "ask the wallet")
+}
