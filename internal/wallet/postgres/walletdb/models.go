@@ -49,6 +49,14 @@ type Outbox struct {
 	BrokerDuplicates int32
 }
 
+// Versioned read-only contract for the GL's reconciliation (gl reconcile); columns never change, see db/schema/wallet/00002_reconcile_transfers_v1.sql
+type ReconcileTransfersV1 struct {
+	ID        uuid.UUID
+	Amount    int64
+	Currency  string
+	CreatedAt time.Time
+}
+
 type Transfer struct {
 	ID             uuid.UUID
 	IdempotencyKey string

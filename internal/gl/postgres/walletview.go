@@ -1,0 +1,98 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"walletgl/internal/gl"
+	"walletgl/internal/gl/postgres/reconciledb"
+)
+
+// WalletViewName is the view of the wallet's database a WalletView reads: a versioned,
+// read-only contract the wallet publishes (db/schema/wallet/00002_reconcile_transfers_v1.sql).
+const WalletViewName = "reconcile_transfers_v1"
+
+// WalletView reads the wallet's transfers from the wallet's database for a reconciliation,
+// through the view WalletViewName and nothing else, over read-only transactions: a replica
+// serves it as well as the primary.
+type WalletView struct {
+	pool    *pgxpool.Pool
+	queries *reconciledb.Queries
+}
+
+var _ gl.TransferSource = (*WalletView)(nil)
+
+// walletViewPage is how many transfers one query reads.
+const walletViewPage = 1000
+
+// OpenWalletView connects to the wallet's database at dbURL with read-only transactions.
+func OpenWalletView(ctx context.Context, dbURL string) (*WalletView, error) {
+	cfg, err := pgxpool.ParseConfig(dbURL)
+	if err != nil {
+		return nil, fmt.Errorf("parse the wallet's database url: %w", err)
+	}
+	cfg.MaxConns = 2
+	cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open the wallet's database: %w", err)
+	}
+	return &WalletView{pool: pool, queries: reconciledb.New(pool)}, nil
+}
+
+// Close closes the connections.
+func (v *WalletView) Close() { v.pool.Close() }
+
+// Database is the name of the wallet's database, for reports.
+func (v *WalletView) Database() string { return v.pool.Config().ConnConfig.Database }
+
+// Transfers pages through the view in id order.
+func (v *WalletView) Transfers(ctx context.Context) ([]gl.SourceTransfer, error) {
+	var out []gl.SourceTransfer
+	after := uuid.Nil
+	for {
+		rows, err := v.queries.ReconcileTransfers(ctx, reconciledb.ReconcileTransfersParams{After: after, RowLimit: walletViewPage})
+		if err != nil {
+			return nil, viewError(err, "read the wallet's transfers")
+		}
+		for _, r := range rows {
+			out = append(out, gl.SourceTransfer{ID: r.ID.String(), Amount: r.Amount, Currency: r.Currency})
+			after = r.ID
+		}
+		if len(rows) < walletViewPage {
+			return out, nil
+		}
+	}
+}
+
+// Transfer reads one transfer; an id that is not a UUID is no transfer of the wallet's.
+func (v *WalletView) Transfer(ctx context.Context, id string) (gl.SourceTransfer, bool, error) {
+	uid, err := uuid.Parse(id)
+	if err != nil {
+		return gl.SourceTransfer{}, false, nil
+	}
+	r, err := v.queries.ReconcileTransfer(ctx, uid)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return gl.SourceTransfer{}, false, nil
+	}
+	if err != nil {
+		return gl.SourceTransfer{}, false, viewError(err, "read the wallet's transfer %s", id)
+	}
+	return gl.SourceTransfer{ID: r.ID.String(), Amount: r.Amount, Currency: r.Currency}, true, nil
+}
+
+// viewError names the likely cause when the view is missing: a wallet database older than the
+// contract, or a URL that is not the wallet's database.
+func viewError(err error, format string, args ...any) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42P01" { // undefined_table
+		err = fmt.Errorf("the database has no view %s (is it the wallet's database, migrated by a wallet that publishes the view?): %w", WalletViewName, err)
+	}
+	return dbError(err, format, args...)
+}
