@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,8 +24,8 @@ import (
 	"walletgl/internal/serve"
 )
 
-const replayHelp = "rebuild the GL from the wallet's stream into an empty database: --from-start [--into URL]; " +
-	"the TransferPosted.v1 acknowledgments it writes stay unpublished in the target's outbox"
+const replayHelp = "rebuild the GL from the wallet's stream into an empty database, then check it against the wallet: " +
+	"--from-start [--into URL] [--no-reconcile]; exit 1 when the stream no longer holds the whole history"
 
 // replayCmd rebuilds the GL as a projection of the wallet's event stream: every
 // TransferCompleted.v1 still on the stream goes, in stream order, through the same inbox claim
@@ -34,12 +35,22 @@ const replayHelp = "rebuild the GL from the wallet's stream into an empty databa
 // target's outbox, unpublished, since the wallet has had its acknowledgments from the live GL.
 // Serving the target later (gl serve) would publish them; the wallet's inbox absorbs them, but
 // empty the target's outbox first if that matters.
+//
+// A stream with limits retention forgets: events older than its limits, purged ones, a store
+// lost with its broker. So the replay ends as gl reconcile does, comparing what it rebuilt with
+// the wallet's transfers, and fails naming the transfers the stream no longer holds (and any
+// entry for a transfer the wallet does not know). The wallet's listing is read before the
+// stream, so transfers made during the replay are not taken for lost history. --no-reconcile
+// skips the check, for a replay that must run while the wallet cannot be read.
 func replayCmd(ctx context.Context, env cli.Env, args []string) error {
-	var fromStart bool
+	var fromStart, noReconcile bool
 	var into string
+	var wallet walletSource
 	cfg, s := loadConfigWith("gl replay", env, func(s *flagSet) {
 		s.set.Flags().BoolVar(&fromStart, "from-start", false, "replay from the stream's first event (required: the only mode)")
 		s.set.Flags().StringVar(&into, "into", "", "URL of the empty GL database to rebuild into (default: a new database <current>_replay_<timestamp>)")
+		s.set.Flags().BoolVar(&noReconcile, "no-reconcile", false, "skip the check of the rebuild against the wallet's transfers (by default the replay ends with it and fails on any difference)")
+		wallet.bind(s)
 	})
 	if err := s.parse(args, cfg); err != nil {
 		return err
@@ -77,6 +88,25 @@ func replayCmd(ctx context.Context, env cli.Env, args []string) error {
 	}
 	if err := cfg.Rule.Check(ctx, ledger); err != nil {
 		return fmt.Errorf("replay: %w", err)
+	}
+
+	// The wallet's listing comes first: what the rebuild must hold is what the wallet had made
+	// before the replay read the stream.
+	var (
+		source     gl.TransferSource
+		sourceName string
+		listing    []gl.SourceTransfer
+	)
+	if !noReconcile {
+		var closeSource func()
+		source, sourceName, closeSource, err = wallet.open(ctx, env)
+		if err != nil {
+			return fmt.Errorf("replay: %w", err)
+		}
+		defer closeSource()
+		if listing, err = source.Transfers(ctx); err != nil {
+			return fmt.Errorf("replay: read the wallet's transfers to check the rebuild against (--no-reconcile skips the check): %w", err)
+		}
 	}
 
 	nc, err := events.Connect(ctx, cfg.Events.NATSURL, "gl-replay", log)
@@ -188,8 +218,56 @@ func replayCmd(ctx context.Context, env cli.Env, args []string) error {
 	fmt.Fprintf(env.Stdout, "  dead-lettered        %d (see the target's inbox, status failed)\n", stats.Failed)
 	fmt.Fprintf(env.Stdout, "  rate                 %.0f events/s\n", float64(progress.done)/max(time.Since(progress.started).Seconds(), 1e-9))
 	fmt.Fprintf(env.Stdout, "  acknowledgments      left unpublished in %s's outbox\n", targetName)
+	if noReconcile {
+		fmt.Fprintf(env.Stdout, "check against the wallet: skipped (--no-reconcile)\n")
+		fmt.Fprintf(env.Stdout, "next: GL_DATABASE_URL='%s' gl verify\n", redact(target))
+		return nil
+	}
+
+	rec, err := gl.Reconciler{Rule: cfg.Rule, Source: source, Ledger: ledger}.Against(ctx, listing)
+	if err != nil {
+		return fmt.Errorf("replay: check the rebuild against the wallet: %w", err)
+	}
+	fmt.Fprintf(env.Stdout, "check against the wallet %s (its transfers as listed before the replay):\n", sourceName)
+	writeReconciliation(env.Stdout, "  ", rec)
+	if !rec.Agree() {
+		if slices.ContainsFunc(rec.Differences, func(d gl.Difference) bool { return d.Kind == gl.DiffMissing }) {
+			fmt.Fprintf(env.Stdout, "the stream no longer holds the whole history: re-publish the missing events from the wallet "+
+				"(wallet outbox republish --since T) and replay again into an empty database\n")
+		}
+		return replayShortfall(rec)
+	}
 	fmt.Fprintf(env.Stdout, "next: GL_DATABASE_URL='%s' gl verify\n", redact(target))
 	return nil
+}
+
+// replayShortfall is the error of a rebuild that does not reconcile with the wallet, naming
+// the transfers in question.
+func replayShortfall(rec gl.Reconciliation) error {
+	byKind := map[string][]string{}
+	for _, d := range rec.Differences {
+		byKind[d.Kind] = append(byKind[d.Kind], d.TransferID)
+	}
+	var parts []string
+	if ids := byKind[gl.DiffMissing]; len(ids) > 0 {
+		parts = append(parts, fmt.Sprintf("%d transfers of the wallet have no entry, the stream no longer holds their events: %s", len(ids), idList(ids)))
+	}
+	if ids := byKind[gl.DiffExtra]; len(ids) > 0 {
+		parts = append(parts, fmt.Sprintf("entries for %d transfers the wallet does not have: %s", len(ids), idList(ids)))
+	}
+	if ids := append(byKind[gl.DiffDuplicate], byKind[gl.DiffMismatch]...); len(ids) > 0 {
+		parts = append(parts, fmt.Sprintf("%d transfers posted twice or not as the wallet made them: %s", len(ids), idList(ids)))
+	}
+	return fmt.Errorf("replay: the rebuilt GL does not reconcile with the wallet: %s", strings.Join(parts, "; "))
+}
+
+// idList names the first ids and counts the rest: an error message stays one readable line.
+func idList(ids []string) string {
+	const shown = 10
+	if len(ids) <= shown {
+		return strings.Join(ids, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(ids[:shown], ", "), len(ids)-shown)
 }
 
 // replayDatabaseURL names the default target: the current database's name with

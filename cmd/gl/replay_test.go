@@ -54,11 +54,29 @@ type replayBundle struct {
 	js          jetstream.JetStream
 	live        *pgxpool.Pool
 	liveURL     string
+	walletURL   string // the wallet API the replay checks its rebuild against
+}
+
+// newReplayBundle gives the test its own streams and a connection to them.
+func newReplayBundle(t *testing.T) *replayBundle {
+	t.Helper()
+	b := &replayBundle{natsURL: testenv.NATSURL(t)}
+	b.ns = testenv.Namespace(t, b.natsURL)
+	b.topo = events.Topology{Namespace: b.ns, MaxBytes: testenv.StreamMaxBytes}
+	var err error
+	b.nc, err = nats.Connect(b.natsURL)
+	require.NoError(t, err)
+	t.Cleanup(b.nc.Close)
+	b.js, err = jetstream.New(b.nc)
+	require.NoError(t, err)
+	require.NoError(t, b.topo.EnsureStreams(context.Background(), b.js))
+	return b
 }
 
 func (b *replayBundle) env(dbURL string) map[string]string {
 	return map[string]string{
 		"GL_DATABASE_URL": dbURL, "NATS_URL": b.natsURL, "EVENTS_NAMESPACE": b.ns, "EVENTS_STREAM_MAX_BYTES": "16777216",
+		"WALLET_URL": b.walletURL,
 		"LOG_FORMAT": "json", "EVENTS_BATCH_SIZE": "7", // small batches: many rounds
 	}
 }
@@ -110,29 +128,24 @@ func (b *replayBundle) waitForEntries(t *testing.T, n int64) {
 
 func TestReplayRebuildsTheLiveLedger(t *testing.T) {
 	t.Parallel()
-	b := &replayBundle{natsURL: testenv.NATSURL(t)}
-	b.ns = testenv.Namespace(t, b.natsURL)
-	b.topo = events.Topology{Namespace: b.ns, MaxBytes: testenv.StreamMaxBytes}
+	b := newReplayBundle(t)
 	b.live, b.liveURL = testenv.MigratedPool(t, "gl")
-	var err error
-	b.nc, err = nats.Connect(b.natsURL)
-	require.NoError(t, err)
-	t.Cleanup(b.nc.Close)
-	b.js, err = jetstream.New(b.nc)
-	require.NoError(t, err)
-	require.NoError(t, b.topo.EnsureStreams(context.Background(), b.js))
 
 	// 30 transfers in two currencies. Every fifth one is published again under another
 	// Nats-Msg-Id (the broker keeps both; the inbox must drop the second), and the live
 	// consumer is stopped and started again between the halves.
 	const n = 30
+	var made []gl.SourceTransfer // the wallet's transfers, all of them on the stream
+	for i := range n {
+		made = append(made, gl.SourceTransfer{ID: fmt.Sprintf("tr-%02d", i), Amount: int64(100 + i), Currency: []string{"USD", "EUR"}[i%2]})
+	}
+	_, b.walletURL = startWalletAPI(t, made...)
 	publishRange := func(from, to int) {
 		for i := from; i < to; i++ {
-			currency := []string{"USD", "EUR"}[i%2]
 			id := uuid.NewSHA1(uuid.NameSpaceOID, fmt.Appendf(nil, "%s-%d", b.ns, i))
 			transfer := events.TransferCompleted{
-				TransferID: fmt.Sprintf("tr-%02d", i), FromWalletID: "w-a", ToWalletID: "w-b",
-				Amount: int64(100 + i), Currency: currency, CreatedAt: time.Now().UTC(),
+				TransferID: made[i].ID, FromWalletID: "w-a", ToWalletID: "w-b",
+				Amount: made[i].Amount, Currency: made[i].Currency, CreatedAt: time.Now().UTC(),
 			}
 			b.publish(t, id, transfer, id.String())
 			if i%5 == 0 {
@@ -146,7 +159,7 @@ func TestReplayRebuildsTheLiveLedger(t *testing.T) {
 	stop()
 	publishRange(n/2, n)
 	// A poison message: dead-lettered by both the live GL and the replay, posted by neither.
-	_, err = b.js.Publish(context.Background(), b.topo.Subject(events.SourceWallet, events.TypeTransferCompleted),
+	_, err := b.js.Publish(context.Background(), b.topo.Subject(events.SourceWallet, events.TypeTransferCompleted),
 		[]byte("{not json"), jetstream.WithMsgID("poison-1"))
 	require.NoError(t, err)
 	stop = b.startLive(t)
@@ -164,6 +177,8 @@ func TestReplayRebuildsTheLiveLedger(t *testing.T) {
 		require.Contains(t, out, fmt.Sprintf("entries posted       %d\n", n))
 		require.Contains(t, out, "duplicates skipped   6\n")
 		require.Contains(t, out, "dead-lettered        1 ")
+		require.Contains(t, out, "check against the wallet API "+b.walletURL)
+		require.Contains(t, out, fmt.Sprintf("verdict: RECONCILED — %d transfers, %d entries", n, n))
 
 		pool, err := database.Open(context.Background(), target, 2)
 		require.NoError(t, err)
@@ -213,5 +228,80 @@ func TestReplayRebuildsTheLiveLedger(t *testing.T) {
 	t.Run("without --from-start it refuses to guess", func(t *testing.T) {
 		_, _, err := runGL(t, b.env(b.liveURL), "replay")
 		require.ErrorContains(t, err, "--from-start")
+	})
+}
+
+// TestReplayNamesTheHistoryTheStreamLost replays a stream that no longer holds its first
+// events (purged, as limits retention or a lost store would leave it) and one event for a
+// transfer the wallet never made.
+func TestReplayNamesTheHistoryTheStreamLost(t *testing.T) {
+	t.Parallel()
+	b := newReplayBundle(t)
+	var made []gl.SourceTransfer
+	for i := range 8 {
+		made = append(made, gl.SourceTransfer{ID: uuid.NewString(), Amount: int64(10 + i), Currency: "USD"})
+	}
+	stranger := uuid.NewString()
+	publish := func(tr gl.SourceTransfer) {
+		id := uuid.New()
+		b.publish(t, id, events.TransferCompleted{TransferID: tr.ID, FromWalletID: "w-a", ToWalletID: "w-b",
+			Amount: tr.Amount, Currency: tr.Currency, CreatedAt: time.Now().UTC()}, id.String())
+	}
+	for _, tr := range made {
+		publish(tr)
+	}
+	publish(gl.SourceTransfer{ID: stranger, Amount: 99, Currency: "USD"})
+	stream, err := b.js.Stream(context.Background(), b.topo.StreamName(events.SourceWallet))
+	require.NoError(t, err)
+	require.NoError(t, stream.Purge(context.Background(), jetstream.WithPurgeSequence(4)), "drop the events of stream sequences 1-3")
+	lost := made[:3]
+
+	wallet, apiURL := startWalletAPI(t, made...)
+	b.walletURL = apiURL
+	walletDB := walletDatabase(t, made)
+
+	for _, source := range []struct{ name, key, url string }{
+		{"the wallet's API", "WALLET_URL", apiURL},
+		{"the wallet database's view", "GL_RECONCILE_WALLET_DATABASE_URL", walletDB},
+	} {
+		t.Run("checked against "+source.name+", the replay fails naming what is missing", func(t *testing.T) {
+			env := b.env(testenv.DatabaseURL(t))
+			env[source.key] = source.url
+			out, _, err := runGL(t, env, "replay", "--from-start", "--into", testenv.DatabaseURL(t))
+			require.Error(t, err)
+			t.Log(out)
+			require.Contains(t, out, "entries posted       6\n")
+			require.Contains(t, out, "verdict: NOT RECONCILED — 4 differences")
+			require.Contains(t, out, "wallet outbox republish --since")
+			require.ErrorContains(t, err, "replay: the rebuilt GL does not reconcile with the wallet: 3 transfers of the wallet have no entry, the stream no longer holds their events: ")
+			require.ErrorContains(t, err, "entries for 1 transfers the wallet does not have: "+stranger)
+			for _, tr := range lost {
+				require.Contains(t, out, "MISSING   transfer "+tr.ID)
+				require.ErrorContains(t, err, tr.ID)
+			}
+			require.Contains(t, out, "EXTRA     transfer "+stranger)
+			require.NotContains(t, out, "next: ", "a rebuild that lacks history is not one to use")
+		})
+	}
+
+	t.Run("a transfer the wallet makes after the replay read its listing is not taken for lost history", func(t *testing.T) {
+		late := gl.SourceTransfer{ID: uuid.NewString(), Amount: 5, Currency: "USD"}
+		wallet.addAfterNextListing(late)
+		out, _, err := runGL(t, b.env(testenv.DatabaseURL(t)), "replay", "--from-start", "--into", testenv.DatabaseURL(t))
+		require.ErrorContains(t, err, "3 transfers of the wallet have no entry")
+		require.Contains(t, out, "verdict: NOT RECONCILED — 4 differences")
+		require.NotContains(t, out, late.ID)
+	})
+
+	t.Run("--no-reconcile skips the check", func(t *testing.T) {
+		env := b.env(testenv.DatabaseURL(t))
+		env["WALLET_URL"] = "http://127.0.0.1:1"
+		_, _, err := runGL(t, env, "replay", "--from-start", "--into", testenv.DatabaseURL(t))
+		require.ErrorContains(t, err, "--no-reconcile skips the check", "an unreadable wallet fails the replay before it starts")
+
+		out, _, err := runGL(t, env, "replay", "--from-start", "--no-reconcile", "--into", testenv.DatabaseURL(t))
+		require.NoError(t, err)
+		require.Contains(t, out, "entries posted       6\n")
+		require.Contains(t, out, "check against the wallet: skipped (--no-reconcile)")
 	})
 }
