@@ -36,6 +36,7 @@ func commands() []cli.Command {
 		{Words: []string{"outbox", "show"}, Help: "one outbox row with its payload: ID", Run: outboxShowCmd},
 		{Words: []string{"outbox", "requeue"}, Help: "failed/dead_letter rows back to pending: ID... | --status S", Run: outboxRequeueCmd},
 		{Words: []string{"outbox", "reconcile"}, Help: "acknowledge stuck rows the GL already posted [--dry-run]", Run: outboxReconcileCmd},
+		{Words: []string{"outbox", "republish"}, Help: "acknowledged rows created in a period back to pending, published again: --since T [--until T] (RFC 3339)", Run: outboxRepublishCmd},
 		{Words: []string{"verify"}, Help: "check the wallet's invariants; non-zero exit when one fails", Run: verifyCmd},
 	}
 }

@@ -396,3 +396,58 @@ func deref(s *string) string {
 	}
 	return *s
 }
+
+// Republished is the outcome of a republish: the period asked for, and how many acknowledged
+// rows created in it went back to pending.
+type Republished struct {
+	Since    time.Time  `json:"since"`
+	Until    *time.Time `json:"until,omitempty"` // nil: up to now
+	Requeued int64      `json:"requeued"`
+}
+
+// RepublishOutbox sends the acknowledged rows created in [since, until) back to pending (until
+// zero: no upper bound), so the relay publishes them again under their own ids: a stream that
+// lost its history is rebuilt, and the consumers' inboxes recognise the events they already
+// applied (a DuplicateHandler answers them again, which brings the rows back to acknowledged).
+// It needs a pool or a transaction: the transition is allowed only inside the transaction that
+// asks for it (db/schema/events/00005).
+func (a *Admin) RepublishOutbox(ctx context.Context, since, until time.Time) (Republished, error) {
+	out := Republished{Since: since.UTC()}
+	params := eventsdb.RepublishOutboxParams{Since: since}
+	if !until.IsZero() {
+		if !until.After(since) {
+			return out, fmt.Errorf("republish: the end of the period (%s) must be after its start (%s)", until.Format(time.RFC3339Nano), since.Format(time.RFC3339Nano))
+		}
+		u := until.UTC()
+		out.Until, params.Until = &u, &u
+	}
+	db, ok := a.db.(interface {
+		Begin(context.Context) (pgx.Tx, error)
+	})
+	if !ok {
+		return out, errors.New("republish: the operator API needs a pool or a transaction to begin one")
+	}
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return out, fmt.Errorf("republish: begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	q := eventsdb.New(tx)
+	if err := q.AllowOutboxRepublish(ctx); err != nil {
+		return out, fmt.Errorf("republish: allow the transition: %w", err)
+	}
+	n, err := q.RepublishOutbox(ctx, params)
+	if err != nil {
+		return out, fmt.Errorf("republish acknowledged outbox rows: %w", err)
+	}
+	if n > 0 {
+		if err := q.NotifyOutboxRelays(ctx); err != nil {
+			return out, fmt.Errorf("republish: notify the relays: %w", err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return out, fmt.Errorf("republish: commit: %w", err)
+	}
+	out.Requeued = n
+	return out, nil
+}

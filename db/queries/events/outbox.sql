@@ -195,3 +195,33 @@ WHERE status = ANY (@statuses::text[])
   AND id > @after::uuid
 ORDER BY id
 LIMIT @row_limit;
+
+-- name: AllowOutboxRepublish :exec
+-- AllowOutboxRepublish lets the rest of this transaction move acknowledged rows back to pending,
+-- which the outbox_guard_transition trigger refuses otherwise (db/schema/events/00005): an
+-- operator's republish (wallet outbox republish) runs it right before RepublishOutbox.
+SELECT set_config('outbox.republish', 'on', true);
+
+-- name: RepublishOutbox :execrows
+-- RepublishOutbox sends the acknowledged rows created in [since, until) (until NULL: no upper
+-- bound) back to pending, as new: the relay publishes them again under their own id, which is
+-- the Nats-Msg-Id and the event id, so a lost stream is rebuilt and the consumers' inboxes
+-- recognise the events they already applied. Needs AllowOutboxRepublish earlier in the same
+-- transaction.
+UPDATE outbox
+SET status          = 'pending',
+    attempts        = 0,
+    last_error      = NULL,
+    next_attempt_at = NULL,
+    lease_owner     = NULL,
+    lease_until     = NULL,
+    dispatched_at   = NULL,
+    acknowledged_at = NULL
+WHERE status = 'acknowledged'
+  AND created_at >= @since::timestamptz
+  AND (sqlc.narg('until')::timestamptz IS NULL OR created_at < sqlc.narg('until')::timestamptz);
+
+-- name: NotifyOutboxRelays :exec
+-- NotifyOutboxRelays wakes the relays listening on the outbox channel when the transaction
+-- commits, as the insert trigger does for new pending rows.
+SELECT pg_notify('outbox', '');

@@ -56,6 +56,18 @@ func (q *Queries) AcknowledgeOutbox(ctx context.Context, ids []uuid.UUID) (int64
 	return result.RowsAffected(), nil
 }
 
+const allowOutboxRepublish = `-- name: AllowOutboxRepublish :exec
+SELECT set_config('outbox.republish', 'on', true)
+`
+
+// AllowOutboxRepublish lets the rest of this transaction move acknowledged rows back to pending,
+// which the outbox_guard_transition trigger refuses otherwise (db/schema/events/00005): an
+// operator's republish (wallet outbox republish) runs it right before RepublishOutbox.
+func (q *Queries) AllowOutboxRepublish(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, allowOutboxRepublish)
+	return err
+}
+
 const claimOutbox = `-- name: ClaimOutbox :many
 UPDATE outbox o
 SET status      = 'dispatching',
@@ -546,6 +558,17 @@ func (q *Queries) MarkFailed(ctx context.Context, arg MarkFailedParams) (int64, 
 	return result.RowsAffected(), nil
 }
 
+const notifyOutboxRelays = `-- name: NotifyOutboxRelays :exec
+SELECT pg_notify('outbox', '')
+`
+
+// NotifyOutboxRelays wakes the relays listening on the outbox channel when the transaction
+// commits, as the insert trigger does for new pending rows.
+func (q *Queries) NotifyOutboxRelays(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, notifyOutboxRelays)
+	return err
+}
+
 const outboxOldest = `-- name: OutboxOldest :one
 SELECT
     count(*) FILTER (WHERE status = 'pending')::bigint AS pending,
@@ -629,6 +652,39 @@ type ReleaseOutboxParams struct {
 // says nothing about the rows themselves.
 func (q *Queries) ReleaseOutbox(ctx context.Context, arg ReleaseOutboxParams) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseOutbox, arg.Ids, arg.Owner)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const republishOutbox = `-- name: RepublishOutbox :execrows
+UPDATE outbox
+SET status          = 'pending',
+    attempts        = 0,
+    last_error      = NULL,
+    next_attempt_at = NULL,
+    lease_owner     = NULL,
+    lease_until     = NULL,
+    dispatched_at   = NULL,
+    acknowledged_at = NULL
+WHERE status = 'acknowledged'
+  AND created_at >= $1::timestamptz
+  AND ($2::timestamptz IS NULL OR created_at < $2::timestamptz)
+`
+
+type RepublishOutboxParams struct {
+	Since time.Time
+	Until *time.Time
+}
+
+// RepublishOutbox sends the acknowledged rows created in [since, until) (until NULL: no upper
+// bound) back to pending, as new: the relay publishes them again under their own id, which is
+// the Nats-Msg-Id and the event id, so a lost stream is rebuilt and the consumers' inboxes
+// recognise the events they already applied. Needs AllowOutboxRepublish earlier in the same
+// transaction.
+func (q *Queries) RepublishOutbox(ctx context.Context, arg RepublishOutboxParams) (int64, error) {
+	result, err := q.db.Exec(ctx, republishOutbox, arg.Since, arg.Until)
 	if err != nil {
 		return 0, err
 	}
