@@ -5,20 +5,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
-	"walletgl/internal/database"
-	"walletgl/internal/gl"
-	glhttpapi "walletgl/internal/gl/httpapi"
-	glpostgres "walletgl/internal/gl/postgres"
 	"walletgl/internal/testenv"
 	"walletgl/internal/wallet"
 	"walletgl/internal/wallet/postgres"
@@ -162,28 +158,28 @@ func TestOutboxReconcileAsksTheGLOverHTTP(t *testing.T) {
 	unposted := b.setStatus(t, 1, "dispatched") // the GL has not seen it
 	deadPosted := b.setStatus(t, 2, "dead_letter")
 
-	// A real GL: its database with the postings, behind its own HTTP API.
-	glPool, _ := testenv.MigratedPool(t, "gl")
-	ledger := glpostgres.NewLedger(glPool)
-	for _, i := range []int{0, 2} {
-		tr := b.transfers[i]
-		err := database.WithTx(context.Background(), glPool, func(tx pgx.Tx) error {
-			_, err := ledger.Post(context.Background(), tx, gl.Entry{
-				ID: uuid.Must(uuid.NewV7()), EventID: tr.EventID.String(), TransferID: tr.ID.String(),
-				Currency: tr.Currency, OccurredAt: tr.CreatedAt,
-				Lines: []gl.Line{{AccountCode: "1010", Direction: gl.Debit, Amount: tr.Amount}, {AccountCode: "2010", Direction: gl.Credit, Amount: tr.Amount}},
-			})
-			return err
-		})
-		require.NoError(t, err)
-	}
-	srv := httptest.NewServer(glhttpapi.NewServer(zerolog.Nop(), ledger, nil))
+	// The GL's API as it documents GET /v1/entries?transfer_id= (the wallet's tests import
+	// nothing of the GL; the real API is asked through the binaries in internal/e2e): it has
+	// posted transfers 0 and 2.
+	postedBy := map[string]string{b.transfers[0].ID.String(): "entry-0", b.transfers[2].ID.String(): "entry-2"}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet || r.URL.Path != "/v1/entries" {
+			http.NotFound(w, r)
+			return
+		}
+		entries := []map[string]string{}
+		if id, ok := postedBy[r.URL.Query().Get("transfer_id")]; ok {
+			entries = append(entries, map[string]string{"id": id, "event_id": "ev-" + id})
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"entries": entries})
+	}))
 	t.Cleanup(srv.Close)
 	b.env["GL_URL"] = srv.URL
 
 	out, _, err := b.run(t, "outbox", "reconcile", "--dry-run")
 	require.NoError(t, err)
-	require.Contains(t, out, "would acknowledge "+posted.String()+" (was dispatched): transfer "+b.transfers[0].ID.String())
+	require.Contains(t, out, "would acknowledge "+posted.String()+" (was dispatched): transfer "+b.transfers[0].ID.String()+", GL entry entry-0")
 	require.Contains(t, out, "would acknowledge "+deadPosted.String()+" (was dead_letter)")
 	require.NotContains(t, out, unposted.String())
 	require.Contains(t, out, "checked 3 rows (dispatched, failed, dead_letter): 2 would acknowledge, 1 not posted by the GL yet")
@@ -206,6 +202,97 @@ func TestOutboxReconcileAsksTheGLOverHTTP(t *testing.T) {
 	_, _, err = b.run(t, "outbox", "reconcile")
 	require.ErrorContains(t, err, "ask the GL")
 	require.Equal(t, "dispatched", b.status(t, unposted))
+}
+
+func TestOutboxRepublishSendsAPeriodsAcknowledgedRowsBackToPending(t *testing.T) {
+	t.Parallel()
+	b := setup(t) // three pending rows, created now: outside every period below
+	ctx := context.Background()
+	at := func(s string) time.Time {
+		ts, err := time.Parse(time.RFC3339, s)
+		require.NoError(t, err)
+		return ts
+	}
+	// Rows as the relay and the GL's acknowledgments left them, created at fixed times.
+	row := func(status, created string) uuid.UUID {
+		id := uuid.Must(uuid.NewV7())
+		_, err := b.pool.Exec(ctx, `INSERT INTO outbox (id, event_type, aggregate_id, payload, status, attempts, publish_count,
+				stream_seq, dispatched_at, acknowledged_at, last_error, created_at)
+			VALUES ($1::uuid, 'TransferCompleted.v1', 'tr-' || $1::text, '{}', $2::text, 1, 1, 7, $3::timestamptz,
+				CASE WHEN $2::text = 'acknowledged' THEN $3::timestamptz END, CASE WHEN $2::text = 'dead_letter' THEN 'refused' END, $3::timestamptz)`,
+			id, status, at(created))
+		require.NoError(t, err)
+		return id
+	}
+	before := row("acknowledged", "2020-01-02T08:59:59Z")
+	first := row("acknowledged", "2020-01-02T09:00:00Z")
+	inside := row("acknowledged", "2020-01-02T10:30:00Z")
+	atEnd := row("acknowledged", "2020-01-02T11:00:00Z")
+	dispatched := row("dispatched", "2020-01-02T10:00:00Z")
+	dead := row("dead_letter", "2020-01-02T10:00:00Z")
+	statuses := func() map[uuid.UUID]string {
+		out := map[uuid.UUID]string{}
+		for _, id := range []uuid.UUID{before, first, inside, atEnd, dispatched, dead} {
+			out[id] = b.status(t, id)
+		}
+		for _, tr := range b.transfers {
+			out[tr.EventID] = b.status(t, tr.EventID)
+		}
+		return out
+	}
+	want := statuses()
+
+	t.Run("acknowledged rows created in [since, until) go back to pending, as new, and nothing else moves", func(t *testing.T) {
+		out, _, err := b.run(t, "outbox", "republish", "--since", "2020-01-02T09:00:00Z", "--until", "2020-01-02T11:00:00Z")
+		require.NoError(t, err)
+		require.Contains(t, out, "2 acknowledged rows created from 2020-01-02T09:00:00Z to 2020-01-02T11:00:00Z back to pending")
+		require.Contains(t, out, "the rows return to acknowledged by themselves")
+		require.Contains(t, out, "note: acknowledged rows are deleted after EVENTS_RETENTION", "the period is older than the retention")
+		want[first], want[inside] = "pending", "pending"
+		require.Equal(t, want, statuses())
+
+		var attempts int32
+		var dispatchedAt, acknowledgedAt *time.Time
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT attempts, dispatched_at, acknowledged_at FROM outbox WHERE id = $1`, inside).
+			Scan(&attempts, &dispatchedAt, &acknowledgedAt))
+		require.Zero(t, attempts)
+		require.Nil(t, dispatchedAt, "the relay publishes it as a new row; catch-up does not take it for an old one")
+		require.Nil(t, acknowledgedAt)
+	})
+
+	t.Run("without --until the period has no end; rows already pending are not counted again", func(t *testing.T) {
+		out, _, err := b.run(t, "outbox", "republish", "--since", "2020-01-02T09:00:00+00:00", "--json")
+		require.NoError(t, err)
+		require.JSONEq(t, `{"since":"2020-01-02T09:00:00Z","requeued":1}`, out)
+		want[atEnd] = "pending"
+		require.Equal(t, want, statuses())
+	})
+
+	t.Run("acknowledged stays terminal for any other transaction", func(t *testing.T) {
+		_, err := b.pool.Exec(ctx, `UPDATE outbox SET status = 'pending' WHERE id = $1`, before)
+		require.ErrorContains(t, err, "illegal status transition acknowledged -> pending")
+		_, err = b.pool.Exec(ctx, `UPDATE outbox SET status = 'dispatching', lease_owner = 'x', lease_until = now() WHERE id = $1`, before)
+		require.ErrorContains(t, err, "illegal status transition acknowledged -> dispatching")
+		require.Equal(t, "acknowledged", b.status(t, before))
+	})
+
+	refusals := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"a period without a start is refused", []string{}, "--since is required"},
+		{"a start that is not RFC 3339 is refused", []string{"--since", "yesterday"}, `--since "yesterday" is not an RFC 3339 time`},
+		{"an end that is not RFC 3339 is refused", []string{"--since", "2020-01-02T09:00:00Z", "--until", "2020-01-02"}, `--until "2020-01-02" is not an RFC 3339 time`},
+		{"an end before the start is refused", []string{"--since", "2020-01-02T09:00:00Z", "--until", "2020-01-02T09:00:00Z"}, "must be after its start"},
+	}
+	for _, tt := range refusals {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := b.run(t, append([]string{"outbox", "republish"}, tt.args...)...)
+			require.ErrorContains(t, err, tt.want)
+			require.Equal(t, "acknowledged", b.status(t, before))
+		})
+	}
 }
 
 func TestVerify(t *testing.T) {
