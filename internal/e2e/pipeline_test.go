@@ -23,6 +23,12 @@ type system struct {
 	wallet, gl       *harness.Process
 	walletAPI, glAPI *harness.Client
 	walletDB, glDB   *pgxpool.Pool
+	// For the operator commands a test runs with the same binaries and settings.
+	bins                 harness.Binaries
+	walletDBURL, glDBURL string
+	walletAddr, glAddr   string
+	natsURL, namespace   string
+	common               []string
 }
 
 func startSystem(t *testing.T, extraEnv ...string) *system {
@@ -62,6 +68,8 @@ func startSystemOn(t *testing.T, natsURL string, waitHealthy bool, extraEnv ...s
 			Env: append([]string{"GL_DATABASE_URL=" + glURL, "GL_HTTP_ADDR=" + glAddr}, common...)},
 		walletAPI: harness.NewClient(walletAddr),
 		glAPI:     harness.NewClient(glAddr),
+		bins:      bins, walletDBURL: walletURL, glDBURL: glURL, walletAddr: walletAddr, glAddr: glAddr,
+		natsURL: natsURL, namespace: ns, common: common,
 	}
 	for _, p := range []*harness.Process{s.wallet, s.gl} {
 		require.NoError(t, p.Start())
