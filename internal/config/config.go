@@ -33,9 +33,23 @@ func NewSet(name string, getenv func(string) string, output io.Writer) *Set {
 	s := &Set{fs: fs, getenv: getenv}
 	fs.Usage = func() {
 		fmt.Fprintf(output, "Usage of %s (each flag also reads the environment variable named):\n", name)
+		withEnv := map[string]bool{}
 		for _, d := range s.docs {
+			withEnv[d.Flag] = true
 			fmt.Fprintf(output, "  -%s (%s, default %q)\n    \t%s\n", d.Flag, d.Env, d.Default, d.Usage)
 		}
+		// A command's own flags (added through Flags) have no variable; list them too.
+		header := false
+		fs.VisitAll(func(f *flag.Flag) {
+			if withEnv[f.Name] {
+				return
+			}
+			if !header {
+				fmt.Fprintf(output, "Flags of %s alone:\n", name)
+				header = true
+			}
+			fmt.Fprintf(output, "  -%s\n    \t%s\n", f.Name, f.Usage)
+		})
 	}
 	return s
 }
