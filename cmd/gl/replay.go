@@ -13,8 +13,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/mattn/go-isatty"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
 	"walletgl/internal/cli"
@@ -114,38 +112,10 @@ func replayCmd(ctx context.Context, env cli.Env, args []string) error {
 		return err
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return fmt.Errorf("replay: jetstream context: %w", err)
-	}
 	topo := cfg.Events.Topology(log)
 	stream := topo.StreamName(events.SourceWallet)
-	cons, err := js.CreateConsumer(ctx, stream, jetstream.ConsumerConfig{
-		Description:       "gl replay into " + targetName,
-		DeliverPolicy:     jetstream.DeliverAllPolicy,
-		AckPolicy:         jetstream.AckExplicitPolicy,
-		AckWait:           cfg.Events.AckWait,
-		MaxDeliver:        cfg.Events.MaxDeliver,
-		MaxAckPending:     1000,
-		FilterSubject:     topo.Subject(events.SourceWallet, events.TypeTransferCompleted),
-		InactiveThreshold: time.Minute, // the server removes it even if this process dies
-	})
-	if err != nil {
-		return fmt.Errorf("replay: create consumer on %s: %w", stream, err)
-	}
-	consumerName := cons.CachedInfo().Name
-	defer func() {
-		delCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if err := js.DeleteConsumer(delCtx, stream, consumerName); err != nil {
-			log.Debug().Err(err).Str("consumer", consumerName).Msg("delete replay consumer; the server drops it after a minute")
-		}
-	}()
-
-	// The consumer is named after the live one because the name is the inbox prefix: the
-	// target's inbox then reads gl:<event id>, as the live GL's does, and gl verify holds
-	// there too. Only HandleBatch is used; Run, which would attach to the live durable
-	// consumer of that name, is never called.
+	// The replay's inbox is the GL consumer's (gl:<event id>), as in the live GL, so gl verify
+	// holds in the target too; it reads through a broker consumer of its own (Consumer.Replay).
 	// A rebuild answers nobody: duplicates in the stream are skipped, not acknowledged again.
 	poster := struct{ events.Handler }{gl.NewTransferPoster(cfg.Rule, ledger, log)}
 	consCfg, err := cfg.Events.Consumer(events.ConsumerGL, nil)
@@ -156,54 +126,13 @@ func replayCmd(ctx context.Context, env cli.Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	log.Info().Str("stream", stream).Str("target", targetName).Uint64("events", cons.CachedInfo().NumPending).Msg("replay started")
-
+	log.Info().Str("stream", stream).Str("target", targetName).Msg("replay started")
 	progress := newProgress(env.Stderr, log, time.Now())
-	total := cons.CachedInfo().NumPending
-	pending := total
-	for {
-		if err := ctx.Err(); err != nil {
-			progress.finish()
-			return fmt.Errorf("replay interrupted after %d events; drop database %s before replaying again: %w", progress.done, targetName, err)
-		}
-		// While the stream has events for us, take what is there without waiting for a full
-		// batch; at the end, wait a little for deliveries that were negatively acknowledged.
-		var batch jetstream.MessageBatch
-		if pending > 0 {
-			batch, err = cons.FetchNoWait(cfg.Events.BatchSize)
-		} else {
-			batch, err = cons.Fetch(cfg.Events.BatchSize, jetstream.FetchMaxWait(time.Second))
-		}
-		if err != nil {
-			return fmt.Errorf("replay: fetch: %w", err)
-		}
-		var msgs []jetstream.Msg
-		for msg := range batch.Messages() {
-			msgs = append(msgs, msg)
-		}
-		if err := batch.Error(); err != nil && len(msgs) == 0 && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("replay: fetch: %w", err)
-		}
-		if len(msgs) > 0 {
-			batchCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Events.AckWait)
-			handler.HandleBatch(batchCtx, msgs)
-			cancel()
-		}
-		info, err := cons.Info(ctx)
-		if err != nil {
-			return fmt.Errorf("replay: consumer state: %w", err)
-		}
-		pending = info.NumPending
-		stats := handler.Stats()
-		done := uint64(stats.Processed + stats.Duplicates + stats.Failed)
-		// Events published meanwhile join the replay; the total grows with them.
-		total = max(total, done+info.NumPending+uint64(info.NumAckPending))
-		progress.update(done, total)
-		if info.NumPending == 0 && info.NumAckPending == 0 {
-			break
-		}
-	}
+	err = handler.Replay(ctx, progress.update)
 	progress.finish()
+	if err != nil {
+		return fmt.Errorf("replay stopped after %d events; drop database %s before replaying again: %w", progress.done, targetName, err)
+	}
 
 	stats := handler.Stats()
 	entries, _, err = ledger.Size(ctx)

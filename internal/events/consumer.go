@@ -237,12 +237,52 @@ func (c *Consumer) inspect(msg jetstream.Msg) delivery {
 	return d
 }
 
-// HandleBatch processes messages fetched by the caller as the consume loop does, and returns
-// once their acks are confirmed (gl replay drives its own fetches through it).
-func (c *Consumer) HandleBatch(ctx context.Context, msgs []jetstream.Msg) {
+// Replay applies every event still in the stream of the consumer's durable consumer, from the
+// first, through the same fetches, inbox and handler as the live loop, but through a broker
+// consumer of its own (Topology.CreateReplayConsumer): gl replay rebuilds a ledger with it. It
+// returns once nothing is pending or waiting for an ack; progress hears the events done and
+// the total known so far (events published meanwhile join the replay).
+func (c *Consumer) Replay(ctx context.Context, progress func(done, total uint64)) error {
+	cons, err := c.topo.CreateReplayConsumer(ctx, c.js, c.cfg.ConsumerSpec)
+	if err != nil {
+		return err
+	}
+	defer c.deleteReplayConsumer(ctx, cons.CachedInfo().Name)
+	total := cons.CachedInfo().NumPending
 	var acking sync.WaitGroup
-	c.handleBatch(ctx, msgs, &acking)
-	acking.Wait()
+	defer acking.Wait()
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		msgs, err := c.fetch(cons)
+		if err != nil {
+			return err
+		}
+		if len(msgs) > 0 {
+			c.handleBatch(context.WithoutCancel(ctx), msgs, &acking)
+			acking.Wait() // the ack floor below must count this batch
+		}
+		info, err := cons.Info(ctx)
+		if err != nil {
+			return fmt.Errorf("replay consumer state: %w", err)
+		}
+		s := c.Stats()
+		done := uint64(s.Processed + s.Duplicates + s.Failed)
+		total = max(total, done+info.NumPending+uint64(info.NumAckPending))
+		progress(done, total)
+		if info.NumPending == 0 && info.NumAckPending == 0 {
+			return nil
+		}
+	}
+}
+
+func (c *Consumer) deleteReplayConsumer(ctx context.Context, name string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := c.js.DeleteConsumer(ctx, c.topo.StreamName(c.cfg.Source), name); err != nil {
+		c.log.Debug().Err(err).Str("consumer", name).Msg("delete replay consumer; the broker drops it after a minute")
+	}
 }
 
 // handleBatch processes fetched messages. Poison messages are dead-lettered one by one; the

@@ -206,7 +206,31 @@ func (t Topology) EnsureConsumer(ctx context.Context, js jetstream.JetStream, sp
 		return nil, err
 	}
 	stream := t.StreamName(spec.Source)
-	cons, err := js.CreateOrUpdateConsumer(ctx, stream, jetstream.ConsumerConfig{
+	cons, err := js.CreateOrUpdateConsumer(ctx, stream, t.consumerConfig(spec))
+	if err != nil {
+		return nil, fmt.Errorf("ensure consumer %s on %s: %w", spec.Name, stream, err)
+	}
+	return cons, nil
+}
+
+// CreateReplayConsumer creates a consumer of its own that reads what spec's durable consumer
+// reads, from the first event still in the stream. It is ephemeral: it has no name to borrow
+// from the live consumer, which it never touches, and the broker removes it a minute after its
+// last use if nobody deletes it.
+func (t Topology) CreateReplayConsumer(ctx context.Context, js jetstream.JetStream, spec ConsumerSpec) (jetstream.Consumer, error) {
+	cfg := t.consumerConfig(spec)
+	cfg.Durable, cfg.Description, cfg.InactiveThreshold = "", spec.Name+" replay of "+spec.EventType, time.Minute
+	stream := t.StreamName(spec.Source)
+	cons, err := js.CreateConsumer(ctx, stream, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("create replay consumer on %s: %w", stream, err)
+	}
+	return cons, nil
+}
+
+// consumerConfig is the broker's configuration of spec's durable consumer.
+func (t Topology) consumerConfig(spec ConsumerSpec) jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{
 		Durable:       spec.Name,
 		Description:   spec.Name + " takes " + spec.EventType,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
@@ -215,11 +239,7 @@ func (t Topology) EnsureConsumer(ctx context.Context, js jetstream.JetStream, sp
 		MaxDeliver:    -1, // see ConsumerSpec.MaxDeliver
 		MaxAckPending: spec.MaxAckPending,
 		FilterSubject: t.Subject(spec.Source, spec.EventType),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("ensure consumer %s on %s: %w", spec.Name, stream, err)
 	}
-	return cons, nil
 }
 
 // isTopologyMissing reports whether err says a stream or consumer does not exist (for
