@@ -13,13 +13,17 @@ type Kind int
 
 // The kinds of application error.
 const (
-	Internal      Kind = iota // a bug or an unexpected failure: details stay in the log
-	Invalid                   // the request is malformed
-	NotFound                  // the thing named does not exist
-	Conflict                  // the request clashes with the current state
-	TooLarge                  // the request is over a size limit
-	Unprocessable             // well-formed, but the business rules refuse it
-	Unavailable               // a dependency is down; retry later
+	Internal             Kind = iota // a bug or an unexpected failure: details stay in the log
+	Invalid                          // the request is malformed
+	NotFound                         // the thing named does not exist
+	Conflict                         // the request clashes with the current state
+	TooLarge                         // the request is over a size limit
+	Unprocessable                    // well-formed, but the business rules refuse it
+	Unavailable                      // a dependency is down; retry later
+	UnsupportedMediaType             // the request body is not of the media type the API takes
+	Unauthenticated                  // no valid credentials came with the request
+	Forbidden                        // the credentials do not allow this request
+	TooManyRequests                  // the caller is over its rate limit; retry later
 )
 
 // Error is an application error: a kind, a stable slug (the problem type clients match on)

@@ -5,8 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
+	"reflect"
+	"strings"
 
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/rs/zerolog"
 
 	"walletgl/internal/problem"
@@ -34,55 +39,87 @@ func Encode(w http.ResponseWriter, r *http.Request, status int, v any) {
 	}
 }
 
-// Decode reads exactly one JSON value of type T from the body: unknown fields, values of the
-// wrong type, trailing data and bodies over MaxBodyBytes are refused with a problem.Error.
+// Decode reads exactly one JSON value of type T from a body sent as application/json. It
+// decodes with encoding/json/v2 semantics (github.com/go-json-experiment/json), which refuse
+// what a money API must not guess at: a name given twice ("amount":1,"amount":7), a name
+// that differs from the field's only in case, an unknown name, a value of the wrong type or
+// out of range, and anything after the value. Each is a problem.Error: 415 for another media
+// type, 413 for a body over MaxBodyBytes, 400 for the rest.
 func Decode[T any](w http.ResponseWriter, r *http.Request) (T, error) {
 	var v T
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&v); err != nil {
-		return v, decodeError(err)
+	if err := requireJSON(r); err != nil {
+		return v, err
 	}
-	if err := dec.Decode(&json.RawMessage{}); !errors.Is(err, io.EOF) {
-		if err != nil {
-			if tooLarge := decodeError(err); errors.Is(tooLarge, errBodyTooLarge) {
-				return v, tooLarge
-			}
-		}
-		return v, problem.Newf(errInvalidBody, "the body must hold one JSON value and nothing after it")
+	err := jsonv2.UnmarshalRead(http.MaxBytesReader(w, r.Body, MaxBodyBytes), &v, jsonv2.RejectUnknownMembers(true))
+	if err != nil {
+		return v, decodeError(err)
 	}
 	return v, nil
 }
 
+// errMediaType refuses a body that is not declared JSON: a browser's form post (text/plain,
+// application/x-www-form-urlencoded) must never be read as a request of this API.
+var errMediaType = problem.New(problem.UnsupportedMediaType, "unsupported-media-type", "the request body must be application/json")
+
+func requireJSON(r *http.Request) error {
+	raw := r.Header.Get("Content-Type")
+	mediaType, params, err := mime.ParseMediaType(raw)
+	switch {
+	case raw == "":
+		return problem.Newf(errMediaType, "the request has no Content-Type; send application/json")
+	case err != nil || mediaType != "application/json":
+		return problem.Newf(errMediaType, "Content-Type %q is not application/json", raw)
+	case params["charset"] != "" && !strings.EqualFold(params["charset"], "utf-8"):
+		return problem.Newf(errMediaType, "charset %q is not utf-8", params["charset"])
+	}
+	return nil
+}
+
 func decodeError(err error) error {
 	var (
-		maxErr    *http.MaxBytesError
-		typeErr   *json.UnmarshalTypeError
-		syntaxErr *json.SyntaxError
+		maxErr  *http.MaxBytesError
+		semErr  *jsonv2.SemanticError
+		syntErr *jsontext.SyntacticError
 	)
 	switch {
 	case errors.As(err, &maxErr):
 		return errBodyTooLarge
-	case errors.Is(err, io.EOF):
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) && isEmpty(err):
 		return problem.Newf(errInvalidBody, "the body is empty; it must be a JSON object")
-	case errors.As(err, &typeErr):
-		if typeErr.Field != "" {
-			return problem.Newf(errInvalidBody, "field %q must be of JSON type %s", typeErr.Field, jsonType(typeErr))
-		}
+	case errors.Is(err, jsontext.ErrDuplicateName) && errors.As(err, &syntErr):
+		return problem.Newf(errInvalidBody, "field %q is given more than once", fieldName(syntErr.JSONPointer))
+	case errors.Is(err, jsonv2.ErrUnknownName) && errors.As(err, &semErr):
+		return problem.Newf(errInvalidBody, "field %q is not known (names are case-sensitive)", fieldName(semErr.JSONPointer))
+	case errors.As(err, &semErr) && semErr.JSONPointer != "":
+		return problem.Newf(errInvalidBody, "field %q must be %s", fieldName(semErr.JSONPointer), goKind(semErr))
+	case errors.As(err, &semErr):
 		return problem.Newf(errInvalidBody, "the body must be a JSON object")
-	case errors.As(err, &syntaxErr), errors.Is(err, io.ErrUnexpectedEOF):
-		return problem.Newf(errInvalidBody, "the body is not valid JSON")
 	}
-	// Unknown fields and the like: encoding/json's message names the field and is safe to show.
-	return problem.Newf(errInvalidBody, "the body is not acceptable: %s", err.Error())
+	return problem.Newf(errInvalidBody, "the body is not one valid JSON value")
 }
 
-func jsonType(e *json.UnmarshalTypeError) string {
-	switch e.Type.Kind().String() {
-	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64":
-		return "integer (within 64 bits)"
-	case "bool":
-		return "boolean"
+// isEmpty reports whether an unexpected end of input came before any value.
+func isEmpty(err error) bool {
+	var syntErr *jsontext.SyntacticError
+	return !errors.As(err, &syntErr) || syntErr.ByteOffset == 0
+}
+
+// fieldName is the JSON pointer of a member without its leading slash ("/amount" → "amount").
+func fieldName(p jsontext.Pointer) string { return strings.TrimPrefix(string(p), "/") }
+
+func goKind(e *jsonv2.SemanticError) string {
+	if e.GoType == nil {
+		return "of another type"
 	}
-	return e.Type.Kind().String()
+	switch e.GoType.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "a whole number within 64 bits"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a non-negative whole number"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.String:
+		return "a string"
+	}
+	return "of JSON type " + e.GoType.Kind().String()
 }

@@ -47,6 +47,11 @@ var statuses = map[problem.Kind]int{
 	problem.TooLarge:      http.StatusRequestEntityTooLarge,
 	problem.Unprocessable: http.StatusUnprocessableEntity,
 	problem.Unavailable:   http.StatusServiceUnavailable,
+
+	problem.UnsupportedMediaType: http.StatusUnsupportedMediaType,
+	problem.Unauthenticated:      http.StatusUnauthorized,
+	problem.Forbidden:            http.StatusForbidden,
+	problem.TooManyRequests:      http.StatusTooManyRequests,
 }
 
 var errInternal = problem.New(problem.Internal, SlugInternal,

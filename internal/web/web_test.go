@@ -102,32 +102,45 @@ func TestDecode(t *testing.T) {
 		Amount int64  `json:"amount"`
 		Flag   bool   `json:"flag"`
 	}
+	const jsonType = "application/json"
 	tests := []struct {
-		name   string
-		body   string
-		status int // 0: decoded
-		slug   string
-		detail string
+		name        string
+		contentType string
+		body        string
+		status      int // 0: decoded
+		slug        string
+		detail      string
 	}{
-		{"one object decodes", `{"name":"a","amount":5}`, 0, "", ""},
-		{"whitespace after the object is fine", "{\"name\":\"a\"}\n  ", 0, "", ""},
-		{"an empty body is invalid", ``, 400, "invalid-request", "the body is empty; it must be a JSON object"},
-		{"malformed JSON is invalid", `{"name":`, 400, "invalid-request", "the body is not valid JSON"},
-		{"a syntax error is invalid", `{"name" "a"}`, 400, "invalid-request", "the body is not valid JSON"},
-		{"an unknown field is invalid", `{"name":"a","memo":"x"}`, 400, "invalid-request", `the body is not acceptable: json: unknown field "memo"`},
-		{"a fraction for an integer is invalid", `{"amount":1.5}`, 400, "invalid-request", `field "amount" must be of JSON type integer (within 64 bits)`},
-		{"a string for a boolean is invalid", `{"flag":"yes"}`, 400, "invalid-request", `field "flag" must be of JSON type boolean`},
-		{"an array is invalid", `[]`, 400, "invalid-request", "the body must be a JSON object"},
-		{"a second value is invalid", `{"name":"a"}{}`, 400, "invalid-request", "the body must hold one JSON value and nothing after it"},
-		{"trailing garbage is invalid", `{"name":"a"} x`, 400, "invalid-request", "the body must hold one JSON value and nothing after it"},
-		{"a body over the limit is too large", `{"name":"` + strings.Repeat("a", web.MaxBodyBytes) + `"}`, 413, "body-too-large", ""},
-		{"trailing data over the limit is too large", `{"name":"a"}` + strings.Repeat(" ", web.MaxBodyBytes) + "x", 413, "body-too-large", ""},
+		{"one object decodes", jsonType, `{"name":"a","amount":5}`, 0, "", ""},
+		{"a utf-8 charset is fine", "application/json; charset=UTF-8", `{"name":"a"}`, 0, "", ""},
+		{"whitespace after the object is fine", jsonType, "{\"name\":\"a\"}\n  ", 0, "", ""},
+		{"a browser's text/plain form post is refused", "text/plain", `{"name":"a"}`, 415, "unsupported-media-type", `Content-Type "text/plain" is not application/json`},
+		{"a url-encoded form is refused", "application/x-www-form-urlencoded", `name=a`, 415, "unsupported-media-type", ""},
+		{"no content type is refused", "", `{"name":"a"}`, 415, "unsupported-media-type", "the request has no Content-Type; send application/json"},
+		{"another charset is refused", "application/json; charset=latin1", `{"name":"a"}`, 415, "unsupported-media-type", `charset "latin1" is not utf-8`},
+		{"an empty body is invalid", jsonType, ``, 400, "invalid-request", "the body is empty; it must be a JSON object"},
+		{"malformed JSON is invalid", jsonType, `{"name":`, 400, "invalid-request", "the body is not one valid JSON value"},
+		{"a syntax error is invalid", jsonType, `{"name" "a"}`, 400, "invalid-request", "the body is not one valid JSON value"},
+		{"a duplicated field is invalid", jsonType, `{"amount":1,"amount":7}`, 400, "invalid-request", `field "amount" is given more than once`},
+		{"a field differing only in case is invalid", jsonType, `{"name":"a","Amount":7}`, 400, "invalid-request", `field "Amount" is not known (names are case-sensitive)`},
+		{"an unknown field is invalid", jsonType, `{"name":"a","memo":"x"}`, 400, "invalid-request", `field "memo" is not known (names are case-sensitive)`},
+		{"a fraction for an integer is invalid", jsonType, `{"amount":1.5}`, 400, "invalid-request", `field "amount" must be a whole number within 64 bits`},
+		{"an integer over 64 bits is invalid", jsonType, `{"amount":9223372036854775808}`, 400, "invalid-request", `field "amount" must be a whole number within 64 bits`},
+		{"a string for a boolean is invalid", jsonType, `{"flag":"yes"}`, 400, "invalid-request", `field "flag" must be true or false`},
+		{"an array is invalid", jsonType, `[]`, 400, "invalid-request", "the body must be a JSON object"},
+		{"a second value is invalid", jsonType, `{"name":"a"}{}`, 400, "invalid-request", "the body is not one valid JSON value"},
+		{"trailing garbage is invalid", jsonType, `{"name":"a"} x`, 400, "invalid-request", "the body is not one valid JSON value"},
+		{"a body over the limit is too large", jsonType, `{"name":"` + strings.Repeat("a", web.MaxBodyBytes) + `"}`, 413, "body-too-large", ""},
+		{"trailing data over the limit is too large", jsonType, `{"name":"a"}` + strings.Repeat(" ", web.MaxBodyBytes) + "x", 413, "body-too-large", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			rec := httptest.NewRecorder()
 			req := httptest.NewRequest(http.MethodPost, "/x", strings.NewReader(tt.body))
+			if tt.contentType != "" {
+				req.Header.Set("Content-Type", tt.contentType)
+			}
 			got, err := web.Decode[body](rec, req)
 			if tt.status == 0 {
 				require.NoError(t, err)
@@ -147,7 +160,9 @@ func TestDecode(t *testing.T) {
 
 	t.Run("a service's sentinel of the same slug matches", func(t *testing.T) {
 		t.Parallel()
-		_, err := web.Decode[body](httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/x", strings.NewReader(`{`)))
+		req := httptest.NewRequest(http.MethodPost, "/x", strings.NewReader(`{`))
+		req.Header.Set("Content-Type", "application/json")
+		_, err := web.Decode[body](httptest.NewRecorder(), req)
 		require.ErrorIs(t, err, problem.New(problem.Invalid, "invalid-request", "the request is invalid"))
 	})
 }

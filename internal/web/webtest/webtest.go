@@ -28,11 +28,15 @@ type Response struct {
 	Body   string
 }
 
-// Do sends method url with header and body and reads the whole answer.
+// Do sends method url with header and body and reads the whole answer. A POST, PUT or PATCH
+// goes as application/json unless header says otherwise.
 func Do(t testing.TB, method, url string, header http.Header, body string) Response {
 	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	require.NoError(t, err)
+	if method == http.MethodPost || method == http.MethodPut || method == http.MethodPatch {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	for k, vs := range header {
 		req.Header[k] = vs
 	}
