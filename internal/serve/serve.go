@@ -47,6 +47,9 @@ func Health(pool *pgxpool.Pool, nc *nats.Conn) []web.Check {
 	}
 }
 
+// MaxHeaderBytes bounds a request's headers (net/http answers 431 beyond it).
+const MaxHeaderBytes = 16 << 10
+
 // Worker is a background loop that runs until its context is cancelled.
 type Worker struct {
 	Name string
@@ -61,9 +64,19 @@ func Run(ctx context.Context, addr string, handler http.Handler, workers []Worke
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", addr, err)
 	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second, BaseContext: func(net.Listener) context.Context {
-		return log.WithContext(context.WithoutCancel(ctx))
-	}}
+	srv := &http.Server{
+		Handler: handler,
+		// A client that trickles its headers or body, or never reads the answer, does not hold a
+		// connection for ever; no request of either API needs more than these.
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       15 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    MaxHeaderBytes,
+		BaseContext: func(net.Listener) context.Context {
+			return log.WithContext(context.WithoutCancel(ctx))
+		},
+	}
 	log.Info().Str("addr", ln.Addr().String()).Msg("http listening")
 
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
