@@ -272,7 +272,7 @@ func (p *progress) update(done, total uint64) {
 		return
 	}
 	p.log.Info().Uint64("done", done).Uint64("total", total).Float64("percent", percent).
-		Float64("per_second", rate).Dur("left", left.Round(time.Second)).Msg("replay progress")
+		Float64("per_second", rate).Str("left", left.Round(time.Second).String()).Msg("replay progress")
 }
 
 func (p *progress) finish() {

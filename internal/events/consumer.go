@@ -422,7 +422,7 @@ func (c *Consumer) retry(d delivery, err error) {
 	c.retried.Add(1)
 	delay := backoff(int(d.delivered), c.cfg.RetryDelay, time.Minute)
 	if err != nil {
-		c.log.Warn().Err(err).Str("event_id", d.EventID).Uint64("delivered", d.delivered).Dur("retry_in", delay).Msg("event failed; will be delivered again")
+		c.log.Warn().Err(err).Str("event_id", d.EventID).Uint64("delivered", d.delivered).Int64("retry_in_ms", delay.Milliseconds()).Msg("event failed; will be delivered again")
 	}
 	if err := d.msg.NakWithDelay(delay); err != nil {
 		c.log.Debug().Err(err).Str("event_id", d.EventID).Msg("nak not sent; the ack wait will redeliver")

@@ -181,7 +181,7 @@ func (r *Relay) dispatchLoop(ctx context.Context) error {
 		case err != nil:
 			failures++
 			delay := backoff(failures, 100*time.Millisecond, 5*time.Second)
-			r.logFailure(err, failures).Dur("retry_in", delay).Msg("relay round failed")
+			r.logFailure(err, failures).Int64("retry_in_ms", delay.Milliseconds()).Msg("relay round failed")
 			if !sleep(ctx, delay) {
 				return nil
 			}
@@ -351,7 +351,7 @@ func (r *Relay) CatchUpOnce(ctx context.Context) (int, error) {
 		claimed[i] = claimedRow{id: row.ID, eventType: row.EventType, payload: row.Payload, attempts: row.Attempts}
 	}
 	if len(rows) > 0 {
-		r.log.Info().Int("rows", len(rows)).Dur("ack_timeout", r.cfg.AckTimeout).Msg("catch-up: re-publishing unacknowledged events")
+		r.log.Info().Int("rows", len(rows)).Str("ack_timeout", r.cfg.AckTimeout.String()).Msg("catch-up: re-publishing unacknowledged events")
 	}
 	return len(rows), r.publish(ctx, claimed, true)
 }

@@ -107,8 +107,8 @@ type Service interface {
 // Page is one slice of the transfer list.
 type Page struct {
 	Transfers []Transfer
-	// Next is where the following page starts: after the last transfer of this page, or the
-	// requested cursor when the page is empty, so a reader can keep polling from it.
+	// Next is where the following page starts, after the last transfer of this page; the zero
+	// Cursor when this page is the last.
 	Next Cursor
 }
 

@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
+
+	"walletgl/internal/problem"
 )
 
 // RequestIDHeader carries a request's id both ways: the client's when it sent a sane one, a
@@ -24,7 +26,8 @@ const maxRequestIDLen = 128
 func Handler(logger zerolog.Logger, mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		id := r.Header.Get(RequestIDHeader)
+		sent := r.Header.Get(RequestIDHeader)
+		id := sent
 		if !saneRequestID(id) {
 			id = uuid.NewString()
 		}
@@ -36,7 +39,10 @@ func Handler(logger zerolog.Logger, mux *http.ServeMux) http.Handler {
 		// A second lookup, which the mux repeats: its Handler method alone tells routed from
 		// unrouted and names the pattern, and only its ServeHTTP sets the path values.
 		_, route := mux.Handler(r)
-		if route == "" {
+		if sent != "" && id != sent {
+			WriteProblem(rec, r, problem.Newf(errInvalidRequestID,
+				"the %s header must be 1 to %d printable ASCII characters without spaces", RequestIDHeader, maxRequestIDLen))
+		} else if route == "" {
 			mux.ServeHTTP(&unroutedWriter{ResponseWriter: rec, r: r}, r)
 		} else {
 			mux.ServeHTTP(rec, r)
@@ -46,6 +52,8 @@ func Handler(logger zerolog.Logger, mux *http.ServeMux) http.Handler {
 			Float64("duration_ms", float64(time.Since(start).Microseconds())/1000).Msg("request")
 	})
 }
+
+var errInvalidRequestID = problem.New(problem.Invalid, "invalid-request-id", "the X-Request-Id header is not acceptable")
 
 // saneRequestID accepts 1 to maxRequestIDLen printable ASCII characters without spaces:
 // anything else could forge or break log lines.

@@ -76,6 +76,9 @@ func WriteProblem(w http.ResponseWriter, r *http.Request, err error) {
 		log.Error().Err(err).Msg("request failed")
 	case problem.Unavailable:
 		log.Warn().Err(err).Msg("dependency unavailable")
+	default:
+		// A refused request, with the reason its client was given.
+		log.Info().Int("status", status).Str("problem", appErr.Slug).Str("detail", appErr.Detail).Msg("request refused")
 	}
 	writeProblem(w, status, newProblem(r, status, appErr.Slug, appErr.Detail))
 }

@@ -5,8 +5,9 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
-	"strconv"
 	"time"
+
+	"github.com/google/uuid"
 
 	"walletgl/internal/gl"
 	"walletgl/internal/problem"
@@ -17,13 +18,16 @@ import (
 var (
 	errInvalidTransferID = problem.New(problem.Invalid, "invalid-transfer-id", "the transfer_id query parameter is not valid")
 	errInvalidEventID    = problem.New(problem.Invalid, "invalid-event-id", "the event_id query parameter is not valid")
-	errInvalidQuery      = problem.New(problem.Invalid, "invalid-query", "the query parameters do not fit together")
 	errInvalidTime       = problem.New(problem.Invalid, "invalid-time", "a timestamp parameter is not RFC 3339")
-	errInvalidLimit      = problem.New(problem.Invalid, "invalid-limit", "the limit parameter is out of range")
 	errInvalidCurrency   = problem.New(problem.Invalid, "invalid-currency", "the currency query parameter must be a three-letter upper-case code")
 )
 
-const maxIDLen = 256
+// isUUID reports whether s is a UUID in its canonical 36-character form, as every transfer
+// and event id the wallet makes is: anything else names nothing, and is a bad request.
+func isUUID(s string) bool {
+	_, err := uuid.Parse(s)
+	return err == nil && len(s) == 36
+}
 
 var currencyCode = regexp.MustCompile(`^[A-Z]{3}$`)
 
@@ -70,16 +74,20 @@ func handleEntries(ledger gl.Reader) http.Handler {
 		NextCursor *string     `json:"next_cursor"` // null on the last page
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		query := r.URL.Query()
+		query, err := web.Query(r)
+		if err != nil {
+			web.WriteProblem(w, r, err)
+			return
+		}
 		transferID, eventID := query.Get("transfer_id"), query.Get("event_id")
 		ranged := query.Has("from") || query.Has("to") || query.Has("after") || query.Has("limit")
 		switch {
 		case query.Has("transfer_id") && (query.Has("event_id") || ranged), query.Has("event_id") && ranged:
-			web.WriteProblem(w, r, problem.Newf(errInvalidQuery, "use transfer_id, event_id, or from/to/after/limit; not several"))
+			web.WriteProblem(w, r, problem.Newf(web.ErrInvalidQuery, "use transfer_id, event_id, or from/to/after/limit; not several"))
 			return
 		case query.Has("transfer_id"):
-			if transferID == "" || len(transferID) > maxIDLen {
-				web.WriteProblem(w, r, problem.Newf(errInvalidTransferID, "transfer_id must be 1 to %d characters", maxIDLen))
+			if !isUUID(transferID) {
+				web.WriteProblem(w, r, problem.Newf(errInvalidTransferID, "transfer_id must be a UUID such as 0193a5c2-7e41-7d7b-8f7e-2f4f7c1a9b10, got %q", transferID))
 				return
 			}
 			entries, err := ledger.EntriesByTransfer(r.Context(), transferID)
@@ -90,8 +98,8 @@ func handleEntries(ledger gl.Reader) http.Handler {
 			web.Encode(w, r, http.StatusOK, response{Entries: entriesJSON(entries)})
 			return
 		case query.Has("event_id"):
-			if eventID == "" || len(eventID) > maxIDLen {
-				web.WriteProblem(w, r, problem.Newf(errInvalidEventID, "event_id must be 1 to %d characters", maxIDLen))
+			if !isUUID(eventID) {
+				web.WriteProblem(w, r, problem.Newf(errInvalidEventID, "event_id must be a UUID, got %q", eventID))
 				return
 			}
 			entries, err := ledger.EntriesByEvent(r.Context(), eventID)
@@ -103,7 +111,6 @@ func handleEntries(ledger gl.Reader) http.Handler {
 			return
 		}
 		var q gl.EntryQuery
-		var err error
 		if q.From, err = parseTime(query, "from"); err != nil {
 			web.WriteProblem(w, r, err)
 			return
@@ -112,7 +119,7 @@ func handleEntries(ledger gl.Reader) http.Handler {
 			web.WriteProblem(w, r, err)
 			return
 		}
-		if q.Limit, err = parseLimit(query); err != nil {
+		if q.Limit, err = web.Limit(query, gl.DefaultPageSize, gl.MaxPageSize); err != nil {
 			web.WriteProblem(w, r, err)
 			return
 		}
@@ -141,13 +148,18 @@ func handleAccountBalance(ledger gl.Reader) http.Handler {
 		Balance       int64        `json:"balance"` // in the normal-balance sign
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		query, err := web.Query(r)
+		if err != nil {
+			web.WriteProblem(w, r, err)
+			return
+		}
 		code := r.PathValue("code")
-		currency := r.URL.Query().Get("currency")
+		currency := query.Get("currency")
 		if !currencyCode.MatchString(currency) {
 			web.WriteProblem(w, r, errInvalidCurrency)
 			return
 		}
-		asOf, err := parseTime(r.URL.Query(), "as_of")
+		asOf, err := parseTime(query, "as_of")
 		if err != nil {
 			web.WriteProblem(w, r, err)
 			return
@@ -192,14 +204,17 @@ func handleAccountStatement(ledger gl.Reader) http.Handler {
 		NextCursor    *string      `json:"next_cursor"` // null on the last page
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		query := r.URL.Query()
+		query, err := web.Query(r)
+		if err != nil {
+			web.WriteProblem(w, r, err)
+			return
+		}
 		q := gl.StatementQuery{AccountCode: r.PathValue("code"), Currency: query.Get("currency"), After: query.Get("after")}
 		if !currencyCode.MatchString(q.Currency) {
 			web.WriteProblem(w, r, errInvalidCurrency)
 			return
 		}
-		var err error
-		if q.Limit, err = parseLimit(query); err != nil {
+		if q.Limit, err = web.Limit(query, gl.DefaultPageSize, gl.MaxPageSize); err != nil {
 			web.WriteProblem(w, r, err)
 			return
 		}
@@ -240,19 +255,6 @@ func parseTime(query url.Values, name string) (time.Time, error) {
 		return time.Time{}, problem.Newf(errInvalidTime, "%s must be an RFC 3339 timestamp such as 2026-01-02T15:04:05Z, got %q", name, raw)
 	}
 	return t, nil
-}
-
-// parseLimit reads the optional page size; absent is the default.
-func parseLimit(query url.Values) (int, error) {
-	raw := query.Get("limit")
-	if raw == "" {
-		return gl.DefaultPageSize, nil
-	}
-	n, err := strconv.Atoi(raw)
-	if err != nil || n < 1 || n > gl.MaxPageSize {
-		return 0, problem.Newf(errInvalidLimit, "limit must be a whole number from 1 to %d, got %q", gl.MaxPageSize, raw)
-	}
-	return n, nil
 }
 
 func handleTrialBalance(ledger gl.Reader) http.Handler {

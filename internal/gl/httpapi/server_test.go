@@ -103,8 +103,9 @@ func TestHealthz(t *testing.T) {
 
 func TestEntries(t *testing.T) {
 	t.Parallel()
-	posted := entry("t-1", "USD", 1250)
-	b := setup(t, posted, entry("t-2", "USD", 3))
+	t1, t2 := uuid.NewString(), uuid.NewString()
+	posted := entry(t1, "USD", 1250)
+	b := setup(t, posted, entry(t2, "USD", 3))
 
 	t.Run("a posted transfer lists its entry with lines", func(t *testing.T) {
 		t.Parallel()
@@ -122,14 +123,14 @@ func TestEntries(t *testing.T) {
 				} `json:"lines"`
 			} `json:"entries"`
 		}
-		status, contentType := get(t, b.server, "/v1/entries?transfer_id=t-1", &body)
+		status, contentType := get(t, b.server, "/v1/entries?transfer_id="+t1, &body)
 		require.Equal(t, http.StatusOK, status)
 		require.Equal(t, "application/json", contentType)
 		require.Len(t, body.Entries, 1)
 		e := body.Entries[0]
 		require.Equal(t, posted.ID.String(), e.ID)
 		require.Equal(t, posted.EventID, e.EventID)
-		require.Equal(t, "t-1", e.TransferID)
+		require.Equal(t, t1, e.TransferID)
 		require.Equal(t, "USD", e.Currency)
 		require.False(t, e.PostedAt.IsZero())
 		require.Len(t, e.Lines, 2)
@@ -144,7 +145,7 @@ func TestEntries(t *testing.T) {
 	t.Run("an unposted transfer has an empty list, not null", func(t *testing.T) {
 		t.Parallel()
 		var body map[string]json.RawMessage
-		status, _ := get(t, b.server, "/v1/entries?transfer_id=t-unknown", &body)
+		status, _ := get(t, b.server, "/v1/entries?transfer_id="+uuid.NewString(), &body)
 		require.Equal(t, http.StatusOK, status)
 		require.JSONEq(t, `[]`, string(body["entries"]))
 	})
@@ -152,6 +153,9 @@ func TestEntries(t *testing.T) {
 	t.Run("an empty transfer_id is a bad request", func(t *testing.T) {
 		t.Parallel()
 		requireProblem(t, b.server, "/v1/entries?transfer_id=", http.StatusBadRequest, "invalid-transfer-id")
+		requireProblem(t, b.server, "/v1/entries?transfer_id=t-1", http.StatusBadRequest, "invalid-transfer-id")
+		requireProblem(t, b.server, "/v1/entries?event_id=not-a-uuid", http.StatusBadRequest, "invalid-event-id")
+		requireProblem(t, b.server, "/v1/entries?transfer_id=%zz", http.StatusBadRequest, "invalid-query")
 	})
 
 	t.Run("an event finds its entry", func(t *testing.T) {
@@ -166,7 +170,7 @@ func TestEntries(t *testing.T) {
 		require.Equal(t, http.StatusOK, status)
 		require.Len(t, body.Entries, 1)
 		require.Equal(t, posted.ID.String(), body.Entries[0].ID)
-		require.Equal(t, "t-1", body.Entries[0].TransferID)
+		require.Equal(t, t1, body.Entries[0].TransferID)
 	})
 
 	t.Run("without a filter the entries are paged by posting time", func(t *testing.T) {
@@ -181,12 +185,12 @@ func TestEntries(t *testing.T) {
 		status, _ := get(t, b.server, "/v1/entries?limit=1", &first)
 		require.Equal(t, http.StatusOK, status)
 		require.Len(t, first.Entries, 1)
-		require.Equal(t, "t-1", first.Entries[0].TransferID)
+		require.Equal(t, t1, first.Entries[0].TransferID)
 		require.NotNil(t, first.NextCursor)
 		status, _ = get(t, b.server, "/v1/entries?limit=1&after="+*first.NextCursor, &second)
 		require.Equal(t, http.StatusOK, status)
 		require.Len(t, second.Entries, 1)
-		require.Equal(t, "t-2", second.Entries[0].TransferID)
+		require.Equal(t, t2, second.Entries[0].TransferID)
 		require.Nil(t, second.NextCursor, "the last page has no cursor")
 	})
 
@@ -381,7 +385,7 @@ func TestUnreachableDatabase(t *testing.T) {
 	t.Cleanup(server.Close)
 
 	for _, path := range []string{
-		"/v1/trial-balance", "/v1/entries?transfer_id=t-1", "/v1/entries?event_id=e-1", "/v1/entries?limit=5",
+		"/v1/trial-balance", "/v1/entries?transfer_id=" + uuid.NewString(), "/v1/entries?event_id=" + uuid.NewString(), "/v1/entries?limit=5",
 		"/v1/accounts/1010/balance?currency=USD", "/v1/accounts/1010/statement?currency=USD",
 	} {
 		res := webtest.Do(t, http.MethodGet, server.URL+path, nil, "")

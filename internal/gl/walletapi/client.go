@@ -90,11 +90,11 @@ func (c *Client) Transfers(ctx context.Context) ([]gl.SourceTransfer, error) {
 			}
 			out = append(out, st)
 		}
-		if len(p.Transfers) < size {
+		if p.NextCursor == "" { // null: the last page
 			return out, nil
 		}
-		if p.NextCursor == "" || p.NextCursor == cursor {
-			return nil, fmt.Errorf("ask the wallet: a full page of transfers without a new next_cursor (after %q)", cursor)
+		if p.NextCursor == cursor {
+			return nil, fmt.Errorf("ask the wallet: a page of transfers with the same next_cursor as before (after %q)", cursor)
 		}
 		cursor = p.NextCursor
 	}

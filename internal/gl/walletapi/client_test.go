@@ -58,13 +58,14 @@ func (f *fakeWallet) handler() http.Handler {
 		end := min(start+limit, len(f.transfers))
 		out := struct {
 			Transfers  []transferJSON `json:"transfers"`
-			NextCursor string         `json:"next_cursor"`
-		}{Transfers: []transferJSON{}, NextCursor: after}
+			NextCursor *string        `json:"next_cursor"` // null on the last page, as the wallet answers
+		}{Transfers: []transferJSON{}}
 		for _, t := range f.transfers[start:end] {
 			out.Transfers = append(out.Transfers, toJSON(t))
 		}
-		if end > start {
-			out.NextCursor = fmt.Sprintf("c%d", end)
+		if end < len(f.transfers) {
+			next := fmt.Sprintf("c%d", end)
+			out.NextCursor = &next
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(out)
@@ -100,7 +101,7 @@ func TestTransfersReadsEveryPage(t *testing.T) {
 		requests  int
 	}{
 		{"a last page shorter than asked ends the listing", 5, 3},
-		{"a listing that fills its last page ends on an empty one", 4, 3},
+		{"a listing that fills its last page ends there (next_cursor null)", 4, 2},
 		{"an empty wallet is one request", 0, 1},
 	}
 	for _, tt := range cases {

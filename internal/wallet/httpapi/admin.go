@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
@@ -24,7 +23,11 @@ func handleAdminOutbox(admin *events.Admin) http.Handler {
 		Rows   []events.OutboxRow `json:"rows"`
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		query := r.URL.Query()
+		query, err := web.Query(r)
+		if err != nil {
+			web.WriteProblem(w, r, err)
+			return
+		}
 		status := query.Get("status")
 		if status == "" {
 			stats, err := admin.OutboxStats(r.Context())
@@ -35,15 +38,10 @@ func handleAdminOutbox(admin *events.Admin) http.Handler {
 			web.Encode(w, r, http.StatusOK, stats)
 			return
 		}
-		limit := events.DefaultAdminLimit
-		if s := query.Get("limit"); s != "" {
-			n, err := strconv.Atoi(s)
-			if err != nil || n < 1 {
-				web.WriteProblem(w, r, problem.Newf(wallet.ErrInvalid,
-					"limit must be an integer from 1 to %d, got %q", events.MaxAdminLimit, s))
-				return
-			}
-			limit = n
+		limit, err := web.Limit(query, events.DefaultAdminLimit, events.MaxAdminLimit)
+		if err != nil {
+			web.WriteProblem(w, r, err)
+			return
 		}
 		rows, err := admin.ListOutbox(r.Context(), status, limit)
 		if err != nil {

@@ -58,9 +58,12 @@ func TestAdminOutbox(t *testing.T) {
 		require.Equal(t, dead[0].String(), list.Rows[0].ID)
 		require.Equal(t, "broker refused", list.Rows[0].LastError)
 	})
-	for _, path := range []string{"/v1/admin/outbox?status=lost", "/v1/admin/outbox?status=failed&limit=0", "/v1/admin/outbox?status=failed&limit=x"} {
+	for path, slug := range map[string]string{
+		"/v1/admin/outbox?status=lost": "invalid-request", "/v1/admin/outbox?status=failed&limit=0": "invalid-limit",
+		"/v1/admin/outbox?status=failed&limit=x": "invalid-limit", "/v1/admin/outbox?status=fai%led": "invalid-query",
+	} {
 		t.Run(fmt.Sprintf("%s is a bad request", path), func(t *testing.T) {
-			b.do(t, http.MethodGet, path, nil, "").RequireProblem(t, http.StatusBadRequest, "invalid-request")
+			b.do(t, http.MethodGet, path, nil, "").RequireProblem(t, http.StatusBadRequest, slug)
 		})
 	}
 	t.Run("requeue by ids moves failed rows and refuses the others", func(t *testing.T) {

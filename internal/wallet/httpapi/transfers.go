@@ -2,12 +2,10 @@ package httpapi
 
 import (
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/rs/zerolog"
 
-	"walletgl/internal/problem"
 	"walletgl/internal/wallet"
 	"walletgl/internal/web"
 )
@@ -92,31 +90,33 @@ func handleGetTransfer(service wallet.Service) http.Handler {
 func handleListTransfers(service wallet.Service) http.Handler {
 	type response struct {
 		Transfers  []transferJSON `json:"transfers"`
-		NextCursor string         `json:"next_cursor"`
+		NextCursor *string        `json:"next_cursor"` // null on the last page
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		query := r.URL.Query()
+		query, err := web.Query(r)
+		if err != nil {
+			web.WriteProblem(w, r, err)
+			return
+		}
 		after, err := wallet.ParseCursor(query.Get("after"))
 		if err != nil {
 			web.WriteProblem(w, r, err)
 			return
 		}
-		limit := wallet.DefaultListLimit
-		if s := query.Get("limit"); s != "" {
-			limit, err = strconv.Atoi(s)
-			if err != nil || limit < 1 {
-				web.WriteProblem(w, r, problem.Newf(wallet.ErrInvalid,
-					"limit must be an integer from 1 to %d, got %q", wallet.MaxListLimit, s))
-				return
-			}
-			limit = min(limit, wallet.MaxListLimit)
+		limit, err := web.Limit(query, wallet.DefaultListLimit, wallet.MaxListLimit)
+		if err != nil {
+			web.WriteProblem(w, r, err)
+			return
 		}
 		page, err := service.ListTransfers(r.Context(), after, limit)
 		if err != nil {
 			web.WriteProblem(w, r, err)
 			return
 		}
-		out := response{Transfers: make([]transferJSON, 0, len(page.Transfers)), NextCursor: page.Next.String()}
+		out := response{Transfers: make([]transferJSON, 0, len(page.Transfers))}
+		if next := page.Next.String(); next != "" {
+			out.NextCursor = &next
+		}
 		for _, t := range page.Transfers {
 			out.Transfers = append(out.Transfers, toTransferJSON(t, true))
 		}

@@ -350,17 +350,19 @@ func (s *Store) ListTransfers(ctx context.Context, after wallet.Cursor, limit in
 		limit = wallet.MaxListLimit
 	}
 	rows, err := s.queries.ListTransfers(ctx, walletdb.ListTransfersParams{
-		AfterCreatedAt: after.CreatedAt, AfterID: after.ID, RowLimit: int32(limit),
+		AfterCreatedAt: after.CreatedAt, AfterID: after.ID, RowLimit: int32(limit + 1), // one more: is there a next page?
 	})
 	if err != nil {
 		return wallet.Page{}, storeError("list transfers", err)
 	}
-	page := wallet.Page{Transfers: make([]wallet.Transfer, 0, len(rows)), Next: after}
+	more := len(rows) > limit
+	rows = rows[:min(len(rows), limit)]
+	page := wallet.Page{Transfers: make([]wallet.Transfer, 0, len(rows))}
 	for _, row := range rows {
 		page.Transfers = append(page.Transfers, toTransfer(row.Transfer, row.OutboxStatus))
 	}
-	if n := len(page.Transfers); n > 0 {
-		page.Next = page.Transfers[n-1].Cursor()
+	if more {
+		page.Next = page.Transfers[len(page.Transfers)-1].Cursor()
 	}
 	return page, nil
 }

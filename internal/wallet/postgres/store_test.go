@@ -540,8 +540,8 @@ func TestListTransfersPagesInOrder(t *testing.T) {
 		page, err := store.ListTransfers(ctx, cursor, 3)
 		require.NoError(t, err)
 		seen = append(seen, page.Transfers...)
-		if len(page.Transfers) == 0 {
-			require.Equal(t, cursor, page.Next, "an empty page keeps the position")
+		if page.Next.IsZero() {
+			require.Len(t, page.Transfers, 1, "the last page holds what is left")
 			break
 		}
 		parsed, err := wallet.ParseCursor(page.Next.String())
