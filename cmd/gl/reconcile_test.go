@@ -51,10 +51,14 @@ func startWalletAPI(t *testing.T, transfers ...gl.SourceTransfer) (*walletAPI, s
 		end := min(start+limit, len(w.transfers))
 		page := struct {
 			Transfers  []transferJSON `json:"transfers"`
-			NextCursor string         `json:"next_cursor"`
-		}{Transfers: []transferJSON{}, NextCursor: strconv.Itoa(end)}
+			NextCursor *string        `json:"next_cursor"` // null on the last page, as the wallet answers
+		}{Transfers: []transferJSON{}}
 		for _, tr := range w.transfers[start:end] {
 			page.Transfers = append(page.Transfers, transferJSON{tr.ID, tr.Amount, tr.Currency, "completed", "acknowledged"})
+		}
+		if end < len(w.transfers) {
+			next := strconv.Itoa(end)
+			page.NextCursor = &next
 		}
 		encode(rw, page)
 		w.transfers, w.late = append(w.transfers, w.late...), nil

@@ -43,15 +43,15 @@ func TestWriteProblem(t *testing.T) {
 		status int
 		slug   string
 		detail string
-		logged string // the level it is logged at; "" not at all
+		logged string // the level it is logged at: info for a refusal, with its reason
 	}{
-		{"an invalid request is 400", problem.New(problem.Invalid, "invalid-x", "x is bad"), 400, "invalid-x", "x is bad", ""},
-		{"a missing thing is 404", problem.New(problem.NotFound, "x-not-found", "no x"), 404, "x-not-found", "no x", ""},
-		{"a conflict is 409", problem.New(problem.Conflict, "x-exists", "x exists"), 409, "x-exists", "x exists", ""},
-		{"a body over the limit is 413", problem.New(problem.TooLarge, "too-big", "too big"), 413, "too-big", "too big", ""},
-		{"a refusal of the rules is 422", problem.New(problem.Unprocessable, "no-funds", "no funds"), 422, "no-funds", "no funds", ""},
+		{"an invalid request is 400", problem.New(problem.Invalid, "invalid-x", "x is bad"), 400, "invalid-x", "x is bad", "info"},
+		{"a missing thing is 404", problem.New(problem.NotFound, "x-not-found", "no x"), 404, "x-not-found", "no x", "info"},
+		{"a conflict is 409", problem.New(problem.Conflict, "x-exists", "x exists"), 409, "x-exists", "x exists", "info"},
+		{"a body over the limit is 413", problem.New(problem.TooLarge, "too-big", "too big"), 413, "too-big", "too big", "info"},
+		{"a refusal of the rules is 422", problem.New(problem.Unprocessable, "no-funds", "no funds"), 422, "no-funds", "no funds", "info"},
 		{"a wrapped application error keeps its slug and detail",
-			fmt.Errorf("create x: %w", problem.New(problem.Conflict, "x-exists", "x exists")), 409, "x-exists", "x exists", ""},
+			fmt.Errorf("create x: %w", problem.New(problem.Conflict, "x-exists", "x exists")), 409, "x-exists", "x exists", "info"},
 		{"a dependency that is down is 503, its cause logged only",
 			fmt.Errorf("%w: read x: %w", problem.New(problem.Unavailable, "database-unavailable", "retry later"),
 				errors.New("dial tcp 10.0.0.7:5432 user=secretuser database=secretdb")),
@@ -83,14 +83,15 @@ func TestWriteProblem(t *testing.T) {
 					problemLogs = append(problemLogs, l)
 				}
 			}
-			if tt.logged == "" {
-				require.Empty(t, problemLogs)
-				return
-			}
 			require.Len(t, problemLogs, 1)
 			require.Equal(t, tt.logged, problemLogs[0]["level"])
-			require.Equal(t, tt.err.Error(), problemLogs[0]["error"], "the whole error goes to the log")
 			require.NotEmpty(t, problemLogs[0]["request_id"])
+			if tt.logged == "info" { // a refusal: the reason its client was given
+				require.Equal(t, tt.slug, problemLogs[0]["problem"])
+				require.Equal(t, tt.detail, problemLogs[0]["detail"])
+				return
+			}
+			require.Equal(t, tt.err.Error(), problemLogs[0]["error"], "the whole error goes to the log")
 		})
 	}
 }
