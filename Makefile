@@ -3,7 +3,7 @@ GO       ?= go
 BIN      := bin
 PACKAGES := ./...
 
-.PHONY: run test test-race chaos chaos-short bench build generate check-generate vet fmt-check ci clean
+.PHONY: run test test-race vulncheck fuzz chaos chaos-short bench build generate check-generate vet fmt-check ci clean
 
 ## run: both services in the foreground against the local PostgreSQL and NATS (starts a
 ## JetStream server of its own when none answers); Ctrl-C stops them gracefully.
@@ -51,6 +51,21 @@ check-generate: generate
 
 vet:
 	$(GO) vet -tags $(TAGS) $(PACKAGES)
+
+## vulncheck: known vulnerabilities in the code's call graph (govulncheck, a Go tool in go.mod).
+## It needs the vulnerability database at vuln.go.dev (or VULNDB=file:///path to a local copy);
+## where neither answers it says so and passes, since it cannot give a verdict.
+VULNDB ?= https://vuln.go.dev
+vulncheck:
+	@if $(GO) tool govulncheck -db $(VULNDB) -mode source -scan package ./internal/problem >/dev/null 2>&1; then \
+		$(GO) tool govulncheck -db $(VULNDB) ./...; \
+	else echo "vulncheck: the vulnerability database at $(VULNDB) does not answer from this machine; not checked"; fi
+
+## fuzz: each fuzz target for FUZZTIME (their seed corpora run in every make test).
+FUZZTIME ?= 30s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./internal/web
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEnvelope$$' -fuzztime $(FUZZTIME) ./internal/events
 
 fmt-check:
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; test -z "$$out" || (echo "not gofmt-formatted:" >&2; echo "$$out" >&2; exit 1)
