@@ -11,7 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"walletgl/internal/database"
-	"walletgl/internal/events/eventsdb"
+	"walletgl/internal/events/internal/eventsdb"
 )
 
 // Inbox is one consumer's inbox in its service's database: the claim that lets each event be

@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"walletgl/internal/database"
-	"walletgl/internal/events/eventsdb"
+	"walletgl/internal/events/internal/eventsdb"
 )
 
 // Event is what a service writes to its outbox inside its business transaction.

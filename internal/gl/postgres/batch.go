@@ -7,7 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"walletgl/internal/gl"
-	"walletgl/internal/gl/postgres/gldb"
+	"walletgl/internal/gl/postgres/internal/gldb"
 )
 
 var _ gl.Poster = (*Ledger)(nil)

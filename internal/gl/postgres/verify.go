@@ -6,7 +6,7 @@ import (
 
 	"walletgl/internal/events"
 	"walletgl/internal/gl"
-	"walletgl/internal/gl/postgres/gldb"
+	"walletgl/internal/gl/postgres/internal/gldb"
 )
 
 // offender is what the verify queries return per offending row.

@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"walletgl/internal/gl"
-	"walletgl/internal/gl/postgres/reconciledb"
+	"walletgl/internal/gl/postgres/internal/reconciledb"
 )
 
 // WalletViewName is the view of the wallet's database a WalletView reads: a versioned,

@@ -16,7 +16,7 @@ import (
 
 	"walletgl/internal/database"
 	"walletgl/internal/events"
-	"walletgl/internal/wallet/postgres/walletdb"
+	"walletgl/internal/wallet/postgres/internal/walletdb"
 )
 
 // The batcher's write function for transfers: a batch is one transaction with a fixed number of

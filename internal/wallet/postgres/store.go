@@ -23,7 +23,7 @@ import (
 	"walletgl/internal/faults"
 	"walletgl/internal/problem"
 	"walletgl/internal/wallet"
-	"walletgl/internal/wallet/postgres/walletdb"
+	"walletgl/internal/wallet/postgres/internal/walletdb"
 )
 
 // Store is the wallet service over PostgreSQL. While Run runs, its transfer requests are

@@ -7,7 +7,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"walletgl/internal/wallet"
-	"walletgl/internal/wallet/postgres/walletdb"
+	"walletgl/internal/wallet/postgres/internal/walletdb"
 )
 
 // Verify checks the wallet's invariants on the data in pool as it is: each transfer has exactly
