@@ -154,7 +154,8 @@ type Retried struct {
 // Retry processes failed events again from their stored payload, through the handler: one
 // transaction per event reclaims the row (failed → processing), applies the event and marks
 // the row processed. An event that fails again is rolled back and stays failed, with the error
-// in its outcome. ids are inbox ids ("<consumer>:<event id>") or bare event ids.
+// in its outcome. ids are inbox ids ("<consumer>:<event id>") or bare event ids. Nothing is
+// retried, not even a deadlock: the operator reads the outcome and runs the command again.
 func (in *Inbox) Retry(ctx context.Context, pool *pgxpool.Pool, ids ...string) []Retried {
 	log := zerolog.Ctx(ctx).With().Str("component", "inbox retry").Str("consumer", in.name).Logger()
 	out := make([]Retried, 0, len(ids))

@@ -164,18 +164,13 @@ func newPendingTransfer(req wallet.TransferRequest) (*pendingTransfer, error) {
 }
 
 // createOne writes one transfer in a transaction of its own: the path without the batcher, and
-// the fallback of a batch that could not commit as a whole.
+// the fallback of a batch that could not commit as a whole. A deadlock or a serialization
+// failure says nothing about the request, and another attempt writes the same transfer and
+// event (their ids are fixed before the first): retried here, rather than answered 500.
 func (s *Store) createOne(ctx context.Context, p *pendingTransfer) (transferResult, error) {
-	var out transferResult
-	err := database.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		var err error
-		out, err = s.writeOne(ctx, tx, p)
-		return err
+	return database.RetrySerialization(ctx, database.DefaultSerializationAttempts, func() (transferResult, error) {
+		return database.WithTxV(ctx, s.pool, func(tx pgx.Tx) (transferResult, error) { return s.writeOne(ctx, tx, p) })
 	})
-	if err != nil {
-		return transferResult{}, err
-	}
-	return out, nil
 }
 
 // writeOne writes one transfer in tx, or answers from the transfer that holds its key.
