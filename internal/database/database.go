@@ -293,6 +293,23 @@ func isSerializationFailure(err error) bool {
 	return errors.As(err, &pgErr) && (pgErr.Code == "40001" || pgErr.Code == "40P01")
 }
 
+// Interpret is what every adapter's error interpreter does with a driver's error before its
+// own cases: no row becomes noRow (the adapter's not-found error), a database that cannot be
+// reached is wrapped in unavailable (the adapter's unavailable error) with the driver's error
+// kept behind it, for IsTransient and the log. Anything else, nil included, is returned as it
+// is.
+func Interpret(err, noRow, unavailable error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, pgx.ErrNoRows):
+		return noRow
+	case IsUnavailable(err):
+		return fmt.Errorf("%w: %w", unavailable, err)
+	}
+	return err
+}
+
 // IsUnavailable reports whether err means the database could not be reached or went away,
 // as opposed to refusing a statement. A broken connection counts whatever else err wraps.
 func IsUnavailable(err error) bool {

@@ -322,3 +322,22 @@ func TestStatementErrorsAreNotUnavailable(t *testing.T) {
 	require.False(t, database.IsUnavailable(&pgconn.PgError{Code: "40001"}), "a serialization failure is no outage")
 	require.True(t, database.IsTransient(&pgconn.PgError{Code: "40001"}))
 }
+
+func TestInterpretNamesNoRowAndUnavailableInTheAdaptersTerms(t *testing.T) {
+	t.Parallel()
+	notFound, unavailable := errors.New("no such thing"), errors.New("retry later")
+	require.NoError(t, database.Interpret(nil, notFound, unavailable))
+	require.Equal(t, notFound, database.Interpret(fmt.Errorf("get: %w", pgx.ErrNoRows), notFound, unavailable))
+
+	pool, err := database.Open(context.Background(), "postgres://postgres@127.0.0.1:1/x?sslmode=disable", 1)
+	require.NoError(t, err)
+	pool.Close()
+	_, closed := pool.Exec(context.Background(), "SELECT 1")
+	err = database.Interpret(closed, notFound, unavailable)
+	require.ErrorIs(t, err, unavailable)
+	require.ErrorIs(t, err, closed, "the driver's error stays behind it")
+	require.True(t, database.IsTransient(err))
+
+	refused := &pgconn.PgError{Code: "23505"}
+	require.Equal(t, error(refused), database.Interpret(refused, notFound, unavailable), "anything else passes unchanged")
+}

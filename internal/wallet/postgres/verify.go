@@ -51,7 +51,7 @@ func Verify(ctx context.Context, pool *pgxpool.Pool, opts wallet.VerifyOptions) 
 	for _, c := range checks {
 		r, err := c.run()
 		if err != nil {
-			return nil, storeError(fmt.Sprintf("verify %q", c.name), err)
+			return nil, fmt.Errorf("verify %q: %w", c.name, interpretError(err))
 		}
 		out = append(out, wallet.Check{Name: c.name, Unit: c.unit, Checked: r.Checked, Failed: r.Failed, Sample: r.Sample})
 	}
