@@ -4,40 +4,40 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"walletgl/internal/events"
-	"walletgl/internal/events/eventsdb"
 	"walletgl/internal/gl/postgres"
 	"walletgl/internal/testenv"
 )
 
-func failedEvent(t *testing.T, q *eventsdb.Queries, transferID string, amount int64) string {
+func failedEvent(t *testing.T, pool *pgxpool.Pool, transferID string, amount int64) string {
 	t.Helper()
 	id := uuid.Must(uuid.NewV7())
 	data, err := json.Marshal(events.TransferCompleted{TransferID: transferID, FromWalletID: "bank", ToWalletID: "alice",
 		Amount: amount, Currency: "USD", CreatedAt: time.Now().UTC()})
 	require.NoError(t, err)
-	body, err := json.Marshal(events.Envelope{SpecVersion: "1.0", ID: id.String(), Source: "wallet", Type: events.TypeTransferCompleted,
-		Subject: transferID, Time: time.Now().UTC(), DataContentType: "application/json", Data: data})
+	env := events.Envelope{SpecVersion: "1.0", ID: id.String(), Source: "wallet", Type: events.TypeTransferCompleted,
+		Subject: transferID, Time: time.Now().UTC(), DataContentType: "application/json", Data: data}
+	body, err := json.Marshal(env)
 	require.NoError(t, err)
-	require.NoError(t, q.RecordInboxFailure(context.Background(), eventsdb.RecordInboxFailureParams{
-		ID: "gl:" + id.String(), Consumer: "gl", EventID: id.String(), EventType: events.TypeTransferCompleted,
-		StreamSeq: 7, Reason: events.ReasonExhausted, Detail: "handler failed on 10 deliveries: no such account", Payload: body, Attempts: 10,
-	}))
-	return "gl:" + id.String()
+	inbox := events.NewInbox("gl", nil)
+	require.NoError(t, inbox.RecordFailure(context.Background(), pool, events.Inbound{Env: env, EventID: id.String(), StreamSeq: 7},
+		events.Failure{Reason: events.ReasonExhausted, Cause: errors.New("handler failed on 10 deliveries: no such account"), Payload: body, Attempts: 10}))
+	return inbox.ID(id.String())
 }
 
 func TestInboxCommands(t *testing.T) {
 	t.Parallel()
 	pool, dbURL := testenv.MigratedPool(t, "gl")
-	q := eventsdb.New(pool)
-	good := failedEvent(t, q, "transfer-good", 1200)
-	bad := failedEvent(t, q, "transfer-bad", 0)
+	good := failedEvent(t, pool, "transfer-good", 1200)
+	bad := failedEvent(t, pool, "transfer-bad", 0)
 	env := map[string]string{"GL_DATABASE_URL": dbURL, "LOG_FORMAT": "json", "LOG_LEVEL": "warn"}
 	gl := func(args ...string) (string, error) {
 		var out, errOut bytes.Buffer

@@ -24,7 +24,8 @@ import (
 	"walletgl/internal/database"
 	"walletgl/internal/events"
 	"walletgl/internal/harness"
-	"walletgl/internal/wallet/postgres/walletdb"
+	"walletgl/internal/wallet"
+	"walletgl/internal/wallet/postgres"
 )
 
 // Options size a run.
@@ -439,9 +440,9 @@ func scratchDatabase(ctx context.Context, url, service string, users int) error 
 	if err := database.Migrate(ctx, pool, service); err != nil {
 		return err
 	}
-	q := walletdb.New(pool)
+	store := postgres.NewStore(pool, postgres.Options{})
 	for i := 1; i <= users; i++ {
-		if _, err := q.CreateWallet(ctx, walletdb.CreateWalletParams{ID: fmt.Sprintf("u%d", i), Currency: "USD", AllowNegative: true}); err != nil {
+		if _, err := store.CreateWallet(ctx, wallet.Wallet{ID: fmt.Sprintf("u%d", i), Currency: "USD", AllowNegative: true}); err != nil {
 			return fmt.Errorf("create scratch wallet: %w", err)
 		}
 	}

@@ -285,6 +285,7 @@ func writeBacklog(ctx context.Context, pool *pgxpool.Pool, n int) error {
 	for range workers {
 		go func() {
 			for size := range jobs {
+				// No retry: the rows are new, and nothing else writes them meanwhile.
 				err := database.WithTx(ctx, pool, func(tx pgx.Tx) error {
 					for range size {
 						id, transfer := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())

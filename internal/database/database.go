@@ -1,19 +1,26 @@
 // Package database owns the PostgreSQL plumbing both services share: creating a missing
-// database, the connection pool, goose migrations and the one transaction helper.
+// database, the connection pool, goose migrations, the one transaction helper (WithTx,
+// WithTxV) with its explicit retry (RetrySerialization), and the reading of driver errors
+// (IsUnavailable, IsTransient).
 package database
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/url"
+	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/jackc/puddle/v2"
 	"github.com/pressly/goose/v3"
 
 	"walletgl/db"
@@ -180,43 +187,62 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, service string) error {
 	return nil
 }
 
-// WithTx runs fn in a transaction and commits it when fn returns nil. Deadlocks and
-// serialization failures are retried a few times: they say nothing about the request. The
-// rollback runs even when ctx is cancelled.
-func WithTx(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) error) error {
-	const attempts = 5
-	var err error
-	for i := range attempts {
-		err = withTxOnce(ctx, pool, fn)
-		if !isRetryable(err) || ctx.Err() != nil {
-			return err
-		}
-		time.Sleep(time.Duration(i+1) * 5 * time.Millisecond)
-	}
+// Executor runs statements: a pool, a connection or a transaction. The generated queries of
+// every adapter take one.
+type Executor interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// TxBeginner is what WithTx and WithTxV begin on: a pool or a connection (a transaction of its
+// own) or a transaction (a savepoint within it).
+type TxBeginner interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// WithTx runs fn in a transaction begun on db and commits it when fn returns nil (see WithTxV).
+func WithTx(ctx context.Context, db TxBeginner, fn func(pgx.Tx) error) error {
+	_, err := WithTxV(ctx, db, func(tx pgx.Tx) (struct{}, error) { return struct{}{}, fn(tx) })
 	return err
 }
 
-func withTxOnce(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) error) error {
-	begun, err := pool.Begin(ctx)
+// WithTxV runs fn in a transaction begun on db, commits it when fn returns nil and returns fn's
+// value. On a pool it is a transaction of its own, whose AfterCommit hooks run once it has
+// committed; on a transaction it is a savepoint, which commits or rolls back with its parent.
+// Whatever fn returns, the rollback runs even when ctx is cancelled. Nothing is retried: a
+// caller that wants a deadlock or a serialization failure tried again says so
+// (RetrySerialization).
+func WithTxV[T any](ctx context.Context, db TxBeginner, fn func(pgx.Tx) (T, error)) (T, error) {
+	var zero T
+	begun, err := db.Begin(ctx)
 	if err != nil {
-		return fmt.Errorf("begin: %w", err)
+		return zero, fmt.Errorf("begin: %w", err)
 	}
-	tx := &hookedTx{Tx: begun}
 	defer func() { _ = begun.Rollback(context.WithoutCancel(ctx)) }()
-	if err := fn(tx); err != nil {
-		return err
+	var tx pgx.Tx = begun
+	var hooked *hookedTx
+	if _, savepoint := db.(pgx.Tx); !savepoint {
+		hooked = &hookedTx{Tx: begun}
+		tx = hooked
+	}
+	v, err := fn(tx)
+	if err != nil {
+		return zero, err
 	}
 	if err := begun.Commit(ctx); err != nil {
-		return fmt.Errorf("commit: %w", err)
+		return zero, fmt.Errorf("commit: %w", err)
 	}
-	for _, hook := range tx.afterCommit {
-		hook()
+	if hooked != nil {
+		for _, hook := range hooked.afterCommit {
+			hook()
+		}
 	}
-	return nil
+	return v, nil
 }
 
-// hookedTx is the transaction WithTx hands to its function: it keeps what must run once the
-// transaction has committed (AfterCommit).
+// hookedTx is the transaction WithTxV hands to its function on a pool: it keeps what must run
+// once the transaction has committed (AfterCommit).
 type hookedTx struct {
 	pgx.Tx
 	afterCommit []func()
@@ -224,8 +250,9 @@ type hookedTx struct {
 
 // AfterCommit registers hook to run right after db's transaction commits, in the goroutine that
 // committed it; it never runs if the transaction rolls back or its commit fails. It reports
-// false, registering nothing, when db is not a transaction begun by WithTx (a pool, or a
-// savepoint, whose rows a later rollback to it could take away). hook must not block.
+// false, registering nothing, when db is not a transaction WithTx or WithTxV began on a pool
+// (a pool, or a savepoint, whose rows a later rollback to it could take away). hook must not
+// block.
 func AfterCommit(db any, hook func()) bool {
 	tx, ok := db.(*hookedTx)
 	if !ok {
@@ -235,23 +262,67 @@ func AfterCommit(db any, hook func()) bool {
 	return true
 }
 
-func isRetryable(err error) bool {
+// DefaultSerializationAttempts is how many times the services run a transaction that a
+// deadlock or a serialization failure rolled back (RetrySerialization).
+const DefaultSerializationAttempts = 5
+
+// RetrySerialization runs fn, a whole transaction (WithTxV on a pool), up to attempts times
+// while it fails with a deadlock or a serialization failure, pausing a little longer each time:
+// such a failure says nothing about the work, which another attempt usually completes. Any
+// other error, or a cancelled ctx, ends it. Retrying a savepoint would be useless: the
+// failure aborts the whole transaction around it.
+func RetrySerialization[T any](ctx context.Context, attempts int, fn func() (T, error)) (T, error) {
+	for i := 1; ; i++ {
+		v, err := fn()
+		if i >= attempts || !isSerializationFailure(err) {
+			return v, err
+		}
+		pause := time.NewTimer(time.Duration(i) * 5 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			pause.Stop()
+			return v, err
+		case <-pause.C:
+		}
+	}
+}
+
+// isSerializationFailure: SQLSTATE 40001 (serialization_failure) or 40P01 (deadlock_detected).
+func isSerializationFailure(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && (pgErr.Code == "40001" || pgErr.Code == "40P01")
 }
 
+// Interpret is what every adapter's error interpreter does with a driver's error before its
+// own cases: no row becomes noRow (the adapter's not-found error), a database that cannot be
+// reached is wrapped in unavailable (the adapter's unavailable error) with the driver's error
+// kept behind it, for IsTransient and the log. Anything else, nil included, is returned as it
+// is.
+func Interpret(err, noRow, unavailable error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, pgx.ErrNoRows):
+		return noRow
+	case IsUnavailable(err):
+		return fmt.Errorf("%w: %w", unavailable, err)
+	}
+	return err
+}
+
 // IsUnavailable reports whether err means the database could not be reached or went away,
-// as opposed to refusing a statement.
+// as opposed to refusing a statement. A broken connection counts whatever else err wraps.
 func IsUnavailable(err error) bool {
 	if err == nil {
 		return false
 	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		// Class 08: connection exception; 57P01-57P03: admin shutdown, crash shutdown, cannot connect now.
-		return strings.HasPrefix(pgErr.Code, "08") || pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03"
+	if isConnError(err) || pgconn.SafeToRetry(err) || errors.Is(err, context.DeadlineExceeded) {
+		return true
 	}
-	return pgconn.SafeToRetry(err) || errors.Is(err, context.DeadlineExceeded) || isConnError(err)
+	// Class 08: connection exception; 57P01-57P03: admin shutdown, crash shutdown, cannot connect now.
+	return slices.ContainsFunc(pgErrorCodes(err), func(code string) bool {
+		return strings.HasPrefix(code, "08") || code == "57P01" || code == "57P02" || code == "57P03"
+	})
 }
 
 // IsTransient reports whether err says the database is slow or away rather than that a
@@ -267,23 +338,54 @@ func IsTransient(err error) bool {
 		isConnError(err) || pgconn.SafeToRetry(err) {
 		return true
 	}
-	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) {
-		return false
-	}
-	switch pgErr.Code[:2] {
-	case "08", // connection exception
-		"40", // transaction rollback: serialization failure, deadlock
-		"53", // insufficient resources: disk full, out of memory, too many connections
-		"57", // operator intervention: query cancelled (statement_timeout), admin or crash shutdown
-		"58": // system error: I/O error
-		return true
-	}
-	return pgErr.Code == "55P03" // lock not available (lock_timeout)
+	return slices.ContainsFunc(pgErrorCodes(err), func(code string) bool {
+		switch code[:2] {
+		case "08", // connection exception
+			"40", // transaction rollback: serialization failure, deadlock
+			"53", // insufficient resources: disk full, out of memory, too many connections
+			"57", // operator intervention: query cancelled (statement_timeout), admin or crash shutdown
+			"58": // system error: I/O error
+			return true
+		}
+		return code == "55P03" // lock not available (lock_timeout)
+	})
 }
 
+// pgErrorCodes returns the SQLSTATE of every PostgreSQL error in err's tree, not only the first
+// one errors.As would find: an error that wraps a statement's refusal and then the connection's
+// loss (a failure and the failure to record it) is still a lost connection.
+func pgErrorCodes(err error) []string {
+	var codes []string
+	var walk func(error)
+	walk = func(err error) {
+		if pgErr, ok := err.(*pgconn.PgError); ok && pgErr != nil && len(pgErr.Code) == 5 {
+			codes = append(codes, pgErr.Code)
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			if next := u.Unwrap(); next != nil {
+				walk(next)
+			}
+		case interface{ Unwrap() []error }:
+			for _, next := range u.Unwrap() {
+				walk(next)
+			}
+		}
+	}
+	walk(err)
+	return codes
+}
+
+// isConnError reports a connection that could not be made, was closed, or broke, by the types
+// and values the driver and the network wrap, never by the text of the error.
 func isConnError(err error) bool {
 	var connErr *pgconn.ConnectError
-	return errors.As(err, &connErr) || strings.Contains(err.Error(), "conn closed") ||
-		strings.Contains(err.Error(), "connection refused")
+	var netErr net.Error
+	return errors.As(err, &connErr) || // the dial or the start-up failed
+		errors.As(err, &netErr) || // a read or a write on the socket failed or timed out
+		errors.Is(err, net.ErrClosed) || // the socket was closed under the connection
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || // the server closed the socket mid-message
+		errors.Is(err, pgconn.ErrConnClosed) || // the driver had closed the connection already
+		errors.Is(err, puddle.ErrClosedPool) // the pool was closed
 }

@@ -3,9 +3,16 @@ package database_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 
 	"walletgl/internal/database"
@@ -60,4 +67,277 @@ func TestAfterCommitRunsOnlyOnceCommittedAndNotForSavepoints(t *testing.T) {
 	require.Error(t, err)
 	require.False(t, database.AfterCommit(pool, func() {}), "a pool has no commit to wait for")
 	require.Equal(t, []string{"committed"}, ran)
+}
+
+func TestWithTxVReturnsItsValueAndNestsAsASavepoint(t *testing.T) {
+	t.Parallel()
+	url := testenv.DatabaseURL(t)
+	ctx := context.Background()
+	pool, err := database.Open(ctx, url, 2)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	_, err = pool.Exec(ctx, "CREATE TABLE t (v int)")
+	require.NoError(t, err)
+
+	n, err := database.WithTxV(ctx, pool, func(tx pgx.Tx) (int, error) {
+		_, err := tx.Exec(ctx, "INSERT INTO t VALUES (1)")
+		require.NoError(t, err)
+		// On a transaction, WithTx is a savepoint: its rollback keeps the outer work.
+		err = database.WithTx(ctx, tx, func(sp pgx.Tx) error {
+			require.False(t, database.AfterCommit(sp, func() {}), "a savepoint's rows may still be rolled back")
+			_, err := sp.Exec(ctx, "INSERT INTO t VALUES (2)")
+			require.NoError(t, err)
+			return errors.New("refused")
+		})
+		require.EqualError(t, err, "refused")
+		var n int
+		return n, tx.QueryRow(ctx, "SELECT count(*) FROM t").Scan(&n)
+	})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+
+	n, err = database.WithTxV(ctx, pool, func(tx pgx.Tx) (int, error) {
+		_, err := tx.Exec(ctx, "INSERT INTO t VALUES (3)")
+		return 7, errors.Join(err, errors.New("refused"))
+	})
+	require.EqualError(t, err, "refused")
+	require.Zero(t, n, "a failed transaction returns the zero value")
+	var total int
+	require.NoError(t, pool.QueryRow(ctx, "SELECT coalesce(sum(v), 0) FROM t").Scan(&total))
+	require.Equal(t, 1, total, "only the committed row is there")
+}
+
+func TestWithTxHidesNoRetryAndRetrySerializationSaysIt(t *testing.T) {
+	t.Parallel()
+	pool, _ := testenv.MigratedPool(t, "wallet")
+	ctx := context.Background()
+	deadlock := &pgconn.PgError{Code: "40P01", Message: "deadlock detected"}
+
+	calls := 0
+	err := database.WithTx(ctx, pool, func(pgx.Tx) error { calls++; return deadlock })
+	require.ErrorIs(t, err, deadlock)
+	require.Equal(t, 1, calls, "WithTx runs its function once")
+
+	calls = 0
+	v, err := database.RetrySerialization(ctx, 3, func() (string, error) {
+		return database.WithTxV(ctx, pool, func(pgx.Tx) (string, error) {
+			calls++
+			if calls < 3 {
+				return "", &pgconn.PgError{Code: "40001", Message: "could not serialize access"}
+			}
+			return "done", nil
+		})
+	})
+	require.NoError(t, err)
+	require.Equal(t, "done", v)
+	require.Equal(t, 3, calls)
+
+	calls = 0
+	_, err = database.RetrySerialization(ctx, 3, func() (string, error) { calls++; return "", deadlock })
+	require.ErrorIs(t, err, deadlock)
+	require.Equal(t, 3, calls, "attempts bound the retries")
+
+	calls = 0
+	refused := &pgconn.PgError{Code: "23505", Message: "duplicate key"}
+	_, err = database.RetrySerialization(ctx, 3, func() (string, error) { calls++; return "", refused })
+	require.ErrorIs(t, err, refused)
+	require.Equal(t, 1, calls, "any other error is not retried")
+
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	calls = 0
+	_, err = database.RetrySerialization(cancelled, 3, func() (string, error) { calls++; return "", deadlock })
+	require.ErrorIs(t, err, deadlock)
+	require.Equal(t, 1, calls, "a cancelled context ends the retries")
+}
+
+// cutProxy forwards connections to the PostgreSQL server of url until cut closes them all, as a
+// network failure would: without a word from the server.
+type cutProxy struct {
+	ln    net.Listener
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func startCutProxy(t *testing.T, url string) (*cutProxy, string) {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(url)
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	p := &cutProxy{ln: ln}
+	t.Cleanup(func() { _ = ln.Close(); p.cut() })
+	target := net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port)))
+	go func() {
+		for {
+			client, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			server, err := net.Dial("tcp", target)
+			if err != nil {
+				_ = client.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, client, server)
+			p.mu.Unlock()
+			go func() { _, _ = io.Copy(server, client) }()
+			go func() { _, _ = io.Copy(client, server) }()
+		}
+	}()
+	proxied := fmt.Sprintf("postgres://%s@%s/%s?sslmode=disable", cfg.User, ln.Addr(), cfg.Database)
+	return p, proxied
+}
+
+func (p *cutProxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		_ = c.Close()
+	}
+	p.conns = nil
+}
+
+func TestBrokenConnectionsAreUnavailableAndTransient(t *testing.T) {
+	t.Parallel()
+	url := testenv.DatabaseURL(t)
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = admin.Close(context.Background()) })
+	terminate := func(t *testing.T, conn interface {
+		QueryRow(context.Context, string, ...any) pgx.Row
+	}) {
+		t.Helper()
+		var pid int32
+		require.NoError(t, conn.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid))
+		_, err := admin.Exec(ctx, "SELECT pg_terminate_backend($1)", pid)
+		require.NoError(t, err)
+	}
+
+	cases := []struct {
+		name string
+		err  func(t *testing.T) error
+	}{
+		{"a refused connection", func(t *testing.T) error {
+			// Port 1 on loopback: nothing listens, the connection is refused at once.
+			pool, err := database.Open(ctx, "postgres://postgres@127.0.0.1:1/x?sslmode=disable&connect_timeout=2", 1)
+			require.NoError(t, err)
+			defer pool.Close()
+			_, err = pool.Exec(ctx, "SELECT 1")
+			return err
+		}},
+		{"a closed pool", func(t *testing.T) error {
+			pool, err := database.Open(ctx, url, 1)
+			require.NoError(t, err)
+			pool.Close()
+			_, err = pool.Exec(ctx, "SELECT 1")
+			return err
+		}},
+		{"a closed connection", func(t *testing.T) error {
+			conn, err := pgx.Connect(ctx, url)
+			require.NoError(t, err)
+			require.NoError(t, conn.Close(ctx))
+			_, err = conn.Exec(ctx, "SELECT 1")
+			return err
+		}},
+		{"a backend terminated between statements", func(t *testing.T) error {
+			pool, err := database.Open(ctx, url, 1)
+			require.NoError(t, err)
+			defer pool.Close()
+			terminate(t, pool)
+			_, err = pool.Exec(ctx, "SELECT 1")
+			return err
+		}},
+		{"a backend terminated during a statement", func(t *testing.T) error {
+			conn, err := pgx.Connect(ctx, url)
+			require.NoError(t, err)
+			defer conn.Close(ctx)
+			var pid int32
+			require.NoError(t, conn.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid))
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				// Once the sleep below has begun.
+				for range 500 {
+					var active bool
+					if admin.QueryRow(ctx, "SELECT state = 'active' FROM pg_stat_activity WHERE pid = $1", pid).Scan(&active) == nil && active {
+						break
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+				_, _ = admin.Exec(ctx, "SELECT pg_terminate_backend($1)", pid)
+			}()
+			_, err = conn.Exec(ctx, "SELECT pg_sleep(10)")
+			<-done // admin is free for the next case
+			return err
+		}},
+		{"the connection of a terminated backend used again", func(t *testing.T) error {
+			conn, err := pgx.Connect(ctx, url)
+			require.NoError(t, err)
+			defer conn.Close(ctx)
+			tx, err := conn.Begin(ctx)
+			require.NoError(t, err)
+			terminate(t, tx)
+			_, err = tx.Exec(ctx, "SELECT 1")
+			require.Error(t, err)
+			return tx.Commit(ctx)
+		}},
+		{"a connection cut by the network", func(t *testing.T) error {
+			proxy, proxied := startCutProxy(t, url)
+			conn, err := pgx.Connect(ctx, proxied)
+			require.NoError(t, err)
+			defer conn.Close(ctx)
+			proxy.cut()
+			_, err = conn.Exec(ctx, "SELECT 1")
+			return err
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.err(t)
+			require.Error(t, err)
+			require.True(t, database.IsUnavailable(err), "IsUnavailable(%v)", err)
+			require.True(t, database.IsTransient(err), "IsTransient(%v)", err)
+			// Whatever else the chain holds: a statement's error around it changes nothing.
+			wrapped := fmt.Errorf("%w; then: %w", &pgconn.PgError{Code: "23505"}, err)
+			require.True(t, database.IsUnavailable(wrapped), "IsUnavailable(%v)", wrapped)
+			require.True(t, database.IsTransient(wrapped), "IsTransient(%v)", wrapped)
+		})
+	}
+}
+
+func TestStatementErrorsAreNotUnavailable(t *testing.T) {
+	t.Parallel()
+	for _, err := range []error{
+		errors.New("refused"),
+		&pgconn.PgError{Code: "23505"}, // unique violation
+		&pgconn.PgError{Code: "42P01"}, // undefined table
+		fmt.Errorf("get: %w", pgx.ErrNoRows),
+	} {
+		require.False(t, database.IsUnavailable(err), "IsUnavailable(%v)", err)
+		require.False(t, database.IsTransient(err), "IsTransient(%v)", err)
+	}
+	require.False(t, database.IsUnavailable(&pgconn.PgError{Code: "40001"}), "a serialization failure is no outage")
+	require.True(t, database.IsTransient(&pgconn.PgError{Code: "40001"}))
+}
+
+func TestInterpretNamesNoRowAndUnavailableInTheAdaptersTerms(t *testing.T) {
+	t.Parallel()
+	notFound, unavailable := errors.New("no such thing"), errors.New("retry later")
+	require.NoError(t, database.Interpret(nil, notFound, unavailable))
+	require.Equal(t, notFound, database.Interpret(fmt.Errorf("get: %w", pgx.ErrNoRows), notFound, unavailable))
+
+	pool, err := database.Open(context.Background(), "postgres://postgres@127.0.0.1:1/x?sslmode=disable", 1)
+	require.NoError(t, err)
+	pool.Close()
+	_, closed := pool.Exec(context.Background(), "SELECT 1")
+	err = database.Interpret(closed, notFound, unavailable)
+	require.ErrorIs(t, err, unavailable)
+	require.ErrorIs(t, err, closed, "the driver's error stays behind it")
+	require.True(t, database.IsTransient(err))
+
+	refused := &pgconn.PgError{Code: "23505"}
+	require.Equal(t, error(refused), database.Interpret(refused, notFound, unavailable), "anything else passes unchanged")
 }

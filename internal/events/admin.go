@@ -12,7 +12,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"walletgl/internal/events/eventsdb"
+	"walletgl/internal/database"
+	"walletgl/internal/events/internal/eventsdb"
 )
 
 // The outbox statuses a new row is written with: pending (any relay claims it) or dispatching
@@ -33,20 +34,29 @@ var (
 	RequeueStatuses = []string{"failed", "dead_letter"}
 )
 
-// Errors of the operator API; callers turn them into their own application errors.
+// Errors of the operator API and of the inbox; callers turn them into their own application
+// errors.
 var (
 	ErrNotFound      = errors.New("not found")
 	ErrInvalidStatus = errors.New("invalid status")
+	// ErrUnavailable: the database could not be reached or went away; retry later. The
+	// driver's error stays wrapped with it (database.IsTransient still reads it).
+	ErrUnavailable = errors.New("database unavailable")
 )
+
+// interpretError is the one place where this package reads a database error, and the edge
+// where it becomes one of the errors above: no row is ErrNotFound, a database that cannot be
+// reached is ErrUnavailable (its cause kept); anything else is returned unchanged.
+func interpretError(err error) error { return database.Interpret(err, ErrNotFound, ErrUnavailable) }
 
 // Admin is the operator's view of a service's outbox and inbox: what is where, and the ways out
 // for rows that are stuck. Both binaries' subcommands and the wallet's admin endpoints use it.
 type Admin struct {
-	db eventsdb.DBTX
+	db database.Executor
 }
 
 // NewAdmin returns the operator API on db, a database with the events migrations applied.
-func NewAdmin(db eventsdb.DBTX) *Admin { return &Admin{db: db} }
+func NewAdmin(db database.Executor) *Admin { return &Admin{db: db} }
 
 // OutboxStats is how many outbox rows are in each status and how long the oldest have waited.
 type OutboxStats struct {
@@ -98,7 +108,7 @@ func (a *Admin) OutboxStats(ctx context.Context) (OutboxStats, error) {
 	q := eventsdb.New(a.db)
 	rows, err := q.OutboxStatusCounts(ctx)
 	if err != nil {
-		return OutboxStats{}, fmt.Errorf("count outbox rows: %w", err)
+		return OutboxStats{}, fmt.Errorf("count outbox rows: %w", interpretError(err))
 	}
 	stats := OutboxStats{Counts: make(map[string]int64, len(OutboxStatuses))}
 	for _, s := range OutboxStatuses {
@@ -109,7 +119,7 @@ func (a *Admin) OutboxStats(ctx context.Context) (OutboxStats, error) {
 	}
 	oldest, err := q.OutboxOldest(ctx)
 	if err != nil {
-		return OutboxStats{}, fmt.Errorf("find oldest outbox rows: %w", err)
+		return OutboxStats{}, fmt.Errorf("find oldest outbox rows: %w", interpretError(err))
 	}
 	now := time.Now()
 	if oldest.Pending > 0 {
@@ -143,7 +153,7 @@ func (a *Admin) ListOutbox(ctx context.Context, status string, limit int) ([]Out
 	}
 	rows, err := eventsdb.New(a.db).ListOutbox(ctx, eventsdb.ListOutboxParams{Status: status, RowLimit: clampLimit(limit)})
 	if err != nil {
-		return nil, fmt.Errorf("list %s outbox rows: %w", status, err)
+		return nil, fmt.Errorf("list %s outbox rows: %w", status, interpretError(err))
 	}
 	return toOutboxRows(rows), nil
 }
@@ -151,10 +161,10 @@ func (a *Admin) ListOutbox(ctx context.Context, status string, limit int) ([]Out
 // GetOutbox returns the outbox row with this id, or ErrNotFound.
 func (a *Admin) GetOutbox(ctx context.Context, id uuid.UUID) (OutboxRow, error) {
 	row, err := eventsdb.New(a.db).GetOutbox(ctx, id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return OutboxRow{}, fmt.Errorf("outbox row %s: %w", id, ErrNotFound)
-	}
-	if err != nil {
+	switch err := interpretError(err); {
+	case errors.Is(err, ErrNotFound):
+		return OutboxRow{}, fmt.Errorf("outbox row %s: %w", id, err)
+	case err != nil:
 		return OutboxRow{}, fmt.Errorf("get outbox row %s: %w", id, err)
 	}
 	return toOutboxRow(row), nil
@@ -166,7 +176,7 @@ func (a *Admin) RequeueOutbox(ctx context.Context, ids ...uuid.UUID) (Requeued, 
 	q := eventsdb.New(a.db)
 	moved, err := q.RequeueOutbox(ctx, ids)
 	if err != nil {
-		return Requeued{}, fmt.Errorf("requeue outbox rows: %w", err)
+		return Requeued{}, fmt.Errorf("requeue outbox rows: %w", interpretError(err))
 	}
 	out := Requeued{IDs: orEmpty(moved)}
 	for _, id := range ids {
@@ -174,8 +184,8 @@ func (a *Admin) RequeueOutbox(ctx context.Context, ids ...uuid.UUID) (Requeued, 
 			continue
 		}
 		row, err := q.GetOutbox(ctx, id)
-		switch {
-		case errors.Is(err, pgx.ErrNoRows):
+		switch err := interpretError(err); {
+		case errors.Is(err, ErrNotFound):
 			out.Refused = append(out.Refused, Refusal{ID: id})
 		case err != nil:
 			return out, fmt.Errorf("look up outbox row %s: %w", id, err)
@@ -193,7 +203,7 @@ func (a *Admin) RequeueOutboxStatus(ctx context.Context, status string) (Requeue
 	}
 	moved, err := eventsdb.New(a.db).RequeueOutboxByStatus(ctx, status)
 	if err != nil {
-		return Requeued{}, fmt.Errorf("requeue %s outbox rows: %w", status, err)
+		return Requeued{}, fmt.Errorf("requeue %s outbox rows: %w", status, interpretError(err))
 	}
 	return Requeued{IDs: orEmpty(moved)}, nil
 }
@@ -233,7 +243,7 @@ func (a *Admin) Reconcile(ctx context.Context, posted PostedFunc, dryRun bool) (
 	for {
 		rows, err := q.ListOutboxAfter(ctx, eventsdb.ListOutboxAfterParams{Statuses: ReconcileStatuses, After: after, RowLimit: page})
 		if err != nil {
-			return report, fmt.Errorf("list outbox rows to reconcile: %w", err)
+			return report, fmt.Errorf("list outbox rows to reconcile: %w", interpretError(err))
 		}
 		for _, r := range rows {
 			after = r.ID
@@ -250,7 +260,7 @@ func (a *Admin) Reconcile(ctx context.Context, posted PostedFunc, dryRun bool) (
 			if !dryRun {
 				n, err := q.AcknowledgeOutbox(ctx, []uuid.UUID{row.ID})
 				if err != nil {
-					return report, fmt.Errorf("acknowledge outbox row %s: %w", row.ID, err)
+					return report, fmt.Errorf("acknowledge outbox row %s: %w", row.ID, interpretError(err))
 				}
 				if n == 0 {
 					continue // acknowledged meanwhile by the consumer's answer
@@ -292,7 +302,7 @@ type InboxRow struct {
 func (a *Admin) InboxStats(ctx context.Context) (InboxStats, error) {
 	rows, err := eventsdb.New(a.db).InboxStatusCounts(ctx)
 	if err != nil {
-		return InboxStats{}, fmt.Errorf("count inbox rows: %w", err)
+		return InboxStats{}, fmt.Errorf("count inbox rows: %w", interpretError(err))
 	}
 	stats := InboxStats{Counts: make(map[string]int64, len(InboxStatuses))}
 	for _, s := range InboxStatuses {
@@ -312,7 +322,7 @@ func (a *Admin) ListInbox(ctx context.Context, status string, limit int) ([]Inbo
 	}
 	rows, err := eventsdb.New(a.db).ListInbox(ctx, eventsdb.ListInboxParams{Status: status, RowLimit: clampLimit(limit)})
 	if err != nil {
-		return nil, fmt.Errorf("list %s inbox rows: %w", status, err)
+		return nil, fmt.Errorf("list %s inbox rows: %w", status, interpretError(err))
 	}
 	out := make([]InboxRow, 0, len(rows))
 	for _, r := range rows {
@@ -421,32 +431,29 @@ func (a *Admin) RepublishOutbox(ctx context.Context, since, until time.Time) (Re
 		u := until.UTC()
 		out.Until, params.Until = &u, &u
 	}
-	db, ok := a.db.(interface {
-		Begin(context.Context) (pgx.Tx, error)
-	})
+	db, ok := a.db.(database.TxBeginner)
 	if !ok {
 		return out, errors.New("republish: the operator API needs a pool or a transaction to begin one")
 	}
-	tx, err := db.Begin(ctx)
-	if err != nil {
-		return out, fmt.Errorf("republish: begin: %w", err)
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	q := eventsdb.New(tx)
-	if err := q.AllowOutboxRepublish(ctx); err != nil {
-		return out, fmt.Errorf("republish: allow the transition: %w", err)
-	}
-	n, err := q.RepublishOutbox(ctx, params)
-	if err != nil {
-		return out, fmt.Errorf("republish acknowledged outbox rows: %w", err)
-	}
-	if n > 0 {
-		if err := q.NotifyOutboxRelays(ctx); err != nil {
-			return out, fmt.Errorf("republish: notify the relays: %w", err)
+	// An operator's command, run again if it fails: no retry.
+	n, err := database.WithTxV(ctx, db, func(tx pgx.Tx) (int64, error) {
+		q := eventsdb.New(tx)
+		if err := q.AllowOutboxRepublish(ctx); err != nil {
+			return 0, fmt.Errorf("allow the transition: %w", err)
 		}
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return out, fmt.Errorf("republish: commit: %w", err)
+		n, err := q.RepublishOutbox(ctx, params)
+		if err != nil {
+			return 0, fmt.Errorf("move acknowledged outbox rows to pending: %w", err)
+		}
+		if n > 0 {
+			if err := q.NotifyOutboxRelays(ctx); err != nil {
+				return 0, fmt.Errorf("notify the relays: %w", err)
+			}
+		}
+		return n, nil
+	})
+	if err != nil {
+		return out, fmt.Errorf("republish: %w", interpretError(err))
 	}
 	out.Requeued = n
 	return out, nil

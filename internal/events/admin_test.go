@@ -11,8 +11,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"walletgl/internal/database"
 	"walletgl/internal/events"
-	"walletgl/internal/events/eventsdb"
+	"walletgl/internal/events/internal/eventsdb"
 	"walletgl/internal/testenv"
 )
 
@@ -324,4 +325,18 @@ func TestRetryInboxProcessesAFailedEventOnceAndLeavesABadOneFailed(t *testing.T)
 	again := events.NewInbox("gl", handler).Retry(ctx, pool, goodID.String())
 	require.Contains(t, again[0].Error, "is processed, only a failed event is retried")
 	require.Equal(t, 1, handled[goodID.String()], "a processed event is never handled again")
+}
+
+func TestAdminOnAnUnreachableDatabaseIsUnavailable(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, _ := testenv.MigratedPool(t, "wallet")
+	pool.Close()
+	admin := events.NewAdmin(pool)
+	_, err := admin.OutboxStats(ctx)
+	require.ErrorIs(t, err, events.ErrUnavailable)
+	_, err = admin.GetOutbox(ctx, uuid.Must(uuid.NewV7()))
+	require.ErrorIs(t, err, events.ErrUnavailable)
+	require.NotErrorIs(t, err, events.ErrNotFound)
+	require.True(t, database.IsTransient(err), "the driver's error stays in the chain: %v", err)
 }

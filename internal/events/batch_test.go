@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"walletgl/internal/events"
-	"walletgl/internal/events/eventsdb"
+	"walletgl/internal/events/internal/eventsdb"
 )
 
 // recordingHandler applies events by inserting them into a table of the test's database, in the

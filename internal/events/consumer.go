@@ -337,7 +337,9 @@ func (c *Consumer) committed(ctx context.Context, ds []delivery, fresh []bool, a
 }
 
 // processTx applies the deliveries through the inbox in one transaction, which must commit
-// within the ack wait (after it, the broker delivers the events again).
+// within the ack wait (after it, the broker delivers the events again). Workers posting to the
+// same hot accounts can deadlock each other: such a transaction is run again at once, within
+// the same deadline, rather than the whole batch handed back to the broker as transient.
 func (c *Consumer) processTx(ctx context.Context, ds []delivery) (fresh []bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.AckWait)
 	defer cancel()
@@ -345,13 +347,15 @@ func (c *Consumer) processTx(ctx context.Context, ds []delivery) (fresh []bool, 
 	for i, d := range ds {
 		events[i] = d.Inbound
 	}
-	err = database.WithTx(ctx, c.pool, func(tx pgx.Tx) error {
-		if fresh, err = c.inbox.Apply(ctx, tx, events); err != nil {
-			return err
-		}
-		return c.cfg.Faults.Hit(c.cfg.Name + faults.ConsumerBeforeCommit)
+	return database.RetrySerialization(ctx, database.DefaultSerializationAttempts, func() ([]bool, error) {
+		return database.WithTxV(ctx, c.pool, func(tx pgx.Tx) ([]bool, error) {
+			fresh, err := c.inbox.Apply(ctx, tx, events)
+			if err != nil {
+				return nil, err
+			}
+			return fresh, c.cfg.Faults.Hit(c.cfg.Name + faults.ConsumerBeforeCommit)
+		})
 	})
-	return fresh, err
 }
 
 // acknowledge confirms committed deliveries to the broker with double acks, sent in parallel

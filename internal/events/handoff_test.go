@@ -13,7 +13,7 @@ import (
 
 	"walletgl/internal/database"
 	"walletgl/internal/events"
-	"walletgl/internal/events/eventsdb"
+	"walletgl/internal/events/internal/eventsdb"
 	"walletgl/internal/testenv"
 )
 

@@ -11,7 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"walletgl/internal/database"
-	"walletgl/internal/events/eventsdb"
+	"walletgl/internal/events/internal/eventsdb"
 )
 
 // Inbox is one consumer's inbox in its service's database: the claim that lets each event be
@@ -126,14 +126,14 @@ type Failure struct {
 
 // RecordFailure writes the inbox row of a failed event in db; an event already processed is
 // left alone.
-func (in *Inbox) RecordFailure(ctx context.Context, db eventsdb.DBTX, ev Inbound, f Failure) error {
+func (in *Inbox) RecordFailure(ctx context.Context, db database.Executor, ev Inbound, f Failure) error {
 	err := eventsdb.New(db).RecordInboxFailure(ctx, eventsdb.RecordInboxFailureParams{
 		ID: in.ID(ev.EventID), Consumer: in.name, EventID: ev.EventID, EventType: eventTypeOr(ev.Env.Type),
 		StreamSeq: int64(ev.StreamSeq), Reason: f.Reason, Detail: f.Cause.Error(), Payload: f.Payload,
 		Attempts: max(f.Attempts, 1),
 	})
 	if err != nil {
-		return fmt.Errorf("record inbox %s failed: %w", in.ID(ev.EventID), err)
+		return fmt.Errorf("record inbox %s failed: %w", in.ID(ev.EventID), interpretError(err))
 	}
 	return nil
 }
@@ -154,7 +154,8 @@ type Retried struct {
 // Retry processes failed events again from their stored payload, through the handler: one
 // transaction per event reclaims the row (failed → processing), applies the event and marks
 // the row processed. An event that fails again is rolled back and stays failed, with the error
-// in its outcome. ids are inbox ids ("<consumer>:<event id>") or bare event ids.
+// in its outcome. ids are inbox ids ("<consumer>:<event id>") or bare event ids. Nothing is
+// retried, not even a deadlock: the operator reads the outcome and runs the command again.
 func (in *Inbox) Retry(ctx context.Context, pool *pgxpool.Pool, ids ...string) []Retried {
 	log := zerolog.Ctx(ctx).With().Str("component", "inbox retry").Str("consumer", in.name).Logger()
 	out := make([]Retried, 0, len(ids))
@@ -177,10 +178,10 @@ func (in *Inbox) Retry(ctx context.Context, pool *pgxpool.Pool, ids ...string) [
 
 func (in *Inbox) retryOne(ctx context.Context, tx pgx.Tx, id string) error {
 	row, err := eventsdb.New(tx).ReclaimFailedInbox(ctx, id)
-	if errors.Is(err, pgx.ErrNoRows) {
+	switch err := interpretError(err); {
+	case errors.Is(err, ErrNotFound): // no failed row with this id
 		return notFailed(ctx, tx, id)
-	}
-	if err != nil {
+	case err != nil:
 		return fmt.Errorf("reclaim inbox %s: %w", id, err)
 	}
 	if len(row.Payload) == 0 {
@@ -197,12 +198,12 @@ func (in *Inbox) retryOne(ctx context.Context, tx pgx.Tx, id string) error {
 }
 
 // notFailed explains why an inbox row could not be reclaimed for a retry.
-func notFailed(ctx context.Context, db eventsdb.DBTX, id string) error {
+func notFailed(ctx context.Context, db database.Executor, id string) error {
 	row, err := eventsdb.New(db).GetInbox(ctx, id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("inbox %s: %w", id, ErrNotFound)
-	}
-	if err != nil {
+	switch err := interpretError(err); {
+	case errors.Is(err, ErrNotFound):
+		return fmt.Errorf("inbox %s: %w", id, err)
+	case err != nil:
 		return fmt.Errorf("get inbox %s: %w", id, err)
 	}
 	return fmt.Errorf("inbox %s is %s, only a failed event is retried: %w", id, row.Status, ErrInvalidStatus)

@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"walletgl/internal/database"
-	"walletgl/internal/events/eventsdb"
+	"walletgl/internal/events/internal/eventsdb"
 )
 
 // Event is what a service writes to its outbox inside its business transaction.
@@ -32,9 +32,10 @@ func NewOutbox(source string) *Outbox { return &Outbox{source: source} }
 
 // PublishOnCommit makes the outbox write its rows already claimed by r, the relay of this
 // process, and hand them to r as soon as their transaction commits: an event is published
-// without waiting for a NOTIFY and a claim. It applies to transactions begun by
-// database.WithTx while r runs, its broker is connected and its hand-off queue has room;
-// otherwise rows are written pending, for any relay to claim. Call it before the outbox is used.
+// without waiting for a NOTIFY and a claim. It applies to transactions database.WithTx or
+// WithTxV began on a pool while r runs, its broker is connected and its hand-off queue has
+// room; otherwise rows are written pending, for any relay to claim. Call it before the outbox
+// is used.
 func (o *Outbox) PublishOnCommit(r *Relay) *Outbox {
 	o.relay = r
 	return o
@@ -43,13 +44,13 @@ func (o *Outbox) PublishOnCommit(r *Relay) *Outbox {
 // Add writes ev in db, which must be the caller's transaction so that the event commits or
 // rolls back with the business change. It returns the status the row was written with:
 // pending, or dispatching when the row is published on commit.
-func (o *Outbox) Add(ctx context.Context, db eventsdb.DBTX, ev Event) (string, error) {
+func (o *Outbox) Add(ctx context.Context, db database.Executor, ev Event) (string, error) {
 	return o.AddBatch(ctx, db, []Event{ev})
 }
 
 // AddBatch writes evs in one statement, in the caller's transaction as for Add, and returns the
 // status the rows were written with.
-func (o *Outbox) AddBatch(ctx context.Context, db eventsdb.DBTX, evs []Event) (string, error) {
+func (o *Outbox) AddBatch(ctx context.Context, db database.Executor, evs []Event) (string, error) {
 	if len(evs) == 0 {
 		return StatusPending, nil
 	}
@@ -78,7 +79,7 @@ func (o *Outbox) AddBatch(ctx context.Context, db eventsdb.DBTX, evs []Event) (s
 
 // insert writes the rows claimed by the relay when it can take them after the commit, and
 // pending otherwise.
-func (o *Outbox) insert(ctx context.Context, db eventsdb.DBTX, p eventsdb.InsertOutboxBatchParams) (string, int64, error) {
+func (o *Outbox) insert(ctx context.Context, db database.Executor, p eventsdb.InsertOutboxBatchParams) (string, int64, error) {
 	q := eventsdb.New(db)
 	var claim handOffClaim
 	if o.relay != nil {
@@ -127,7 +128,7 @@ func (o *Outbox) envelope(ev Event) ([]byte, error) {
 
 // Acknowledge moves the outbox rows with these ids to acknowledged: their consumer committed
 // their effect. Rows already acknowledged are left alone; it returns how many moved.
-func (o *Outbox) Acknowledge(ctx context.Context, db eventsdb.DBTX, ids ...uuid.UUID) (int64, error) {
+func (o *Outbox) Acknowledge(ctx context.Context, db database.Executor, ids ...uuid.UUID) (int64, error) {
 	n, err := eventsdb.New(db).AcknowledgeOutbox(ctx, ids)
 	if err != nil {
 		return 0, fmt.Errorf("acknowledge outbox %v: %w", ids, err)

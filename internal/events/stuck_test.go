@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"walletgl/internal/events"
-	"walletgl/internal/events/eventsdb"
+	"walletgl/internal/events/internal/eventsdb"
 	"walletgl/internal/testenv"
 )
 

@@ -16,7 +16,6 @@ import (
 
 	"walletgl/internal/database"
 	"walletgl/internal/events"
-	"walletgl/internal/events/eventsdb"
 	"walletgl/internal/gl"
 	"walletgl/internal/gl/postgres"
 	"walletgl/internal/testenv"
@@ -44,7 +43,7 @@ func (b *testBundle) handle(t *testing.T, h events.Handler, env events.Envelope)
 // acknowledgments returns the data of the TransferPosted events in the GL's outbox.
 func (b *testBundle) acknowledgments(t *testing.T) []events.TransferPosted {
 	t.Helper()
-	rows, err := eventsdb.New(b.pool).ListOutbox(context.Background(), eventsdb.ListOutboxParams{Status: "pending", RowLimit: 100})
+	rows, err := events.NewAdmin(b.pool).ListOutbox(context.Background(), events.StatusPending, 100)
 	require.NoError(t, err)
 	acks := make([]events.TransferPosted, 0, len(rows))
 	for _, row := range rows {

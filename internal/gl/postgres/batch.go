@@ -7,7 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"walletgl/internal/gl"
-	"walletgl/internal/gl/postgres/gldb"
+	"walletgl/internal/gl/postgres/internal/gldb"
 )
 
 var _ gl.Poster = (*Ledger)(nil)
@@ -31,7 +31,7 @@ func (l *Ledger) PostBatch(ctx context.Context, tx pgx.Tx, entries []gl.Entry) (
 	}
 	rows, err := q.InsertEntriesBatch(ctx, params)
 	if err != nil {
-		return nil, dbError(err, "insert %d entries", len(entries))
+		return nil, fmt.Errorf("insert %d entries: %w", len(entries), interpretError(err))
 	}
 	created := make(map[string]gldb.JournalEntry, len(rows)) // by entry id
 	for _, row := range rows {
@@ -82,7 +82,7 @@ func (l *Ledger) insertLines(ctx context.Context, q *gldb.Queries, entries []gl.
 		return nil
 	}
 	if err := q.InsertLinesBatch(ctx, p); err != nil {
-		return dbError(err, "insert %d lines", len(p.EntryIds))
+		return fmt.Errorf("insert %d lines: %w", len(p.EntryIds), interpretError(err))
 	}
 	return nil
 }
@@ -101,7 +101,7 @@ func (l *Ledger) heldBy(ctx context.Context, q *gldb.Queries, entries []gl.Entry
 	}
 	rows, err := q.GetEntriesByTransfers(ctx, missing)
 	if err != nil {
-		return nil, dbError(err, "find entries of %d transfers", len(missing))
+		return nil, fmt.Errorf("find entries of %d transfers: %w", len(missing), interpretError(err))
 	}
 	for _, row := range rows {
 		held[row.TransferID] = row

@@ -13,9 +13,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"walletgl/internal/database"
 	"walletgl/internal/gl"
-	"walletgl/internal/gl/postgres/gldb"
+	"walletgl/internal/gl/postgres/internal/gldb"
 	"walletgl/internal/problem"
 )
 
@@ -51,7 +50,7 @@ func (l *Ledger) Post(ctx context.Context, tx pgx.Tx, e gl.Entry) (bool, error) 
 func (l *Ledger) EntriesByTransfer(ctx context.Context, transferID string) ([]gl.Entry, error) {
 	rows, err := l.queries.ListEntriesByTransfer(ctx, transferID)
 	if err != nil {
-		return nil, dbError(err, "list entries of transfer %s", transferID)
+		return nil, fmt.Errorf("list entries of transfer %s: %w", transferID, interpretError(err))
 	}
 	return l.withLines(ctx, rows)
 }
@@ -60,7 +59,7 @@ func (l *Ledger) EntriesByTransfer(ctx context.Context, transferID string) ([]gl
 func (l *Ledger) EntriesByEvent(ctx context.Context, eventID string) ([]gl.Entry, error) {
 	rows, err := l.queries.ListEntriesByEvent(ctx, eventID)
 	if err != nil {
-		return nil, dbError(err, "list entries of event %s", eventID)
+		return nil, fmt.Errorf("list entries of event %s: %w", eventID, interpretError(err))
 	}
 	return l.withLines(ctx, rows)
 }
@@ -85,7 +84,7 @@ func (l *Ledger) Entries(ctx context.Context, q gl.EntryQuery) (gl.EntryPage, er
 	}
 	rows, err := l.queries.ListEntriesPosted(ctx, params)
 	if err != nil {
-		return gl.EntryPage{}, dbError(err, "list entries")
+		return gl.EntryPage{}, fmt.Errorf("list entries: %w", interpretError(err))
 	}
 	var page gl.EntryPage
 	if len(rows) > limit {
@@ -111,7 +110,7 @@ func (l *Ledger) withLines(ctx context.Context, rows []gldb.JournalEntry) ([]gl.
 	}
 	lines, err := l.queries.ListLinesByEntries(ctx, ids)
 	if err != nil {
-		return nil, dbError(err, "list lines of %d entries", len(ids))
+		return nil, fmt.Errorf("list lines of %d entries: %w", len(ids), interpretError(err))
 	}
 	for _, line := range lines {
 		i := byID[line.EntryID]
@@ -130,11 +129,11 @@ func (l *Ledger) AccountBalance(ctx context.Context, code, currency string, asOf
 		params.AsOf = &asOf
 	}
 	row, err := l.queries.AccountBalance(ctx, params)
-	if errors.Is(err, pgx.ErrNoRows) {
+	switch err := interpretError(err); {
+	case errors.Is(err, errNoRow):
 		return gl.AccountBalance{}, fmt.Errorf("balance of account %q: %w", code, gl.ErrAccountNotFound)
-	}
-	if err != nil {
-		return gl.AccountBalance{}, dbError(err, "balance of account %q", code)
+	case err != nil:
+		return gl.AccountBalance{}, fmt.Errorf("balance of account %q: %w", code, err)
 	}
 	return gl.AccountBalance{
 		AccountCode: row.AccountCode, Currency: currency, NormalBalance: gl.Direction(row.NormalBalance),
@@ -163,7 +162,7 @@ func (l *Ledger) Statement(ctx context.Context, q gl.StatementQuery) (gl.Stateme
 	}
 	rows, err := l.queries.AccountStatement(ctx, params)
 	if err != nil {
-		return gl.Statement{}, dbError(err, "statement of account %q", q.AccountCode)
+		return gl.Statement{}, fmt.Errorf("statement of account %q: %w", q.AccountCode, interpretError(err))
 	}
 	st := gl.Statement{Account: account, Currency: q.Currency, Lines: make([]gl.StatementLine, 0, len(rows))}
 	if len(rows) > limit {
@@ -193,7 +192,7 @@ func pageSize(n int) int {
 func (l *Ledger) TrialBalance(ctx context.Context) (gl.TrialBalance, error) {
 	rows, err := l.queries.TrialBalance(ctx)
 	if err != nil {
-		return gl.TrialBalance{}, dbError(err, "trial balance")
+		return gl.TrialBalance{}, fmt.Errorf("trial balance: %w", interpretError(err))
 	}
 	accounts := make([]gl.AccountBalance, 0, len(rows))
 	for _, row := range rows {
@@ -207,11 +206,11 @@ func (l *Ledger) TrialBalance(ctx context.Context) (gl.TrialBalance, error) {
 // Account returns the account with this code from the chart of accounts.
 func (l *Ledger) Account(ctx context.Context, code string) (gl.Account, error) {
 	row, err := l.queries.GetAccount(ctx, code)
-	if errors.Is(err, pgx.ErrNoRows) {
+	switch err := interpretError(err); {
+	case errors.Is(err, errNoRow):
 		return gl.Account{}, fmt.Errorf("get account %q: %w", code, gl.ErrAccountNotFound)
-	}
-	if err != nil {
-		return gl.Account{}, dbError(err, "get account %q", code)
+	case err != nil:
+		return gl.Account{}, fmt.Errorf("get account %q: %w", code, err)
 	}
 	return accountFromRow(row), nil
 }
@@ -220,7 +219,7 @@ func (l *Ledger) Account(ctx context.Context, code string) (gl.Account, error) {
 func (l *Ledger) Accounts(ctx context.Context) ([]gl.Account, error) {
 	rows, err := l.queries.ListAccounts(ctx)
 	if err != nil {
-		return nil, dbError(err, "list accounts")
+		return nil, fmt.Errorf("list accounts: %w", interpretError(err))
 	}
 	accounts := make([]gl.Account, 0, len(rows))
 	for _, row := range rows {
@@ -234,11 +233,11 @@ func (l *Ledger) AddAccount(ctx context.Context, a gl.Account) (gl.Account, erro
 	row, err := l.queries.InsertAccount(ctx, gldb.InsertAccountParams{
 		Code: a.Code, Name: a.Name, Type: string(a.Type), NormalBalance: string(a.NormalBalance),
 	})
-	if errors.Is(err, pgx.ErrNoRows) {
+	switch err := interpretError(err); {
+	case errors.Is(err, errNoRow): // ON CONFLICT DO NOTHING: the code is taken
 		return gl.Account{}, problem.Newf(gl.ErrAccountExists, "account %s is already in the chart of accounts", a.Code)
-	}
-	if err != nil {
-		return gl.Account{}, dbError(err, "add account %q", a.Code)
+	case err != nil:
+		return gl.Account{}, fmt.Errorf("add account %q: %w", a.Code, err)
 	}
 	return accountFromRow(row), nil
 }
@@ -253,16 +252,6 @@ func (l *Ledger) Ping(ctx context.Context) error {
 		return fmt.Errorf("ping gl database: %w", err)
 	}
 	return nil
-}
-
-// dbError wraps a database error; one that means the database cannot be reached also matches
-// gl.ErrUnavailable, so callers can tell "retry later" from a failure.
-func dbError(err error, format string, args ...any) error {
-	what := fmt.Sprintf(format, args...)
-	if database.IsUnavailable(err) {
-		return fmt.Errorf("%s: %w: %w", what, gl.ErrUnavailable, err)
-	}
-	return fmt.Errorf("%s: %w", what, err)
 }
 
 func entryFromRow(row gldb.JournalEntry) gl.Entry {

@@ -14,7 +14,7 @@ import (
 	"walletgl/internal/database"
 	"walletgl/internal/gl"
 	"walletgl/internal/gl/postgres"
-	"walletgl/internal/gl/postgres/gldb"
+	"walletgl/internal/gl/postgres/internal/gldb"
 	"walletgl/internal/testenv"
 )
 
@@ -250,4 +250,24 @@ func TestLedgerReads(t *testing.T) {
 		t.Parallel()
 		require.NoError(t, b.ledger.Ping(ctx))
 	})
+}
+
+func TestLedgerOnAnUnreachableDatabaseIsUnavailable(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	// Port 1 on loopback: nothing listens, the connection is refused at once.
+	refused, err := pgxpool.New(ctx, "postgres://postgres@127.0.0.1:1/gl?sslmode=disable&connect_timeout=2")
+	require.NoError(t, err)
+	t.Cleanup(refused.Close)
+	closed, _ := testenv.MigratedPool(t, "gl")
+	closed.Close()
+	for name, pool := range map[string]*pgxpool.Pool{"refused": refused, "closed": closed} {
+		ledger := postgres.NewLedger(pool)
+		_, err := ledger.Account(ctx, "1010")
+		require.ErrorIs(t, err, gl.ErrUnavailable, name)
+		require.NotErrorIs(t, err, gl.ErrAccountNotFound, name)
+		_, err = ledger.TrialBalance(ctx)
+		require.ErrorIs(t, err, gl.ErrUnavailable, name)
+		require.True(t, database.IsTransient(err), "the driver's error stays in the chain: %v", err)
+	}
 }

@@ -6,7 +6,7 @@ import (
 
 	"walletgl/internal/events"
 	"walletgl/internal/gl"
-	"walletgl/internal/gl/postgres/gldb"
+	"walletgl/internal/gl/postgres/internal/gldb"
 )
 
 // offender is what the verify queries return per offending row.
@@ -25,13 +25,13 @@ func (l *Ledger) Verify(ctx context.Context) ([]gl.Check, error) {
 	const consumer, eventType = events.ConsumerGL, events.TypeTransferCompleted
 	counts, err := q.CountLedger(ctx)
 	if err != nil {
-		return nil, dbError(err, "count entries")
+		return nil, fmt.Errorf("count entries: %w", interpretError(err))
 	}
 	var checks []gl.Check
 
 	unbalanced, err := q.UnbalancedEntries(ctx, gl.MaxOffenders)
 	if err != nil {
-		return nil, dbError(err, "find unbalanced entries")
+		return nil, fmt.Errorf("find unbalanced entries: %w", interpretError(err))
 	}
 	rows := make([]offender, 0, len(unbalanced))
 	for _, r := range unbalanced {
@@ -56,13 +56,13 @@ func (l *Ledger) Verify(ctx context.Context) ([]gl.Check, error) {
 
 	processed, err := q.CountProcessedInbox(ctx, gldb.CountProcessedInboxParams{Consumer: consumer, EventType: eventType})
 	if err != nil {
-		return nil, dbError(err, "count processed inbox rows")
+		return nil, fmt.Errorf("count processed inbox rows: %w", interpretError(err))
 	}
 	missing, err := q.ProcessedInboxWithoutEntry(ctx, gldb.ProcessedInboxWithoutEntryParams{
 		Consumer: consumer, EventType: eventType, RowLimit: gl.MaxOffenders,
 	})
 	if err != nil {
-		return nil, dbError(err, "find processed events without entry")
+		return nil, fmt.Errorf("find processed events without entry: %w", interpretError(err))
 	}
 	rows = rows[:0]
 	for _, r := range missing {
@@ -72,7 +72,7 @@ func (l *Ledger) Verify(ctx context.Context) ([]gl.Check, error) {
 
 	orphans, err := q.EntriesWithoutInbox(ctx, gldb.EntriesWithoutInboxParams{Consumer: consumer, RowLimit: gl.MaxOffenders})
 	if err != nil {
-		return nil, dbError(err, "find entries without inbox row")
+		return nil, fmt.Errorf("find entries without inbox row: %w", interpretError(err))
 	}
 	rows = rows[:0]
 	for _, r := range orphans {
@@ -98,13 +98,13 @@ func check(name string, checked int64, rows []offender) gl.Check {
 func (l *Ledger) Size(ctx context.Context) (entries, processedEvents int64, err error) {
 	counts, err := l.queries.CountLedger(ctx)
 	if err != nil {
-		return 0, 0, dbError(err, "count entries")
+		return 0, 0, fmt.Errorf("count entries: %w", interpretError(err))
 	}
 	processed, err := l.queries.CountProcessedInbox(ctx, gldb.CountProcessedInboxParams{
 		Consumer: events.ConsumerGL, EventType: events.TypeTransferCompleted,
 	})
 	if err != nil {
-		return 0, 0, dbError(err, "count processed inbox rows")
+		return 0, 0, fmt.Errorf("count processed inbox rows: %w", interpretError(err))
 	}
 	return counts.Entries, processed, nil
 }

@@ -6,12 +6,11 @@ import (
 	"fmt"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"walletgl/internal/gl"
-	"walletgl/internal/gl/postgres/reconciledb"
+	"walletgl/internal/gl/postgres/internal/reconciledb"
 )
 
 // WalletViewName is the view of the wallet's database a WalletView reads: a versioned,
@@ -78,10 +77,10 @@ func (v *WalletView) Transfer(ctx context.Context, id string) (gl.SourceTransfer
 		return gl.SourceTransfer{}, false, nil
 	}
 	r, err := v.queries.ReconcileTransfer(ctx, uid)
-	if errors.Is(err, pgx.ErrNoRows) {
+	switch err := interpretError(err); {
+	case errors.Is(err, errNoRow):
 		return gl.SourceTransfer{}, false, nil
-	}
-	if err != nil {
+	case err != nil:
 		return gl.SourceTransfer{}, false, viewError(err, "read the wallet's transfer %s", id)
 	}
 	return gl.SourceTransfer{ID: r.ID.String(), Amount: r.Amount, Currency: r.Currency}, true, nil
@@ -90,9 +89,10 @@ func (v *WalletView) Transfer(ctx context.Context, id string) (gl.SourceTransfer
 // viewError names the likely cause when the view is missing: a wallet database older than the
 // contract, or a URL that is not the wallet's database.
 func viewError(err error, format string, args ...any) error {
+	err = interpretError(err)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "42P01" { // undefined_table
 		err = fmt.Errorf("the database has no view %s (is it the wallet's database, migrated by a wallet that publishes the view?): %w", WalletViewName, err)
 	}
-	return dbError(err, format, args...)
+	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), err)
 }

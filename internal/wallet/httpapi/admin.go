@@ -8,7 +8,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 
-	"walletgl/internal/database"
 	"walletgl/internal/events"
 	"walletgl/internal/problem"
 	"walletgl/internal/wallet"
@@ -100,7 +99,7 @@ func adminError(op string, err error) error {
 	switch {
 	case errors.Is(err, events.ErrInvalidStatus):
 		return problem.Newf(wallet.ErrInvalid, "%s", err.Error())
-	case database.IsUnavailable(err):
+	case errors.Is(err, events.ErrUnavailable):
 		return fmt.Errorf("%w: %s: %w", wallet.ErrUnavailable, op, err)
 	}
 	return fmt.Errorf("%s: %w", op, err)

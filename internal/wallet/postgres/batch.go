@@ -16,7 +16,7 @@ import (
 
 	"walletgl/internal/database"
 	"walletgl/internal/events"
-	"walletgl/internal/wallet/postgres/walletdb"
+	"walletgl/internal/wallet/postgres/internal/walletdb"
 )
 
 // The batcher's write function for transfers: a batch is one transaction with a fixed number of
@@ -115,16 +115,16 @@ func (s *Store) writeTransfers(ctx context.Context, batch []*pendingTransfer, an
 // are new transfers only, so a batch first skips looking its keys up (one statement less on
 // the path every request waits for); if a request turns out to be refused or its key taken,
 // that transaction is rolled back and the batch written again with the lookup, which also
-// serves the next batch (replays tend to come together, after an outage).
+// serves the next batch (replays tend to come together, after an outage). A batch rolled back
+// by a deadlock or a serialization failure is written again as it is: run one by one instead,
+// its requests would cost a transaction each for a failure none of them caused.
 func (s *Store) commitBatch(ctx context.Context, batch []*pendingTransfer) ([]batchOutcome, error) {
 	write := func(lookup bool) ([]batchOutcome, error) {
-		var outcomes []batchOutcome
-		err := database.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-			var err error
-			outcomes, err = s.writeBatch(ctx, tx, batch, lookup)
-			return err
+		return database.RetrySerialization(ctx, database.DefaultSerializationAttempts, func() ([]batchOutcome, error) {
+			return database.WithTxV(ctx, s.pool, func(tx pgx.Tx) ([]batchOutcome, error) {
+				return s.writeBatch(ctx, tx, batch, lookup)
+			})
 		})
-		return outcomes, err
 	}
 	if !s.lookupFirst.Load() {
 		outcomes, err := write(false)

@@ -23,7 +23,7 @@ import (
 	"walletgl/internal/faults"
 	"walletgl/internal/problem"
 	"walletgl/internal/wallet"
-	"walletgl/internal/wallet/postgres/walletdb"
+	"walletgl/internal/wallet/postgres/internal/walletdb"
 )
 
 // Store is the wallet service over PostgreSQL. While Run runs, its transfer requests are
@@ -86,11 +86,11 @@ func (s *Store) CreateWallet(ctx context.Context, w wallet.Wallet) (wallet.Walle
 	row, err := s.queries.CreateWallet(ctx, walletdb.CreateWalletParams{
 		ID: w.ID, Currency: w.Currency, AllowNegative: w.AllowNegative,
 	})
-	if errors.Is(err, pgx.ErrNoRows) { // ON CONFLICT DO NOTHING: the id is taken
+	switch err := interpretError(err); {
+	case errors.Is(err, errNoRow): // ON CONFLICT DO NOTHING: the id is taken
 		return wallet.Wallet{}, problem.Newf(wallet.ErrWalletExists, "wallet %q exists", w.ID)
-	}
-	if err != nil {
-		return wallet.Wallet{}, storeError("create wallet "+w.ID, err)
+	case err != nil:
+		return wallet.Wallet{}, fmt.Errorf("create wallet %s: %w", w.ID, err)
 	}
 	return toWallet(row), nil
 }
@@ -98,11 +98,11 @@ func (s *Store) CreateWallet(ctx context.Context, w wallet.Wallet) (wallet.Walle
 // GetWallet returns the wallet with this id.
 func (s *Store) GetWallet(ctx context.Context, id string) (wallet.Wallet, error) {
 	row, err := s.queries.GetWallet(ctx, id)
-	if errors.Is(err, pgx.ErrNoRows) {
+	switch err := interpretError(err); {
+	case errors.Is(err, errNoRow):
 		return wallet.Wallet{}, problem.Newf(wallet.ErrWalletNotFound, "wallet %q does not exist", id)
-	}
-	if err != nil {
-		return wallet.Wallet{}, storeError("get wallet "+id, err)
+	case err != nil:
+		return wallet.Wallet{}, fmt.Errorf("get wallet %s: %w", id, err)
 	}
 	return toWallet(row), nil
 }
@@ -126,7 +126,7 @@ func (s *Store) CreateTransfer(ctx context.Context, req wallet.TransferRequest) 
 		r, err = s.createOne(ctx, p)
 	}
 	if err != nil {
-		return wallet.Transfer{}, false, storeError("create transfer", err)
+		return wallet.Transfer{}, false, fmt.Errorf("create transfer: %w", interpretError(err))
 	}
 	if err := s.faults.Hit(faults.TransferAfterCommit); err != nil {
 		return wallet.Transfer{}, false, err
@@ -164,18 +164,13 @@ func newPendingTransfer(req wallet.TransferRequest) (*pendingTransfer, error) {
 }
 
 // createOne writes one transfer in a transaction of its own: the path without the batcher, and
-// the fallback of a batch that could not commit as a whole.
+// the fallback of a batch that could not commit as a whole. A deadlock or a serialization
+// failure says nothing about the request, and another attempt writes the same transfer and
+// event (their ids are fixed before the first): retried here, rather than answered 500.
 func (s *Store) createOne(ctx context.Context, p *pendingTransfer) (transferResult, error) {
-	var out transferResult
-	err := database.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		var err error
-		out, err = s.writeOne(ctx, tx, p)
-		return err
+	return database.RetrySerialization(ctx, database.DefaultSerializationAttempts, func() (transferResult, error) {
+		return database.WithTxV(ctx, s.pool, func(tx pgx.Tx) (transferResult, error) { return s.writeOne(ctx, tx, p) })
 	})
-	if err != nil {
-		return transferResult{}, err
-	}
-	return out, nil
 }
 
 // writeOne writes one transfer in tx, or answers from the transfer that holds its key.
@@ -199,10 +194,10 @@ func (s *Store) writeOne(ctx context.Context, tx pgx.Tx, p *pendingTransfer) (tr
 		FromWalletID: req.FromWalletID, ToWalletID: req.ToWalletID,
 		Amount: req.Amount, Currency: req.Currency, EventID: p.eventID,
 	})
-	if errors.Is(err, pgx.ErrNoRows) {
+	switch err := interpretError(err); {
+	case errors.Is(err, errNoRow): // ON CONFLICT DO NOTHING: the key is taken
 		return answerFromKey(ctx, q, p)
-	}
-	if err != nil {
+	case err != nil:
 		return transferResult{}, claimError(req, err)
 	}
 	if err := checkTransfer(req, findLocked(locked, req.FromWalletID), findLocked(locked, req.ToWalletID)); err != nil {
@@ -331,11 +326,11 @@ func findLocked(locked []walletdb.LockWalletsRow, id string) *walletdb.LockWalle
 // GetTransfer returns the transfer with this id and where its event is.
 func (s *Store) GetTransfer(ctx context.Context, id uuid.UUID) (wallet.Transfer, error) {
 	row, err := s.queries.GetTransferWithOutbox(ctx, id)
-	if errors.Is(err, pgx.ErrNoRows) {
+	switch err := interpretError(err); {
+	case errors.Is(err, errNoRow):
 		return wallet.Transfer{}, problem.Newf(wallet.ErrTransferNotFound, "transfer %s does not exist", id)
-	}
-	if err != nil {
-		return wallet.Transfer{}, storeError("get transfer "+id.String(), err)
+	case err != nil:
+		return wallet.Transfer{}, fmt.Errorf("get transfer %s: %w", id, err)
 	}
 	return toTransfer(row.Transfer, row.OutboxStatus), nil
 }
@@ -353,7 +348,7 @@ func (s *Store) ListTransfers(ctx context.Context, after wallet.Cursor, limit in
 		AfterCreatedAt: after.CreatedAt, AfterID: after.ID, RowLimit: int32(limit + 1), // one more: is there a next page?
 	})
 	if err != nil {
-		return wallet.Page{}, storeError("list transfers", err)
+		return wallet.Page{}, fmt.Errorf("list transfers: %w", interpretError(err))
 	}
 	more := len(rows) > limit
 	rows = rows[:min(len(rows), limit)]
@@ -372,26 +367,13 @@ func (s *Store) ListTransfers(ctx context.Context, after wallet.Cursor, limit in
 func (s *Store) BalanceTotals(ctx context.Context) ([]wallet.CurrencyTotal, error) {
 	rows, err := s.queries.BalanceTotals(ctx)
 	if err != nil {
-		return nil, storeError("sum balances", err)
+		return nil, fmt.Errorf("sum balances: %w", interpretError(err))
 	}
 	totals := make([]wallet.CurrencyTotal, 0, len(rows))
 	for _, r := range rows {
 		totals = append(totals, wallet.CurrencyTotal{Currency: r.Currency, Total: r.Total, Wallets: r.Wallets})
 	}
 	return totals, nil
-}
-
-// storeError keeps application errors as they are and turns a database that cannot be
-// reached into wallet.ErrUnavailable; anything else is an internal error, wrapped.
-func storeError(op string, err error) error {
-	var appErr *problem.Error
-	switch {
-	case errors.As(err, &appErr):
-		return err
-	case database.IsUnavailable(err):
-		return fmt.Errorf("%w: %s: %w", wallet.ErrUnavailable, op, err)
-	}
-	return fmt.Errorf("%s: %w", op, err)
 }
 
 // requestHash fingerprints what a transfer request asks for, so a key that comes back with a

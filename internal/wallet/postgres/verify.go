@@ -7,7 +7,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"walletgl/internal/wallet"
-	"walletgl/internal/wallet/postgres/walletdb"
+	"walletgl/internal/wallet/postgres/internal/walletdb"
 )
 
 // Verify checks the wallet's invariants on the data in pool as it is: each transfer has exactly
@@ -51,7 +51,7 @@ func Verify(ctx context.Context, pool *pgxpool.Pool, opts wallet.VerifyOptions) 
 	for _, c := range checks {
 		r, err := c.run()
 		if err != nil {
-			return nil, storeError(fmt.Sprintf("verify %q", c.name), err)
+			return nil, fmt.Errorf("verify %q: %w", c.name, interpretError(err))
 		}
 		out = append(out, wallet.Check{Name: c.name, Unit: c.unit, Checked: r.Checked, Failed: r.Failed, Sample: r.Sample})
 	}

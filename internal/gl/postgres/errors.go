@@ -1,0 +1,18 @@
+package postgres
+
+import (
+	"errors"
+
+	"walletgl/internal/database"
+	"walletgl/internal/gl"
+)
+
+// errNoRow is a statement that returned no row: nothing matched, or ON CONFLICT DO NOTHING
+// skipped an insert. The caller, who knows what it asked for, names the gl error.
+var errNoRow = errors.New("no row")
+
+// interpretError is the one place where the ledger and the wallet view read a database error,
+// and the edge where it becomes a gl error: no row is errNoRow, a database that cannot be
+// reached also matches gl.ErrUnavailable (its cause kept), so callers can tell "retry later"
+// from a failure; anything else is returned unchanged.
+func interpretError(err error) error { return database.Interpret(err, errNoRow, gl.ErrUnavailable) }
