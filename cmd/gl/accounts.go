@@ -4,13 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 	"text/tabwriter"
 
 	"walletgl/internal/cli"
+	"walletgl/internal/config"
 	"walletgl/internal/gl"
 	"walletgl/internal/gl/postgres"
-	"walletgl/internal/serve"
 )
 
 type accountJSON struct {
@@ -21,66 +20,54 @@ type accountJSON struct {
 }
 
 func accountsListCmd(ctx context.Context, env cli.Env, args []string) error {
-	cfg, s := loadConfigWith("gl accounts list", env, func(s *flagSet) { s.jsonFlag() })
-	if err := s.parse(args, cfg); err != nil {
-		return err
-	}
-	ledger, closeLedger, err := openLedger(ctx, cfg, env)
-	if err != nil {
-		return err
-	}
-	defer closeLedger()
-	accounts, err := ledger.Accounts(ctx)
-	if err != nil {
-		return err
-	}
-	if s.json {
+	return service.Run(ctx, env, args, cli.ReadOnly, nil, func(c cli.Call[*Config]) error {
+		accounts, err := postgres.NewLedger(c.Pool).Accounts(ctx)
+		if err != nil {
+			return err
+		}
+		if !c.JSON {
+			return writeAccounts(env.Stdout, accounts)
+		}
 		out := make([]accountJSON, 0, len(accounts))
 		for _, a := range accounts {
 			out = append(out, accountJSON{Code: a.Code, Name: a.Name, Type: string(a.Type), NormalBalance: a.NormalBalance})
 		}
 		return cli.JSON(env.Stdout, map[string]any{"accounts": out})
-	}
-	return writeAccounts(env.Stdout, accounts)
+	})
 }
 
 func accountsAddCmd(ctx context.Context, env cli.Env, args []string) error {
+	var asJSON bool
 	var name, typ string
-	cfg, s := loadConfigWith("gl accounts add CODE", env, func(s *flagSet) {
-		s.jsonFlag()
-		s.set.Flags().StringVar(&name, "name", "", "the account's name (required)")
-		s.set.Flags().StringVar(&typ, "type", "", "asset, liability, equity, revenue or expense; the normal balance follows from it")
+	cfg, rest, err := service.Parse(env, args, func(s *config.Set) {
+		cli.JSONFlag(s, &asJSON)
+		s.Flags().StringVar(&name, "name", "", "the account's name (required)")
+		s.Flags().StringVar(&typ, "type", "", "asset, liability, equity, revenue or expense; the normal balance follows from it")
 	})
+	if err != nil {
+		return err
+	}
 	// The code may come before the flags (gl accounts add 4010 --name ...) or after them.
-	var code string
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		code, args = args[0], args[1:]
-	}
-	if err := s.parse(args, cfg); err != nil {
-		return err
-	}
-	if rest := s.set.Args(); code == "" && len(rest) == 1 {
-		code = rest[0]
-	} else if len(rest) > 0 {
-		return fmt.Errorf("accounts add: unexpected arguments %q", rest)
-	}
-	if code == "" {
+	switch {
+	case len(rest) == 0:
 		return fmt.Errorf("accounts add: the account code is missing (gl accounts add CODE --name N --type T)")
+	case len(rest) > 1:
+		return fmt.Errorf("accounts add: unexpected arguments %q", rest[1:])
 	}
-	account, err := gl.NewAccount(code, name, gl.AccountType(typ))
+	account, err := gl.NewAccount(rest[0], name, gl.AccountType(typ))
 	if err != nil {
 		return err
 	}
-	ledger, closeLedger, err := openLedger(ctx, cfg, env)
+	pool, err := cli.OpenDatabase(ctx, cfg.DatabaseURL, cli.ReadWrite)
 	if err != nil {
 		return err
 	}
-	defer closeLedger()
-	added, err := ledger.AddAccount(ctx, account)
+	defer pool.Close()
+	added, err := postgres.NewLedger(pool).AddAccount(ctx, account)
 	if err != nil {
 		return err
 	}
-	if s.json {
+	if asJSON {
 		return cli.JSON(env.Stdout, accountJSON{Code: added.Code, Name: added.Name, Type: string(added.Type), NormalBalance: added.NormalBalance})
 	}
 	fmt.Fprintf(env.Stdout, "added account %s (%s, %s, normal balance %s)\n", added.Code, added.Name, added.Type, added.NormalBalance)
@@ -94,17 +81,4 @@ func writeAccounts(w io.Writer, accounts []gl.Account) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", a.Code, a.Name, a.Type, a.NormalBalance)
 	}
 	return tw.Flush()
-}
-
-// openLedger opens the GL database (created and migrated when needed, like serve does).
-func openLedger(ctx context.Context, cfg *Config, env cli.Env) (*postgres.Ledger, func(), error) {
-	log, err := cfg.Log.Logger(env.Stderr, "gl")
-	if err != nil {
-		return nil, nil, err
-	}
-	pool, err := serve.OpenDatabase(ctx, cfg.DatabaseURL, "gl", log.Level(max(log.GetLevel(), warnLevel)))
-	if err != nil {
-		return nil, nil, err
-	}
-	return postgres.NewLedger(pool), pool.Close, nil
 }

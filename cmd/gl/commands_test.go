@@ -6,10 +6,15 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"walletgl/internal/cli"
+	"walletgl/internal/cli/clitest"
+	"walletgl/internal/events"
 	"walletgl/internal/testenv"
 )
 
@@ -118,18 +123,11 @@ func TestVerify(t *testing.T) {
 
 		out, _, err = runGL(t, glEnv(dbURL), "verify", "--json")
 		require.Error(t, err)
-		var report struct {
-			Passed bool `json:"passed"`
-			Checks []struct {
-				Passed    bool     `json:"passed"`
-				Failures  int64    `json:"failures"`
-				Offenders []string `json:"offenders"`
-			} `json:"checks"`
-		}
-		require.NoError(t, json.Unmarshal([]byte(out), &report))
-		require.False(t, report.Passed)
+		report := clitest.Verification(t, out)
+		require.False(t, report.OK)
 		require.Len(t, report.Checks, 4)
-		require.Equal(t, []string{"gl:ev-lost"}, report.Checks[2].Offenders)
+		require.Equal(t, cli.Check{Name: "every processed TransferCompleted.v1 in the inbox has its entry", OK: false,
+			Checked: 2, Failed: 1, Sample: []string{"gl:ev-lost"}, Detail: "2 checked, 1 failing"}, report.Checks[2])
 	})
 
 	t.Run("a database that does not exist is an error, not an empty pass", func(t *testing.T) {
@@ -158,4 +156,79 @@ func postConsistently(t *testing.T, pool *pgxpool.Pool, eventID, transferID stri
 		VALUES ($1::uuid, '1010', 'debit', $2, 'USD'), ($1::uuid, '2010', 'credit', $2, 'USD')`, id, amount)
 	require.NoError(t, err)
 	require.NoError(t, tx.Commit(ctx))
+}
+
+// acknowledgment writes a TransferPosted.v1 to the GL's outbox as the poster does, pending.
+func acknowledgment(t *testing.T, pool *pgxpool.Pool, transferID string) uuid.UUID {
+	t.Helper()
+	id := uuid.Must(uuid.NewV7())
+	_, err := events.NewOutbox(events.SourceGL).Add(context.Background(), pool, events.Event{
+		ID: id, Type: events.TypeTransferPosted, AggregateID: transferID, Time: time.Now().UTC(),
+		Data: events.TransferPosted{TransferID: transferID, SourceEventID: uuid.NewString(), EntryID: uuid.NewString(), PostedAt: time.Now().UTC()},
+	})
+	require.NoError(t, err)
+	return id
+}
+
+func TestOutboxCommands(t *testing.T) {
+	t.Parallel()
+	pool, dbURL := testenv.MigratedPool(t, "gl")
+	env := glEnv(dbURL)
+	ctx := context.Background()
+	pending := acknowledgment(t, pool, "tr-pending")
+	dead := acknowledgment(t, pool, "tr-dead")
+	for _, sql := range []string{
+		`UPDATE outbox SET status = 'dispatching', attempts = 1, lease_owner = 'relay-1', lease_until = now() + interval '30 seconds' WHERE id = $1`,
+		`UPDATE outbox SET status = 'dead_letter', lease_owner = NULL, lease_until = NULL, last_error = 'nats: maximum payload exceeded' WHERE id = $1`,
+	} {
+		_, err := pool.Exec(ctx, sql, dead)
+		require.NoError(t, err)
+	}
+
+	out, _, err := runGL(t, env, "outbox", "stats")
+	require.NoError(t, err)
+	require.Regexp(t, `(?m)^pending\s+1$`, out)
+	require.Regexp(t, `(?m)^dead_letter\s+1$`, out)
+	require.Contains(t, out, "oldest unacknowledged:")
+
+	out, _, err = runGL(t, env, "outbox", "list", "--status", "dead_letter")
+	require.NoError(t, err)
+	require.Regexp(t, dead.String()+`\s+dead_letter\s+tr-dead\s+1\s+.*nats: maximum payload exceeded`, out)
+	require.NotContains(t, out, pending.String())
+
+	out, _, err = runGL(t, env, "outbox", "show", dead.String())
+	require.NoError(t, err)
+	require.Regexp(t, `(?m)^status\s+dead_letter$`, out)
+	require.Contains(t, out, `"type": "TransferPosted.v1"`)
+
+	out, _, err = runGL(t, env, "outbox", "requeue", dead.String(), pending.String(), "--json")
+	require.ErrorContains(t, err, "outbox requeue: 1 of the ids were not requeued")
+	require.JSONEq(t, `{"requeued":["`+dead.String()+`"],"refused":[{"id":"`+pending.String()+`","status":"pending"}]}`, out)
+
+	out, _, err = runGL(t, env, "outbox", "stats", "--json")
+	require.NoError(t, err)
+	var stats struct {
+		Counts map[string]int64 `json:"counts"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &stats))
+	require.Equal(t, map[string]int64{"pending": 2, "dispatching": 0, "dispatched": 0, "acknowledged": 0, "failed": 0, "dead_letter": 0}, stats.Counts)
+}
+
+func TestEveryCommandAnswersHelp(t *testing.T) {
+	t.Parallel()
+	commands := clitest.EveryCommandHelps(t, run)
+	require.Equal(t, []string{
+		"serve", "migrate", "accounts list", "accounts add", "replay", "reconcile", "verify",
+		"outbox stats", "outbox list", "outbox show", "outbox requeue",
+		"inbox stats", "inbox list", "inbox retry",
+	}, commands)
+}
+
+func TestCommandsNeverCreateADatabase(t *testing.T) {
+	t.Parallel()
+	dbURL := strings.Replace(testenv.ServerURL(t), "/postgres?", "/gl_no_such_database?", 1)
+	for _, args := range [][]string{{"accounts", "list"}, {"accounts", "add", "4010", "--name", "Fees", "--type", "revenue"}, {"outbox", "stats"}, {"inbox", "list"}} {
+		_, _, err := runGL(t, glEnv(dbURL), args...)
+		require.ErrorContains(t, err, `database "gl_no_such_database" does not exist`, args)
+	}
 }

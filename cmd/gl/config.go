@@ -1,12 +1,28 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/rs/zerolog"
 
 	"walletgl/internal/cli"
 	"walletgl/internal/config"
+	"walletgl/internal/events"
 	"walletgl/internal/gl"
+	"walletgl/internal/gl/postgres"
 )
+
+// service is the GL as its commands see it: its settings, the handler of its inbox (the
+// posting of transfers) and its invariants.
+var service = cli.Service[*Config]{
+	Name: "gl", Consumer: events.ConsumerGL,
+	SettingsFunc:     func() *Config { return new(Config) },
+	InboxHandlerFunc: transferPoster,
+	VerifyFunc:       verifyChecks,
+}
 
 // Config is every setting of the GL service.
 type Config struct {
@@ -17,27 +33,22 @@ type Config struct {
 	Log         config.Log
 }
 
-// loadConfig reads the settings from the environment and args (flags override variables).
-func loadConfig(name string, args []string, env cli.Env) (Config, *config.Set, error) {
-	c, s := bindConfig(name, env)
-	err := s.Parse(args)
-	return *c, s, err
-}
-
-// bindConfig binds every setting to the returned Config; parsing the set fills it in.
-func bindConfig(name string, env cli.Env) (*Config, *config.Set) {
-	c := &Config{}
-	s := config.NewSet(name, env.Getenv, env.Stderr)
-	s.String(&c.DatabaseURL, "GL_DATABASE_URL", "database-url", "postgres://postgres@127.0.0.1:5432/gl?sslmode=disable", "the GL's PostgreSQL database (created when missing)")
+// Bind binds every setting to c: the environment variable, and the flag that overrides it.
+func (c *Config) Bind(s *config.Set) {
+	s.String(&c.DatabaseURL, "GL_DATABASE_URL", "database-url", "postgres://postgres@127.0.0.1:5432/gl?sslmode=disable", "the GL's PostgreSQL database (serve and migrate create it when missing)")
 	s.String(&c.HTTPAddr, "GL_HTTP_ADDR", "http-addr", "127.0.0.1:8081", "address of the GL's HTTP API")
 	s.String(&c.Rule.DebitAccount, "GL_TRANSFER_DEBIT_ACCOUNT", "transfer-debit-account", gl.DefaultPostingRule.DebitAccount, "account debited for each TransferCompleted.v1")
 	s.String(&c.Rule.CreditAccount, "GL_TRANSFER_CREDIT_ACCOUNT", "transfer-credit-account", gl.DefaultPostingRule.CreditAccount, "account credited for each TransferCompleted.v1")
 	config.BindEvents(s, &c.Events)
 	config.BindLog(s, &c.Log)
-	return c, s
 }
 
-func (c Config) validate() error {
+// Database and Logging are what the commands both binaries share read of the settings.
+func (c *Config) Database() string    { return c.DatabaseURL }
+func (c *Config) Logging() config.Log { return c.Log }
+
+// Validate reports every setting out of range.
+func (c *Config) Validate() error {
 	var errs []error
 	if c.DatabaseURL == "" {
 		errs = append(errs, errors.New("GL_DATABASE_URL is empty"))
@@ -49,4 +60,28 @@ func (c Config) validate() error {
 		errs = append(errs, errors.New("GL_TRANSFER_DEBIT_ACCOUNT and GL_TRANSFER_CREDIT_ACCOUNT must be set"))
 	}
 	return errors.Join(append(errs, c.Events.Validate())...)
+}
+
+// transferPoster is the handler gl inbox retry posts failed events with, as serve's consumer
+// does: the configured posting rule over the ledger.
+func transferPoster(ctx context.Context, cfg *Config, pool *pgxpool.Pool, log zerolog.Logger) (events.Handler, error) {
+	ledger := postgres.NewLedger(pool)
+	if err := cfg.Rule.Check(ctx, ledger); err != nil {
+		return nil, fmt.Errorf("configuration: %w", err)
+	}
+	return gl.NewTransferPoster(cfg.Rule, ledger, log), nil
+}
+
+// verifyChecks runs the ledger's invariant checks (gl verify). They only read: the database is
+// neither created nor migrated, so a wrong URL fails instead of creating one.
+func verifyChecks(ctx context.Context, _ *Config, pool *pgxpool.Pool) ([]cli.Check, error) {
+	checks, err := postgres.NewLedger(pool).Verify(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]cli.Check, 0, len(checks))
+	for _, c := range checks {
+		out = append(out, cli.NewCheck(c.Name, "", c.Checked, c.Failures, c.Offenders))
+	}
+	return out, nil
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"walletgl/internal/cli"
-	"walletgl/internal/database"
+	"walletgl/internal/config"
 	"walletgl/internal/gl"
 	"walletgl/internal/gl/postgres"
 	"walletgl/internal/gl/walletapi"
@@ -28,10 +28,10 @@ type walletSource struct {
 	dbURL  string
 }
 
-func (w *walletSource) bind(s *flagSet) {
-	s.set.String(&w.apiURL, walletURLVar, "wallet-url", defaultWalletURL,
+func (w *walletSource) bind(s *config.Set) {
+	s.String(&w.apiURL, walletURLVar, "wallet-url", defaultWalletURL,
 		"the wallet's HTTP API, read by gl reconcile and by gl replay's check")
-	s.set.String(&w.dbURL, reconcileWalletDBVar, "reconcile-wallet-database-url", "",
+	s.String(&w.dbURL, reconcileWalletDBVar, "reconcile-wallet-database-url", "",
 		"when set, gl reconcile and gl replay's check read the wallet database's view "+postgres.WalletViewName+
 			" (read-only; a replica will do) instead of the wallet's API")
 }
@@ -58,40 +58,29 @@ func (w *walletSource) open(ctx context.Context, env cli.Env) (gl.TransferSource
 // difference; it exits non-zero unless both sides agree.
 func reconcileCmd(ctx context.Context, env cli.Env, args []string) error {
 	var wallet walletSource
-	cfg, s := loadConfigWith("gl reconcile", env, func(s *flagSet) {
-		s.jsonFlag()
-		wallet.bind(s)
-	})
-	if err := s.parse(args, cfg); err != nil {
-		return err
-	}
-	source, sourceName, closeSource, err := wallet.open(ctx, env)
-	if err != nil {
-		return err
-	}
-	defer closeSource()
-	pool, err := database.Open(ctx, cfg.DatabaseURL, 2)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-
-	rec, err := gl.Reconciler{Rule: cfg.Rule, Source: source, Ledger: postgres.NewLedger(pool)}.Reconcile(ctx)
-	if err != nil {
-		return fmt.Errorf("reconcile: %w", err)
-	}
-	if s.json {
-		if err := cli.JSON(env.Stdout, rec); err != nil {
+	return service.Run(ctx, env, args, cli.ReadOnly, wallet.bind, func(c cli.Call[*Config]) error {
+		source, sourceName, closeSource, err := wallet.open(ctx, env)
+		if err != nil {
 			return err
 		}
-	} else {
-		fmt.Fprintf(env.Stdout, "gl reconcile: wallet %s against GL database %s\n", sourceName, pool.Config().ConnConfig.Database)
-		writeReconciliation(env.Stdout, "  ", rec)
-	}
-	if !rec.Agree() {
-		return fmt.Errorf("reconcile: %d differences", len(rec.Differences))
-	}
-	return nil
+		defer closeSource()
+		rec, err := gl.Reconciler{Rule: c.Settings.Rule, Source: source, Ledger: postgres.NewLedger(c.Pool)}.Reconcile(ctx)
+		if err != nil {
+			return fmt.Errorf("reconcile: %w", err)
+		}
+		if c.JSON {
+			if err := cli.JSON(env.Stdout, rec); err != nil {
+				return err
+			}
+		} else {
+			fmt.Fprintf(env.Stdout, "gl reconcile: wallet %s against GL database %s\n", sourceName, c.Pool.Config().ConnConfig.Database)
+			writeReconciliation(env.Stdout, "  ", rec)
+		}
+		if !rec.Agree() {
+			return fmt.Errorf("reconcile: %d differences", len(rec.Differences))
+		}
+		return nil
+	})
 }
 
 // writeReconciliation prints the counts, each difference, and a verdict, every line after indent.

@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"walletgl/internal/cli"
+	"walletgl/internal/config"
 	"walletgl/internal/events"
 	"walletgl/internal/gl"
 	"walletgl/internal/gl/postgres"
@@ -44,13 +45,13 @@ func replayCmd(ctx context.Context, env cli.Env, args []string) error {
 	var fromStart, noReconcile bool
 	var into string
 	var wallet walletSource
-	cfg, s := loadConfigWith("gl replay", env, func(s *flagSet) {
-		s.set.Flags().BoolVar(&fromStart, "from-start", false, "replay from the stream's first event (required: the only mode)")
-		s.set.Flags().StringVar(&into, "into", "", "URL of the empty GL database to rebuild into (default: a new database <current>_replay_<timestamp>)")
-		s.set.Flags().BoolVar(&noReconcile, "no-reconcile", false, "skip the check of the rebuild against the wallet's transfers (by default the replay ends with it and fails on any difference)")
+	cfg, _, err := service.Parse(env, args, func(s *config.Set) {
+		s.Flags().BoolVar(&fromStart, "from-start", false, "replay from the stream's first event (required: the only mode)")
+		s.Flags().StringVar(&into, "into", "", "URL of the empty GL database to rebuild into (default: a new database <current>_replay_<timestamp>)")
+		s.Flags().BoolVar(&noReconcile, "no-reconcile", false, "skip the check of the rebuild against the wallet's transfers (by default the replay ends with it and fails on any difference)")
 		wallet.bind(s)
 	})
-	if err := s.parse(args, cfg); err != nil {
+	if err != nil {
 		return err
 	}
 	if !fromStart {
@@ -59,7 +60,6 @@ func replayCmd(ctx context.Context, env cli.Env, args []string) error {
 	started := time.Now()
 	target := into
 	if target == "" {
-		var err error
 		if target, err = replayDatabaseURL(cfg.DatabaseURL, started); err != nil {
 			return err
 		}

@@ -13,12 +13,9 @@ import (
 )
 
 func serveCmd(ctx context.Context, env cli.Env, args []string) error {
-	cfg, _, err := loadConfig("gl serve", args, env)
+	cfg, _, err := service.Parse(env, args, nil)
 	if err != nil {
 		return err
-	}
-	if err := cfg.validate(); err != nil {
-		return fmt.Errorf("configuration: %w", err)
 	}
 	log, err := cfg.Log.Logger(env.Stderr, "gl")
 	if err != nil {
@@ -59,7 +56,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 }
 
 func migrateCmd(ctx context.Context, env cli.Env, args []string) error {
-	cfg, _, err := loadConfig("gl migrate", args, env)
+	cfg, _, err := service.Parse(env, args, nil)
 	if err != nil {
 		return err
 	}

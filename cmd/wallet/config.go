@@ -1,13 +1,30 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/rs/zerolog"
+
 	"walletgl/internal/cli"
 	"walletgl/internal/config"
+	"walletgl/internal/events"
+	"walletgl/internal/wallet"
 	"walletgl/internal/wallet/postgres"
 )
+
+// service is the wallet as its commands see it: its settings, the handler of its inbox (the
+// GL's acknowledgments) and its invariants.
+var service = cli.Service[*Config]{
+	Name: "wallet", Consumer: events.ConsumerWallet,
+	SettingsFunc: func() *Config { return new(Config) },
+	InboxHandlerFunc: func(context.Context, *Config, *pgxpool.Pool, zerolog.Logger) (events.Handler, error) {
+		return postgres.NewAcknowledgments(), nil
+	},
+	VerifyFunc: verifyChecks,
+}
 
 // Config is every setting of the wallet service.
 type Config struct {
@@ -22,22 +39,23 @@ type Config struct {
 	Log          config.Log
 }
 
-// loadConfig reads the settings from the environment and args (flags override variables) and
-// validates them.
-func loadConfig(name string, args []string, env cli.Env) (Config, *config.Set, error) {
-	var c Config
-	s := config.NewSet(name, env.Getenv, env.Stderr)
-	s.String(&c.DatabaseURL, "WALLET_DATABASE_URL", "database-url", "postgres://postgres@127.0.0.1:5432/wallet?sslmode=disable", "the wallet's PostgreSQL database (created when missing)")
+// Bind binds every setting to c: the environment variable, and the flag that overrides it.
+func (c *Config) Bind(s *config.Set) {
+	s.String(&c.DatabaseURL, "WALLET_DATABASE_URL", "database-url", "postgres://postgres@127.0.0.1:5432/wallet?sslmode=disable", "the wallet's PostgreSQL database (serve and migrate create it when missing)")
 	s.String(&c.HTTPAddr, "WALLET_HTTP_ADDR", "http-addr", "127.0.0.1:8080", "address of the wallet's HTTP API")
 	s.String(&c.GLURL, "GL_URL", "gl-url", "http://127.0.0.1:8081", "the GL's HTTP API, which wallet outbox reconcile asks what it posted")
 	s.Int(&c.BatchMax, "WALLET_BATCH_MAX", "batch-max", postgres.DefaultBatchMaxSize, "most transfer requests committed in one transaction")
 	s.Int(&c.BatchWorkers, "WALLET_BATCH_WORKERS", "batch-workers", postgres.DefaultBatchWorkers, "transfer batches committing at once; 0 gives each request a transaction of its own")
 	config.BindEvents(s, &c.Events)
 	config.BindLog(s, &c.Log)
-	return c, s, s.Parse(args)
 }
 
-func (c Config) validate() error {
+// Database and Logging are what the commands both binaries share read of the settings.
+func (c *Config) Database() string    { return c.DatabaseURL }
+func (c *Config) Logging() config.Log { return c.Log }
+
+// Validate reports every setting out of range.
+func (c *Config) Validate() error {
 	var errs []error
 	if c.DatabaseURL == "" {
 		errs = append(errs, errors.New("WALLET_DATABASE_URL is empty"))
@@ -52,4 +70,17 @@ func (c Config) validate() error {
 		errs = append(errs, fmt.Errorf("WALLET_BATCH_WORKERS must be 0 or more, got %d", c.BatchWorkers))
 	}
 	return errors.Join(append(errs, c.Events.Validate())...)
+}
+
+// verifyChecks runs the wallet's invariant checks (wallet verify).
+func verifyChecks(ctx context.Context, cfg *Config, pool *pgxpool.Pool) ([]cli.Check, error) {
+	checks, err := postgres.Verify(ctx, pool, wallet.VerifyOptions{Retention: cfg.Events.Retention})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]cli.Check, 0, len(checks))
+	for _, c := range checks {
+		out = append(out, cli.NewCheck(c.Name, c.Unit, c.Checked, c.Failed, c.Sample))
+	}
+	return out, nil
 }

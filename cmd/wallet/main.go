@@ -5,23 +5,12 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"walletgl/internal/cli"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "wallet:", err)
-		os.Exit(1)
-	}
-}
+func main() { cli.Main("wallet", run) }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	return cli.Run(ctx, "wallet", commands(), args, cli.Env{Getenv: getenv, Stdout: stdout, Stderr: stderr})
@@ -29,14 +18,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 func commands() []cli.Command {
 	return []cli.Command{
-		{Words: []string{"serve"}, Help: "run the HTTP API, the outbox relay and the acknowledgment consumer", Run: serveCmd},
-		{Words: []string{"migrate"}, Help: "create the database if missing and apply its migrations", Run: migrateCmd},
-		{Words: []string{"outbox", "stats"}, Help: "outbox rows per status, oldest pending and unacknowledged age", Run: outboxStatsCmd},
-		{Words: []string{"outbox", "list"}, Help: "outbox rows of one status: --status S [--limit N]", Run: outboxListCmd},
-		{Words: []string{"outbox", "show"}, Help: "one outbox row with its payload: ID", Run: outboxShowCmd},
-		{Words: []string{"outbox", "requeue"}, Help: "failed/dead_letter rows back to pending: ID... | --status S", Run: outboxRequeueCmd},
-		{Words: []string{"outbox", "reconcile"}, Help: "acknowledge stuck rows the GL already posted [--dry-run]", Run: outboxReconcileCmd},
-		{Words: []string{"outbox", "republish"}, Help: "acknowledged rows created in a period back to pending, published again: --since T [--until T] (RFC 3339)", Run: outboxRepublishCmd},
-		{Words: []string{"verify"}, Help: "check the wallet's invariants; non-zero exit when one fails", Run: verifyCmd},
+		{Name: "serve", Help: "run the HTTP API, the outbox relay and the acknowledgment consumer", RunFunc: serveCmd},
+		{Name: "migrate", Help: "create the database if missing and apply its migrations", RunFunc: migrateCmd},
+		service.Outbox(
+			cli.Command{Name: "reconcile", Help: "acknowledge stuck rows the GL already posted [--dry-run] [--json]", RunFunc: outboxReconcileCmd},
+			cli.Command{Name: "republish", Help: "acknowledged rows created in a period back to pending, published again: --since T [--until T] (RFC 3339) [--json]", RunFunc: outboxRepublishCmd},
+		),
+		service.Inbox(),
+		{Name: "verify", Help: "check the wallet's invariants; exit 1 when one fails [--json]", RunFunc: service.Verify},
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"walletgl/internal/cli"
+	"walletgl/internal/cli/clitest"
+	"walletgl/internal/events"
 	"walletgl/internal/testenv"
 	"walletgl/internal/wallet"
 	"walletgl/internal/wallet/postgres"
@@ -304,8 +308,9 @@ func TestVerify(t *testing.T) {
 		b := setup(t)
 		out, _, err := b.run(t, "verify")
 		require.NoError(t, err, out)
-		require.Equal(t, 5, strings.Count(out, "PASS  "), out)
-		require.Contains(t, out, "verdict: PASS, all 5 checks hold")
+		require.Equal(t, 5, strings.Count(out, "  PASS  "), out)
+		require.Contains(t, out, "  PASS  every transfer has exactly one outbox row: 3 transfers checked, 0 failing\n")
+		require.True(t, strings.HasSuffix(out, "verdict: PASS, all 5 checks hold\n"), out)
 	})
 
 	t.Run("an acknowledged row deleted by retention is fine once the transfer is older than it", func(t *testing.T) {
@@ -320,7 +325,7 @@ func TestVerify(t *testing.T) {
 		b.env["EVENTS_RETENTION"] = "240h"
 		out, _, err = b.run(t, "verify")
 		require.Error(t, err, "younger than a 10-day retention, the rows must still be there")
-		require.Regexp(t, `FAIL\s+every transfer has exactly one outbox row`, out)
+		require.Contains(t, out, "FAIL  every transfer has exactly one outbox row: 3 transfers checked, 3 failing")
 	})
 
 	t.Run("each broken invariant fails with its ids", func(t *testing.T) {
@@ -337,22 +342,87 @@ func TestVerify(t *testing.T) {
 			require.NoError(t, err, sql)
 		}
 		out, _, err := b.run(t, "verify")
-		require.ErrorContains(t, err, "5 of 5 checks fail")
-		require.Regexp(t, `FAIL\s+every transfer has exactly one outbox row\s+3 transfers\s+1\s+`+b.transfers[1].ID.String(), out)
-		require.Regexp(t, `FAIL\s+every outbox row has its transfer\s+3 outbox rows\s+1\s+`+orphan.String(), out)
-		require.Regexp(t, `FAIL\s+every balance equals its transfers in minus out\s+3 wallets\s+1\s+bob`, out)
-		require.Regexp(t, `FAIL\s+balances sum to zero per currency\s+1 currencies\s+1\s+USD=-2507`, out)
-		require.Regexp(t, `FAIL\s+no balance below its floor\s+3 wallets\s+1\s+bob`, out)
-		require.Contains(t, out, "verdict: FAIL, 5 of 5 checks fail")
+		require.ErrorContains(t, err, "verify: 5 of 5 checks failed")
+		require.Contains(t, out, "FAIL  every transfer has exactly one outbox row: 3 transfers checked, 1 failing\n        "+b.transfers[1].ID.String()+"\n")
+		require.Contains(t, out, "FAIL  every outbox row has its transfer: 3 outbox rows checked, 1 failing\n        "+orphan.String()+"\n")
+		require.Contains(t, out, "FAIL  every balance equals its transfers in minus out: 3 wallets checked, 1 failing\n        bob\n")
+		require.Contains(t, out, "FAIL  balances sum to zero per currency: 1 currencies checked, 1 failing\n        USD=-2507\n")
+		require.Contains(t, out, "FAIL  no balance below its floor: 3 wallets checked, 1 failing\n        bob\n")
+		require.True(t, strings.HasSuffix(out, "verdict: FAIL, 5 of 5 checks failed\n"), out)
 
 		out, _, err = b.run(t, "verify", "--json")
 		require.Error(t, err)
-		var report struct {
-			OK     bool           `json:"ok"`
-			Checks []wallet.Check `json:"checks"`
-		}
-		require.NoError(t, json.Unmarshal([]byte(out), &report))
+		report := clitest.Verification(t, out)
 		require.False(t, report.OK)
-		require.Equal(t, []string{"bob"}, report.Checks[4].Sample)
+		require.Len(t, report.Checks, 5)
+		require.Equal(t, cli.Check{Name: "no balance below its floor", OK: false, Checked: 3, Failed: 1, Sample: []string{"bob"},
+			Detail: "3 wallets checked, 1 failing"}, report.Checks[4])
 	})
+}
+
+// acknowledgmentFailed records in the wallet's inbox a failed TransferPosted.v1 of the GL that
+// acknowledges the outbox row sourceEventID, as the consumer does when it gives up on one.
+func (b *testBundle) acknowledgmentFailed(t *testing.T, sourceEventID string) string {
+	t.Helper()
+	id := uuid.Must(uuid.NewV7()).String()
+	data, err := json.Marshal(events.TransferPosted{TransferID: "tr-" + sourceEventID, SourceEventID: sourceEventID,
+		EntryID: uuid.NewString(), PostedAt: time.Now().UTC()})
+	require.NoError(t, err)
+	env := events.Envelope{SpecVersion: "1.0", ID: id, Source: events.SourceGL, Type: events.TypeTransferPosted,
+		Subject: "tr-" + sourceEventID, Time: time.Now().UTC(), DataContentType: "application/json", Data: data}
+	body, err := json.Marshal(env)
+	require.NoError(t, err)
+	inbox := events.NewInbox(events.ConsumerWallet, nil)
+	require.NoError(t, inbox.RecordFailure(context.Background(), b.pool, events.Inbound{Env: env, EventID: id, StreamSeq: 3},
+		events.Failure{Reason: events.ReasonExhausted, Cause: errors.New("handler failed on 10 deliveries: lock timeout"), Payload: body, Attempts: 10}))
+	return inbox.ID(id)
+}
+
+func TestInboxCommandsRetryTheGLsAcknowledgments(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	row := b.setStatus(t, 0, "dispatched")
+	good := b.acknowledgmentFailed(t, row.String())
+	bad := b.acknowledgmentFailed(t, "not-an-outbox-id")
+
+	out, _, err := b.run(t, "inbox", "stats")
+	require.NoError(t, err)
+	require.Regexp(t, `(?m)^failed\s+2$`, out)
+	require.Contains(t, out, "duplicates absorbed: 0")
+
+	out, _, err = b.run(t, "inbox", "list", "--limit", "10")
+	require.NoError(t, err, "--status defaults to failed")
+	require.Contains(t, out, good)
+	require.Contains(t, out, "exhausted  handler failed on 10 deliveries: lock timeout")
+	require.Contains(t, out, "2 failed rows shown (limit 10)")
+
+	out, _, err = b.run(t, "inbox", "retry", good, bad)
+	require.ErrorContains(t, err, "inbox retry: 1 of 2 events still fail")
+	require.Regexp(t, good+`\s+processed`, out)
+	require.Regexp(t, bad+`\s+still failed: .*not a uuid`, out)
+	require.Equal(t, "acknowledged", b.status(t, row), "the retried acknowledgment acknowledged its outbox row")
+
+	out, _, err = b.run(t, "inbox", "stats", "--json")
+	require.NoError(t, err)
+	require.JSONEq(t, `{"counts":{"processing":0,"processed":1,"failed":1,"duplicate":0},"duplicates":0}`, out)
+
+	out, _, err = b.run(t, "inbox", "list", "--status", "processed", "--json")
+	require.NoError(t, err)
+	var rows []events.InboxRow
+	require.NoError(t, json.Unmarshal([]byte(out), &rows))
+	require.Len(t, rows, 1)
+	require.Equal(t, good, rows[0].ID)
+
+	_, _, err = b.run(t, "inbox", "retry")
+	require.ErrorContains(t, err, "give the ids of failed inbox rows (wallet:<event id>, or the event id)")
+}
+
+func TestEveryCommandAnswersHelp(t *testing.T) {
+	t.Parallel()
+	commands := clitest.EveryCommandHelps(t, run)
+	require.Equal(t, []string{
+		"serve", "migrate",
+		"outbox stats", "outbox list", "outbox show", "outbox requeue", "outbox reconcile", "outbox republish",
+		"inbox stats", "inbox list", "inbox retry", "verify",
+	}, commands)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 
 	"walletgl/internal/cli"
 	"walletgl/internal/events"
@@ -12,12 +11,9 @@ import (
 )
 
 func serveCmd(ctx context.Context, env cli.Env, args []string) error {
-	cfg, _, err := loadConfig("wallet serve", args, env)
+	cfg, _, err := service.Parse(env, args, nil)
 	if err != nil {
 		return err
-	}
-	if err := cfg.validate(); err != nil {
-		return fmt.Errorf("configuration: %w", err)
 	}
 	log, err := cfg.Log.Logger(env.Stderr, "wallet")
 	if err != nil {
@@ -61,7 +57,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 }
 
 func migrateCmd(ctx context.Context, env cli.Env, args []string) error {
-	cfg, _, err := loadConfig("wallet migrate", args, env)
+	cfg, _, err := service.Parse(env, args, nil)
 	if err != nil {
 		return err
 	}

@@ -1,53 +1,51 @@
 package cli
 
 import (
-	"flag"
 	"fmt"
-	"strings"
+
+	"walletgl/internal/config"
 )
 
-// ParseOwn parses a subcommand's own flags (fs: --json, --status …) wherever they appear in
-// args, as -name, --name, -name=value or -name value, and returns the other args in order: the
-// service's configuration flags and the positional arguments, for the service's config loader.
-// Asked for help, it prints fs's flags and leaves -h in place so the loader prints its own.
-func ParseOwn(fs *flag.FlagSet, args []string) ([]string, error) {
-	var own, rest []string
-	for i := 0; i < len(args); i++ {
-		arg := args[i]
-		if arg == "--" {
-			rest = append(rest, args[i:]...)
-			break
-		}
-		name, hasValue := flagName(arg)
-		if name == "h" || name == "help" {
-			fmt.Fprintf(fs.Output(), "Flags of %s:\n", fs.Name())
-			fs.PrintDefaults()
-			rest = append(rest, arg)
-			continue
-		}
-		f := fs.Lookup(name)
-		if name == "" || f == nil {
-			rest = append(rest, arg)
-			continue
-		}
-		own = append(own, arg)
-		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); !hasValue && !(ok && b.IsBoolFlag()) && i+1 < len(args) {
-			i++
-			own = append(own, args[i])
-		}
-	}
-	if err := fs.Parse(own); err != nil {
-		return nil, err
-	}
-	return rest, nil
+// Settings is a service's configuration (its Config): Bind ties every setting to its
+// environment variable and flag, Validate checks them once parsed.
+type Settings interface {
+	Bind(s *config.Set)
+	Validate() error
+	Database() string    // the service's database URL
+	Logging() config.Log // the log settings
 }
 
-// flagName returns the name of the flag arg spells, "" when arg is not a flag.
-func flagName(arg string) (name string, hasValue bool) {
-	if len(arg) < 2 || arg[0] != '-' {
-		return "", false
+// Parse reads a command's line into settings, which come from the environment and may be
+// overridden by their flags, and into the command's own flags, which own adds to the set (nil
+// when there are none; they may be settings with a variable of their own too). Flags may stand
+// anywhere among the positional arguments, which it returns. Asked for help (-h, --help), it
+// prints the command's line in the table, its flags and the settings, and returns flag.ErrHelp,
+// which Run turns into success.
+func Parse(env Env, settings Settings, own func(s *config.Set), args []string) ([]string, error) {
+	set := config.NewSet(env.Name, env.Getenv, env.Stderr)
+	if own != nil {
+		own(set)
 	}
-	name = strings.TrimPrefix(arg[1:], "-")
-	name, _, hasValue = strings.Cut(name, "=")
-	return name, hasValue
+	settings.Bind(set)
+	fs := set.Flags()
+	usage := fs.Usage
+	fs.Usage = func() {
+		if env.Help != "" {
+			fmt.Fprintf(env.Stderr, "%s: %s\n", env.Name, env.Help)
+		}
+		usage()
+	}
+	if err := set.Parse(args); err != nil {
+		return nil, err
+	}
+	if err := settings.Validate(); err != nil {
+		return nil, fmt.Errorf("configuration: %w", err)
+	}
+	return set.Args(), nil
+}
+
+// JSONFlag adds --json, which every command that prints has: JSON for scripts instead of the
+// text for people.
+func JSONFlag(s *config.Set, p *bool) {
+	s.Flags().BoolVar(p, "json", false, "print JSON for scripts instead of the text for people")
 }

@@ -32,3 +32,11 @@ func OrDash(s string) string {
 	}
 	return s
 }
+
+// Clip shortens s to n characters at most, marking the cut with "…".
+func Clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-1] + "…"
+}

@@ -19,6 +19,7 @@ type Set struct {
 	getenv func(string) string
 	errs   []error
 	docs   []Doc
+	args   []string // the positional arguments, after Parse
 }
 
 // Doc describes one setting for -help and the README.
@@ -32,24 +33,31 @@ func NewSet(name string, getenv func(string) string, output io.Writer) *Set {
 	fs.SetOutput(output)
 	s := &Set{fs: fs, getenv: getenv}
 	fs.Usage = func() {
-		fmt.Fprintf(output, "Usage of %s (each flag also reads the environment variable named):\n", name)
+		// A command's own flags (added through Flags) have no variable and say what the command
+		// does: they come first.
 		withEnv := map[string]bool{}
 		for _, d := range s.docs {
 			withEnv[d.Flag] = true
-			fmt.Fprintf(output, "  -%s (%s, default %q)\n    \t%s\n", d.Flag, d.Env, d.Default, d.Usage)
 		}
-		// A command's own flags (added through Flags) have no variable; list them too.
 		header := false
 		fs.VisitAll(func(f *flag.Flag) {
 			if withEnv[f.Name] {
 				return
 			}
 			if !header {
-				fmt.Fprintf(output, "Flags of %s alone:\n", name)
+				fmt.Fprintf(output, "Flags of %s:\n", name)
 				header = true
 			}
-			fmt.Fprintf(output, "  -%s\n    \t%s\n", f.Name, f.Usage)
+			def := ""
+			if f.DefValue != "" && f.DefValue != "false" {
+				def = fmt.Sprintf(" (default %q)", f.DefValue)
+			}
+			fmt.Fprintf(output, "  -%s%s\n    \t%s\n", f.Name, def, f.Usage)
 		})
+		fmt.Fprintf(output, "Settings of %s (each flag also reads the environment variable named):\n", name)
+		for _, d := range s.docs {
+			fmt.Fprintf(output, "  -%s (%s, default %q)\n    \t%s\n", d.Flag, d.Env, d.Default, d.Usage)
+		}
 	}
 	return s
 }
@@ -114,13 +122,31 @@ func (s *Set) Duration(p *time.Duration, env, flagName string, def time.Duration
 	s.fs.DurationVar(p, flagName, v, usage)
 }
 
-// Parse reads the command line; it reports every malformed environment value at once.
+// Parse reads the command line; it reports every malformed environment value at once. Flags
+// may come before, between and after the positional arguments (gl accounts add 4010 --name N,
+// wallet outbox requeue ID --json); after "--" every argument is positional.
 func (s *Set) Parse(args []string) error {
 	if err := errors.Join(s.errs...); err != nil {
 		return err
 	}
-	return s.fs.Parse(args)
+	s.args = nil
+	for {
+		if err := s.fs.Parse(args); err != nil {
+			return err
+		}
+		rest := s.fs.Args()
+		if len(rest) == 0 {
+			return nil
+		}
+		// The flag package stops at the first positional argument, or just after "--".
+		if consumed := args[:len(args)-len(rest)]; len(consumed) > 0 && consumed[len(consumed)-1] == "--" {
+			s.args = append(s.args, rest...)
+			return nil
+		}
+		s.args = append(s.args, rest[0])
+		args = rest[1:]
+	}
 }
 
-// Args are the arguments left after the flags.
-func (s *Set) Args() []string { return s.fs.Args() }
+// Args are the positional arguments, in order.
+func (s *Set) Args() []string { return s.args }

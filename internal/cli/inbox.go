@@ -1,0 +1,90 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"walletgl/internal/events"
+)
+
+// The inbox commands of both binaries: <program> inbox stats | list | retry, on the service's
+// own database. They need no broker and never migrate.
+
+// Inbox is the group `<program> inbox …`.
+func (svc Service[S]) Inbox() Command {
+	return Command{Name: "inbox", Sub: []Command{
+		{Name: "stats", Help: "inbox rows per status and duplicates absorbed [--json]", RunFunc: svc.inboxStats},
+		{Name: "list", Help: "inbox rows of one status: --status S (default failed) [--limit N] [--json]", RunFunc: svc.inboxList},
+		{Name: "retry", Help: "process failed events again from their stored payload: ID... [--json]", RunFunc: svc.inboxRetry},
+	}}
+}
+
+func (svc Service[S]) inboxStats(ctx context.Context, env Env, args []string) error {
+	return svc.Run(ctx, env, args, ReadOnly, nil, func(c Call[S]) error {
+		stats, err := events.NewAdmin(c.Pool).InboxStats(ctx)
+		if err != nil {
+			return err
+		}
+		return writeStats(env, c.JSON, stats, events.InboxStatuses, stats.Counts,
+			fmt.Sprintf("duplicates absorbed: %d", stats.Duplicates))
+	})
+}
+
+func (svc Service[S]) inboxList(ctx context.Context, env Env, args []string) error {
+	var status string
+	var limit int
+	return svc.Run(ctx, env, args, ReadOnly, listFlags(&status, "failed", events.InboxStatuses, &limit), func(c Call[S]) error {
+		rows, err := events.NewAdmin(c.Pool).ListInbox(ctx, status, limit)
+		if err != nil {
+			return err
+		}
+		header := []string{"ID", "TYPE", "ATTEMPTS", "RECEIVED", "REASON", "DETAIL"}
+		return writeList(env, c.JSON, rows, header, func(r events.InboxRow) []string {
+			return []string{r.ID, r.EventType, strconv.Itoa(int(r.Attempts)),
+				r.ReceivedAt.UTC().Format(time.RFC3339), OrDash(r.Reason), OrDash(Clip(r.Detail, 60))}
+		}, status, limit)
+	})
+}
+
+// inboxRetry processes failed events again with the handler serve gives the service's consumer
+// (InboxHandlerFunc), through the inbox as a delivery would.
+func (svc Service[S]) inboxRetry(ctx context.Context, env Env, args []string) error {
+	return svc.Run(ctx, env, args, ReadWrite, nil, func(c Call[S]) error {
+		if len(c.Args) == 0 {
+			return fmt.Errorf("inbox retry: give the ids of failed inbox rows (%s:<event id>, or the event id)", svc.Consumer)
+		}
+		log, err := c.Settings.Logging().Logger(env.Stderr, svc.Name)
+		if err != nil {
+			return err
+		}
+		handler, err := svc.InboxHandlerFunc(ctx, c.Settings, c.Pool, log)
+		if err != nil {
+			return err
+		}
+		out := events.NewInbox(svc.Consumer, handler).Retry(log.WithContext(ctx), c.Pool, c.Args...)
+		failed := 0
+		rows := make([][]string, 0, len(out))
+		for _, r := range out {
+			result := "processed"
+			if r.Error != "" {
+				failed++
+				result = "still failed: " + r.Error
+			}
+			rows = append(rows, []string{r.ID, result})
+		}
+		if c.JSON {
+			err = JSON(env.Stdout, out)
+		} else {
+			err = Table(env.Stdout, []string{"ID", "RESULT"}, rows)
+		}
+		if err != nil {
+			return err
+		}
+		if failed > 0 {
+			return fmt.Errorf("inbox retry: %d of %d events still fail", failed, len(out))
+		}
+		return nil
+	})
+}

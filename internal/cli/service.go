@@ -1,0 +1,76 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/rs/zerolog"
+
+	"walletgl/internal/config"
+	"walletgl/internal/events"
+)
+
+// Service is a binary as its commands see it: how its settings are made, and what the commands
+// both binaries have (outbox, inbox, verify) need of it.
+type Service[S Settings] struct {
+	Name     string // the program and the log's service field: "wallet", "gl"
+	Consumer string // the consumer its inbox belongs to: events.ConsumerWallet, events.ConsumerGL
+
+	// SettingsFunc returns new, unbound settings (a new(Config)).
+	SettingsFunc func() S
+	// InboxHandlerFunc returns the handler inbox retry applies failed events with: the one serve
+	// gives the service's consumer.
+	InboxHandlerFunc func(ctx context.Context, s S, pool *pgxpool.Pool, log zerolog.Logger) (events.Handler, error)
+	// VerifyFunc runs the service's invariant checks for verify.
+	VerifyFunc func(ctx context.Context, s S, pool *pgxpool.Pool) ([]Check, error)
+}
+
+// Parse reads the command line into new settings of the service and the command's own flags
+// (own, as for Parse); it returns the settings and the positional arguments.
+func (svc Service[S]) Parse(env Env, args []string, own func(s *config.Set)) (S, []string, error) {
+	s := svc.SettingsFunc()
+	rest, err := Parse(env, s, own, args)
+	return s, rest, err
+}
+
+// Call is one run of a command on the service's database (Service.Run).
+type Call[S Settings] struct {
+	Settings S
+	Args     []string      // the positional arguments
+	Pool     *pgxpool.Pool // the service's database, opened with the command's access
+	JSON     bool          // --json: print for scripts
+}
+
+// Run reads the command line (--json, own's flags and the service's settings), opens the
+// service's database with access and runs fn on it.
+func (svc Service[S]) Run(ctx context.Context, env Env, args []string, access Access, own func(s *config.Set), fn func(c Call[S]) error) error {
+	var c Call[S]
+	var err error
+	c.Settings, c.Args, err = svc.Parse(env, args, func(s *config.Set) {
+		JSONFlag(s, &c.JSON)
+		if own != nil {
+			own(s)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if c.Pool, err = OpenDatabase(ctx, c.Settings.Database(), access); err != nil {
+		return err
+	}
+	defer c.Pool.Close()
+	return fn(c)
+}
+
+// Verify is the verify command: the service's checks on its database, read-only, printed by
+// WriteVerification.
+func (svc Service[S]) Verify(ctx context.Context, env Env, args []string) error {
+	return svc.Run(ctx, env, args, ReadOnly, nil, func(c Call[S]) error {
+		checks, err := svc.VerifyFunc(ctx, c.Settings, c.Pool)
+		if err != nil {
+			return fmt.Errorf("verify: %w", err)
+		}
+		return WriteVerification(env, c.Pool.Config().ConnConfig.Database, checks, c.JSON)
+	})
+}
