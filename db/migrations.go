@@ -20,8 +20,8 @@ func Queries() fs.FS {
 	return sub
 }
 
-// Migrations returns the goose migration set with the given name: "events" (outbox and inbox,
-// applied to both databases), "wallet" or "gl".
+// Migrations returns the goose migration set with the given name: "events" (outbox and inbox)
+// and "auth" (API keys and audit), applied to both databases, "wallet" or "gl".
 func Migrations(set string) (fs.FS, error) {
 	return fs.Sub(schema, "schema/"+set)
 }

@@ -165,12 +165,13 @@ func splitDatabase(dbURL string) (name, adminURL string, err error) {
 	return name, u.String(), nil
 }
 
-// Migrate applies the "events" migration set and then the service's own set (each with its
-// own goose version table) to the database behind pool.
+// Migrate applies the shared migration sets, "events" (outbox and inbox) and "auth" (API keys
+// and audit), and then the service's own set (each with its own goose version table) to the
+// database behind pool.
 func Migrate(ctx context.Context, pool *pgxpool.Pool, service string) error {
 	sqlDB := stdlib.OpenDBFromPool(pool)
 	defer sqlDB.Close()
-	for _, set := range []string{"events", service} {
+	for _, set := range []string{"events", "auth", service} {
 		fsys, err := db.Migrations(set)
 		if err != nil {
 			return fmt.Errorf("load migrations %s: %w", set, err)
