@@ -29,7 +29,7 @@ type Keys struct {
 	known []Scope
 
 	mu    sync.Mutex
-	cache map[string]cached    // by secret hash: what a recent lookup found
+	cache map[string]cached       // by secret hash: what a recent lookup found
 	used  map[uuid.UUID]time.Time // last use of each key not yet written
 }
 
