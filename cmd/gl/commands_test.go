@@ -221,6 +221,7 @@ func TestEveryCommandAnswersHelp(t *testing.T) {
 		"serve", "migrate", "accounts list", "accounts add", "replay", "reconcile", "verify",
 		"outbox stats", "outbox list", "outbox show", "outbox requeue",
 		"inbox stats", "inbox list", "inbox retry",
+		"keys create", "keys list", "keys revoke", "audit list",
 	}, commands)
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 
+	"walletgl/internal/auth"
 	"walletgl/internal/cli"
 	"walletgl/internal/config"
 	"walletgl/internal/events"
@@ -18,7 +19,7 @@ import (
 // service is the GL as its commands see it: its settings, the handler of its inbox (the
 // posting of transfers) and its invariants.
 var service = cli.Service[*Config]{
-	Name: "gl", Consumer: events.ConsumerGL,
+	Name: "gl", Consumer: events.ConsumerGL, Scopes: auth.GLScopes,
 	SettingsFunc:     func() *Config { return new(Config) },
 	InboxHandlerFunc: transferPoster,
 	VerifyFunc:       verifyChecks,
@@ -28,6 +29,7 @@ var service = cli.Service[*Config]{
 type Config struct {
 	DatabaseURL string
 	HTTPAddr    string
+	RateLimit   string // each API key's allowance, RATE[:BURST] requests per second
 	Rule        gl.PostingRule
 	Events      config.Events
 	Log         config.Log
@@ -37,6 +39,7 @@ type Config struct {
 func (c *Config) Bind(s *config.Set) {
 	s.String(&c.DatabaseURL, "GL_DATABASE_URL", "database-url", "postgres://postgres@127.0.0.1:5432/gl?sslmode=disable", "the GL's PostgreSQL database (serve and migrate create it when missing)")
 	s.String(&c.HTTPAddr, "GL_HTTP_ADDR", "http-addr", "127.0.0.1:8081", "address of the GL's HTTP API")
+	s.String(&c.RateLimit, "GL_RATE_LIMIT", "rate-limit", auth.DefaultRateLimit.String(), "each API key's allowance: requests per second[:burst]; over it, 429 with Retry-After")
 	s.String(&c.Rule.DebitAccount, "GL_TRANSFER_DEBIT_ACCOUNT", "transfer-debit-account", gl.DefaultPostingRule.DebitAccount, "account debited for each TransferCompleted.v1")
 	s.String(&c.Rule.CreditAccount, "GL_TRANSFER_CREDIT_ACCOUNT", "transfer-credit-account", gl.DefaultPostingRule.CreditAccount, "account credited for each TransferCompleted.v1")
 	config.BindEvents(s, &c.Events)
@@ -58,6 +61,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Rule.DebitAccount == "" || c.Rule.CreditAccount == "" {
 		errs = append(errs, errors.New("GL_TRANSFER_DEBIT_ACCOUNT and GL_TRANSFER_CREDIT_ACCOUNT must be set"))
+	}
+	if _, err := auth.ParseRateLimit(c.RateLimit); err != nil {
+		errs = append(errs, fmt.Errorf("GL_RATE_LIMIT: %w", err))
 	}
 	return errors.Join(append(errs, c.Events.Validate())...)
 }

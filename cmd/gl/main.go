@@ -29,5 +29,7 @@ func commands() []cli.Command {
 		{Name: "verify", Help: "check the ledger's invariants on the live database; exit 1 when one fails [--json]", RunFunc: service.Verify},
 		service.Outbox(),
 		service.Inbox(),
+		service.Keys(),
+		service.Audit(),
 	}
 }

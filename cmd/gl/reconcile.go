@@ -25,12 +25,14 @@ const (
 // wallet's API (the default), or the wallet database's published view.
 type walletSource struct {
 	apiURL string
+	apiKey string // WALLET_API_KEY
 	dbURL  string
 }
 
 func (w *walletSource) bind(s *config.Set) {
 	s.String(&w.apiURL, walletURLVar, "wallet-url", defaultWalletURL,
 		"the wallet's HTTP API, read by gl reconcile and by gl replay's check")
+	s.Secret(&w.apiKey, "WALLET_API_KEY", "an API key of the wallet with transfers:read, sent to WALLET_URL")
 	s.String(&w.dbURL, reconcileWalletDBVar, "reconcile-wallet-database-url", "",
 		"when set, gl reconcile and gl replay's check read the wallet database's view "+postgres.WalletViewName+
 			" (read-only; a replica will do) instead of the wallet's API")
@@ -45,7 +47,9 @@ func (w *walletSource) open(ctx context.Context, env cli.Env) (gl.TransferSource
 			fmt.Fprintf(env.Stderr, "gl: WALLET_DATABASE_URL is the wallet's own setting and gl does not read it; "+
 				"reading the wallet's API at %s (%s reads the wallet's database instead)\n", w.apiURL, reconcileWalletDBVar)
 		}
-		return walletapi.New(w.apiURL), "API " + strings.TrimRight(w.apiURL, "/"), func() {}, nil
+		client := walletapi.New(w.apiURL)
+		client.APIKey = w.apiKey
+		return client, "API " + strings.TrimRight(w.apiURL, "/"), func() {}, nil
 	}
 	view, err := postgres.OpenWalletView(ctx, w.dbURL)
 	if err != nil {

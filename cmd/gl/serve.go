@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"walletgl/internal/auth"
 	"walletgl/internal/cli"
 	"walletgl/internal/events"
 	"walletgl/internal/gl"
@@ -48,10 +49,15 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	handler := httpapi.NewServer(log, ledger, deps.Health(relay, consumer))
+	keys, guard, err := serve.Keys(deps.Pool, auth.GLScopes, cfg.RateLimit, gl.ErrUnavailable)
+	if err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
+	handler := httpapi.NewServer(log, ledger, guard, deps.Health(relay, consumer))
 	return serve.Run(ctx, cfg.HTTPAddr, handler, []serve.Worker{
 		{Name: "transfer consumer", Run: consumer.Run},
 		{Name: "acknowledgment relay", Run: relay.Run},
+		{Name: "API key use", Run: keys.Run},
 	}, log)
 }
 

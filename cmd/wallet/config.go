@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 
+	"walletgl/internal/auth"
 	"walletgl/internal/cli"
 	"walletgl/internal/config"
 	"walletgl/internal/events"
@@ -18,7 +19,7 @@ import (
 // service is the wallet as its commands see it: its settings, the handler of its inbox (the
 // GL's acknowledgments) and its invariants.
 var service = cli.Service[*Config]{
-	Name: "wallet", Consumer: events.ConsumerWallet,
+	Name: "wallet", Consumer: events.ConsumerWallet, Scopes: auth.WalletScopes,
 	SettingsFunc: func() *Config { return new(Config) },
 	InboxHandlerFunc: func(context.Context, *Config, *pgxpool.Pool, zerolog.Logger) (events.Handler, error) {
 		return postgres.NewAcknowledgments(), nil
@@ -31,6 +32,8 @@ type Config struct {
 	DatabaseURL string
 	HTTPAddr    string
 	GLURL       string // the GL's HTTP API, asked by wallet outbox reconcile
+	GLAPIKey    string // its API key (ledger:read)
+	RateLimit   string // each API key's allowance, RATE[:BURST] requests per second
 	// Group commit of transfers: the most requests per transaction, and how many such
 	// transactions may be committing at once (0: a transaction per request, no batching).
 	BatchMax     int
@@ -44,6 +47,8 @@ func (c *Config) Bind(s *config.Set) {
 	s.String(&c.DatabaseURL, "WALLET_DATABASE_URL", "database-url", "postgres://postgres@127.0.0.1:5432/wallet?sslmode=disable", "the wallet's PostgreSQL database (serve and migrate create it when missing)")
 	s.String(&c.HTTPAddr, "WALLET_HTTP_ADDR", "http-addr", "127.0.0.1:8080", "address of the wallet's HTTP API")
 	s.String(&c.GLURL, "GL_URL", "gl-url", "http://127.0.0.1:8081", "the GL's HTTP API, which wallet outbox reconcile asks what it posted")
+	s.Secret(&c.GLAPIKey, "GL_API_KEY", "an API key of the GL with ledger:read, sent by wallet outbox reconcile")
+	s.String(&c.RateLimit, "WALLET_RATE_LIMIT", "rate-limit", auth.DefaultRateLimit.String(), "each API key's allowance: requests per second[:burst]; over it, 429 with Retry-After")
 	s.Int(&c.BatchMax, "WALLET_BATCH_MAX", "batch-max", postgres.DefaultBatchMaxSize, "most transfer requests committed in one transaction")
 	s.Int(&c.BatchWorkers, "WALLET_BATCH_WORKERS", "batch-workers", postgres.DefaultBatchWorkers, "transfer batches committing at once; 0 gives each request a transaction of its own")
 	config.BindEvents(s, &c.Events)
@@ -65,6 +70,9 @@ func (c *Config) Validate() error {
 	}
 	if c.BatchMax < 1 {
 		errs = append(errs, fmt.Errorf("WALLET_BATCH_MAX must be at least 1, got %d", c.BatchMax))
+	}
+	if _, err := auth.ParseRateLimit(c.RateLimit); err != nil {
+		errs = append(errs, fmt.Errorf("WALLET_RATE_LIMIT: %w", err))
 	}
 	if c.BatchWorkers < 0 {
 		errs = append(errs, fmt.Errorf("WALLET_BATCH_WORKERS must be 0 or more, got %d", c.BatchWorkers))

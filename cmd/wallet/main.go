@@ -25,6 +25,8 @@ func commands() []cli.Command {
 			cli.Command{Name: "republish", Help: "acknowledged rows created in a period back to pending, published again: --since T [--until T] (RFC 3339) [--json]", RunFunc: outboxRepublishCmd},
 		),
 		service.Inbox(),
+		service.Keys(),
+		service.Audit(),
 		{Name: "verify", Help: "check the wallet's invariants; exit 1 when one fails [--json]", RunFunc: service.Verify},
 	}
 }

@@ -24,7 +24,7 @@ func outboxReconcileCmd(ctx context.Context, env cli.Env, args []string) error {
 		s.Flags().BoolVar(&dryRun, "dry-run", false, "print what would change and change nothing")
 	}
 	return service.Run(ctx, env, args, cli.ReadWrite, own, func(c cli.Call[*Config]) error {
-		gl := &glClient{base: strings.TrimRight(c.Settings.GLURL, "/"), http: &http.Client{Timeout: 10 * time.Second}}
+		gl := &glClient{base: strings.TrimRight(c.Settings.GLURL, "/"), key: c.Settings.GLAPIKey, http: &http.Client{Timeout: 10 * time.Second}}
 		report, err := events.NewAdmin(c.Pool).Reconcile(ctx, gl.posted, dryRun)
 		if err != nil {
 			return err
@@ -48,6 +48,7 @@ func outboxReconcileCmd(ctx context.Context, env cli.Env, args []string) error {
 // glClient asks the GL's HTTP API what it posted: the GL's database is the GL's alone.
 type glClient struct {
 	base string
+	key  string // GL_API_KEY, with ledger:read
 	http *http.Client
 }
 
@@ -58,6 +59,7 @@ func (c *glClient) posted(ctx context.Context, row events.OutboxRow) (bool, stri
 	if err != nil {
 		return false, "", fmt.Errorf("ask the GL: %w", err)
 	}
+	req.Header.Set("Authorization", "Bearer "+c.key)
 	res, err := c.http.Do(req)
 	if err != nil {
 		return false, "", fmt.Errorf("ask the GL: %w", err)

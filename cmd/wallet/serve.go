@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"fmt"
 
+	"walletgl/internal/auth"
 	"walletgl/internal/cli"
 	"walletgl/internal/events"
 	"walletgl/internal/serve"
+	"walletgl/internal/wallet"
 	"walletgl/internal/wallet/httpapi"
 	"walletgl/internal/wallet/postgres"
 )
@@ -44,10 +47,17 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	handler := httpapi.NewServer(log, store, events.NewAdmin(pool), deps.Health(relay, acks))
+	keys, guard, err := serve.Keys(pool, auth.WalletScopes, cfg.RateLimit, wallet.ErrUnavailable)
+	if err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
+	handler := httpapi.NewServer(log, httpapi.Deps{
+		Service: store, Admin: events.NewAdmin(pool), Guard: guard, Audit: keys, Health: deps.Health(relay, acks),
+	})
 	workers := []serve.Worker{
 		{Name: "relay", Run: relay.Run},
 		{Name: "acknowledgment consumer", Run: acks.Run},
+		{Name: "API key use", Run: keys.Run},
 	}
 	if cfg.BatchWorkers > 0 {
 		// Stopped after the HTTP server has drained, so every request it took is answered.

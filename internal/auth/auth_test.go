@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"walletgl/internal/auth"
+	"walletgl/internal/problem"
 	"walletgl/internal/testenv"
 	"walletgl/internal/web"
 	"walletgl/internal/web/webtest"
@@ -114,7 +115,7 @@ func TestTheGuardRefusesWhatTheKeyDoesNotAllow(t *testing.T) {
 	_, err = keys.Revoke(ctx, operator, revoked.ID)
 	require.NoError(t, err)
 
-	guard := auth.NewGuard(keys, auth.RateLimit{PerSecond: 1, Burst: 2})
+	guard := auth.NewGuard(keys, auth.RateLimit{PerSecond: 1, Burst: 2}, problem.New(problem.Unavailable, "unavailable", "retry later"))
 	mux := http.NewServeMux()
 	mux.Handle("POST /v1/transfers", guard.Require("transfers:write", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, ok := auth.FromContext(r.Context())

@@ -60,16 +60,18 @@ func (l RateLimit) String() string {
 // a missing, unknown or revoked key, 403 for a missing scope, 429 (with Retry-After) over the
 // rate. The key's secret never reaches a log; its id and name do.
 type Guard struct {
-	keys  Authenticator
-	limit RateLimit
+	keys        Authenticator
+	limit       RateLimit
+	unavailable *problem.Error // the service's answer when its database is away
 
 	mu       sync.Mutex
 	limiters map[uuid.UUID]*rate.Limiter
 }
 
-// NewGuard returns a guard authenticating with keys and allowing each key limit.
-func NewGuard(keys Authenticator, limit RateLimit) *Guard {
-	return &Guard{keys: keys, limit: limit, limiters: map[uuid.UUID]*rate.Limiter{}}
+// NewGuard returns a guard authenticating with keys and allowing each key limit; when the keys'
+// database is away it answers unavailable (the service's own problem for that).
+func NewGuard(keys Authenticator, limit RateLimit, unavailable *problem.Error) *Guard {
+	return &Guard{keys: keys, limit: limit, unavailable: unavailable, limiters: map[uuid.UUID]*rate.Limiter{}}
 }
 
 // Require serves h to requests whose key holds scope. h finds the principal in the request's
@@ -111,15 +113,13 @@ func (g *Guard) authenticate(r *http.Request) (Principal, error) {
 	}
 	p, err := g.keys.Authenticate(r.Context(), strings.TrimSpace(secret))
 	if errors.Is(err, ErrUnavailable) {
-		return Principal{}, fmt.Errorf("%w: %w", errKeysUnavailable, err)
+		return Principal{}, fmt.Errorf("%w: %w", g.unavailable, err)
 	}
 	if err != nil {
 		return Principal{}, problem.Newf(ErrUnauthenticated, "the API key is not valid (unknown or revoked)")
 	}
 	return p, nil
 }
-
-var errKeysUnavailable = problem.New(problem.Unavailable, "unavailable", "the service cannot check API keys now; retry later")
 
 // allow takes one request from the key's allowance, or says how long until there is one.
 func (g *Guard) allow(key uuid.UUID) (time.Duration, bool) {

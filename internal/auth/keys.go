@@ -236,6 +236,14 @@ type AuditEntry struct {
 	Detail json.RawMessage `json:"detail,omitempty"`
 }
 
+// Record records an administrative action in the audit trail, in a transaction of its own.
+func (k *Keys) Record(ctx context.Context, actor Actor, action, target string, detail any) error {
+	if err := audit(ctx, k.q, actor, action, target, detail); err != nil {
+		return k.interpret(err)
+	}
+	return nil
+}
+
 // Audit records an administrative action in db (the caller's transaction, so that the record
 // commits with the action, or the pool).
 func Audit(ctx context.Context, db database.Executor, actor Actor, action, target string, detail any) error {

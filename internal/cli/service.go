@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 
+	"walletgl/internal/auth"
 	"walletgl/internal/config"
 	"walletgl/internal/events"
 )
@@ -14,8 +15,9 @@ import (
 // Service is a binary as its commands see it: how its settings are made, and what the commands
 // both binaries have (outbox, inbox, verify) need of it.
 type Service[S Settings] struct {
-	Name     string // the program and the log's service field: "wallet", "gl"
-	Consumer string // the consumer its inbox belongs to: events.ConsumerWallet, events.ConsumerGL
+	Name     string       // the program and the log's service field: "wallet", "gl"
+	Consumer string       // the consumer its inbox belongs to: events.ConsumerWallet, events.ConsumerGL
+	Scopes   []auth.Scope // the scopes its API keys may hold: auth.WalletScopes, auth.GLScopes
 
 	// SettingsFunc returns new, unbound settings (a new(Config)).
 	SettingsFunc func() S

@@ -56,6 +56,10 @@ func NewSet(name string, getenv func(string) string, output io.Writer) *Set {
 		})
 		fmt.Fprintf(output, "Settings of %s (each flag also reads the environment variable named):\n", name)
 		for _, d := range s.docs {
+			if d.Flag == "" { // a secret: its variable alone, never a value
+				fmt.Fprintf(output, "  %s\n    \t%s\n", d.Env, d.Usage)
+				continue
+			}
 			fmt.Fprintf(output, "  -%s (%s, default %q)\n    \t%s\n", d.Flag, d.Env, d.Default, d.Usage)
 		}
 	}
@@ -76,6 +80,13 @@ func (s *Set) lookup(env, flagName, def, usage string) string {
 // String binds a string setting.
 func (s *Set) String(p *string, env, flagName, def, usage string) {
 	s.fs.StringVar(p, flagName, s.lookup(env, flagName, def, usage), usage)
+}
+
+// Secret binds a secret setting from the environment alone: a flag would show it in the
+// process list, and help never shows its value.
+func (s *Set) Secret(p *string, env, usage string) {
+	s.docs = append(s.docs, Doc{Env: env, Usage: usage + " (environment only)"})
+	*p = s.getenv(env)
 }
 
 // Int binds an integer setting.

@@ -8,10 +8,12 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
+	"walletgl/internal/auth"
 	"walletgl/internal/config"
 	"walletgl/internal/database"
 	"walletgl/internal/events"
 	"walletgl/internal/faults"
+	"walletgl/internal/problem"
 	"walletgl/internal/web"
 )
 
@@ -57,6 +59,18 @@ func (d *Deps) Health(relay *events.Relay, consumer *events.Consumer) []web.Chec
 		web.Check{Name: "relay", Func: func(context.Context) error { return relay.Health() }},
 		web.Check{Name: "consumer", Func: func(context.Context) error { return consumer.Health() }},
 	)
+}
+
+// Keys returns the service's API keys and the guard of its HTTP API, which allows each key
+// rateLimit (RATE[:BURST], auth.ParseRateLimit) and answers unavailable when the database is
+// away. There is no setting that turns it off.
+func Keys(pool *pgxpool.Pool, scopes []auth.Scope, rateLimit string, unavailable *problem.Error) (*auth.Keys, *auth.Guard, error) {
+	limit, err := auth.ParseRateLimit(rateLimit)
+	if err != nil {
+		return nil, nil, err
+	}
+	keys := auth.NewKeys(pool, scopes)
+	return keys, auth.NewGuard(keys, limit, unavailable), nil
 }
 
 // Close closes what Open opened.

@@ -8,14 +8,15 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"walletgl/internal/auth"
 	"walletgl/internal/gl"
 	"walletgl/internal/web"
 )
 
-// NewServer returns the GL's HTTP handler. health names what the service needs to do its
-// work; GET /healthz runs it (none: always healthy).
-func NewServer(logger zerolog.Logger, ledger gl.Reader, health []web.Check) http.Handler {
+// NewServer returns the GL's HTTP handler. guard decides who may call which route; health
+// names what the service needs to do its work, and GET /healthz runs it (none: always healthy).
+func NewServer(logger zerolog.Logger, ledger gl.Reader, guard *auth.Guard, health []web.Check) http.Handler {
 	mux := http.NewServeMux()
-	addRoutes(mux, ledger, health)
+	addRoutes(mux, ledger, guard, health)
 	return web.Handler(logger, mux)
 }

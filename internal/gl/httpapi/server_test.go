@@ -16,6 +16,8 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
+	"walletgl/internal/auth"
+	"walletgl/internal/auth/authtest"
 	"walletgl/internal/database"
 	"walletgl/internal/gl"
 	"walletgl/internal/gl/httpapi"
@@ -28,6 +30,7 @@ import (
 type testBundle struct {
 	ledger *postgres.Ledger
 	server *httptest.Server
+	key    string // an API key with admin
 }
 
 // setup serves the API over a real, migrated ledger holding the given entries.
@@ -42,9 +45,10 @@ func setup(t *testing.T, entries ...gl.Entry) *testBundle {
 		})
 		require.NoError(t, err)
 	}
-	server := httptest.NewServer(httpapi.NewServer(zerolog.Nop(), ledger, []web.Check{{Name: "database", Func: ledger.Ping}}))
+	_, guard, key := authtest.Key(t, pool, auth.GLScopes)
+	server := httptest.NewServer(httpapi.NewServer(zerolog.Nop(), ledger, guard, []web.Check{{Name: "database", Func: ledger.Ping}}))
 	t.Cleanup(server.Close)
-	return &testBundle{ledger: ledger, server: server}
+	return &testBundle{ledger: ledger, server: server, key: key}
 }
 
 func entry(transferID, currency string, amount int64) gl.Entry {
@@ -58,20 +62,19 @@ func entry(transferID, currency string, amount int64) gl.Entry {
 	}
 }
 
-// get requests path and decodes the body into v, returning the status and content type.
-func get(t *testing.T, server *httptest.Server, path string, v any) (int, string) {
+// get requests path with the bundle's key and decodes the body into v, returning the status
+// and content type.
+func (b *testBundle) get(t *testing.T, path string, v any) (int, string) {
 	t.Helper()
-	resp, err := http.Get(server.URL + path)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(v))
-	return resp.StatusCode, resp.Header.Get("Content-Type")
+	res := webtest.Do(t, http.MethodGet, b.server.URL+path, authtest.Bearer(b.key), "")
+	require.NoError(t, json.Unmarshal([]byte(res.Body), v))
+	return res.Status, res.ContentType()
 }
 
 // requireProblem asserts that path answers with the problem named by slug.
-func requireProblem(t *testing.T, server *httptest.Server, path string, status int, slug string) web.Problem {
+func (b *testBundle) requireProblem(t *testing.T, path string, status int, slug string) web.Problem {
 	t.Helper()
-	return webtest.Do(t, http.MethodGet, server.URL+path, nil, "").RequireProblem(t, status, slug)
+	return webtest.Do(t, http.MethodGet, b.server.URL+path, authtest.Bearer(b.key), "").RequireProblem(t, status, slug)
 }
 
 func TestHealthz(t *testing.T) {
@@ -81,7 +84,7 @@ func TestHealthz(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		var body map[string]string
-		status, contentType := get(t, b.server, "/healthz", &body)
+		status, contentType := b.get(t, "/healthz", &body)
 		require.Equal(t, http.StatusOK, status)
 		require.Equal(t, "application/json", contentType)
 		require.Equal(t, map[string]string{"status": "ok"}, body)
@@ -89,7 +92,7 @@ func TestHealthz(t *testing.T) {
 
 	t.Run("a failing check answers 503 naming what is down, never its error", func(t *testing.T) {
 		t.Parallel()
-		server := httptest.NewServer(httpapi.NewServer(zerolog.Nop(), nil, []web.Check{
+		server := httptest.NewServer(httpapi.NewServer(zerolog.Nop(), nil, nil, []web.Check{
 			{Name: "database", Func: func(context.Context) error { return errors.New("database is on fire at 10.0.0.7") }},
 			{Name: "nats", Func: func(context.Context) error { return nil }},
 		}))
@@ -123,7 +126,7 @@ func TestEntries(t *testing.T) {
 				} `json:"lines"`
 			} `json:"entries"`
 		}
-		status, contentType := get(t, b.server, "/v1/entries?transfer_id="+t1, &body)
+		status, contentType := b.get(t, "/v1/entries?transfer_id="+t1, &body)
 		require.Equal(t, http.StatusOK, status)
 		require.Equal(t, "application/json", contentType)
 		require.Len(t, body.Entries, 1)
@@ -145,17 +148,17 @@ func TestEntries(t *testing.T) {
 	t.Run("an unposted transfer has an empty list, not null", func(t *testing.T) {
 		t.Parallel()
 		var body map[string]json.RawMessage
-		status, _ := get(t, b.server, "/v1/entries?transfer_id="+uuid.NewString(), &body)
+		status, _ := b.get(t, "/v1/entries?transfer_id="+uuid.NewString(), &body)
 		require.Equal(t, http.StatusOK, status)
 		require.JSONEq(t, `[]`, string(body["entries"]))
 	})
 
 	t.Run("an empty transfer_id is a bad request", func(t *testing.T) {
 		t.Parallel()
-		requireProblem(t, b.server, "/v1/entries?transfer_id=", http.StatusBadRequest, "invalid-transfer-id")
-		requireProblem(t, b.server, "/v1/entries?transfer_id=t-1", http.StatusBadRequest, "invalid-transfer-id")
-		requireProblem(t, b.server, "/v1/entries?event_id=not-a-uuid", http.StatusBadRequest, "invalid-event-id")
-		requireProblem(t, b.server, "/v1/entries?transfer_id=%zz", http.StatusBadRequest, "invalid-query")
+		b.requireProblem(t, "/v1/entries?transfer_id=", http.StatusBadRequest, "invalid-transfer-id")
+		b.requireProblem(t, "/v1/entries?transfer_id=t-1", http.StatusBadRequest, "invalid-transfer-id")
+		b.requireProblem(t, "/v1/entries?event_id=not-a-uuid", http.StatusBadRequest, "invalid-event-id")
+		b.requireProblem(t, "/v1/entries?transfer_id=%zz", http.StatusBadRequest, "invalid-query")
 	})
 
 	t.Run("an event finds its entry", func(t *testing.T) {
@@ -166,7 +169,7 @@ func TestEntries(t *testing.T) {
 				TransferID string `json:"transfer_id"`
 			} `json:"entries"`
 		}
-		status, _ := get(t, b.server, "/v1/entries?event_id="+url.QueryEscape(posted.EventID), &body)
+		status, _ := b.get(t, "/v1/entries?event_id="+url.QueryEscape(posted.EventID), &body)
 		require.Equal(t, http.StatusOK, status)
 		require.Len(t, body.Entries, 1)
 		require.Equal(t, posted.ID.String(), body.Entries[0].ID)
@@ -182,12 +185,12 @@ func TestEntries(t *testing.T) {
 			NextCursor *string `json:"next_cursor"`
 		}
 		var first, second page
-		status, _ := get(t, b.server, "/v1/entries?limit=1", &first)
+		status, _ := b.get(t, "/v1/entries?limit=1", &first)
 		require.Equal(t, http.StatusOK, status)
 		require.Len(t, first.Entries, 1)
 		require.Equal(t, t1, first.Entries[0].TransferID)
 		require.NotNil(t, first.NextCursor)
-		status, _ = get(t, b.server, "/v1/entries?limit=1&after="+*first.NextCursor, &second)
+		status, _ = b.get(t, "/v1/entries?limit=1&after="+*first.NextCursor, &second)
 		require.Equal(t, http.StatusOK, status)
 		require.Len(t, second.Entries, 1)
 		require.Equal(t, t2, second.Entries[0].TransferID)
@@ -198,7 +201,7 @@ func TestEntries(t *testing.T) {
 		t.Parallel()
 		var body map[string]json.RawMessage
 		from := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
-		status, _ := get(t, b.server, "/v1/entries?from="+from, &body)
+		status, _ := b.get(t, "/v1/entries?from="+from, &body)
 		require.Equal(t, http.StatusOK, status)
 		require.JSONEq(t, `[]`, string(body["entries"]))
 		require.JSONEq(t, `null`, string(body["next_cursor"]))
@@ -217,7 +220,7 @@ func TestEntries(t *testing.T) {
 	for _, tt := range problems {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			requireProblem(t, b.server, tt.path, http.StatusBadRequest, tt.slug)
+			b.requireProblem(t, tt.path, http.StatusBadRequest, tt.slug)
 		})
 	}
 
@@ -227,7 +230,7 @@ func TestEntries(t *testing.T) {
 		for i := range long {
 			long[i] = 'x'
 		}
-		requireProblem(t, b.server, "/v1/entries?transfer_id="+string(long), http.StatusBadRequest, "invalid-transfer-id")
+		b.requireProblem(t, "/v1/entries?transfer_id="+string(long), http.StatusBadRequest, "invalid-transfer-id")
 	})
 }
 
@@ -253,7 +256,7 @@ func TestAccountBalance(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var body json.RawMessage
-			status, contentType := get(t, b.server, tt.path, &body)
+			status, contentType := b.get(t, tt.path, &body)
 			require.Equal(t, http.StatusOK, status)
 			require.Equal(t, "application/json", contentType)
 			require.JSONEq(t, tt.want, string(body))
@@ -275,7 +278,7 @@ func TestAccountBalance(t *testing.T) {
 	for _, tt := range problems {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			requireProblem(t, b.server, tt.path, tt.status, tt.slug)
+			b.requireProblem(t, tt.path, tt.status, tt.slug)
 		})
 	}
 }
@@ -302,7 +305,7 @@ func TestAccountStatement(t *testing.T) {
 	t.Run("pages carry the running balance across the cursor", func(t *testing.T) {
 		t.Parallel()
 		var first, second page
-		status, contentType := get(t, b.server, "/v1/accounts/2010/statement?currency=USD&limit=1", &first)
+		status, contentType := b.get(t, "/v1/accounts/2010/statement?currency=USD&limit=1", &first)
 		require.Equal(t, http.StatusOK, status)
 		require.Equal(t, "application/json", contentType)
 		require.Equal(t, "credit", first.NormalBalance)
@@ -312,7 +315,7 @@ func TestAccountStatement(t *testing.T) {
 		require.Equal(t, int64(100), first.Lines[0].RunningBalance)
 		require.NotNil(t, first.NextCursor)
 
-		status, _ = get(t, b.server, "/v1/accounts/2010/statement?currency=USD&limit=1&after="+*first.NextCursor, &second)
+		status, _ = b.get(t, "/v1/accounts/2010/statement?currency=USD&limit=1&after="+*first.NextCursor, &second)
 		require.Equal(t, http.StatusOK, status)
 		require.Len(t, second.Lines, 1)
 		require.Equal(t, "t-2", second.Lines[0].TransferID)
@@ -333,7 +336,7 @@ func TestAccountStatement(t *testing.T) {
 	for _, tt := range problems {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			requireProblem(t, b.server, tt.path, tt.status, tt.slug)
+			b.requireProblem(t, tt.path, tt.status, tt.slug)
 		})
 	}
 }
@@ -345,7 +348,7 @@ func TestTrialBalance(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		var body json.RawMessage
-		status, _ := get(t, b.server, "/v1/trial-balance", &body)
+		status, _ := b.get(t, "/v1/trial-balance", &body)
 		require.Equal(t, http.StatusOK, status)
 		require.JSONEq(t, `{"accounts":[],"currencies":[],"balanced":true}`, string(body))
 	})
@@ -354,7 +357,7 @@ func TestTrialBalance(t *testing.T) {
 		t.Parallel()
 		b := setup(t, entry("t-1", "USD", 100), entry("t-2", "EUR", 9))
 		var body json.RawMessage
-		status, contentType := get(t, b.server, "/v1/trial-balance", &body)
+		status, contentType := b.get(t, "/v1/trial-balance", &body)
 		require.Equal(t, http.StatusOK, status)
 		require.Equal(t, "application/json", contentType)
 		require.JSONEq(t, `{
@@ -381,14 +384,15 @@ func TestUnreachableDatabase(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
 	ledger := postgres.NewLedger(pool)
-	server := httptest.NewServer(httpapi.NewServer(zerolog.Nop(), ledger, []web.Check{{Name: "database", Func: ledger.Ping}}))
+	guard := auth.NewGuard(auth.NewKeys(pool, auth.GLScopes), authtest.Unlimited, gl.ErrUnavailable) // its keys are away too
+	server := httptest.NewServer(httpapi.NewServer(zerolog.Nop(), ledger, guard, []web.Check{{Name: "database", Func: ledger.Ping}}))
 	t.Cleanup(server.Close)
 
 	for _, path := range []string{
 		"/v1/trial-balance", "/v1/entries?transfer_id=" + uuid.NewString(), "/v1/entries?event_id=" + uuid.NewString(), "/v1/entries?limit=5",
 		"/v1/accounts/1010/balance?currency=USD", "/v1/accounts/1010/statement?currency=USD",
 	} {
-		res := webtest.Do(t, http.MethodGet, server.URL+path, nil, "")
+		res := webtest.Do(t, http.MethodGet, server.URL+path, authtest.Bearer("wgl_whatever"), "")
 		res.RequireProblem(t, http.StatusServiceUnavailable, "unavailable")
 		res.RequireNoConnectionDetails(t)
 	}
@@ -397,7 +401,7 @@ func TestUnreachableDatabase(t *testing.T) {
 
 func TestUnroutedRequestsAreProblems(t *testing.T) {
 	t.Parallel()
-	server := httptest.NewServer(httpapi.NewServer(zerolog.Nop(), nil, nil))
+	server := httptest.NewServer(httpapi.NewServer(zerolog.Nop(), nil, nil, nil))
 	t.Cleanup(server.Close)
 
 	notFound := []struct{ name, method, path string }{
@@ -433,7 +437,7 @@ func TestRequestsAreLoggedAtDebugWithRequestScopedFields(t *testing.T) {
 	t.Parallel()
 	var logs bytes.Buffer
 	logger := zerolog.New(&logs).Level(zerolog.DebugLevel)
-	handler := httpapi.NewServer(logger, nil, []web.Check{{Name: "database", Func: func(ctx context.Context) error {
+	handler := httpapi.NewServer(logger, nil, nil, []web.Check{{Name: "database", Func: func(ctx context.Context) error {
 		zerolog.Ctx(ctx).Info().Msg("checking health") // handlers log through the request's logger
 		return nil
 	}}})

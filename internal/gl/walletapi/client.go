@@ -31,6 +31,7 @@ type Client struct {
 	BaseURL  string       // e.g. http://127.0.0.1:8080
 	HTTP     *http.Client // nil: one with DefaultTimeout
 	PageSize int          // transfers per request; 0 (or above MaxPageSize): MaxPageSize
+	APIKey   string       // a wallet API key with transfers:read, sent as a bearer token
 }
 
 // New returns a client of the wallet API at baseURL.
@@ -118,6 +119,9 @@ func (c *Client) get(ctx context.Context, path string, v any) (found bool, err e
 		return false, fmt.Errorf("ask the wallet: %w", err)
 	}
 	req.Header.Set("Accept", "application/json")
+	if c.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.APIKey)
+	}
 	hc := c.HTTP
 	if hc == nil {
 		hc = &http.Client{Timeout: DefaultTimeout}

@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 
+	"walletgl/internal/auth"
 	"walletgl/internal/events"
 	"walletgl/internal/problem"
 	"walletgl/internal/wallet"
@@ -54,7 +56,7 @@ func handleAdminOutbox(admin *events.Admin) http.Handler {
 // handleAdminRequeue sends failed or dead-lettered outbox rows back to pending: those named
 // by "ids", or every row of "status". Ids that could not be requeued are listed as refused,
 // with their status ("" for an unknown id).
-func handleAdminRequeue(admin *events.Admin) http.Handler {
+func handleAdminRequeue(admin *events.Admin, audit Auditor) http.Handler {
 	type request struct {
 		IDs    []string `json:"ids"`
 		Status string   `json:"status"`
@@ -89,6 +91,15 @@ func handleAdminRequeue(admin *events.Admin) http.Handler {
 			return
 		}
 		zerolog.Ctx(r.Context()).Info().Int("requeued", len(out.IDs)).Int("refused", len(out.Refused)).Msg("outbox rows requeued by an operator")
+		p, _ := auth.FromContext(r.Context())
+		target := req.Status
+		if target == "" {
+			target = strings.Join(req.IDs, ",")
+		}
+		if err := audit.Record(r.Context(), auth.ActorOf(p), "outbox.requeue", target, out); err != nil {
+			// The rows moved; the answer must not hide that the trail missed it.
+			zerolog.Ctx(r.Context()).Error().Err(err).Msg("outbox requeue not recorded in the audit trail")
+		}
 		web.Encode(w, r, http.StatusOK, out)
 	})
 }

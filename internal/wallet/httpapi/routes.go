@@ -3,19 +3,30 @@ package httpapi
 import (
 	"net/http"
 
-	"walletgl/internal/events"
-	"walletgl/internal/wallet"
+	"walletgl/internal/auth"
 	"walletgl/internal/web"
 )
 
-// addRoutes is the whole API surface of the wallet service.
-func addRoutes(mux *http.ServeMux, service wallet.Service, admin *events.Admin, health []web.Check) {
-	mux.Handle("GET /healthz", web.Health(health...))
-	mux.Handle("POST /v1/wallets", handleCreateWallet(service))
-	mux.Handle("GET /v1/wallets/{id}", handleGetWallet(service))
-	mux.Handle("POST /v1/transfers", handleCreateTransfer(service))
-	mux.Handle("GET /v1/transfers/{id}", handleGetTransfer(service))
-	mux.Handle("GET /v1/transfers", handleListTransfers(service))
-	mux.Handle("GET /v1/admin/outbox", handleAdminOutbox(admin))
-	mux.Handle("POST /v1/admin/outbox/requeue", handleAdminRequeue(admin))
+// addRoutes is the whole API surface of the wallet service, each route with the scope an API
+// key needs for it; /healthz alone is open.
+func addRoutes(mux *http.ServeMux, d Deps) {
+	need := d.Guard.Require
+	mux.Handle("GET /healthz", web.Health(d.Health...))
+	mux.Handle("POST /v1/wallets", need(ScopeWalletsWrite, handleCreateWallet(d.Service)))
+	mux.Handle("GET /v1/wallets/{id}", need(ScopeWalletsRead, handleGetWallet(d.Service)))
+	mux.Handle("POST /v1/transfers", need(ScopeTransfersWrite, handleCreateTransfer(d.Service)))
+	mux.Handle("GET /v1/transfers/{id}", need(ScopeTransfersRead, handleGetTransfer(d.Service)))
+	mux.Handle("GET /v1/transfers", need(ScopeTransfersRead, handleListTransfers(d.Service)))
+	mux.Handle("GET /v1/admin/outbox", need(ScopeOutboxAdmin, handleAdminOutbox(d.Admin)))
+	mux.Handle("POST /v1/admin/outbox/requeue", need(ScopeOutboxAdmin, handleAdminRequeue(d.Admin, d.Audit)))
 }
+
+// The wallet's scopes (auth.WalletScopes).
+const (
+	ScopeWalletsRead    auth.Scope = "wallets:read"
+	ScopeWalletsWrite   auth.Scope = "wallets:write"
+	ScopeWalletsAdmin   auth.Scope = "wallets:admin" // to create a wallet that may go negative
+	ScopeTransfersRead  auth.Scope = "transfers:read"
+	ScopeTransfersWrite auth.Scope = "transfers:write"
+	ScopeOutboxAdmin    auth.Scope = "outbox:admin"
+)

@@ -4,20 +4,34 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/rs/zerolog"
 
+	"walletgl/internal/auth"
 	"walletgl/internal/events"
 	"walletgl/internal/wallet"
 	"walletgl/internal/web"
 )
 
-// NewServer returns the wallet service's HTTP handler. admin serves the operator endpoints
-// (/v1/admin/...). health names what the service needs to do its work; GET /healthz runs it
-// (none: always healthy).
-func NewServer(logger zerolog.Logger, service wallet.Service, admin *events.Admin, health []web.Check) http.Handler {
+// Deps is what the wallet's HTTP API serves from.
+type Deps struct {
+	Service wallet.Service
+	Admin   *events.Admin // the operator endpoints (/v1/admin/...)
+	Guard   *auth.Guard   // who may call which route
+	Audit   Auditor       // where administrative actions are recorded
+	Health  []web.Check   // what the service needs to do its work; GET /healthz runs them
+}
+
+// Auditor records an administrative action (auth.Keys does, in the audit trail).
+type Auditor interface {
+	Record(ctx context.Context, actor auth.Actor, action, target string, detail any) error
+}
+
+// NewServer returns the wallet service's HTTP handler.
+func NewServer(logger zerolog.Logger, d Deps) http.Handler {
 	mux := http.NewServeMux()
-	addRoutes(mux, service, admin, health)
+	addRoutes(mux, d)
 	return web.Handler(logger, mux)
 }

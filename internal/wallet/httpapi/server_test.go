@@ -15,8 +15,11 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
+	"walletgl/internal/auth"
+	"walletgl/internal/auth/authtest"
 	"walletgl/internal/events"
 	"walletgl/internal/testenv"
+	"walletgl/internal/wallet"
 	"walletgl/internal/wallet/httpapi"
 	"walletgl/internal/wallet/postgres"
 	"walletgl/internal/web"
@@ -26,6 +29,7 @@ import (
 type testBundle struct {
 	url  string
 	pool *pgxpool.Pool
+	key  string // an API key with admin, sent by do unless the header has an Authorization
 }
 
 // setup serves the API over the real store on this test's own database, with alice holding
@@ -44,9 +48,12 @@ func setup(t *testing.T, health ...web.Check) *testBundle {
 		require.NoError(t, <-stopped)
 	})
 	require.Eventually(t, func() bool { return store.BatchStats().Running }, 10*time.Second, time.Millisecond)
-	srv := httptest.NewServer(httpapi.NewServer(logger, store, events.NewAdmin(pool), health))
+	keys, guard, key := authtest.Key(t, pool, auth.WalletScopes)
+	srv := httptest.NewServer(httpapi.NewServer(logger, httpapi.Deps{
+		Service: store, Admin: events.NewAdmin(pool), Guard: guard, Audit: keys, Health: health,
+	}))
 	t.Cleanup(srv.Close)
-	b := &testBundle{url: srv.URL, pool: pool}
+	b := &testBundle{url: srv.URL, pool: pool, key: key}
 
 	for _, body := range []string{
 		`{"id":"mint","currency":"USD","allow_negative":true}`,
@@ -64,6 +71,13 @@ func setup(t *testing.T, health ...web.Check) *testBundle {
 
 func (b *testBundle) do(t *testing.T, method, path string, header http.Header, body string) webtest.Response {
 	t.Helper()
+	if header.Get("Authorization") == "" {
+		header = header.Clone()
+		if header == nil {
+			header = http.Header{}
+		}
+		header.Set("Authorization", "Bearer "+b.key)
+	}
 	return webtest.Do(t, method, b.url+path, header, body)
 }
 
@@ -330,9 +344,13 @@ func TestUnreachableDatabaseIs503(t *testing.T) {
 	pool, err := pgxpool.New(context.Background(), webtest.UnreachableDatabaseURL)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	srv := httptest.NewServer(httpapi.NewServer(zerolog.Nop(), postgres.NewStore(pool, postgres.Options{}), events.NewAdmin(pool), []web.Check{{Name: "database", Func: pool.Ping}}))
+	keys := auth.NewKeys(pool, auth.WalletScopes) // unreachable too: the guard answers 503
+	srv := httptest.NewServer(httpapi.NewServer(zerolog.Nop(), httpapi.Deps{
+		Service: postgres.NewStore(pool, postgres.Options{}), Admin: events.NewAdmin(pool),
+		Guard: auth.NewGuard(keys, authtest.Unlimited, wallet.ErrUnavailable), Audit: keys, Health: []web.Check{{Name: "database", Func: pool.Ping}},
+	}))
 	t.Cleanup(srv.Close)
-	b := &testBundle{url: srv.URL, pool: pool}
+	b := &testBundle{url: srv.URL, pool: pool, key: "wgl_whatever"} // looked up in a database that is away
 
 	for _, res := range []webtest.Response{
 		b.do(t, http.MethodGet, "/v1/wallets/alice", nil, ""),

@@ -5,6 +5,8 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"walletgl/internal/auth"
+	"walletgl/internal/problem"
 	"walletgl/internal/wallet"
 	"walletgl/internal/web"
 )
@@ -30,6 +32,11 @@ func handleCreateWallet(service wallet.Service) http.Handler {
 		req, err := web.Decode[request](w, r)
 		if err != nil {
 			web.WriteProblem(w, r, err)
+			return
+		}
+		if p, _ := auth.FromContext(r.Context()); req.AllowNegative && !p.Has(ScopeWalletsAdmin) {
+			// A wallet that may go negative creates money: only an administrator makes one.
+			web.WriteProblem(w, r, problem.Newf(auth.ErrForbidden, "a wallet with allow_negative needs an API key with the scope %s", ScopeWalletsAdmin))
 			return
 		}
 		created, err := service.CreateWallet(r.Context(), wallet.Wallet{
