@@ -423,7 +423,7 @@ func TestEveryCommandAnswersHelp(t *testing.T) {
 	require.Equal(t, []string{
 		"serve", "migrate",
 		"outbox stats", "outbox list", "outbox show", "outbox requeue", "outbox reconcile", "outbox republish",
-		"inbox stats", "inbox list", "inbox retry", "verify",
-		"keys create", "keys list", "keys revoke", "audit list",
+		"inbox stats", "inbox list", "inbox retry",
+		"keys create", "keys list", "keys revoke", "audit list", "verify",
 	}, commands)
 }
