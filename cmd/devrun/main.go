@@ -1,6 +1,8 @@
 // Command devrun is `make run`: both services in the foreground against the local PostgreSQL
 // and NATS, their logs interleaved and labelled. Where no NATS server answers, it runs a
-// JetStream server of its own (store under .run/nats) for as long as it runs.
+// JetStream server of its own (store under .run/nats) for as long as it runs. Before the
+// services start, it migrates their databases and makes (or reuses) a local API key with admin
+// for each, printing them as one line: export WALLET_API_KEY=… GL_API_KEY=….
 package main
 
 import (
@@ -56,6 +58,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		// format where a person reads devrun's output, and for colours only on a terminal.
 		env = append(env, "LOG_FORMAT="+consoleFormat(stdout))
 	}
+	keys, err := ensureKeys(ctx, map[string]string{"wallet": args[0], "gl": args[1]}, env)
+	if err != nil {
+		return fmt.Errorf("set up local API keys: %w", err)
+	}
+	// One line for people and scripts alike (scripts read it from here): the keys of the
+	// README's try-it session, each with admin on its service.
+	fmt.Fprintf(stdout, "export WALLET_API_KEY=%s GL_API_KEY=%s\n", keys["wallet"], keys["gl"])
 	g, gctx := errgroup.WithContext(ctx)
 	for i, bin := range args {
 		label := []string{"wallet", "gl    "}[i]
