@@ -91,4 +91,3 @@ func command(ctx context.Context, bin string, env []string, args ...string) ([]b
 	}
 	return out, nil
 }
-

@@ -205,6 +205,18 @@ func TestOutboxCommands(t *testing.T) {
 	require.ErrorContains(t, err, "outbox requeue: 1 of the ids were not requeued")
 	require.JSONEq(t, `{"requeued":["`+dead.String()+`"],"refused":[{"id":"`+pending.String()+`","status":"pending"}]}`, out)
 
+	// The requeue is in the audit trail, as done by this operator's command.
+	out, _, err = runGL(t, env, "audit", "list", "--json")
+	require.NoError(t, err)
+	var trail []struct {
+		Actor, Action, Target string
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &trail))
+	require.NotEmpty(t, trail)
+	last := trail[len(trail)-1]
+	require.Equal(t, "outbox.requeue", last.Action)
+	require.True(t, strings.HasPrefix(last.Actor, "cli:"), last.Actor)
+
 	out, _, err = runGL(t, env, "outbox", "stats", "--json")
 	require.NoError(t, err)
 	var stats struct {

@@ -29,6 +29,11 @@ func outboxReconcileCmd(ctx context.Context, env cli.Env, args []string) error {
 		if err != nil {
 			return err
 		}
+		if !dryRun && len(report.Changed) > 0 {
+			if err := cli.AuditCommand(ctx, c.Pool, "outbox.reconcile", fmt.Sprintf("%d rows", len(report.Changed)), report.Changed); err != nil {
+				return err
+			}
+		}
 		if c.JSON {
 			return cli.JSON(env.Stdout, report)
 		}
@@ -115,6 +120,10 @@ func outboxRepublishCmd(ctx context.Context, env cli.Env, args []string) error {
 		}
 		out, err := events.NewAdmin(c.Pool).RepublishOutbox(ctx, since, until)
 		if err != nil {
+			return err
+		}
+		period := since.Format(time.RFC3339) + ".." + untilFlag
+		if err := cli.AuditCommand(ctx, c.Pool, "outbox.republish", period, out); err != nil {
 			return err
 		}
 		if c.JSON {

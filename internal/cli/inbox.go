@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"walletgl/internal/events"
@@ -64,6 +65,9 @@ func (svc Service[S]) inboxRetry(ctx context.Context, env Env, args []string) er
 			return err
 		}
 		out := events.NewInbox(svc.Consumer, handler).Retry(log.WithContext(ctx), c.Pool, c.Args...)
+		if err := AuditCommand(ctx, c.Pool, "inbox.retry", strings.Join(c.Args, ","), out); err != nil {
+			return err
+		}
 		failed := 0
 		rows := make([][]string, 0, len(out))
 		for _, r := range out {

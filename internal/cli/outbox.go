@@ -191,6 +191,13 @@ func (svc Service[S]) outboxRequeue(ctx context.Context, env Env, args []string)
 		if err != nil {
 			return err
 		}
+		target := status
+		if target == "" {
+			target = strings.Join(c.Args, ",")
+		}
+		if err := AuditCommand(ctx, c.Pool, "outbox.requeue", target, out); err != nil {
+			return err
+		}
 		if err := writeRequeued(env, out, c.JSON); err != nil {
 			return err
 		}
