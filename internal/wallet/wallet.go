@@ -67,6 +67,9 @@ type TransferRequest struct {
 	ToWalletID     string
 	Amount         int64
 	Currency       string
+	// KeyID is the API key that asks (recorded with the transfer; uuid.Nil: none). It is not
+	// part of the request: a replay by another key is still the same transfer.
+	KeyID uuid.UUID
 }
 
 // Validate reports why r can never succeed, whatever the state of the wallets.

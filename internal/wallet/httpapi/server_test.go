@@ -363,3 +363,15 @@ func TestUnreachableDatabaseIs503(t *testing.T) {
 
 	b.do(t, http.MethodGet, "/healthz", nil, "").RequireUnhealthy(t, map[string]string{"database": "unavailable"})
 }
+
+func TestATransferRecordsTheKeyThatMadeIt(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	res := b.transfer(t, "by-key", `{"from_wallet_id":"alice","to_wallet_id":"bob","amount":5,"currency":"USD"}`)
+	require.Equal(t, http.StatusCreated, res.Status, res.Body)
+	var madeBy, keyID string
+	require.NoError(t, b.pool.QueryRow(context.Background(),
+		"SELECT created_by_key::text FROM transfers WHERE idempotency_key = 'by-key'").Scan(&madeBy))
+	require.NoError(t, b.pool.QueryRow(context.Background(), "SELECT id::text FROM api_keys WHERE name = 'test'").Scan(&keyID))
+	require.Equal(t, keyID, madeBy)
+}

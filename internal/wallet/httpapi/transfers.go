@@ -6,6 +6,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"walletgl/internal/auth"
 	"walletgl/internal/wallet"
 	"walletgl/internal/web"
 )
@@ -48,10 +49,11 @@ func handleCreateTransfer(service wallet.Service) http.Handler {
 			web.WriteProblem(w, r, err)
 			return
 		}
+		p, _ := auth.FromContext(r.Context())
 		t, replayed, err := service.CreateTransfer(r.Context(), wallet.TransferRequest{
 			IdempotencyKey: r.Header.Get("Idempotency-Key"),
 			FromWalletID:   req.FromWalletID, ToWalletID: req.ToWalletID,
-			Amount: req.Amount, Currency: req.Currency,
+			Amount: req.Amount, Currency: req.Currency, KeyID: p.KeyID,
 		})
 		if err != nil {
 			web.WriteProblem(w, r, err)

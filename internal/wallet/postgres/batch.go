@@ -330,13 +330,14 @@ func (w *batchTx) insertTransfers(ctx context.Context, accepted []int) ([]wallet
 	ins := walletdb.InsertTransfersParams{
 		Ids: make([]uuid.UUID, n), IdempotencyKeys: make([]string, n), RequestHashes: make([][]byte, n),
 		FromWalletIds: make([]string, n), ToWalletIds: make([]string, n), Amounts: make([]int64, n),
-		Currencies: make([]string, n), EventIds: make([]uuid.UUID, n),
+		Currencies: make([]string, n), EventIds: make([]uuid.UUID, n), CreatedByKeys: make([]uuid.UUID, n),
 	}
 	for j, i := range accepted {
 		p := w.batch[i]
 		ins.Ids[j], ins.IdempotencyKeys[j], ins.RequestHashes[j] = p.transferID, p.req.IdempotencyKey, p.hash
 		ins.FromWalletIds[j], ins.ToWalletIds[j] = p.req.FromWalletID, p.req.ToWalletID
 		ins.Amounts[j], ins.Currencies[j], ins.EventIds[j] = p.req.Amount, p.req.Currency, p.eventID
+		ins.CreatedByKeys[j] = p.req.KeyID // uuid.Nil: none (stored NULL)
 	}
 	rows, err := w.q.InsertTransfers(ctx, ins)
 	if err != nil {

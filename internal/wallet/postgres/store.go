@@ -193,6 +193,7 @@ func (s *Store) writeOne(ctx context.Context, tx pgx.Tx, p *pendingTransfer) (tr
 		ID: p.transferID, IdempotencyKey: req.IdempotencyKey, RequestHash: p.hash,
 		FromWalletID: req.FromWalletID, ToWalletID: req.ToWalletID,
 		Amount: req.Amount, Currency: req.Currency, EventID: p.eventID,
+		CreatedByKey: uuid.NullUUID{UUID: req.KeyID, Valid: req.KeyID != uuid.Nil},
 	})
 	switch err := interpretError(err); {
 	case errors.Is(err, errNoRow): // ON CONFLICT DO NOTHING: the key is taken

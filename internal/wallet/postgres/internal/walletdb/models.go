@@ -11,6 +11,26 @@ import (
 	"github.com/google/uuid"
 )
 
+type ApiKey struct {
+	ID         uuid.UUID
+	Name       string
+	SecretHash []byte
+	Scopes     []string
+	CreatedAt  time.Time
+	LastUsedAt *time.Time
+	RevokedAt  *time.Time
+}
+
+type AuditLog struct {
+	ID     int64
+	At     time.Time
+	KeyID  uuid.NullUUID
+	Actor  string
+	Action string
+	Target string
+	Detail []byte
+}
+
 type Inbox struct {
 	ID              string
 	Consumer        string
@@ -68,6 +88,7 @@ type Transfer struct {
 	Status         string
 	EventID        uuid.UUID
 	CreatedAt      time.Time
+	CreatedByKey   uuid.NullUUID
 }
 
 type Wallet struct {

@@ -13,7 +13,7 @@ import (
 )
 
 const getTransferByIdempotencyKey = `-- name: GetTransferByIdempotencyKey :one
-SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, coalesce(o.status, 'acknowledged')::text AS outbox_status
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, coalesce(o.status, 'acknowledged')::text AS outbox_status
 FROM transfers t
 LEFT JOIN outbox o ON o.id = t.event_id
 WHERE t.idempotency_key = $1
@@ -39,13 +39,14 @@ func (q *Queries) GetTransferByIdempotencyKey(ctx context.Context, idempotencyKe
 		&i.Transfer.Status,
 		&i.Transfer.EventID,
 		&i.Transfer.CreatedAt,
+		&i.Transfer.CreatedByKey,
 		&i.OutboxStatus,
 	)
 	return i, err
 }
 
 const getTransferWithOutbox = `-- name: GetTransferWithOutbox :one
-SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, coalesce(o.status, 'acknowledged')::text AS outbox_status
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, coalesce(o.status, 'acknowledged')::text AS outbox_status
 FROM transfers t
 LEFT JOIN outbox o ON o.id = t.event_id
 WHERE t.id = $1
@@ -71,13 +72,14 @@ func (q *Queries) GetTransferWithOutbox(ctx context.Context, id uuid.UUID) (GetT
 		&i.Transfer.Status,
 		&i.Transfer.EventID,
 		&i.Transfer.CreatedAt,
+		&i.Transfer.CreatedByKey,
 		&i.OutboxStatus,
 	)
 	return i, err
 }
 
 const getTransfersByIdempotencyKeys = `-- name: GetTransfersByIdempotencyKeys :many
-SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, coalesce(o.status, 'acknowledged')::text AS outbox_status
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, coalesce(o.status, 'acknowledged')::text AS outbox_status
 FROM transfers t
 LEFT JOIN outbox o ON o.id = t.event_id
 WHERE t.idempotency_key = ANY ($1::text[])
@@ -109,6 +111,7 @@ func (q *Queries) GetTransfersByIdempotencyKeys(ctx context.Context, idempotency
 			&i.Transfer.Status,
 			&i.Transfer.EventID,
 			&i.Transfer.CreatedAt,
+			&i.Transfer.CreatedByKey,
 			&i.OutboxStatus,
 		); err != nil {
 			return nil, err
@@ -122,10 +125,10 @@ func (q *Queries) GetTransfersByIdempotencyKeys(ctx context.Context, idempotency
 }
 
 const insertTransfer = `-- name: InsertTransfer :one
-INSERT INTO transfers (id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+INSERT INTO transfers (id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::uuid)
 ON CONFLICT (idempotency_key) DO NOTHING
-RETURNING id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at
+RETURNING id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key
 `
 
 type InsertTransferParams struct {
@@ -137,6 +140,7 @@ type InsertTransferParams struct {
 	Amount         int64
 	Currency       string
 	EventID        uuid.UUID
+	CreatedByKey   uuid.NullUUID
 }
 
 // InsertTransfer claims the idempotency key. A conflict returns no row: the key was used before
@@ -151,6 +155,7 @@ func (q *Queries) InsertTransfer(ctx context.Context, arg InsertTransferParams) 
 		arg.Amount,
 		arg.Currency,
 		arg.EventID,
+		arg.CreatedByKey,
 	)
 	var i Transfer
 	err := row.Scan(
@@ -164,17 +169,18 @@ func (q *Queries) InsertTransfer(ctx context.Context, arg InsertTransferParams) 
 		&i.Status,
 		&i.EventID,
 		&i.CreatedAt,
+		&i.CreatedByKey,
 	)
 	return i, err
 }
 
 const insertTransfers = `-- name: InsertTransfers :many
-INSERT INTO transfers (id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id)
+INSERT INTO transfers (id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key)
 SELECT unnest($1::uuid[]), unnest($2::text[]), unnest($3::bytea[]),
        unnest($4::text[]), unnest($5::text[]), unnest($6::bigint[]),
-       unnest($7::text[]), unnest($8::uuid[])
+       unnest($7::text[]), unnest($8::uuid[]), nullif(unnest($9::uuid[]), '00000000-0000-0000-0000-000000000000'::uuid)
 ON CONFLICT (idempotency_key) DO NOTHING
-RETURNING id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at
+RETURNING id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key
 `
 
 type InsertTransfersParams struct {
@@ -186,6 +192,7 @@ type InsertTransfersParams struct {
 	Amounts         []int64
 	Currencies      []string
 	EventIds        []uuid.UUID
+	CreatedByKeys   []uuid.UUID
 }
 
 // InsertTransfers writes a batch of transfers in one statement, in the order given (the caller
@@ -202,6 +209,7 @@ func (q *Queries) InsertTransfers(ctx context.Context, arg InsertTransfersParams
 		arg.Amounts,
 		arg.Currencies,
 		arg.EventIds,
+		arg.CreatedByKeys,
 	)
 	if err != nil {
 		return nil, err
@@ -221,6 +229,7 @@ func (q *Queries) InsertTransfers(ctx context.Context, arg InsertTransfersParams
 			&i.Status,
 			&i.EventID,
 			&i.CreatedAt,
+			&i.CreatedByKey,
 		); err != nil {
 			return nil, err
 		}
@@ -233,7 +242,7 @@ func (q *Queries) InsertTransfers(ctx context.Context, arg InsertTransfersParams
 }
 
 const listTransfers = `-- name: ListTransfers :many
-SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, coalesce(o.status, 'acknowledged')::text AS outbox_status
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, coalesce(o.status, 'acknowledged')::text AS outbox_status
 FROM transfers t
 LEFT JOIN outbox o ON o.id = t.event_id
 WHERE (t.created_at, t.id) > ($1::timestamptz, $2::uuid)
@@ -272,6 +281,7 @@ func (q *Queries) ListTransfers(ctx context.Context, arg ListTransfersParams) ([
 			&i.Transfer.Status,
 			&i.Transfer.EventID,
 			&i.Transfer.CreatedAt,
+			&i.Transfer.CreatedByKey,
 			&i.OutboxStatus,
 		); err != nil {
 			return nil, err
