@@ -72,6 +72,10 @@ type TransferRequest struct {
 	KeyID uuid.UUID
 }
 
+// MaxAmount is the largest amount of one transfer, in minor units (10^15: ten trillion of a
+// currency with cents). It keeps a single request far from the edge of a 64-bit balance.
+const MaxAmount = 1_000_000_000_000_000
+
 // Validate reports why r can never succeed, whatever the state of the wallets.
 func (r TransferRequest) Validate() error {
 	if err := validateIdempotencyKey(r.IdempotencyKey); err != nil {
@@ -83,8 +87,8 @@ func (r TransferRequest) Validate() error {
 	if err := validateWalletID("to_wallet_id", r.ToWalletID); err != nil {
 		return err
 	}
-	if r.Amount <= 0 {
-		return problem.Newf(ErrInvalid, "amount must be a positive integer of minor units, got %d", r.Amount)
+	if r.Amount <= 0 || r.Amount > MaxAmount {
+		return problem.Newf(ErrInvalid, "amount must be a whole number of minor units from 1 to %d, got %d", int64(MaxAmount), r.Amount)
 	}
 	if err := validateCurrency(r.Currency); err != nil {
 		return err

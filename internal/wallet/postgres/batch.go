@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -60,10 +59,6 @@ var errKeyTaken = errors.New("an idempotency key of the batch was taken meanwhil
 // one of its requests was refused or its key was taken, and either may be a replay, whose
 // answer only the lookup gives. The batch is written again with the lookup.
 var errNeedLookup = errors.New("a request of the batch may be a replay")
-
-// errBalanceOverflow rolls a batch back whose running balance would leave int64; one by one,
-// only the request that overflows fails.
-var errBalanceOverflow = errors.New("a balance of the batch would overflow")
 
 // batchOutcome is one request's answer from a batch; retry asks for a transaction of its own.
 type batchOutcome struct {
@@ -312,9 +307,6 @@ func (w *batchTx) applyRules(fresh []int, wallets map[string]*walletdb.LockWalle
 			}
 			w.out[i].err = err
 			continue
-		}
-		if to.Balance > math.MaxInt64-req.Amount || from.Balance < math.MinInt64+req.Amount {
-			return nil, errBalanceOverflow
 		}
 		from.Balance -= req.Amount
 		to.Balance += req.Amount

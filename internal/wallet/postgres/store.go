@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"sync/atomic"
 
@@ -311,6 +312,10 @@ func checkTransfer(req wallet.TransferRequest, from, to *walletdb.LockWalletsRow
 	case !from.AllowNegative && from.Balance < req.Amount: // balance - amount < 0, without overflow
 		return problem.Newf(wallet.ErrInsufficientFunds,
 			"wallet %q holds %d %s, the transfer needs %d", from.ID, from.Balance, from.Currency, req.Amount)
+	case to.Balance > math.MaxInt64-req.Amount:
+		return problem.Newf(wallet.ErrBalanceOutOfRange, "wallet %q would hold more than %d", to.ID, int64(math.MaxInt64))
+	case from.Balance < math.MinInt64+req.Amount:
+		return problem.Newf(wallet.ErrBalanceOutOfRange, "wallet %q would hold less than %d", from.ID, int64(math.MinInt64))
 	}
 	return nil
 }
