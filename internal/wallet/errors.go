@@ -14,8 +14,8 @@ var (
 		"the source wallet's balance does not cover the amount")
 	ErrCurrencyMismatch = problem.New(problem.Unprocessable, "currency-mismatch",
 		"the transfer's currency differs from a wallet's currency")
-	ErrSameWallet           = problem.New(problem.Unprocessable, "same-wallet", "a wallet cannot transfer to itself")
-	ErrBalanceOutOfRange    = problem.New(problem.Unprocessable, "balance-out-of-range",
+	ErrSameWallet        = problem.New(problem.Unprocessable, "same-wallet", "a wallet cannot transfer to itself")
+	ErrBalanceOutOfRange = problem.New(problem.Unprocessable, "balance-out-of-range",
 		"the transfer would take a balance beyond what a wallet can hold")
 	ErrIdempotencyKeyReused = problem.New(problem.Unprocessable, "idempotency-key-reused",
 		"this Idempotency-Key was used for a different transfer")
