@@ -14,6 +14,7 @@ import (
 	"walletgl/internal/events"
 	"walletgl/internal/gl"
 	"walletgl/internal/gl/postgres"
+	"walletgl/internal/serve"
 )
 
 // service is the GL as its commands see it: its settings, the handler of its inbox (the
@@ -29,6 +30,8 @@ var service = cli.Service[*Config]{
 type Config struct {
 	DatabaseURL string
 	HTTPAddr    string
+	TLSCert     string // PEM certificate of the HTTP API (with TLSKey: HTTPS)
+	TLSKey      string
 	RateLimit   string // each API key's allowance, RATE[:BURST] requests per second
 	Rule        gl.PostingRule
 	Events      config.Events
@@ -39,11 +42,18 @@ type Config struct {
 func (c *Config) Bind(s *config.Set) {
 	s.String(&c.DatabaseURL, "GL_DATABASE_URL", "database-url", "postgres://postgres@127.0.0.1:5432/gl?sslmode=disable", "the GL's PostgreSQL database (serve and migrate create it when missing)")
 	s.String(&c.HTTPAddr, "GL_HTTP_ADDR", "http-addr", "127.0.0.1:8081", "address of the GL's HTTP API")
+	s.String(&c.TLSCert, "GL_TLS_CERT", "tls-cert", "", "PEM certificate file: with GL_TLS_KEY the API is served over HTTPS (empty: HTTP)")
+	s.String(&c.TLSKey, "GL_TLS_KEY", "tls-key", "", "PEM private key file of GL_TLS_CERT")
 	s.String(&c.RateLimit, "GL_RATE_LIMIT", "rate-limit", auth.DefaultRateLimit.String(), "each API key's allowance: requests per second[:burst]; over it, 429 with Retry-After")
 	s.String(&c.Rule.DebitAccount, "GL_TRANSFER_DEBIT_ACCOUNT", "transfer-debit-account", gl.DefaultPostingRule.DebitAccount, "account debited for each TransferCompleted.v1")
 	s.String(&c.Rule.CreditAccount, "GL_TRANSFER_CREDIT_ACCOUNT", "transfer-credit-account", gl.DefaultPostingRule.CreditAccount, "account credited for each TransferCompleted.v1")
 	config.BindEvents(s, &c.Events)
 	config.BindLog(s, &c.Log)
+}
+
+// Listen is where the HTTP API is served.
+func (c *Config) Listen() serve.Listen {
+	return serve.Listen{Addr: c.HTTPAddr, CertFile: c.TLSCert, KeyFile: c.TLSKey}
 }
 
 // Database and Logging are what the commands both binaries share read of the settings.
@@ -64,6 +74,9 @@ func (c *Config) Validate() error {
 	}
 	if _, err := auth.ParseRateLimit(c.RateLimit); err != nil {
 		errs = append(errs, fmt.Errorf("GL_RATE_LIMIT: %w", err))
+	}
+	if err := c.Listen().Validate("GL_TLS_CERT", "GL_TLS_KEY"); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(append(errs, c.Events.Validate())...)
 }

@@ -54,7 +54,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 		return fmt.Errorf("configuration: %w", err)
 	}
 	handler := httpapi.NewServer(log, ledger, guard, deps.Health(relay, consumer))
-	return serve.Run(ctx, cfg.HTTPAddr, handler, []serve.Worker{
+	return serve.Run(ctx, cfg.Listen(), handler, []serve.Worker{
 		{Name: "transfer consumer", Run: consumer.Run},
 		{Name: "acknowledgment relay", Run: relay.Run},
 		{Name: "API key use", Run: keys.Run},

@@ -12,6 +12,7 @@ import (
 	"walletgl/internal/cli"
 	"walletgl/internal/config"
 	"walletgl/internal/events"
+	"walletgl/internal/serve"
 	"walletgl/internal/wallet"
 	"walletgl/internal/wallet/postgres"
 )
@@ -31,6 +32,8 @@ var service = cli.Service[*Config]{
 type Config struct {
 	DatabaseURL string
 	HTTPAddr    string
+	TLSCert     string // PEM certificate of the HTTP API (with TLSKey: HTTPS)
+	TLSKey      string
 	GLURL       string // the GL's HTTP API, asked by wallet outbox reconcile
 	GLAPIKey    string // its API key (ledger:read)
 	RateLimit   string // each API key's allowance, RATE[:BURST] requests per second
@@ -46,6 +49,8 @@ type Config struct {
 func (c *Config) Bind(s *config.Set) {
 	s.String(&c.DatabaseURL, "WALLET_DATABASE_URL", "database-url", "postgres://postgres@127.0.0.1:5432/wallet?sslmode=disable", "the wallet's PostgreSQL database (serve and migrate create it when missing)")
 	s.String(&c.HTTPAddr, "WALLET_HTTP_ADDR", "http-addr", "127.0.0.1:8080", "address of the wallet's HTTP API")
+	s.String(&c.TLSCert, "WALLET_TLS_CERT", "tls-cert", "", "PEM certificate file: with WALLET_TLS_KEY the API is served over HTTPS (empty: HTTP)")
+	s.String(&c.TLSKey, "WALLET_TLS_KEY", "tls-key", "", "PEM private key file of WALLET_TLS_CERT")
 	s.String(&c.GLURL, "GL_URL", "gl-url", "http://127.0.0.1:8081", "the GL's HTTP API, which wallet outbox reconcile asks what it posted")
 	s.Secret(&c.GLAPIKey, "GL_API_KEY", "an API key of the GL with ledger:read, sent by wallet outbox reconcile")
 	s.String(&c.RateLimit, "WALLET_RATE_LIMIT", "rate-limit", auth.DefaultRateLimit.String(), "each API key's allowance: requests per second[:burst]; over it, 429 with Retry-After")
@@ -53,6 +58,11 @@ func (c *Config) Bind(s *config.Set) {
 	s.Int(&c.BatchWorkers, "WALLET_BATCH_WORKERS", "batch-workers", postgres.DefaultBatchWorkers, "transfer batches committing at once; 0 gives each request a transaction of its own")
 	config.BindEvents(s, &c.Events)
 	config.BindLog(s, &c.Log)
+}
+
+// Listen is where the HTTP API is served.
+func (c *Config) Listen() serve.Listen {
+	return serve.Listen{Addr: c.HTTPAddr, CertFile: c.TLSCert, KeyFile: c.TLSKey}
 }
 
 // Database and Logging are what the commands both binaries share read of the settings.
@@ -73,6 +83,9 @@ func (c *Config) Validate() error {
 	}
 	if _, err := auth.ParseRateLimit(c.RateLimit); err != nil {
 		errs = append(errs, fmt.Errorf("WALLET_RATE_LIMIT: %w", err))
+	}
+	if err := c.Listen().Validate("WALLET_TLS_CERT", "WALLET_TLS_KEY"); err != nil {
+		errs = append(errs, err)
 	}
 	if c.BatchWorkers < 0 {
 		errs = append(errs, fmt.Errorf("WALLET_BATCH_WORKERS must be 0 or more, got %d", c.BatchWorkers))

@@ -63,7 +63,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 		// Stopped after the HTTP server has drained, so every request it took is answered.
 		workers = append(workers, serve.Worker{Name: "transfer batcher", Run: store.Run})
 	}
-	return serve.Run(ctx, cfg.HTTPAddr, handler, workers, log)
+	return serve.Run(ctx, cfg.Listen(), handler, workers, log)
 }
 
 func migrateCmd(ctx context.Context, env cli.Env, args []string) error {

@@ -5,6 +5,7 @@ package serve
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
@@ -56,13 +57,35 @@ type Worker struct {
 	Run  func(ctx context.Context) error
 }
 
-// Run serves handler on addr and runs the workers until ctx is cancelled (SIGINT/SIGTERM).
-// Shutdown stops taking requests first and lets those in flight finish, then stops the workers,
-// which finish or release their in-flight work.
-func Run(ctx context.Context, addr string, handler http.Handler, workers []Worker, log zerolog.Logger) error {
-	ln, err := net.Listen("tcp", addr)
+// Listen is where the HTTP API is served: an address, and optionally a TLS certificate and its
+// key (PEM files; both or neither).
+type Listen struct {
+	Addr     string
+	CertFile string
+	KeyFile  string
+}
+
+// Validate reports a TLS setting given without its other half, or files that do not load.
+func (l Listen) Validate(certVar, keyVar string) error {
+	switch {
+	case l.CertFile == "" && l.KeyFile == "":
+		return nil
+	case l.CertFile == "" || l.KeyFile == "":
+		return fmt.Errorf("%s and %s go together: give both or neither", certVar, keyVar)
+	}
+	if _, err := tls.LoadX509KeyPair(l.CertFile, l.KeyFile); err != nil {
+		return fmt.Errorf("%s / %s: %w", certVar, keyVar, err)
+	}
+	return nil
+}
+
+// Run serves handler where l says (HTTPS when it names a certificate) and runs the workers
+// until ctx is cancelled (SIGINT/SIGTERM). Shutdown stops taking requests first and lets those
+// in flight finish, then stops the workers, which finish or release their in-flight work.
+func Run(ctx context.Context, l Listen, handler http.Handler, workers []Worker, log zerolog.Logger) error {
+	ln, err := net.Listen("tcp", l.Addr)
 	if err != nil {
-		return fmt.Errorf("listen %s: %w", addr, err)
+		return fmt.Errorf("listen %s: %w", l.Addr, err)
 	}
 	srv := &http.Server{
 		Handler: handler,
@@ -77,7 +100,12 @@ func Run(ctx context.Context, addr string, handler http.Handler, workers []Worke
 			return log.WithContext(context.WithoutCancel(ctx))
 		},
 	}
-	log.Info().Str("addr", ln.Addr().String()).Msg("http listening")
+	serve := func() error { return srv.Serve(ln) }
+	if l.CertFile != "" {
+		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+		serve = func() error { return srv.ServeTLS(ln, l.CertFile, l.KeyFile) }
+	}
+	log.Info().Str("addr", ln.Addr().String()).Bool("tls", l.CertFile != "").Msg("http listening")
 
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWork()
@@ -91,7 +119,7 @@ func Run(ctx context.Context, addr string, handler http.Handler, workers []Worke
 		})
 	}
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
+	go func() { serveErr <- serve() }()
 
 	select {
 	case <-ctx.Done():
