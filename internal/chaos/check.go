@@ -85,6 +85,7 @@ func verify(ctx context.Context, s *System, load LoadResult, allowDeadLetters bo
 	transfers := c.confirmedExactlyOnce(load, &counts)
 	c.postedExactlyOnce(transfers, &counts)
 	c.outboxesTerminal(allowDeadLetters)
+	c.noRelayStuck()
 	c.inboxesClean(allowDeadLetters)
 	c.debitsEqualCredits()
 	c.balancesHold()
@@ -219,6 +220,36 @@ func (c *checker) outboxesTerminal(allowDeadLetters bool) {
 		rows.Close()
 		c.add(name, ok, "%s", strings.Join(parts, ", "))
 	}
+}
+
+// noRelayStuck names one cause of rows left open: a row still dispatching after its lease ran out
+// was claimed by a relay that never finished its round, and no relay took it over since (any
+// relay may claim a row whose lease expired). Checked once the drain is over, so a live relay
+// had its poll intervals to do it.
+func (c *checker) noRelayStuck() {
+	const name = "no outbox row left dispatching past its lease (a stuck relay)"
+	var parts []string
+	ok := true
+	for _, side := range []struct {
+		name string
+		db   *pgxpool.Pool
+	}{{"wallet", c.wallet}, {"gl", c.gl}} {
+		var stuck int
+		var oldest *time.Duration
+		err := side.db.QueryRow(c.ctx, `SELECT count(*), max(clock_timestamp() - lease_until) FROM outbox
+			WHERE status = 'dispatching' AND lease_until < clock_timestamp()`).Scan(&stuck, &oldest)
+		if err != nil {
+			c.failed(name, err)
+			return
+		}
+		part := fmt.Sprintf("%s %d", side.name, stuck)
+		if stuck > 0 {
+			ok = false
+			part += fmt.Sprintf(" (lease ran out up to %s ago)", oldest.Round(time.Second))
+		}
+		parts = append(parts, part)
+	}
+	c.add(name, ok, "%s", strings.Join(parts, ", "))
 }
 
 func (c *checker) inboxesClean(allowFailed bool) {
