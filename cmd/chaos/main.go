@@ -45,7 +45,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	if *list {
 		for _, sc := range chaos.Scenarios() {
-			fmt.Fprintf(stdout, "%-16s %s\n", sc.Name, sc.Description)
+			fmt.Fprintf(stdout, "%-17s %s\n", sc.Name, sc.Description)
 		}
 		return nil
 	}
@@ -94,7 +94,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			mark = "FAIL"
 			failed = append(failed, sc.Name)
 		}
-		summary = append(summary, fmt.Sprintf("  %s  %-16s confirmed %5d  posted %5d  faults %3d  %s",
+		summary = append(summary, fmt.Sprintf("  %s  %-17s confirmed %5d  posted %5d  faults %3d  %s",
 			mark, sc.Name, rep.Counts.Confirmed, rep.Counts.Posted, rep.Counts.Faults, rep.Elapsed))
 		if ctx.Err() != nil {
 			break

@@ -85,6 +85,7 @@ func verify(ctx context.Context, s *System, load LoadResult, allowDeadLetters bo
 	transfers := c.confirmedExactlyOnce(load, &counts)
 	c.postedExactlyOnce(transfers, &counts)
 	c.outboxesTerminal(allowDeadLetters)
+	c.noRelayStuck()
 	c.inboxesClean(allowDeadLetters)
 	c.debitsEqualCredits()
 	c.balancesHold()
@@ -219,6 +220,44 @@ func (c *checker) outboxesTerminal(allowDeadLetters bool) {
 		rows.Close()
 		c.add(name, ok, "%s", strings.Join(parts, ", "))
 	}
+}
+
+// noRelayStuck names one cause of rows left open: rows that a live relay would have taken and
+// none did. A row still dispatching after its lease ran out was claimed by a relay that never
+// finished its round (any relay may claim an expired lease); a pending or failed row that has
+// been due for a publish, untouched, for longer than any relay's poll or backoff was never
+// claimed at all. Checked once the drain is over, when the broker is whole again.
+func (c *checker) noRelayStuck() {
+	const name = "no outbox row left waiting for a relay: dispatching past its lease, or due and untouched (a stuck relay)"
+	var parts []string
+	ok := true
+	for _, side := range []struct {
+		name string
+		db   *pgxpool.Pool
+	}{{"wallet", c.wallet}, {"gl", c.gl}} {
+		var expired, unclaimed int
+		var oldest *time.Duration
+		err := side.db.QueryRow(c.ctx, `SELECT
+			count(*) FILTER (WHERE status = 'dispatching' AND lease_until < clock_timestamp()),
+			count(*) FILTER (WHERE status IN ('pending', 'failed')
+				AND coalesce(next_attempt_at, updated_at) < clock_timestamp() - interval '30 seconds'),
+			max(clock_timestamp() - CASE WHEN status = 'dispatching' THEN lease_until
+				ELSE coalesce(next_attempt_at, updated_at) END)
+			FROM outbox WHERE status IN ('dispatching', 'pending', 'failed')`).Scan(&expired, &unclaimed, &oldest)
+		if err != nil {
+			c.failed(name, err)
+			return
+		}
+		part := fmt.Sprintf("%s %d past their lease, %d due and unclaimed", side.name, expired, unclaimed)
+		if expired+unclaimed > 0 {
+			ok = false
+			if oldest != nil {
+				part += fmt.Sprintf(" (oldest for %s)", oldest.Round(time.Second))
+			}
+		}
+		parts = append(parts, part)
+	}
+	c.add(name, ok, "%s", strings.Join(parts, "; "))
 }
 
 func (c *checker) inboxesClean(allowFailed bool) {

@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats.go/jetstream"
 
+	"walletgl/internal/events"
 	"walletgl/internal/harness"
 )
 
@@ -79,6 +81,39 @@ func Scenarios() []Scenario {
 			Name:        "broker-amnesia",
 			Description: "the NATS server killed with unconsumed events in it, its store deleted, and a fresh one started on the same address mid-run",
 			Inject:      wipeBroker,
+		},
+		{
+			Name:        "wallet-ack-loss",
+			Description: "the wallet's inbox table locked for a while (the API keeps working), long enough for the broker to give up on TransferPosted.v1 deliveries",
+			Topology: Topology{
+				// A broker that gives up on a delivery after three tries two seconds apart, and
+				// a wallet catch-up that re-publishes its unacknowledged rows after 4 s, through
+				// a duplicate window short enough to let the copies reach the GL: what must bring
+				// the acknowledgments back is the wallet's catch-up and the GL's answer to a
+				// duplicate. The GL's own catch-up stays out of it (its re-publishes of
+				// TransferPosted.v1 would rescue some rows or not by the luck of timing).
+				WalletEnv: []string{"EVENTS_ACK_WAIT=2s", "EVENTS_MAX_DELIVER=3", "EVENTS_ACK_TIMEOUT=4s", "EVENTS_DUPLICATE_WINDOW=2s"},
+				GLEnv:     []string{"EVENTS_ACK_TIMEOUT=10m", "EVENTS_DUPLICATE_WINDOW=2s"},
+			},
+			Inject: lockWalletInbox,
+		},
+		{
+			Name:        "broker-store-full",
+			Description: "the wallet's stream full (discard new, max bytes at its size) under load, every publish refused for a while, then its limits restored",
+			Topology:    Topology{WalletEnv: []string{"EVENTS_MAX_ATTEMPTS=3"}},
+			Inject:      fillWalletStream,
+		},
+		{
+			Name:        "nats-leader-loss",
+			Description: "a three-node cluster: a stream's leader (frozen with a follower, publishes unanswered) killed and restarted, several times, a new leader each time",
+			Topology: Topology{
+				Brokers: 3,
+				// One publish round of each kind, so a relay waiting forever for a lost PubAck
+				// cannot hide behind its other rounds.
+				WalletEnv: []string{"EVENTS_RELAY_WORKERS=1", "EVENTS_PUBLISH_TIMEOUT=3s"},
+				GLEnv:     []string{"EVENTS_RELAY_WORKERS=1", "EVENTS_PUBLISH_TIMEOUT=3s"},
+			},
+			Inject: killStreamLeaders,
 		},
 	}
 }
@@ -227,6 +262,241 @@ func terminateBackends(ctx context.Context, s *System, rng *rand.Rand, d time.Du
 	}
 	s.log.Fault("outage over: %d connections terminated", killed)
 	return nil
+}
+
+// lockWalletInbox holds an ACCESS EXCLUSIVE lock on the wallet's inbox table: transfers (which
+// never touch it) go on, but no TransferPosted.v1 can be applied, so every delivery fails after
+// its ack wait, until the broker has given up on the first of them many times over.
+func lockWalletInbox(ctx context.Context, s *System, rng *rand.Rand, d time.Duration) error {
+	sleepCtx(ctx, d/4)
+	hold := max(2*d, 20*time.Second)
+	conn, err := pgx.Connect(ctx, s.WalletURL)
+	if err != nil {
+		return fmt.Errorf("connect to the wallet's database: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	release := func() error {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		return tx.Rollback(rctx)
+	}
+	if _, err := tx.Exec(ctx, "LOCK TABLE inbox IN ACCESS EXCLUSIVE MODE"); err != nil {
+		_ = release()
+		return fmt.Errorf("lock the wallet's inbox: %w", err)
+	}
+	s.log.Fault("lock the wallet's inbox table (ACCESS EXCLUSIVE) for %s: no acknowledgment can be applied", hold)
+	sleepCtx(ctx, hold)
+	if err := release(); err != nil {
+		return fmt.Errorf("unlock the wallet's inbox: %w", err)
+	}
+	s.log.Fault("unlock the wallet's inbox table")
+	return nil
+}
+
+// fillWalletStream makes the wallet's stream full: discard policy new and a byte limit at its
+// current size, so the broker refuses every new message ("maximum bytes exceeded") while it is
+// perfectly healthy otherwise. Then it restores the stream's configuration as it was.
+func fillWalletStream(ctx context.Context, s *System, rng *rand.Rand, d time.Duration) error {
+	sleepCtx(ctx, d/4)
+	hold := max(d/2, 6*time.Second)
+	js, closeJS, err := s.jetStream()
+	if err != nil {
+		return err
+	}
+	defer closeJS()
+	name := s.streamName(events.SourceWallet)
+	stream, err := js.Stream(ctx, name)
+	if err != nil {
+		return fmt.Errorf("look up stream %s: %w", name, err)
+	}
+	info := stream.CachedInfo()
+	prev, full := info.Config, info.Config
+	full.Discard = jetstream.DiscardNew
+	full.MaxBytes = int64(max(info.State.Bytes, 1)) // 0 would mean no limit
+	if _, err := js.UpdateStream(ctx, full); err != nil {
+		return fmt.Errorf("fill stream %s: %w", name, err)
+	}
+	s.log.Fault("stream %s full for %s: discard new, max bytes %d (its size, %d messages)", name, hold, full.MaxBytes, info.State.Msgs)
+	sleepCtx(ctx, hold)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if _, err := js.UpdateStream(rctx, prev); err != nil {
+		return fmt.Errorf("restore stream %s: %w", name, err)
+	}
+	s.log.Fault("stream %s limits restored (discard %s, max bytes %d)", name, prev.Discard, prev.MaxBytes)
+	return nil
+}
+
+// killStreamLeaders takes a stream's leader away under load, several times, a new leader each
+// time. A kill alone leaves a publish unanswered only if it reached the leader in its last
+// milliseconds (after the kill the subjects have no responders, which the relay is told at
+// once), so each round first freezes the leader together with one follower, the one the
+// stream's publisher is not connected to: with no quorum, every publish the publisher's server
+// forwards to the frozen leader stays unanswered for longer than any one wait for a PubAck
+// (today's relay waits 10 s). Then the leader is killed (kill -9), the follower resumed, and the
+// other two elect a new leader; the killed node is started again. Before each round it waits
+// for a leader and every replica current, and it leaves the cluster so.
+func killStreamLeaders(ctx context.Context, s *System, rng *rand.Rand, d time.Duration) error {
+	const freeze = 15 * time.Second
+	js, closeJS, err := s.jetStream()
+	if err != nil {
+		return err
+	}
+	defer closeJS()
+	rounds := max(2, int(d/(12*time.Second)))
+	sources := []string{events.SourceWallet, events.SourceGL}
+	start := time.Now()
+	for i := range rounds {
+		if !sleepCtx(ctx, time.Until(start.Add(time.Duration(i+1)*d/time.Duration(rounds+2)))) {
+			return nil
+		}
+		t, err := s.pickLeader(ctx, js, []string{sources[i%2], sources[(i+1)%2]})
+		if err != nil {
+			return err
+		}
+		s.log.Fault("freeze %s (SIGSTOP), leader of stream %s, and %s, a follower, for %s: no quorum, %s's publishes through %s unanswered",
+			t.leader.Name, t.stream, t.follower.Name, freeze, t.source, t.via)
+		for _, b := range []*harness.Broker{t.leader, t.follower} {
+			if err := b.Pause(); err != nil {
+				return err
+			}
+		}
+		sleepCtx(ctx, freeze)
+		s.log.Fault("kill -9 %s; resume %s (SIGCONT)", t.leader.Name, t.follower.Name)
+		_ = t.leader.Kill()
+		if err := t.follower.Resume(); err != nil {
+			return err
+		}
+		sleepCtx(ctx, time.Second)
+		s.log.Fault("start %s again", t.leader.Name)
+		if err := t.leader.Restart(ctx); err != nil {
+			return err
+		}
+	}
+	for _, src := range sources {
+		name := s.streamName(src)
+		leader, err := waitStreamLeader(ctx, js, name, time.Minute)
+		if err != nil {
+			return err
+		}
+		s.log.Note("stream %s: leader %s, every replica current", name, leader)
+	}
+	return nil
+}
+
+// leaderTarget is one round of killStreamLeaders: source's stream, its leader, the follower
+// frozen with it, and the broker source's service publishes through ("?" when unknown).
+type leaderTarget struct {
+	source, stream, via string
+	leader, follower    *harness.Broker
+}
+
+// pickLeader chooses a round's target among sources' streams: one whose publisher is connected
+// to a follower, and whose leader no service is connected to. A kill of a client's own server
+// ends the client's pending publishes with a disconnect, the easy case, and would also end a
+// relay's wait that an earlier round left hanging; the case this scenario is after is the one
+// where only the relay's own deadline can. When no stream qualifies, the first one's leader is
+// asked to step down, a few times, for another; failing that, the first stream as it is.
+func (s *System) pickLeader(ctx context.Context, js jetstream.JetStream, sources []string) (leaderTarget, error) {
+	var first leaderTarget
+	for try := range 6 {
+		clients := s.clientBrokers(ctx, sources) // service -> broker name
+		for i, source := range sources {
+			t := leaderTarget{source: source, stream: s.streamName(source), via: "?"}
+			name, err := waitStreamLeader(ctx, js, t.stream, time.Minute)
+			if err != nil {
+				return t, err
+			}
+			if t.leader = harness.BrokerNamed(s.Brokers, name); t.leader == nil {
+				return t, fmt.Errorf("stream %s: leader %q is none of the harness's brokers", t.stream, name)
+			}
+			if via, ok := clients[source]; ok {
+				t.via = via
+			}
+			for _, b := range s.Brokers {
+				if b != t.leader && b.Name != t.via {
+					t.follower = b
+					break
+				}
+			}
+			leaderHasClients := false
+			for _, via := range clients {
+				leaderHasClients = leaderHasClients || via == t.leader.Name
+			}
+			if t.via != "?" && t.via != t.leader.Name && !leaderHasClients {
+				return t, nil
+			}
+			if i == 0 {
+				first = t
+			}
+		}
+		if try < 5 {
+			// A new leader is drawn among the followers.
+			reqCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			_, err := js.Conn().RequestWithContext(reqCtx, "$JS.API.STREAM.LEADER.STEPDOWN."+first.stream, nil)
+			cancel()
+			if err != nil {
+				s.log.Note("step down leader of %s: %v", first.stream, err)
+			}
+			if _, err := waitStreamLeader(ctx, js, first.stream, time.Minute); err != nil {
+				return first, err
+			}
+		}
+	}
+	return first, nil
+}
+
+// clientBrokers maps each service of sources to the broker its connection is on (the services
+// name their NATS connection after themselves); a service not found is left out.
+func (s *System) clientBrokers(ctx context.Context, sources []string) map[string]string {
+	out := map[string]string{}
+	for _, b := range s.Brokers {
+		for _, source := range sources {
+			if ok, err := b.HasClient(ctx, source); err == nil && ok {
+				out[source] = b.Name
+			}
+		}
+	}
+	return out
+}
+
+// waitStreamLeader waits until stream has a leader and every replica is online and current,
+// and returns the leader's server name.
+func waitStreamLeader(ctx context.Context, js jetstream.JetStream, stream string, timeout time.Duration) (string, error) {
+	deadline := time.Now().Add(timeout)
+	var last string
+	for {
+		reqCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		st, err := js.Stream(reqCtx, stream)
+		cancel()
+		switch {
+		case err != nil:
+			last = err.Error()
+		case st.CachedInfo().Cluster == nil || st.CachedInfo().Cluster.Leader == "":
+			last = "no leader"
+		default:
+			cl := st.CachedInfo().Cluster
+			ready := true
+			for _, r := range cl.Replicas {
+				if r.Offline || !r.Current {
+					ready, last = false, fmt.Sprintf("leader %s, replica %s not current", cl.Leader, r.Name)
+				}
+			}
+			if ready {
+				return cl.Leader, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("stream %s not whole after %s: %s", stream, timeout, last)
+		}
+		if !sleepCtx(ctx, 200*time.Millisecond) {
+			return "", ctx.Err()
+		}
+	}
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {

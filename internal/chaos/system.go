@@ -10,8 +10,11 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"walletgl/internal/database"
+	"walletgl/internal/events"
 	"walletgl/internal/harness"
 )
 
@@ -185,6 +188,27 @@ func (s *System) adminURL() string {
 	u, _ := url.Parse(s.WalletURL)
 	u.Path = "/postgres"
 	return u.String()
+}
+
+// jetStream connects the harness itself to the brokers, for scenarios that read or change the
+// streams behind the services' backs. It reconnects without limit, as the services do, so it
+// outlives a killed node; close releases the connection.
+func (s *System) jetStream() (js jetstream.JetStream, close func(), err error) {
+	nc, err := nats.Connect(harness.URLs(s.Brokers), nats.Name("chaos-harness"),
+		nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect the harness to nats: %w", err)
+	}
+	if js, err = jetstream.New(nc); err != nil {
+		nc.Close()
+		return nil, nil, fmt.Errorf("jetstream context: %w", err)
+	}
+	return js, nc.Close, nil
+}
+
+// streamName is the name of source's stream in this run's namespace.
+func (s *System) streamName(source string) string {
+	return events.Topology{Namespace: s.Namespace}.StreamName(source)
 }
 
 func dbName(dbURL string) string {

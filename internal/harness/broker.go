@@ -2,8 +2,10 @@ package harness
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,7 +32,8 @@ func NATSServerBinary(ctx context.Context, dir string) (string, error) {
 }
 
 // Broker is a nats-server process with JetStream whose store the harness controls: it can be
-// stopped, killed, restarted on the same port and wiped.
+// stopped, killed, restarted on the same port and wiped. Its Name is also its server name
+// (`-n`), the name JetStream reports as a stream's leader or replica.
 type Broker struct {
 	*Process
 	ClientPort int
@@ -142,6 +145,46 @@ func freePorts(n int) ([]int, error) {
 		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
+}
+
+// HasClient reports whether a client connection named name (nats.Name) is connected to this
+// broker now, from its monitoring endpoint's /connz.
+func (b *Broker) HasClient(ctx context.Context, name string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+b.Addr+"/connz?limit=4096", nil)
+	if err != nil {
+		return false, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false, fmt.Errorf("connz of %s: %w", b.Name, err)
+	}
+	defer resp.Body.Close()
+	var connz struct {
+		Connections []struct {
+			Name string `json:"name"`
+		} `json:"connections"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&connz); err != nil {
+		return false, fmt.Errorf("connz of %s: %w", b.Name, err)
+	}
+	for _, c := range connz.Connections {
+		if c.Name == name {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// BrokerNamed returns the broker whose server name is name, nil when none is.
+func BrokerNamed(brokers []*Broker, name string) *Broker {
+	for _, b := range brokers {
+		if b.Name == name {
+			return b
+		}
+	}
+	return nil
 }
 
 // URLs joins the brokers' client URLs the way NATS_URL takes them.
