@@ -116,7 +116,10 @@ type Relay struct {
 func NewRelay(cfg RelayConfig, topo Topology, pool *pgxpool.Pool, nc *nats.Conn, log zerolog.Logger) (*Relay, error) {
 	cfg = cfg.withDefaults()
 	// Room for every round that may be in flight: claims and hand-offs, and one catch-up batch.
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(2*cfg.Workers*cfg.BatchSize+cfg.CatchUpLimit))
+	// PubAcks that do not come in time are dropped by nats.go too: left pending, they would fill
+	// the bound and stall every later publish for good.
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(2*cfg.Workers*cfg.BatchSize+cfg.CatchUpLimit),
+		jetstream.WithPublishAsyncTimeout(cfg.PublishTimeout))
 	if err != nil {
 		return nil, fmt.Errorf("jetstream context: %w", err)
 	}

@@ -265,6 +265,18 @@ func TestTwoLostPubAcksInOneRoundEndTheRound(t *testing.T) {
 	}
 	require.Equal(t, "dispatched", b.outboxStatus(t, kept[0]).Status)
 	require.NoError(t, relay.Health(), "a round that ended is no stalled loop")
+
+	// Lost PubAcks must not stay pending in the client: past its bound of pending publishes
+	// (2 × workers × batch + catch-up, 21 here) every later publish would stall for good.
+	small := b.relay(t, events.RelayConfig{PublishTimeout: 100 * time.Millisecond, Workers: 1, BatchSize: 10, CatchUpLimit: 1})
+	for range 12 { // 24 lost PubAcks, more than the bound
+		_, err := small.DispatchOnce(ctx)
+		require.Error(t, err)
+	}
+	later := b.addEvents(t, 1)
+	_, err = small.DispatchOnce(ctx)
+	require.Error(t, err, "the lost rows are still lost")
+	require.Equal(t, "dispatched", b.outboxStatus(t, later[0]).Status, "a later row is still published")
 }
 
 // 3. A full stream refuses every publish: a broker-wide condition, so no row spends an attempt
