@@ -122,7 +122,12 @@ func Run(ctx context.Context, opts Options, out io.Writer) (rep *Report, err err
 	fmt.Fprintf(out, "system up: wallet %s, gl %s, nats %s, databases %s, %s\n",
 		sys.wallet.Addr, sys.gl.Addr, sys.broker.URL(), sys.walletDBName, sys.glDBName)
 
+	key, err := sys.wallet.CreateKey(ctx, "admin")
+	if err != nil {
+		return rep, fmt.Errorf("create an API key: %w", err)
+	}
 	client := harness.NewClient(sys.wallet.Addr)
+	client.Key = key
 	fmt.Fprintf(out, "creating and funding %d wallets …\n", opts.Users)
 	if err := setupWallets(ctx, client, opts.Users); err != nil {
 		return rep, fmt.Errorf("create wallets: %w", err)
@@ -137,7 +142,7 @@ func Run(ctx context.Context, opts Options, out io.Writer) (rep *Report, err err
 	meter := &cpuMeter{procs: sys.pids, admin: sys.admin, dbNames: map[string]string{
 		"postgres (wallet db backends)": sys.walletDBName, "postgres (gl db backends)": sys.glDBName,
 	}}
-	gen := newLoadGen(sys.wallet.Addr, opts.Users, runID, started, opts.Clients)
+	gen := newLoadGen(sys.wallet.Addr, key, opts.Users, runID, started, opts.Clients)
 	defer gen.close()
 
 	// Closed loop: the API's throughput, and whether the pipeline keeps up with it.

@@ -25,6 +25,7 @@ type request struct {
 // Idempotency-Key each.
 type loadGen struct {
 	url     string
+	key     string // the API key every request sends
 	users   int
 	runID   string
 	start   time.Time // the run's start: times in requests are offsets from it
@@ -36,7 +37,7 @@ type loadGen struct {
 	maxOpen int // open loop: requests in flight at most (more are counted as not sent)
 }
 
-func newLoadGen(walletAddr string, users int, runID string, start time.Time, clients int) *loadGen {
+func newLoadGen(walletAddr, key string, users int, runID string, start time.Time, clients int) *loadGen {
 	tr := &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		MaxIdleConns:        4096,
@@ -44,7 +45,7 @@ func newLoadGen(walletAddr string, users int, runID string, start time.Time, cli
 		IdleConnTimeout:     90 * time.Second,
 	}
 	return &loadGen{
-		url: "http://" + walletAddr + "/v1/transfers", users: users, runID: runID, start: start,
+		url: "http://" + walletAddr + "/v1/transfers", key: key, users: users, runID: runID, start: start,
 		http: &http.Client{Transport: tr, Timeout: 30 * time.Second}, maxOpen: 4096,
 	}
 }
@@ -80,6 +81,7 @@ func (g *loadGen) send(ctx context.Context, rng *rand.Rand, phase string) int {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", key)
+	req.Header.Set("Authorization", "Bearer "+g.key)
 	resp, err := g.http.Do(req)
 	if err != nil {
 		g.failed.Add(1)

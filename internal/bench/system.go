@@ -44,6 +44,8 @@ func startSystem(ctx context.Context, opts Options, runID, dir string, bins harn
 	s.broker = brokers[0]
 	common := []string{
 		"NATS_URL=" + s.broker.URL(), "EVENTS_NAMESPACE=bench", "LOG_FORMAT=json", "LOG_LEVEL=warn",
+		// One key drives the whole load: its allowance must not be what the bench measures.
+		"WALLET_RATE_LIMIT=1000000:1000000",
 	}
 	if s.wallet, err = harness.Service("wallet", bins.Wallet, "WALLET", s.walletURL, dir, append(common, opts.WalletEnv...)); err != nil {
 		return s, err

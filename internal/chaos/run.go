@@ -113,9 +113,15 @@ func Run(ctx context.Context, sc Scenario, opts Options, bins Binaries, out io.W
 	}
 	tl.Note("system up: %d wallet, %d gl, %d nats", len(sys.Wallets), len(sys.GLs), len(sys.Brokers))
 
+	key, err := sys.Wallets[0].CreateKey(ctx, "admin")
+	if err != nil {
+		rep.Error = fmt.Sprintf("create an API key: %v", err)
+		return rep
+	}
 	clients := make([]*harness.Client, len(sys.Wallets))
 	for i, w := range sys.Wallets {
 		clients[i] = harness.NewClient(w.Addr)
+		clients[i].Key = key
 	}
 	users, err := setupWallets(ctx, clients[0], 20)
 	if err != nil {

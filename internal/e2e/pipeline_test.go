@@ -88,9 +88,25 @@ func startSystemOn(t *testing.T, natsURL string, waitHealthy bool, extraEnv ...s
 		require.NoError(t, s.wallet.WaitHealthy(waitCtx))
 		require.NoError(t, s.gl.WaitHealthy(waitCtx))
 	}
+	s.walletAPI.Key, s.glAPI.Key = createKey(t, s.wallet), createKey(t, s.gl)
+	// The operator commands that call the other service take its key from the environment.
+	s.common = append(s.common, "WALLET_API_KEY="+s.walletAPI.Key, "GL_API_KEY="+s.glAPI.Key)
 	s.walletDB = openPool(t, walletURL)
 	s.glDB = openPool(t, glURL)
 	return s
+}
+
+// createKey makes an admin API key with the service's binary, once the service has created its
+// database (it may still be starting).
+func createKey(t *testing.T, p *harness.Process) string {
+	t.Helper()
+	var key string
+	require.Eventually(t, func() bool {
+		var err error
+		key, err = p.CreateKey(context.Background(), "admin")
+		return err == nil
+	}, 60*time.Second, 200*time.Millisecond, "create an API key of %s", p.Name)
+	return key
 }
 
 func openPool(t *testing.T, url string) *pgxpool.Pool {

@@ -14,6 +14,7 @@ import (
 type Client struct {
 	Base string
 	HTTP *http.Client
+	Key  string // the API key every request sends (Process.CreateKey)
 }
 
 // NewClient returns a client for the service at addr (host:port).
@@ -51,6 +52,9 @@ func (c *Client) Do(ctx context.Context, method, path string, body any, headers 
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.Key != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Key)
 	}
 	for k, v := range headers {
 		req.Header.Set(k, v)
