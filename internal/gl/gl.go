@@ -229,9 +229,10 @@ type Statement struct {
 	NextCursor string // "" when this page is the last
 }
 
-// EntryQuery asks for one page of entries posted in [From, To); zero bounds are open.
+// EntryQuery asks for one page of entries posted in [From, To); a nil bound is open (any time,
+// the zero time included, is a bound).
 type EntryQuery struct {
-	From, To time.Time
+	From, To *time.Time
 	After    string // the cursor: "" for the first page, else a page's NextCursor
 	Limit    int
 }
@@ -296,9 +297,10 @@ type Reader interface {
 	EntriesByEvent(ctx context.Context, eventID string) ([]Entry, error)
 	// Entries returns a page of entries by posting time.
 	Entries(ctx context.Context, q EntryQuery) (EntryPage, error)
-	// AccountBalance sums the lines posted up to asOf (zero: all of them). It returns
-	// ErrAccountNotFound for a code outside the chart of accounts.
-	AccountBalance(ctx context.Context, code, currency string, asOf time.Time) (AccountBalance, error)
+	// AccountBalance sums the lines posted up to asOf (nil: all of them; a time before the
+	// first posting: none, a balance of 0 as of that time). It returns ErrAccountNotFound for a
+	// code outside the chart of accounts.
+	AccountBalance(ctx context.Context, code, currency string, asOf *time.Time) (AccountBalance, error)
 	// Statement returns a page of an account's lines with running balances.
 	Statement(ctx context.Context, q StatementQuery) (Statement, error)
 	TrialBalance(ctx context.Context) (TrialBalance, error)

@@ -244,17 +244,18 @@ func handleAccountStatement(ledger gl.Reader) http.Handler {
 	})
 }
 
-// parseTime reads an optional RFC 3339 timestamp; absent is the zero time.
-func parseTime(query url.Values, name string) (time.Time, error) {
+// parseTime reads an optional RFC 3339 timestamp: nil when absent. Any time given is a time,
+// 0001-01-01T00:00:00Z (Go's zero time) included.
+func parseTime(query url.Values, name string) (*time.Time, error) {
 	raw := query.Get(name)
 	if raw == "" {
-		return time.Time{}, nil
+		return nil, nil
 	}
 	t, err := time.Parse(time.RFC3339Nano, raw)
 	if err != nil {
-		return time.Time{}, problem.Newf(errInvalidTime, "%s must be an RFC 3339 timestamp such as 2026-01-02T15:04:05Z, got %q", name, raw)
+		return nil, problem.Newf(errInvalidTime, "%s must be an RFC 3339 timestamp such as 2026-01-02T15:04:05Z, got %q", name, raw)
 	}
-	return t, nil
+	return &t, nil
 }
 
 func handleTrialBalance(ledger gl.Reader) http.Handler {

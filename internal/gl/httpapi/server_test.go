@@ -207,6 +207,14 @@ func TestEntries(t *testing.T) {
 		require.JSONEq(t, `null`, string(body["next_cursor"]))
 	})
 
+	t.Run("a range that ends at the zero time (year 1) is empty, not open", func(t *testing.T) {
+		t.Parallel()
+		var body map[string]json.RawMessage
+		status, _ := b.get(t, "/v1/entries?to=0001-01-01T00:00:00Z", &body)
+		require.Equal(t, http.StatusOK, status)
+		require.JSONEq(t, `[]`, string(body["entries"]))
+	})
+
 	problems := []struct {
 		name, path, slug string
 	}{
@@ -251,6 +259,10 @@ func TestAccountBalance(t *testing.T) {
 			`{"account_code":"2010","currency":"JPY","normal_balance":"credit","as_of":null,"debits":0,"credits":0,"balance":0}`},
 		{"a balance as of a time before any posting is zero", "/v1/accounts/1010/balance?currency=USD&as_of=2000-01-01T00:00:00Z",
 			`{"account_code":"1010","currency":"USD","normal_balance":"debit","as_of":"2000-01-01T00:00:00Z","debits":0,"credits":0,"balance":0}`},
+		{"a balance as of the zero time (year 1) is zero as of that time", "/v1/accounts/1010/balance?currency=USD&as_of=0001-01-01T00:00:00Z",
+			`{"account_code":"1010","currency":"USD","normal_balance":"debit","as_of":"0001-01-01T00:00:00Z","debits":0,"credits":0,"balance":0}`},
+		{"an as_of with an offset is echoed in UTC", "/v1/accounts/2010/balance?currency=USD&as_of=" + url.QueryEscape("0001-01-01T02:00:00+02:00"),
+			`{"account_code":"2010","currency":"USD","normal_balance":"credit","as_of":"0001-01-01T00:00:00Z","debits":0,"credits":0,"balance":0}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -68,13 +68,7 @@ func (l *Ledger) EntriesByEvent(ctx context.Context, eventID string) ([]gl.Entry
 // the last entry's id; an id the ledger does not hold is an invalid cursor.
 func (l *Ledger) Entries(ctx context.Context, q gl.EntryQuery) (gl.EntryPage, error) {
 	limit := pageSize(q.Limit)
-	params := gldb.ListEntriesPostedParams{RowLimit: int32(limit + 1)}
-	if !q.From.IsZero() {
-		params.PostedFrom = &q.From
-	}
-	if !q.To.IsZero() {
-		params.PostedBefore = &q.To
-	}
+	params := gldb.ListEntriesPostedParams{RowLimit: int32(limit + 1), PostedFrom: q.From, PostedBefore: q.To}
 	if q.After != "" {
 		id, err := uuid.Parse(q.After)
 		if err != nil {
@@ -121,12 +115,13 @@ func (l *Ledger) withLines(ctx context.Context, rows []gldb.JournalEntry) ([]gl.
 	return entries, nil
 }
 
-// AccountBalance sums the account's lines in currency posted up to asOf (zero time: all of
-// them); zeros when it has none.
-func (l *Ledger) AccountBalance(ctx context.Context, code, currency string, asOf time.Time) (gl.AccountBalance, error) {
+// AccountBalance sums the account's lines in currency posted up to asOf (nil: all of them);
+// zeros when it has none, also as of any time before its first line.
+func (l *Ledger) AccountBalance(ctx context.Context, code, currency string, asOf *time.Time) (gl.AccountBalance, error) {
 	params := gldb.AccountBalanceParams{AccountCode: code, Currency: currency}
-	if !asOf.IsZero() {
-		params.AsOf = &asOf
+	if asOf != nil {
+		t := *asOf // the answer's own copy
+		params.AsOf = &t
 	}
 	row, err := l.queries.AccountBalance(ctx, params)
 	switch err := interpretError(err); {

@@ -204,18 +204,18 @@ func TestLedgerReads(t *testing.T) {
 
 	t.Run("an account balance sums its lines in one currency", func(t *testing.T) {
 		t.Parallel()
-		got, err := b.ledger.AccountBalance(ctx, "1010", "USD", time.Time{})
+		got, err := b.ledger.AccountBalance(ctx, "1010", "USD", nil)
 		require.NoError(t, err)
 		require.Equal(t, gl.AccountBalance{AccountCode: "1010", Currency: "USD", NormalBalance: gl.Debit, Debits: 150}, got)
 		require.Equal(t, int64(150), got.Balance())
-		got, err = b.ledger.AccountBalance(ctx, "2010", "JPY", time.Time{})
+		got, err = b.ledger.AccountBalance(ctx, "2010", "JPY", nil)
 		require.NoError(t, err)
 		require.Equal(t, gl.AccountBalance{AccountCode: "2010", Currency: "JPY", NormalBalance: gl.Credit}, got)
 	})
 
 	t.Run("an unknown account is not found", func(t *testing.T) {
 		t.Parallel()
-		_, err := b.ledger.AccountBalance(ctx, "9999", "USD", time.Time{})
+		_, err := b.ledger.AccountBalance(ctx, "9999", "USD", nil)
 		require.ErrorIs(t, err, gl.ErrAccountNotFound)
 		_, err = b.ledger.Account(ctx, "9999")
 		require.ErrorIs(t, err, gl.ErrAccountNotFound)
