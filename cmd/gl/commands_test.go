@@ -130,6 +130,44 @@ func TestVerify(t *testing.T) {
 			Checked: 2, Failed: 1, Sample: []string{"gl:ev-lost"}, Detail: "2 checked, 1 failing"}, report.Checks[2])
 	})
 
+	t.Run("totals beyond int64 still get a verdict, and a pass when the entries balance", func(t *testing.T) {
+		t.Parallel()
+		pool, dbURL := testenv.MigratedPool(t, "gl")
+		const near = 1 << 62
+		postConsistently(t, pool, "ev-1", "tr-1", near+1)
+		postConsistently(t, pool, "ev-2", "tr-2", near+3) // 1010 and 2010 now hold 2^63+4
+		out, _, err := runGL(t, glEnv(dbURL), "verify")
+		require.NoError(t, err, out)
+		require.True(t, strings.HasSuffix(out, "verdict: PASS, all 4 checks hold\n"), out)
+		out, _, err = runGL(t, glEnv(dbURL), "verify", "--json")
+		require.NoError(t, err, out)
+		require.True(t, clitest.Verification(t, out).OK)
+	})
+
+	t.Run("an unbalanced ledger beyond int64 fails with its exact totals", func(t *testing.T) {
+		t.Parallel()
+		pool, dbURL := testenv.MigratedPool(t, "gl")
+		postConsistently(t, pool, "ev-1", "tr-1", 1<<62+1)
+		// With the triggers off, an entry of a debit of 2^62+1 and a credit of 2^62: the ledger's
+		// debits reach 2^63+2, its credits 2^63+1.
+		_, err := pool.Exec(context.Background(), `BEGIN;
+			SET LOCAL session_replication_role = replica;
+			INSERT INTO inbox (id, consumer, event_id, event_type, status, stream_seq, processed_at)
+			VALUES ('gl:ev-bad', 'gl', 'ev-bad', 'TransferCompleted.v1', 'processed', 2, now());
+			INSERT INTO journal_entries (id, event_id, transfer_id, currency, occurred_at)
+			VALUES ('00000000-0000-7000-8000-0000000000bb', 'ev-bad', 'tr-bad', 'USD', now());
+			INSERT INTO journal_lines (entry_id, account_code, direction, amount, currency) VALUES
+			    ('00000000-0000-7000-8000-0000000000bb', '1010', 'debit', 4611686018427387905, 'USD'),
+			    ('00000000-0000-7000-8000-0000000000bb', '2010', 'credit', 4611686018427387904, 'USD');
+			COMMIT;`)
+		require.NoError(t, err)
+		out, _, err := runGL(t, glEnv(dbURL), "verify")
+		require.ErrorContains(t, err, "2 of 4 checks failed")
+		require.Contains(t, out, "FAIL  every entry balances (debits = credits, one currency, two lines or more): 2 checked, 1 failing\n        00000000-0000-7000-8000-0000000000bb\n")
+		require.Contains(t, out, "FAIL  the trial balance nets to zero in every currency: 1 checked, 1 failing\n        USD (debits 9223372036854775810, credits 9223372036854775809)\n")
+		require.True(t, strings.HasSuffix(out, "verdict: FAIL, 2 of 4 checks failed\n"), out)
+	})
+
 	t.Run("a database that does not exist is an error, not an empty pass", func(t *testing.T) {
 		t.Parallel()
 		dbURL := strings.Replace(testenv.ServerURL(t), "/postgres?", "/gl_no_such_database?", 1)

@@ -116,10 +116,11 @@ type Poster interface {
 }
 
 // Posting is where a transfer's posting is: the stored entry (without lines), the total of its
-// debits, and whether this call created it.
+// debits, and whether this call created it. The total is a Sum: an entry written around the
+// Poster (plain SQL) may balance with debits beyond int64, and must still compare as different.
 type Posting struct {
 	Entry   Entry
-	Amount  int64
+	Amount  Sum
 	Created bool
 }
 
@@ -187,18 +188,18 @@ type AccountBalance struct {
 	Currency      string
 	NormalBalance Direction
 	AsOf          *time.Time // nil: every line posted so far
-	Debits        int64
-	Credits       int64
+	Debits        Sum
+	Credits       Sum
 }
 
 // Balance is the account's balance in its normal-balance sign: debits minus credits for a
 // debit-normal account, credits minus debits otherwise (negative when the account is overdrawn
 // against its nature).
-func (b AccountBalance) Balance() int64 {
+func (b AccountBalance) Balance() Sum {
 	if b.NormalBalance == Credit {
-		return b.Credits - b.Debits
+		return b.Credits.Sub(b.Debits)
 	}
-	return b.Debits - b.Credits
+	return b.Debits.Sub(b.Credits)
 }
 
 // StatementLine is one line of an account statement.
@@ -210,7 +211,7 @@ type StatementLine struct {
 	Direction      Direction
 	Amount         int64
 	PostedAt       time.Time
-	RunningBalance int64 // after this line, in the account's normal-balance sign
+	RunningBalance Sum // after this line, in the account's normal-balance sign
 }
 
 // StatementQuery asks for one page of an account's lines in one currency.
@@ -229,9 +230,10 @@ type Statement struct {
 	NextCursor string // "" when this page is the last
 }
 
-// EntryQuery asks for one page of entries posted in [From, To); zero bounds are open.
+// EntryQuery asks for one page of entries posted in [From, To); a nil bound is open (any time,
+// the zero time included, is a bound).
 type EntryQuery struct {
-	From, To time.Time
+	From, To *time.Time
 	After    string // the cursor: "" for the first page, else a page's NextCursor
 	Limit    int
 }
@@ -251,8 +253,8 @@ const (
 // CurrencyTotal sums all lines of one currency; the ledger balances when every total does.
 type CurrencyTotal struct {
 	Currency string
-	Debits   int64
-	Credits  int64
+	Debits   Sum
+	Credits  Sum
 	Balanced bool
 }
 
@@ -272,15 +274,15 @@ func NewTrialBalance(accounts []AccountBalance) TrialBalance {
 			t = &CurrencyTotal{Currency: a.Currency}
 			totals[a.Currency] = t
 		}
-		t.Debits += a.Debits
-		t.Credits += a.Credits
+		t.Debits = t.Debits.Add(a.Debits)
+		t.Credits = t.Credits.Add(a.Credits)
 	}
 	tb := TrialBalance{Accounts: accounts, Currencies: make([]CurrencyTotal, 0, len(totals)), Balanced: true}
 	if tb.Accounts == nil {
 		tb.Accounts = []AccountBalance{}
 	}
 	for _, t := range totals {
-		t.Balanced = t.Debits == t.Credits
+		t.Balanced = t.Debits.Equal(t.Credits)
 		tb.Balanced = tb.Balanced && t.Balanced
 		tb.Currencies = append(tb.Currencies, *t)
 	}
@@ -296,9 +298,10 @@ type Reader interface {
 	EntriesByEvent(ctx context.Context, eventID string) ([]Entry, error)
 	// Entries returns a page of entries by posting time.
 	Entries(ctx context.Context, q EntryQuery) (EntryPage, error)
-	// AccountBalance sums the lines posted up to asOf (zero: all of them). It returns
-	// ErrAccountNotFound for a code outside the chart of accounts.
-	AccountBalance(ctx context.Context, code, currency string, asOf time.Time) (AccountBalance, error)
+	// AccountBalance sums the lines posted up to asOf (nil: all of them; a time before the
+	// first posting: none, a balance of 0 as of that time). It returns ErrAccountNotFound for a
+	// code outside the chart of accounts.
+	AccountBalance(ctx context.Context, code, currency string, asOf *time.Time) (AccountBalance, error)
 	// Statement returns a page of an account's lines with running balances.
 	Statement(ctx context.Context, q StatementQuery) (Statement, error)
 	TrialBalance(ctx context.Context) (TrialBalance, error)

@@ -56,14 +56,14 @@ func TestNewTrialBalance(t *testing.T) {
 	t.Run("totals are per currency and one unbalanced currency unbalances the ledger", func(t *testing.T) {
 		t.Parallel()
 		tb := gl.NewTrialBalance([]gl.AccountBalance{
-			{AccountCode: "1010", Currency: "USD", Debits: 7},
-			{AccountCode: "2010", Currency: "USD", Credits: 7},
-			{AccountCode: "1010", Currency: "EUR", Debits: 3},
-			{AccountCode: "2010", Currency: "EUR", Credits: 2},
+			{AccountCode: "1010", Currency: "USD", Debits: gl.SumOf(7)},
+			{AccountCode: "2010", Currency: "USD", Credits: gl.SumOf(7)},
+			{AccountCode: "1010", Currency: "EUR", Debits: gl.SumOf(3)},
+			{AccountCode: "2010", Currency: "EUR", Credits: gl.SumOf(2)},
 		})
 		require.Equal(t, []gl.CurrencyTotal{
-			{Currency: "EUR", Debits: 3, Credits: 2, Balanced: false},
-			{Currency: "USD", Debits: 7, Credits: 7, Balanced: true},
+			{Currency: "EUR", Debits: gl.SumOf(3), Credits: gl.SumOf(2), Balanced: false},
+			{Currency: "USD", Debits: gl.SumOf(7), Credits: gl.SumOf(7), Balanced: true},
 		}, tb.Currencies)
 		require.False(t, tb.Balanced)
 	})

@@ -94,8 +94,8 @@ func (p *TransferPoster) checkPosting(ctx context.Context, e Entry, posting Post
 	switch {
 	case posting.Created:
 		return nil
-	case stored.Currency != e.Currency || posting.Amount != e.Debits() || stored.Description != e.Description:
-		return events.Conflict(fmt.Errorf("transfer %s was posted as %d %s (%s) by event %s; event %s says %d %s (%s)",
+	case stored.Currency != e.Currency || !posting.Amount.Equal(SumOf(e.Debits())) || stored.Description != e.Description:
+		return events.Conflict(fmt.Errorf("transfer %s was posted as %s %s (%s) by event %s; event %s says %d %s (%s)",
 			e.TransferID, posting.Amount, stored.Currency, stored.Description, stored.EventID,
 			e.EventID, e.Debits(), e.Currency, e.Description))
 	case stored.EventID == e.EventID && answering:

@@ -40,11 +40,14 @@ SELECT * FROM journal_lines WHERE entry_id = ANY (@entry_ids::uuid[]) ORDER BY e
 -- known account without lines in this currency returns zeros. With as_of, only lines posted at
 -- or before it count: the balance as the ledger stood then. The covering index on
 -- (account_code, currency, posted_at, id) makes both an index-only range scan.
+-- The sums stay numeric, what sum(bigint) returns, and are never cast back to bigint: lines
+-- are append-only, so a total beyond int64 would fail the report for good. The same holds for
+-- every sum over lines below; the ledger reads them into gl.Sum.
 SELECT
-    a.code                                                                    AS account_code,
+    a.code                                                                     AS account_code,
     a.normal_balance,
-    coalesce(sum(l.amount) FILTER (WHERE l.direction = 'debit'), 0)::bigint  AS debits,
-    coalesce(sum(l.amount) FILTER (WHERE l.direction = 'credit'), 0)::bigint AS credits
+    coalesce(sum(l.amount) FILTER (WHERE l.direction = 'debit'), 0)::numeric  AS debits,
+    coalesce(sum(l.amount) FILTER (WHERE l.direction = 'credit'), 0)::numeric AS credits
 FROM accounts a
 LEFT JOIN journal_lines l ON l.account_code = a.code AND l.currency = @currency
     AND (sqlc.narg('as_of')::timestamptz IS NULL OR l.posted_at <= sqlc.narg('as_of')::timestamptz)
@@ -66,7 +69,7 @@ WITH cursor_line AS (
     ORDER BY l.posted_at, l.id
     LIMIT @row_limit
 ), opening AS (
-    SELECT coalesce(sum(CASE WHEN o.direction = @normal_balance::text THEN o.amount ELSE -o.amount END), 0)::bigint AS amount
+    SELECT coalesce(sum(CASE WHEN o.direction = @normal_balance::text THEN o.amount ELSE -o.amount END), 0)::numeric AS amount
     FROM journal_lines o
     WHERE o.account_code = @account_code AND o.currency = @currency
       AND (o.posted_at, o.id) <= (SELECT posted_at, id FROM cursor_line)
@@ -74,7 +77,7 @@ WITH cursor_line AS (
 SELECT
     p.id AS line_id, p.entry_id, e.event_id, e.transfer_id, p.direction, p.amount, p.posted_at,
     ((SELECT amount FROM opening) + sum(CASE WHEN p.direction = @normal_balance::text THEN p.amount ELSE -p.amount END)
-        OVER (ORDER BY p.posted_at, p.id))::bigint AS running_balance
+        OVER (ORDER BY p.posted_at, p.id))::numeric AS running_balance
 FROM page p
 JOIN journal_entries e ON e.id = p.entry_id
 ORDER BY p.posted_at, p.id;
@@ -83,8 +86,8 @@ ORDER BY p.posted_at, p.id;
 SELECT
     account_code,
     currency,
-    coalesce(sum(amount) FILTER (WHERE direction = 'debit'), 0)::bigint  AS debits,
-    coalesce(sum(amount) FILTER (WHERE direction = 'credit'), 0)::bigint AS credits
+    coalesce(sum(amount) FILTER (WHERE direction = 'debit'), 0)::numeric  AS debits,
+    coalesce(sum(amount) FILTER (WHERE direction = 'credit'), 0)::numeric AS credits
 FROM journal_lines
 GROUP BY account_code, currency
 ORDER BY currency, account_code;
@@ -118,7 +121,7 @@ RETURNING *;
 -- transfer's amount), to compare with an event that names the same transfer.
 SELECT e.id, e.event_id, e.transfer_id, e.currency, e.description, e.occurred_at, e.posted_at,
        (SELECT coalesce(sum(l.amount), 0) FROM journal_lines l
-        WHERE l.entry_id = e.id AND l.direction = 'debit')::bigint AS debits
+        WHERE l.entry_id = e.id AND l.direction = 'debit')::numeric AS debits
 FROM journal_entries e
 WHERE e.transfer_id = ANY (@transfer_ids::text[]);
 

@@ -8,7 +8,8 @@ SELECT
 
 -- name: UnbalancedEntries :many
 -- The deferred trigger makes this impossible to commit; verify still looks, because a trigger
--- can be disabled by the tables' owner.
+-- can be disabled by the tables' owner. The sums are compared as numeric, so that a check
+-- never fails on totals beyond int64.
 SELECT e.id, e.event_id, count(*) OVER ()::bigint AS total
 FROM journal_entries e
 LEFT JOIN journal_lines l ON l.entry_id = e.id

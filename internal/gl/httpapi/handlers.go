@@ -143,9 +143,9 @@ func handleAccountBalance(ledger gl.Reader) http.Handler {
 		Currency      string       `json:"currency"`
 		NormalBalance gl.Direction `json:"normal_balance"`
 		AsOf          *time.Time   `json:"as_of"` // null: everything posted so far
-		Debits        int64        `json:"debits"`
-		Credits       int64        `json:"credits"`
-		Balance       int64        `json:"balance"` // in the normal-balance sign
+		Debits        gl.Sum       `json:"debits"`
+		Credits       gl.Sum       `json:"credits"`
+		Balance       gl.Sum       `json:"balance"` // in the normal-balance sign
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		query, err := web.Query(r)
@@ -194,7 +194,7 @@ func handleAccountStatement(ledger gl.Reader) http.Handler {
 		Direction      gl.Direction `json:"direction"`
 		Amount         int64        `json:"amount"`
 		PostedAt       time.Time    `json:"posted_at"`
-		RunningBalance int64        `json:"running_balance"`
+		RunningBalance gl.Sum       `json:"running_balance"`
 	}
 	type response struct {
 		AccountCode   string       `json:"account_code"`
@@ -244,30 +244,31 @@ func handleAccountStatement(ledger gl.Reader) http.Handler {
 	})
 }
 
-// parseTime reads an optional RFC 3339 timestamp; absent is the zero time.
-func parseTime(query url.Values, name string) (time.Time, error) {
+// parseTime reads an optional RFC 3339 timestamp: nil when absent. Any time given is a time,
+// 0001-01-01T00:00:00Z (Go's zero time) included.
+func parseTime(query url.Values, name string) (*time.Time, error) {
 	raw := query.Get(name)
 	if raw == "" {
-		return time.Time{}, nil
+		return nil, nil
 	}
 	t, err := time.Parse(time.RFC3339Nano, raw)
 	if err != nil {
-		return time.Time{}, problem.Newf(errInvalidTime, "%s must be an RFC 3339 timestamp such as 2026-01-02T15:04:05Z, got %q", name, raw)
+		return nil, problem.Newf(errInvalidTime, "%s must be an RFC 3339 timestamp such as 2026-01-02T15:04:05Z, got %q", name, raw)
 	}
-	return t, nil
+	return &t, nil
 }
 
 func handleTrialBalance(ledger gl.Reader) http.Handler {
 	type account struct {
 		AccountCode string `json:"account_code"`
 		Currency    string `json:"currency"`
-		Debits      int64  `json:"debits"`
-		Credits     int64  `json:"credits"`
+		Debits      gl.Sum `json:"debits"`
+		Credits     gl.Sum `json:"credits"`
 	}
 	type currency struct {
 		Currency string `json:"currency"`
-		Debits   int64  `json:"debits"`
-		Credits  int64  `json:"credits"`
+		Debits   gl.Sum `json:"debits"`
+		Credits  gl.Sum `json:"credits"`
 		Balanced bool   `json:"balanced"`
 	}
 	type response struct {

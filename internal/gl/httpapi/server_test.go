@@ -207,6 +207,14 @@ func TestEntries(t *testing.T) {
 		require.JSONEq(t, `null`, string(body["next_cursor"]))
 	})
 
+	t.Run("a range that ends at the zero time (year 1) is empty, not open", func(t *testing.T) {
+		t.Parallel()
+		var body map[string]json.RawMessage
+		status, _ := b.get(t, "/v1/entries?to=0001-01-01T00:00:00Z", &body)
+		require.Equal(t, http.StatusOK, status)
+		require.JSONEq(t, `[]`, string(body["entries"]))
+	})
+
 	problems := []struct {
 		name, path, slug string
 	}{
@@ -251,6 +259,10 @@ func TestAccountBalance(t *testing.T) {
 			`{"account_code":"2010","currency":"JPY","normal_balance":"credit","as_of":null,"debits":0,"credits":0,"balance":0}`},
 		{"a balance as of a time before any posting is zero", "/v1/accounts/1010/balance?currency=USD&as_of=2000-01-01T00:00:00Z",
 			`{"account_code":"1010","currency":"USD","normal_balance":"debit","as_of":"2000-01-01T00:00:00Z","debits":0,"credits":0,"balance":0}`},
+		{"a balance as of the zero time (year 1) is zero as of that time", "/v1/accounts/1010/balance?currency=USD&as_of=0001-01-01T00:00:00Z",
+			`{"account_code":"1010","currency":"USD","normal_balance":"debit","as_of":"0001-01-01T00:00:00Z","debits":0,"credits":0,"balance":0}`},
+		{"an as_of with an offset is echoed in UTC", "/v1/accounts/2010/balance?currency=USD&as_of=" + url.QueryEscape("0001-01-01T02:00:00+02:00"),
+			`{"account_code":"2010","currency":"USD","normal_balance":"credit","as_of":"0001-01-01T00:00:00Z","debits":0,"credits":0,"balance":0}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -374,6 +386,94 @@ func TestTrialBalance(t *testing.T) {
 			"balanced": true
 		}`, string(body))
 	})
+}
+
+// Lines are append-only and each is at most int64, but their totals are not: two postings near
+// 2^62 put an account past 2^63-1. Every report still answers, to the last digit.
+func TestReportsAnswerExactlyWhenSumsLeaveInt64(t *testing.T) {
+	t.Parallel()
+	const near = 1 << 62
+	b := setup(t, entry("t-1", "USD", near+1), entry("t-2", "USD", near+3), entry("t-3", "USD", 5), entry("t-4", "EUR", 9))
+	entries, err := b.ledger.EntriesByTransfer(context.Background(), "t-2")
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	secondPosted := entries[0].PostedAt.UTC().Format(time.RFC3339Nano)
+
+	tests := []struct {
+		name string
+		path string
+		want string
+	}{
+		{"an account's balance", "/v1/accounts/1010/balance?currency=USD",
+			`{"account_code":"1010","currency":"USD","normal_balance":"debit","as_of":null,
+			  "debits":9223372036854775817,"credits":0,"balance":9223372036854775817}`},
+		{"an account's balance as of a time", "/v1/accounts/2010/balance?currency=USD&as_of=" + url.QueryEscape(secondPosted),
+			`{"account_code":"2010","currency":"USD","normal_balance":"credit","as_of":"` + secondPosted + `",
+			  "debits":0,"credits":9223372036854775812,"balance":9223372036854775812}`},
+		{"the balance of the other side, in its own sign", "/v1/accounts/2010/balance?currency=USD",
+			`{"account_code":"2010","currency":"USD","normal_balance":"credit","as_of":null,
+			  "debits":0,"credits":9223372036854775817,"balance":9223372036854775817}`},
+		{"the trial balance, which still balances", "/v1/trial-balance",
+			`{"accounts":[
+				{"account_code":"1010","currency":"EUR","debits":9,"credits":0},
+				{"account_code":"2010","currency":"EUR","debits":0,"credits":9},
+				{"account_code":"1010","currency":"USD","debits":9223372036854775817,"credits":0},
+				{"account_code":"2010","currency":"USD","debits":0,"credits":9223372036854775817}],
+			  "currencies":[
+				{"currency":"EUR","debits":9,"credits":9,"balanced":true},
+				{"currency":"USD","debits":9223372036854775817,"credits":9223372036854775817,"balanced":true}],
+			  "balanced":true}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var body json.RawMessage
+			status, _ := b.get(t, tt.path, &body)
+			require.Equal(t, http.StatusOK, status, string(body))
+			requireExactJSON(t, tt.want, string(body))
+		})
+	}
+
+	t.Run("a statement's running balance, also across a page whose opening is beyond int64", func(t *testing.T) {
+		t.Parallel()
+		type page struct {
+			Lines []struct {
+				TransferID     string          `json:"transfer_id"`
+				Amount         json.RawMessage `json:"amount"`
+				RunningBalance json.RawMessage `json:"running_balance"` // raw: a number's digits, exactly
+			} `json:"lines"`
+			NextCursor *string `json:"next_cursor"`
+		}
+		var first, second page
+		status, _ := b.get(t, "/v1/accounts/2010/statement?currency=USD&limit=2", &first)
+		require.Equal(t, http.StatusOK, status)
+		status, _ = b.get(t, "/v1/accounts/2010/statement?currency=USD&limit=2&after="+*first.NextCursor, &second)
+		require.Equal(t, http.StatusOK, status)
+		got := map[string][2]string{}
+		for _, l := range append(first.Lines, second.Lines...) {
+			got[l.TransferID] = [2]string{string(l.Amount), string(l.RunningBalance)}
+		}
+		require.Equal(t, map[string][2]string{
+			"t-1": {"4611686018427387905", "4611686018427387905"},
+			"t-2": {"4611686018427387907", "9223372036854775812"},
+			"t-3": {"5", "9223372036854775817"},
+		}, got)
+		require.Nil(t, second.NextCursor)
+	})
+}
+
+// requireExactJSON is require.JSONEq without its float64: numbers compare digit for digit, so a
+// sum beyond 2^53 is checked exactly, and a number never equals a string.
+func requireExactJSON(t *testing.T, want, got string) {
+	t.Helper()
+	decode := func(s string) any {
+		d := json.NewDecoder(bytes.NewReader([]byte(s)))
+		d.UseNumber()
+		var v any
+		require.NoError(t, d.Decode(&v), s)
+		return v
+	}
+	require.Equal(t, decode(want), decode(got))
 }
 
 func TestUnreachableDatabase(t *testing.T) {

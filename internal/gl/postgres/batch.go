@@ -47,17 +47,21 @@ func (l *Ledger) PostBatch(ctx context.Context, tx pgx.Tx, entries []gl.Entry) (
 	postings := make([]gl.Posting, len(entries))
 	for i, e := range entries {
 		if row, ok := created[e.ID.String()]; ok {
-			postings[i] = gl.Posting{Entry: entryFromRow(row), Amount: e.Debits(), Created: true}
+			postings[i] = gl.Posting{Entry: entryFromRow(row), Amount: gl.SumOf(e.Debits()), Created: true}
 			continue
 		}
 		row, ok := held[e.TransferID]
 		if !ok {
 			return nil, fmt.Errorf("post transfer %s with event %s: %w", e.TransferID, e.EventID, gl.ErrEventTaken)
 		}
+		amount, err := sumFrom(row.Debits)
+		if err != nil {
+			return nil, fmt.Errorf("posting of transfer %s: %w", e.TransferID, err)
+		}
 		postings[i] = gl.Posting{Entry: entryFromRow(gldb.JournalEntry{
 			ID: row.ID, EventID: row.EventID, TransferID: row.TransferID, Currency: row.Currency,
 			Description: row.Description, OccurredAt: row.OccurredAt, PostedAt: row.PostedAt,
-		}), Amount: row.Debits}
+		}), Amount: amount}
 	}
 	return postings, nil
 }

@@ -68,13 +68,7 @@ func (l *Ledger) EntriesByEvent(ctx context.Context, eventID string) ([]gl.Entry
 // the last entry's id; an id the ledger does not hold is an invalid cursor.
 func (l *Ledger) Entries(ctx context.Context, q gl.EntryQuery) (gl.EntryPage, error) {
 	limit := pageSize(q.Limit)
-	params := gldb.ListEntriesPostedParams{RowLimit: int32(limit + 1)}
-	if !q.From.IsZero() {
-		params.PostedFrom = &q.From
-	}
-	if !q.To.IsZero() {
-		params.PostedBefore = &q.To
-	}
+	params := gldb.ListEntriesPostedParams{RowLimit: int32(limit + 1), PostedFrom: q.From, PostedBefore: q.To}
 	if q.After != "" {
 		id, err := uuid.Parse(q.After)
 		if err != nil {
@@ -121,12 +115,13 @@ func (l *Ledger) withLines(ctx context.Context, rows []gldb.JournalEntry) ([]gl.
 	return entries, nil
 }
 
-// AccountBalance sums the account's lines in currency posted up to asOf (zero time: all of
-// them); zeros when it has none.
-func (l *Ledger) AccountBalance(ctx context.Context, code, currency string, asOf time.Time) (gl.AccountBalance, error) {
+// AccountBalance sums the account's lines in currency posted up to asOf (nil: all of them);
+// zeros when it has none, also as of any time before its first line.
+func (l *Ledger) AccountBalance(ctx context.Context, code, currency string, asOf *time.Time) (gl.AccountBalance, error) {
 	params := gldb.AccountBalanceParams{AccountCode: code, Currency: currency}
-	if !asOf.IsZero() {
-		params.AsOf = &asOf
+	if asOf != nil {
+		t := *asOf // the answer's own copy
+		params.AsOf = &t
 	}
 	row, err := l.queries.AccountBalance(ctx, params)
 	switch err := interpretError(err); {
@@ -135,10 +130,13 @@ func (l *Ledger) AccountBalance(ctx context.Context, code, currency string, asOf
 	case err != nil:
 		return gl.AccountBalance{}, fmt.Errorf("balance of account %q: %w", code, err)
 	}
-	return gl.AccountBalance{
-		AccountCode: row.AccountCode, Currency: currency, NormalBalance: gl.Direction(row.NormalBalance),
-		AsOf: params.AsOf, Debits: row.Debits, Credits: row.Credits,
-	}, nil
+	b := gl.AccountBalance{
+		AccountCode: row.AccountCode, Currency: currency, NormalBalance: gl.Direction(row.NormalBalance), AsOf: params.AsOf,
+	}
+	if b.Debits, b.Credits, err = debitsCredits(row.Debits, row.Credits); err != nil {
+		return gl.AccountBalance{}, fmt.Errorf("balance of account %q: %w", code, err)
+	}
+	return b, nil
 }
 
 // Statement returns a page of the account's lines in q.Currency with running balances in the
@@ -170,9 +168,13 @@ func (l *Ledger) Statement(ctx context.Context, q gl.StatementQuery) (gl.Stateme
 		st.NextCursor = strconv.FormatInt(rows[limit-1].LineID, 10)
 	}
 	for _, r := range rows {
+		running, err := sumFrom(r.RunningBalance)
+		if err != nil {
+			return gl.Statement{}, fmt.Errorf("statement of account %q, line %d: %w", q.AccountCode, r.LineID, err)
+		}
 		st.Lines = append(st.Lines, gl.StatementLine{
 			LineID: r.LineID, EntryID: r.EntryID, EventID: r.EventID, TransferID: r.TransferID,
-			Direction: gl.Direction(r.Direction), Amount: r.Amount, PostedAt: r.PostedAt, RunningBalance: r.RunningBalance,
+			Direction: gl.Direction(r.Direction), Amount: r.Amount, PostedAt: r.PostedAt, RunningBalance: running,
 		})
 	}
 	return st, nil
@@ -196,8 +198,12 @@ func (l *Ledger) TrialBalance(ctx context.Context) (gl.TrialBalance, error) {
 	}
 	accounts := make([]gl.AccountBalance, 0, len(rows))
 	for _, row := range rows {
+		debits, credits, err := debitsCredits(row.Debits, row.Credits)
+		if err != nil {
+			return gl.TrialBalance{}, fmt.Errorf("trial balance of account %q in %s: %w", row.AccountCode, row.Currency, err)
+		}
 		accounts = append(accounts, gl.AccountBalance{
-			AccountCode: row.AccountCode, Currency: row.Currency, Debits: row.Debits, Credits: row.Credits,
+			AccountCode: row.AccountCode, Currency: row.Currency, Debits: debits, Credits: credits,
 		})
 	}
 	return gl.NewTrialBalance(accounts), nil

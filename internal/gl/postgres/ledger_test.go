@@ -128,6 +128,29 @@ func TestLedgerPost(t *testing.T) {
 		}
 		require.Equal(t, 1, created)
 	})
+
+	t.Run("a stored entry whose debits leave int64 is found and compared, not an error", func(t *testing.T) {
+		t.Parallel()
+		// The Poster refuses such an entry; plain SQL can write it, since it balances.
+		_, err := b.pool.Exec(ctx, `BEGIN;
+			INSERT INTO journal_entries (id, event_id, transfer_id, currency, occurred_at)
+			VALUES ('00000000-0000-7000-8000-0000000000b1', 'ev-huge', 't-huge', 'USD', now());
+			INSERT INTO journal_lines (entry_id, account_code, direction, amount, currency)
+			SELECT '00000000-0000-7000-8000-0000000000b1', a.code, a.direction, 4611686018427387905, 'USD'
+			FROM (VALUES ('1010', 'debit'), ('1010', 'debit'), ('2010', 'credit'), ('2010', 'credit')) AS a (code, direction);
+			COMMIT;`)
+		require.NoError(t, err)
+		var postings []gl.Posting
+		err = database.WithTx(ctx, b.pool, func(tx pgx.Tx) error {
+			postings, err = b.ledger.PostBatch(ctx, tx, []gl.Entry{entry("t-huge", "USD", 5)})
+			return err
+		})
+		require.NoError(t, err)
+		require.Len(t, postings, 1)
+		require.False(t, postings[0].Created)
+		require.Equal(t, "ev-huge", postings[0].Entry.EventID)
+		require.Equal(t, "9223372036854775810", postings[0].Amount.String())
+	})
 }
 
 func TestDatabaseRefusesUnbalancedEntry(t *testing.T) {
@@ -204,18 +227,18 @@ func TestLedgerReads(t *testing.T) {
 
 	t.Run("an account balance sums its lines in one currency", func(t *testing.T) {
 		t.Parallel()
-		got, err := b.ledger.AccountBalance(ctx, "1010", "USD", time.Time{})
+		got, err := b.ledger.AccountBalance(ctx, "1010", "USD", nil)
 		require.NoError(t, err)
-		require.Equal(t, gl.AccountBalance{AccountCode: "1010", Currency: "USD", NormalBalance: gl.Debit, Debits: 150}, got)
-		require.Equal(t, int64(150), got.Balance())
-		got, err = b.ledger.AccountBalance(ctx, "2010", "JPY", time.Time{})
+		require.Equal(t, gl.AccountBalance{AccountCode: "1010", Currency: "USD", NormalBalance: gl.Debit, Debits: gl.SumOf(150)}, got)
+		require.Equal(t, gl.SumOf(150), got.Balance())
+		got, err = b.ledger.AccountBalance(ctx, "2010", "JPY", nil)
 		require.NoError(t, err)
 		require.Equal(t, gl.AccountBalance{AccountCode: "2010", Currency: "JPY", NormalBalance: gl.Credit}, got)
 	})
 
 	t.Run("an unknown account is not found", func(t *testing.T) {
 		t.Parallel()
-		_, err := b.ledger.AccountBalance(ctx, "9999", "USD", time.Time{})
+		_, err := b.ledger.AccountBalance(ctx, "9999", "USD", nil)
 		require.ErrorIs(t, err, gl.ErrAccountNotFound)
 		_, err = b.ledger.Account(ctx, "9999")
 		require.ErrorIs(t, err, gl.ErrAccountNotFound)
@@ -234,14 +257,14 @@ func TestLedgerReads(t *testing.T) {
 		tb, err := b.ledger.TrialBalance(ctx)
 		require.NoError(t, err)
 		require.Equal(t, []gl.AccountBalance{
-			{AccountCode: "1010", Currency: "EUR", Debits: 7},
-			{AccountCode: "2010", Currency: "EUR", Credits: 7},
-			{AccountCode: "1010", Currency: "USD", Debits: 150},
-			{AccountCode: "2010", Currency: "USD", Credits: 150},
+			{AccountCode: "1010", Currency: "EUR", Debits: gl.SumOf(7)},
+			{AccountCode: "2010", Currency: "EUR", Credits: gl.SumOf(7)},
+			{AccountCode: "1010", Currency: "USD", Debits: gl.SumOf(150)},
+			{AccountCode: "2010", Currency: "USD", Credits: gl.SumOf(150)},
 		}, tb.Accounts)
 		require.Equal(t, []gl.CurrencyTotal{
-			{Currency: "EUR", Debits: 7, Credits: 7, Balanced: true},
-			{Currency: "USD", Debits: 150, Credits: 150, Balanced: true},
+			{Currency: "EUR", Debits: gl.SumOf(7), Credits: gl.SumOf(7), Balanced: true},
+			{Currency: "USD", Debits: gl.SumOf(150), Credits: gl.SumOf(150), Balanced: true},
 		}, tb.Currencies)
 		require.True(t, tb.Balanced)
 	})

@@ -18,33 +18,36 @@ func TestBalanceAsOf(t *testing.T) {
 		_, err := b.post(t, e)
 		require.NoError(t, err)
 	}
-	postedAt := func(transferID string) time.Time {
+	postedAt := func(transferID string) *time.Time {
 		entries, err := b.ledger.EntriesByTransfer(ctx, transferID)
 		require.NoError(t, err)
 		require.Len(t, entries, 1)
-		return entries[0].PostedAt
+		return &entries[0].PostedAt
 	}
+	justBefore := postedAt("t1").Add(-time.Microsecond)
 
 	tests := []struct {
 		name  string
-		asOf  time.Time
+		asOf  *time.Time
 		debit int64
 	}{
-		{"before the first posting the account is empty", postedAt("t1").Add(-time.Microsecond), 0},
+		{"before the first posting the account is empty", &justBefore, 0},
+		{"as of the zero time (year 1) the account is empty, not whole", &time.Time{}, 0},
 		{"at an entry's posting time the entry counts", postedAt("t1"), 100},
 		{"between postings only the earlier ones count", postedAt("t2"), 150},
-		{"without as_of every posting counts", time.Time{}, 157},
+		{"without as_of every posting counts", nil, 157},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			debit, err := b.ledger.AccountBalance(ctx, "1010", "USD", tt.asOf)
 			require.NoError(t, err)
-			require.Equal(t, tt.debit, debit.Balance())
+			require.Equal(t, gl.SumOf(tt.debit), debit.Balance())
+			require.Equal(t, tt.asOf, debit.AsOf, "the time asked is the time answered")
 			credit, err := b.ledger.AccountBalance(ctx, "2010", "USD", tt.asOf)
 			require.NoError(t, err)
-			require.Equal(t, tt.debit, credit.Balance(), "a liability grows on the credit side")
-			require.Equal(t, tt.debit, credit.Credits)
+			require.Equal(t, gl.SumOf(tt.debit), credit.Balance(), "a liability grows on the credit side")
+			require.Equal(t, gl.SumOf(tt.debit), credit.Credits)
 		})
 	}
 }
@@ -83,7 +86,7 @@ func TestStatement(t *testing.T) {
 			running += amounts[i]
 			require.Equal(t, gl.Credit, l.Direction)
 			require.Equal(t, amounts[i], l.Amount)
-			require.Equal(t, running, l.RunningBalance, "line %d", i)
+			require.Equal(t, gl.SumOf(running), l.RunningBalance, "line %d", i)
 			require.Equal(t, "t"+string(rune('a'+i)), l.TransferID)
 			require.NotEmpty(t, l.EventID)
 		}
@@ -94,7 +97,7 @@ func TestStatement(t *testing.T) {
 		st, err := b.ledger.Statement(ctx, gl.StatementQuery{AccountCode: "1010", Currency: "USD"})
 		require.NoError(t, err)
 		require.Len(t, st.Lines, 5)
-		require.Equal(t, int64(150), st.Lines[4].RunningBalance)
+		require.Equal(t, gl.SumOf(150), st.Lines[4].RunningBalance)
 		require.Empty(t, st.NextCursor)
 	})
 
@@ -103,7 +106,7 @@ func TestStatement(t *testing.T) {
 		st, err := b.ledger.Statement(ctx, gl.StatementQuery{AccountCode: "1010", Currency: "EUR"})
 		require.NoError(t, err)
 		require.Len(t, st.Lines, 1)
-		require.Equal(t, int64(999), st.Lines[0].RunningBalance)
+		require.Equal(t, gl.SumOf(999), st.Lines[0].RunningBalance)
 	})
 
 	t.Run("a malformed cursor is refused", func(t *testing.T) {
@@ -171,11 +174,15 @@ func TestEntriesByEventAndTime(t *testing.T) {
 		all, err := b.ledger.Entries(ctx, gl.EntryQuery{})
 		require.NoError(t, err)
 		require.Len(t, all.Entries, 5)
-		page, err := b.ledger.Entries(ctx, gl.EntryQuery{From: all.Entries[1].PostedAt, To: all.Entries[3].PostedAt})
+		page, err := b.ledger.Entries(ctx, gl.EntryQuery{From: &all.Entries[1].PostedAt, To: &all.Entries[3].PostedAt})
 		require.NoError(t, err)
 		require.Len(t, page.Entries, 2)
 		require.Equal(t, posted[1].ID, page.Entries[0].ID)
 		require.Equal(t, posted[2].ID, page.Entries[1].ID)
+		yearOne := time.Time{}
+		none, err := b.ledger.Entries(ctx, gl.EntryQuery{To: &yearOne})
+		require.NoError(t, err)
+		require.Empty(t, none.Entries, "the zero time is a bound like any other, not an open end")
 	})
 }
 

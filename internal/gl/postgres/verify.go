@@ -46,7 +46,7 @@ func (l *Ledger) Verify(ctx context.Context) ([]gl.Check, error) {
 	rows = rows[:0]
 	for _, c := range tb.Currencies {
 		if !c.Balanced {
-			rows = append(rows, offender{fmt.Sprintf("%s (debits %d, credits %d)", c.Currency, c.Debits, c.Credits), 0})
+			rows = append(rows, offender{fmt.Sprintf("%s (debits %s, credits %s)", c.Currency, c.Debits, c.Credits), 0})
 		}
 	}
 	for i := range rows {

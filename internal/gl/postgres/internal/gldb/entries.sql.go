@@ -10,14 +10,15 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 const accountBalance = `-- name: AccountBalance :one
 SELECT
-    a.code                                                                    AS account_code,
+    a.code                                                                     AS account_code,
     a.normal_balance,
-    coalesce(sum(l.amount) FILTER (WHERE l.direction = 'debit'), 0)::bigint  AS debits,
-    coalesce(sum(l.amount) FILTER (WHERE l.direction = 'credit'), 0)::bigint AS credits
+    coalesce(sum(l.amount) FILTER (WHERE l.direction = 'debit'), 0)::numeric  AS debits,
+    coalesce(sum(l.amount) FILTER (WHERE l.direction = 'credit'), 0)::numeric AS credits
 FROM accounts a
 LEFT JOIN journal_lines l ON l.account_code = a.code AND l.currency = $1
     AND ($2::timestamptz IS NULL OR l.posted_at <= $2::timestamptz)
@@ -34,14 +35,17 @@ type AccountBalanceParams struct {
 type AccountBalanceRow struct {
 	AccountCode   string
 	NormalBalance string
-	Debits        int64
-	Credits       int64
+	Debits        pgtype.Numeric
+	Credits       pgtype.Numeric
 }
 
 // Starts from the chart of accounts so that an unknown code returns no row (not found) while a
 // known account without lines in this currency returns zeros. With as_of, only lines posted at
 // or before it count: the balance as the ledger stood then. The covering index on
 // (account_code, currency, posted_at, id) makes both an index-only range scan.
+// The sums stay numeric, what sum(bigint) returns, and are never cast back to bigint: lines
+// are append-only, so a total beyond int64 would fail the report for good. The same holds for
+// every sum over lines below; the ledger reads them into gl.Sum.
 func (q *Queries) AccountBalance(ctx context.Context, arg AccountBalanceParams) (AccountBalanceRow, error) {
 	row := q.db.QueryRow(ctx, accountBalance, arg.Currency, arg.AsOf, arg.AccountCode)
 	var i AccountBalanceRow
@@ -66,7 +70,7 @@ WITH cursor_line AS (
     ORDER BY l.posted_at, l.id
     LIMIT $5
 ), opening AS (
-    SELECT coalesce(sum(CASE WHEN o.direction = $1::text THEN o.amount ELSE -o.amount END), 0)::bigint AS amount
+    SELECT coalesce(sum(CASE WHEN o.direction = $1::text THEN o.amount ELSE -o.amount END), 0)::numeric AS amount
     FROM journal_lines o
     WHERE o.account_code = $3 AND o.currency = $4
       AND (o.posted_at, o.id) <= (SELECT posted_at, id FROM cursor_line)
@@ -74,7 +78,7 @@ WITH cursor_line AS (
 SELECT
     p.id AS line_id, p.entry_id, e.event_id, e.transfer_id, p.direction, p.amount, p.posted_at,
     ((SELECT amount FROM opening) + sum(CASE WHEN p.direction = $1::text THEN p.amount ELSE -p.amount END)
-        OVER (ORDER BY p.posted_at, p.id))::bigint AS running_balance
+        OVER (ORDER BY p.posted_at, p.id))::numeric AS running_balance
 FROM page p
 JOIN journal_entries e ON e.id = p.entry_id
 ORDER BY p.posted_at, p.id
@@ -96,7 +100,7 @@ type AccountStatementRow struct {
 	Direction      string
 	Amount         int64
 	PostedAt       time.Time
-	RunningBalance int64
+	RunningBalance pgtype.Numeric
 }
 
 // One page of an account's lines in one currency, in posting order, after the line named by
@@ -157,7 +161,7 @@ func (q *Queries) GetAccount(ctx context.Context, code string) (Account, error) 
 const getEntriesByTransfers = `-- name: GetEntriesByTransfers :many
 SELECT e.id, e.event_id, e.transfer_id, e.currency, e.description, e.occurred_at, e.posted_at,
        (SELECT coalesce(sum(l.amount), 0) FROM journal_lines l
-        WHERE l.entry_id = e.id AND l.direction = 'debit')::bigint AS debits
+        WHERE l.entry_id = e.id AND l.direction = 'debit')::numeric AS debits
 FROM journal_entries e
 WHERE e.transfer_id = ANY ($1::text[])
 `
@@ -170,7 +174,7 @@ type GetEntriesByTransfersRow struct {
 	Description string
 	OccurredAt  time.Time
 	PostedAt    time.Time
-	Debits      int64
+	Debits      pgtype.Numeric
 }
 
 // The entries holding these transfers' postings, each with the total of its debit lines (the
@@ -591,8 +595,8 @@ const trialBalance = `-- name: TrialBalance :many
 SELECT
     account_code,
     currency,
-    coalesce(sum(amount) FILTER (WHERE direction = 'debit'), 0)::bigint  AS debits,
-    coalesce(sum(amount) FILTER (WHERE direction = 'credit'), 0)::bigint AS credits
+    coalesce(sum(amount) FILTER (WHERE direction = 'debit'), 0)::numeric  AS debits,
+    coalesce(sum(amount) FILTER (WHERE direction = 'credit'), 0)::numeric AS credits
 FROM journal_lines
 GROUP BY account_code, currency
 ORDER BY currency, account_code
@@ -601,8 +605,8 @@ ORDER BY currency, account_code
 type TrialBalanceRow struct {
 	AccountCode string
 	Currency    string
-	Debits      int64
-	Credits     int64
+	Debits      pgtype.Numeric
+	Credits     pgtype.Numeric
 }
 
 func (q *Queries) TrialBalance(ctx context.Context) ([]TrialBalanceRow, error) {

@@ -154,7 +154,8 @@ type UnbalancedEntriesRow struct {
 }
 
 // The deferred trigger makes this impossible to commit; verify still looks, because a trigger
-// can be disabled by the tables' owner.
+// can be disabled by the tables' owner. The sums are compared as numeric, so that a check
+// never fails on totals beyond int64.
 func (q *Queries) UnbalancedEntries(ctx context.Context, rowLimit int32) ([]UnbalancedEntriesRow, error) {
 	rows, err := q.db.Query(ctx, unbalancedEntries, rowLimit)
 	if err != nil {
