@@ -133,7 +133,7 @@ func WalletScript(fsys fs.FS, users int, payload string) (Script, error) {
 	steps := []step{
 		{"wallet", "InsertTransfer", map[string]string{
 			"id": tid, "idempotency_key": "'k' || :n", "request_hash": "sha256(('h' || :n)::bytea)",
-			"from_wallet_id": from, "to_wallet_id": to, "amount": ":amount::bigint", "currency": "'USD'", "event_id": eid,
+			"from_wallet_id": from, "to_wallet_id": to, "amount": ":amount::bigint", "currency": "'USD'", "event_id": eid, "created_by_key": "NULL",
 		}},
 		{"wallet", "LockWallets", map[string]string{"ids": "ARRAY[" + from + ", " + to + "]"}},
 		{"wallet", "AddToBalances", map[string]string{
