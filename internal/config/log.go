@@ -41,5 +41,7 @@ func (c Log) Logger(w io.Writer, service string) (zerolog.Logger, error) {
 	default:
 		return zerolog.Nop(), fmt.Errorf("LOG_FORMAT: %q is not json, console, console-plain or auto", c.Format)
 	}
-	return zerolog.New(w).Level(level).With().Timestamp().Str("service", service).Logger(), nil
+	// Loggers write from many goroutines (the NATS client's callbacks among them): one write at
+	// a time, whatever w is (a test's buffer is not safe for concurrent writes).
+	return zerolog.New(zerolog.SyncWriter(w)).Level(level).With().Timestamp().Str("service", service).Logger(), nil
 }
