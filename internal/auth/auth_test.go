@@ -1,6 +1,7 @@
 package auth_test
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"net/http/httptest"
@@ -122,7 +123,8 @@ func TestTheGuardRefusesWhatTheKeyDoesNotAllow(t *testing.T) {
 		require.True(t, ok)
 		web.Encode(w, r, http.StatusCreated, map[string]string{"key": p.Name})
 	})))
-	srv := httptest.NewServer(web.Handler(zerolog.Nop(), mux))
+	var logs bytes.Buffer
+	srv := httptest.NewServer(web.Handler(zerolog.New(&logs).Level(zerolog.DebugLevel), mux))
 	t.Cleanup(srv.Close)
 	post := func(authorization string) webtest.Response {
 		h := http.Header{}
@@ -150,6 +152,11 @@ func TestTheGuardRefusesWhatTheKeyDoesNotAllow(t *testing.T) {
 	res := post("Bearer " + admin)
 	res.RequireProblem(t, http.StatusTooManyRequests, "rate-limited")
 	require.NotEmpty(t, res.Header.Get("Retry-After"))
+
+	require.Contains(t, logs.String(), `"key_name":"admin"`, "the key's name is logged")
+	for _, secret := range []string{admin, reader, revokedSecret} {
+		require.NotContains(t, logs.String(), strings.TrimPrefix(secret, "wgl_"), "a key's secret never reaches the log")
+	}
 }
 
 func TestParseScopesAndRateLimit(t *testing.T) {
