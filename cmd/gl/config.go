@@ -33,6 +33,7 @@ type Config struct {
 	TLSCert     string // PEM certificate of the HTTP API (with TLSKey: HTTPS)
 	TLSKey      string
 	RateLimit   string // each API key's allowance, RATE[:BURST] requests per second
+	MetricsAddr string // where GET /metrics is served without API keys ("": on the API, with metrics:read)
 	Rule        gl.PostingRule
 	Events      config.Events
 	Log         config.Log
@@ -44,6 +45,7 @@ func (c *Config) Bind(s *config.Set) {
 	s.String(&c.HTTPAddr, "GL_HTTP_ADDR", "http-addr", "127.0.0.1:8081", "address of the GL's HTTP API")
 	s.String(&c.TLSCert, "GL_TLS_CERT", "tls-cert", "", "PEM certificate file: with GL_TLS_KEY the API is served over HTTPS (empty: HTTP)")
 	s.String(&c.TLSKey, "GL_TLS_KEY", "tls-key", "", "PEM private key file of GL_TLS_CERT")
+	s.String(&c.MetricsAddr, "GL_METRICS_ADDR", "metrics-addr", "", "address serving GET /metrics without API keys, for Prometheus (empty: /metrics on the API address, with a key holding metrics:read)")
 	s.String(&c.RateLimit, "GL_RATE_LIMIT", "rate-limit", auth.DefaultRateLimit.String(), "each API key's allowance: requests per second[:burst]; over it, 429 with Retry-After")
 	s.String(&c.Rule.DebitAccount, "GL_TRANSFER_DEBIT_ACCOUNT", "transfer-debit-account", gl.DefaultPostingRule.DebitAccount, "account debited for each TransferCompleted.v1")
 	s.String(&c.Rule.CreditAccount, "GL_TRANSFER_CREDIT_ACCOUNT", "transfer-credit-account", gl.DefaultPostingRule.CreditAccount, "account credited for each TransferCompleted.v1")

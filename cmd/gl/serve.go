@@ -32,12 +32,13 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 		return fmt.Errorf("configuration: %w", err)
 	}
 	// The GL's acknowledgments are done once the wallet's consumer acknowledged them.
-	relay, err := events.NewRelay(cfg.Events.Relay(events.SourceGL, events.ConsumerWallet, deps.Faults),
-		deps.Topology, deps.RelayPool, deps.NATS, log)
+	relayCfg := cfg.Events.Relay(events.SourceGL, events.ConsumerWallet, deps.Faults)
+	relayCfg.Metrics = deps.Metrics.Relay
+	relay, err := events.NewRelay(relayCfg, deps.Topology, deps.RelayPool, deps.NATS, log)
 	if err != nil {
 		return err
 	}
-	poster := gl.NewTransferPoster(cfg.Rule, ledger, log)
+	poster := gl.NewTransferPoster(cfg.Rule, ledger, log).WithMetrics(deps.Metrics.GL)
 	if cfg.Events.PublishOnCommit {
 		poster.PublishOnCommit(relay)
 	}
@@ -45,6 +46,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	consCfg.Metrics = deps.Metrics.Consumer
 	consumer, err := events.NewConsumer(consCfg, deps.Topology, deps.NATS, deps.Pool, poster, log)
 	if err != nil {
 		return err
@@ -53,12 +55,18 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}
-	handler := httpapi.NewServer(log, ledger, guard, deps.Health(relay, consumer))
-	return serve.Run(ctx, cfg.Listen(), handler, []serve.Worker{
+	handler := httpapi.NewServer(log, httpapi.Deps{
+		Ledger: ledger, Guard: guard, Health: deps.Health(relay, consumer), Metrics: deps.Metrics, MetricsOnAPI: cfg.MetricsAddr == "",
+	})
+	workers := []serve.Worker{
 		{Name: "transfer consumer", Run: consumer.Run},
 		{Name: "acknowledgment relay", Run: relay.Run},
 		{Name: "API key use", Run: keys.Run},
-	}, log)
+	}
+	if cfg.MetricsAddr != "" {
+		workers = append(workers, serve.MetricsWorker(cfg.MetricsAddr, deps.Metrics, log))
+	}
+	return serve.Run(ctx, cfg.Listen(), handler, workers, log)
 }
 
 func migrateCmd(ctx context.Context, env cli.Env, args []string) error {

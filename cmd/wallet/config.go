@@ -37,6 +37,7 @@ type Config struct {
 	GLURL       string // the GL's HTTP API, asked by wallet outbox reconcile
 	GLAPIKey    string // its API key (ledger:read)
 	RateLimit   string // each API key's allowance, RATE[:BURST] requests per second
+	MetricsAddr string // where GET /metrics is served without API keys ("": on the API, with metrics:read)
 	// Group commit of transfers: the most requests per transaction, and how many such
 	// transactions may be committing at once (0: a transaction per request, no batching).
 	BatchMax     int
@@ -53,6 +54,7 @@ func (c *Config) Bind(s *config.Set) {
 	s.String(&c.TLSKey, "WALLET_TLS_KEY", "tls-key", "", "PEM private key file of WALLET_TLS_CERT")
 	s.String(&c.GLURL, "GL_URL", "gl-url", "http://127.0.0.1:8081", "the GL's HTTP API, which wallet outbox reconcile asks what it posted")
 	s.Secret(&c.GLAPIKey, "GL_API_KEY", "an API key of the GL with ledger:read, sent by wallet outbox reconcile")
+	s.String(&c.MetricsAddr, "WALLET_METRICS_ADDR", "metrics-addr", "", "address serving GET /metrics without API keys, for Prometheus (empty: /metrics on the API address, with a key holding metrics:read)")
 	s.String(&c.RateLimit, "WALLET_RATE_LIMIT", "rate-limit", auth.DefaultRateLimit.String(), "each API key's allowance: requests per second[:burst]; over it, 429 with Retry-After")
 	s.Int(&c.BatchMax, "WALLET_BATCH_MAX", "batch-max", postgres.DefaultBatchMaxSize, "most transfer requests committed in one transaction")
 	s.Int(&c.BatchWorkers, "WALLET_BATCH_WORKERS", "batch-workers", postgres.DefaultBatchWorkers, "transfer batches committing at once; 0 gives each request a transaction of its own")

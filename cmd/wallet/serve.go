@@ -28,12 +28,15 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	}
 	defer deps.Close()
 	pool, fs := deps.Pool, deps.Faults
-	relay, err := events.NewRelay(cfg.Events.Relay(events.SourceWallet, "", fs), deps.Topology, deps.RelayPool, deps.NATS, log)
+	relayCfg := cfg.Events.Relay(events.SourceWallet, "", fs)
+	relayCfg.Metrics = deps.Metrics.Relay
+	relay, err := events.NewRelay(relayCfg, deps.Topology, deps.RelayPool, deps.NATS, log)
 	if err != nil {
 		return err
 	}
 	opts := postgres.Options{
 		Batch: postgres.BatchConfig{MaxSize: cfg.BatchMax, Workers: cfg.BatchWorkers}, Log: log, Faults: fs,
+		Metrics: deps.Metrics.Wallet,
 	}
 	if cfg.Events.PublishOnCommit {
 		opts.PublishOnCommit = relay
@@ -43,6 +46,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	ackCfg.Metrics = deps.Metrics.Consumer
 	acks, err := events.NewConsumer(ackCfg, deps.Topology, deps.NATS, pool, postgres.NewAcknowledgments(), log)
 	if err != nil {
 		return err
@@ -53,11 +57,15 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	}
 	handler := httpapi.NewServer(log, httpapi.Deps{
 		Service: store, Admin: events.NewAdmin(pool), Guard: guard, Audit: keys, Health: deps.Health(relay, acks),
+		Metrics: deps.Metrics, MetricsOnAPI: cfg.MetricsAddr == "",
 	})
 	workers := []serve.Worker{
 		{Name: "relay", Run: relay.Run},
 		{Name: "acknowledgment consumer", Run: acks.Run},
 		{Name: "API key use", Run: keys.Run},
+	}
+	if cfg.MetricsAddr != "" {
+		workers = append(workers, serve.MetricsWorker(cfg.MetricsAddr, deps.Metrics, log))
 	}
 	if cfg.BatchWorkers > 0 {
 		// Stopped after the HTTP server has drained, so every request it took is answered.

@@ -26,10 +26,13 @@ type Scope string
 // Admin implies every scope of its service.
 const Admin Scope = "admin"
 
+// MetricsRead lets Prometheus scrape GET /metrics on the API address (both services).
+const MetricsRead Scope = "metrics:read"
+
 // The scopes of each service.
 var (
-	WalletScopes = []Scope{"wallets:read", "wallets:write", "wallets:admin", "transfers:read", "transfers:write", "outbox:admin", Admin}
-	GLScopes     = []Scope{"ledger:read", "inbox:admin", Admin}
+	WalletScopes = []Scope{"wallets:read", "wallets:write", "wallets:admin", "transfers:read", "transfers:write", "outbox:admin", MetricsRead, Admin}
+	GLScopes     = []Scope{"ledger:read", "inbox:admin", MetricsRead, Admin}
 )
 
 // ParseScopes reads a comma-separated list of scopes, each one of known.

@@ -6,6 +6,7 @@ package database
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -163,6 +164,42 @@ func splitDatabase(dbURL string) (name, adminURL string, err error) {
 	}
 	u.Path = "/postgres"
 	return name, u.String(), nil
+}
+
+// migrationSets are the goose sets of a service's database, in the order they apply.
+func migrationSets(service string) []string { return []string{"events", "auth", service} }
+
+// MigrationsCurrent reports a migration the database behind pool lacks: a service whose
+// database is behind its code must not take work.
+func MigrationsCurrent(ctx context.Context, pool *pgxpool.Pool, service string) error {
+	sqlDB := stdlib.OpenDBFromPool(pool)
+	defer sqlDB.Close()
+	for _, set := range migrationSets(service) {
+		provider, err := migrationProvider(sqlDB, set)
+		if err != nil {
+			return err
+		}
+		pending, err := provider.HasPending(ctx)
+		if err != nil {
+			return fmt.Errorf("check migrations %s: %w", set, err)
+		}
+		if pending {
+			return fmt.Errorf("migrations %s: the database lacks some; run migrate", set)
+		}
+	}
+	return nil
+}
+
+func migrationProvider(sqlDB *sql.DB, set string) (*goose.Provider, error) {
+	fsys, err := db.Migrations(set)
+	if err != nil {
+		return nil, fmt.Errorf("load migrations %s: %w", set, err)
+	}
+	provider, err := goose.NewProvider(goose.DialectPostgres, sqlDB, fsys, goose.WithTableName("goose_"+set+"_version"))
+	if err != nil {
+		return nil, fmt.Errorf("prepare migrations %s: %w", set, err)
+	}
+	return provider, nil
 }
 
 // Migrate applies the shared migration sets, "events" (outbox and inbox) and "auth" (API keys

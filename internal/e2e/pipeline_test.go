@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -252,6 +253,8 @@ func TestEveryTransferIsPostedExactlyOnceAndAcknowledged(t *testing.T) {
 		return pending == 0
 	}, 30*time.Second, 200*time.Millisecond)
 
+	requireMetrics(t, s)
+
 	// The trial balance over the API nets to zero.
 	resp, err := s.glAPI.Do(ctx, http.MethodGet, "/v1/trial-balance", nil, nil)
 	require.NoError(t, err)
@@ -261,4 +264,49 @@ func TestEveryTransferIsPostedExactlyOnceAndAcknowledged(t *testing.T) {
 	}
 	require.NoError(t, resp.Decode(&tb))
 	require.True(t, tb.Balanced)
+}
+
+// requireMetrics scrapes both services' GET /metrics (with their admin keys, which imply
+// metrics:read) and checks that the pipeline's metrics are there and moved with the load.
+func requireMetrics(t *testing.T, s *system) {
+	t.Helper()
+	ctx := context.Background()
+	scrape := func(c *harness.Client) string {
+		resp, err := c.Do(ctx, http.MethodGet, "/metrics", nil, nil)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.Status)
+		return string(resp.Body)
+	}
+	moved := func(body, series string) {
+		t.Helper()
+		for _, line := range strings.Split(body, "\n") {
+			if strings.HasPrefix(line, series) {
+				fields := strings.Fields(line)
+				require.NotEqual(t, "0", fields[len(fields)-1], "%s has not moved", series)
+				return
+			}
+		}
+		t.Errorf("no series %s in:\n%s", series, body)
+	}
+	wallet, gl := scrape(s.walletAPI), scrape(s.glAPI)
+	for _, series := range []string{
+		`walletgl_transfers_total{result="created",service="wallet"}`, `walletgl_batch_size_count{service="wallet"}`,
+		`walletgl_relay_published_total{service="wallet"}`, `walletgl_relay_publish_seconds_count{service="wallet"}`,
+		`walletgl_consumer_processed_total{event_type="TransferPosted.v1",service="wallet"}`,
+		`walletgl_consumer_batch_seconds_count{service="wallet"}`, `walletgl_http_requests_total{code="2xx",method="POST",route="POST /v1/transfers",service="wallet"}`,
+		`walletgl_db_pool_acquires_total{pool="main",service="wallet"}`, `go_goroutines`,
+	} {
+		moved(wallet, series)
+	}
+	for _, series := range []string{
+		`walletgl_consumer_processed_total{event_type="TransferCompleted.v1",service="gl"}`,
+		`walletgl_commit_to_posted_seconds_count{service="gl"}`, `walletgl_relay_published_total{service="gl"}`,
+	} {
+		moved(gl, series)
+	}
+	for _, name := range []string{"walletgl_outbox_rows", "walletgl_outbox_oldest_pending_seconds",
+		"walletgl_outbox_oldest_unacknowledged_seconds", "walletgl_consumer_pending_messages"} {
+		require.Contains(t, wallet, name)
+		require.Contains(t, gl, name)
+	}
 }

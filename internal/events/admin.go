@@ -14,6 +14,7 @@ import (
 
 	"walletgl/internal/database"
 	"walletgl/internal/events/internal/eventsdb"
+	"walletgl/internal/metrics"
 )
 
 // The outbox statuses a new row is written with: pending (any relay claims it) or dispatching
@@ -101,6 +102,33 @@ type Refusal struct {
 type Requeued struct {
 	IDs     []uuid.UUID `json:"requeued"`
 	Refused []Refusal   `json:"refused,omitempty"`
+}
+
+// OutboxOpen counts the rows the relay still works on and the dead letters, and dates the
+// oldest waiting ones, reading only the partial indexes of those statuses (not the acknowledged
+// rows retention keeps): what the metrics read at every scrape.
+func (a *Admin) OutboxOpen(ctx context.Context) (metrics.OutboxSample, error) {
+	q := eventsdb.New(a.db)
+	c, err := q.OutboxOpenCounts(ctx)
+	if err != nil {
+		return metrics.OutboxSample{}, fmt.Errorf("count open outbox rows: %w", interpretError(err))
+	}
+	sample := metrics.OutboxSample{Rows: map[string]int64{
+		StatusPending: c.Pending, StatusDispatching: c.Dispatching, "dispatched": c.Dispatched,
+		"failed": c.Failed, "dead_letter": c.DeadLetter,
+	}}
+	oldest, err := q.OutboxOldest(ctx)
+	if err != nil {
+		return metrics.OutboxSample{}, fmt.Errorf("find oldest outbox rows: %w", interpretError(err))
+	}
+	now := time.Now()
+	if oldest.Pending > 0 {
+		_, sample.OldestPending = since(now, oldest.OldestPending)
+	}
+	if oldest.Unacknowledged > 0 {
+		_, sample.OldestUnacknowledged = since(now, oldest.OldestUnacknowledged)
+	}
+	return sample, nil
 }
 
 // OutboxStats counts the outbox rows per status and dates the oldest waiting ones.

@@ -18,6 +18,7 @@ import (
 
 	"walletgl/internal/database"
 	"walletgl/internal/faults"
+	"walletgl/internal/metrics"
 )
 
 // The consumer loop's settings when a ConsumerConfig leaves them zero; the delivery settings
@@ -30,10 +31,11 @@ const (
 // ConsumerConfig holds the consumer loop's settings; zero values take the defaults.
 type ConsumerConfig struct {
 	ConsumerSpec
-	BatchSize  int           // messages fetched (and committed together) per round (DefaultBatchSize)
-	Workers    int           // fetch-commit loops on the durable consumer at once
-	RetryDelay time.Duration // first delay before a failed event is delivered again
-	Faults     *faults.Set   // arms the consumer's fault points (nil: none)
+	BatchSize  int               // messages fetched (and committed together) per round (DefaultBatchSize)
+	Workers    int               // fetch-commit loops on the durable consumer at once
+	RetryDelay time.Duration     // first delay before a failed event is delivered again
+	Faults     *faults.Set       // arms the consumer's fault points (nil: none)
+	Metrics    *metrics.Consumer // records what the consumer applies (nil: nothing)
 }
 
 func (c ConsumerConfig) withDefaults() ConsumerConfig {
@@ -147,9 +149,13 @@ func (c *Consumer) consume(ctx context.Context) error {
 			// An idle fetch cannot tell "nothing to do" from "the broker lost this consumer"
 			// (nats-server 2.9 just lets the pull expire): ask now and then.
 			checked = time.Now()
-			if _, err := cons.Info(ctx); err != nil && ctx.Err() == nil {
+			info, err := cons.Info(ctx)
+			if err != nil && ctx.Err() == nil {
 				c.log.Warn().Err(err).Msg("consumer lost by the broker; creating it again")
 				cons = nil
+			}
+			if err == nil {
+				c.cfg.Metrics.Pending(info.NumPending)
 			}
 			continue
 		}
@@ -222,6 +228,7 @@ func (c *Consumer) inspect(msg jetstream.Msg) delivery {
 	d := delivery{msg: msg}
 	if meta, err := msg.Metadata(); err == nil {
 		d.StreamSeq, d.delivered = meta.Sequence.Stream, meta.NumDelivered
+		c.cfg.Metrics.Pending(meta.NumPending) // what was still waiting when the message left the broker
 	}
 	d.Env, d.err = DecodeEnvelope(msg.Data())
 	d.EventID = d.Env.ID
@@ -292,6 +299,8 @@ func (c *Consumer) deleteReplayConsumer(ctx context.Context, name string) {
 // would only wait out the same deadline again for every one of them.
 func (c *Consumer) handleBatch(ctx context.Context, msgs []jetstream.Msg, acking *sync.WaitGroup) {
 	defer c.batches.begin()()
+	started := time.Now()
+	defer func() { c.cfg.Metrics.Batch(time.Since(started)) }()
 	var good []delivery
 	for _, msg := range msgs {
 		d := c.inspect(msg)
@@ -363,14 +372,18 @@ func (c *Consumer) processTx(ctx context.Context, ds []delivery) (fresh []bool, 
 // brings a redelivery that the inbox recognises as a duplicate. It first waits for the acks
 // of the batch before, so at most one batch of acks is in flight.
 func (c *Consumer) acknowledge(ctx context.Context, ds []delivery, fresh []bool, acking *sync.WaitGroup) {
+	n, dups := 0, 0
 	for i, d := range ds {
 		if fresh[i] {
-			c.processed.Add(1)
+			n++
 		} else {
-			c.duplicates.Add(1)
+			dups++
 			c.log.Debug().Str("event_id", d.EventID).Uint64("delivered", d.delivered).Msg("duplicate event skipped")
 		}
 	}
+	c.processed.Add(int64(n))
+	c.duplicates.Add(int64(dups))
+	c.cfg.Metrics.Processed(c.cfg.EventType, n, dups)
 	acking.Wait()
 	acking.Add(1)
 	go func() {
@@ -448,6 +461,7 @@ func (c *Consumer) deadLetter(ctx context.Context, d delivery, reason string, ca
 	}
 	c.failing.forget(d.EventID)
 	c.failed.Add(1)
+	c.cfg.Metrics.Failed(reason)
 	c.log.Error().Err(cause).Str("reason", reason).Str("event_id", d.EventID).Uint64("stream_seq", d.StreamSeq).Msg("event dead-lettered in the inbox")
 	if err := d.msg.Term(); err != nil {
 		c.log.Debug().Err(err).Str("event_id", d.EventID).Msg("term not sent")

@@ -19,6 +19,7 @@ import (
 
 	"walletgl/internal/events/internal/eventsdb"
 	"walletgl/internal/faults"
+	"walletgl/internal/metrics"
 )
 
 // The relay's settings when a RelayConfig leaves them zero (the seed's where it names one).
@@ -56,6 +57,8 @@ type RelayConfig struct {
 	AckConsumer string
 	// Faults arms the relay's fault points (nil: none).
 	Faults *faults.Set
+	// Metrics records what the relay publishes (nil: nothing).
+	Metrics *metrics.Relay
 }
 
 func (c RelayConfig) withDefaults() RelayConfig {
@@ -393,6 +396,7 @@ func (r *Relay) publish(ctx context.Context, rows []claimedRow, republish bool) 
 		return nil
 	}
 	defer r.rounds.begin()()
+	started := time.Now()
 	outcomes := r.send(ctx, rows)
 	if err := r.cfg.Faults.Hit(r.cfg.Source + faults.RelayAfterPublish); err != nil {
 		return err
@@ -418,14 +422,27 @@ func (r *Relay) publish(ctx context.Context, rows []claimedRow, republish bool) 
 				r.republished.Add(1)
 			}
 		case isRowError(out.err):
+			r.cfg.Metrics.PublishError("message")
 			r.markFailed(ctx, rows[i], out.err)
 		default:
+			r.cfg.Metrics.PublishError(brokerReason(out.err))
 			r.noteMissingStream(out.err)
 			released = append(released, rows[i].id)
 			brokerErr = out.err
 		}
 	}
 	r.noteRefusal(len(ids), brokerErr)
+	stored := 0
+	for _, d := range dups {
+		if d == 0 {
+			stored++
+		}
+	}
+	republished := 0
+	if republish {
+		republished = len(ids)
+	}
+	r.cfg.Metrics.Published(stored, republished, time.Since(started))
 	// The marks run even when ctx is being cancelled: the broker has the messages already.
 	markCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
@@ -521,6 +538,14 @@ func (r *Relay) noteMissingStream(err error) {
 	if (isTopologyMissing(err) || errors.Is(err, nats.ErrNoResponders)) && Healthy(r.nc) == nil {
 		r.needTopology.Store(true)
 	}
+}
+
+// brokerReason names a broker-wide publish failure for the metrics: timeout or broker.
+func brokerReason(err error) string {
+	if errors.Is(err, nats.ErrTimeout) || errors.Is(err, jetstream.ErrAsyncPublishTimeout) || errors.Is(err, context.DeadlineExceeded) {
+		return "timeout"
+	}
+	return "broker"
 }
 
 // isRowError reports whether the broker refused this message itself (too large for the

@@ -9,16 +9,19 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/rs/zerolog"
 
+	"walletgl/internal/database"
 	"walletgl/internal/events"
+	"walletgl/internal/metrics"
 )
 
 // TransferPoster turns each TransferCompleted event into a journal entry and acknowledges it
 // with a TransferPosted event in the GL's outbox, both in the consumer's transaction.
 type TransferPoster struct {
-	rule   PostingRule
-	ledger Poster
-	outbox *events.Outbox
-	logger zerolog.Logger
+	rule    PostingRule
+	ledger  Poster
+	outbox  *events.Outbox
+	logger  zerolog.Logger
+	metrics *metrics.GL
 }
 
 var (
@@ -30,6 +33,13 @@ var (
 // the chart of accounts (PostingRule.Check) before consuming.
 func NewTransferPoster(rule PostingRule, ledger Poster, logger zerolog.Logger) *TransferPoster {
 	return &TransferPoster{rule: rule, ledger: ledger, outbox: events.NewOutbox(events.SourceGL), logger: logger}
+}
+
+// WithMetrics has the poster record each new posting's time from commit to posting, once its
+// transaction has committed.
+func (p *TransferPoster) WithMetrics(m *metrics.GL) *TransferPoster {
+	p.metrics = m
+	return p
 }
 
 // PublishOnCommit has the acknowledgments this poster writes published by r, the GL's relay,
@@ -71,6 +81,7 @@ func (p *TransferPoster) post(ctx context.Context, tx pgx.Tx, envs []events.Enve
 	if err != nil {
 		return fmt.Errorf("post %d transfers: %w", len(entries), err)
 	}
+	p.observeOnCommit(tx, postings)
 	acks := make([]events.Event, len(entries))
 	for i, posting := range postings {
 		if err := p.checkPosting(ctx, entries[i], posting, answering); err != nil {
@@ -84,6 +95,27 @@ func (p *TransferPoster) post(ctx context.Context, tx pgx.Tx, envs []events.Enve
 		return fmt.Errorf("acknowledge %d transfers: %w", len(acks), err)
 	}
 	return nil
+}
+
+// observeOnCommit records the commit-to-posted time of the postings tx creates, once it has
+// committed (a rolled-back posting never happened).
+func (p *TransferPoster) observeOnCommit(tx pgx.Tx, postings []Posting) {
+	if p.metrics == nil {
+		return
+	}
+	var created []Entry
+	for _, posting := range postings {
+		if posting.Created {
+			created = append(created, posting.Entry)
+		}
+	}
+	if len(created) > 0 {
+		database.AfterCommit(tx, func() {
+			for _, e := range created {
+				p.metrics.Posted(e.OccurredAt, e.PostedAt)
+			}
+		})
+	}
 }
 
 // checkPosting refuses, as a conflict, an entry whose transfer was posted before with another

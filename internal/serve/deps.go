@@ -13,6 +13,7 @@ import (
 	"walletgl/internal/database"
 	"walletgl/internal/events"
 	"walletgl/internal/faults"
+	"walletgl/internal/metrics"
 	"walletgl/internal/problem"
 	"walletgl/internal/web"
 )
@@ -21,11 +22,13 @@ import (
 // migrated when needed), the relay's bookkeeping pool, the NATS connection, the armed fault
 // points and the JetStream topology.
 type Deps struct {
+	Service   string
 	Pool      *pgxpool.Pool
 	RelayPool *pgxpool.Pool
 	NATS      *nats.Conn
 	Faults    *faults.Set
 	Topology  events.Topology
+	Metrics   *metrics.Metrics
 }
 
 // Open opens the service's dependencies; Close releases them.
@@ -37,7 +40,7 @@ func Open(ctx context.Context, service, dbURL string, ev config.Events, log zero
 	if fs != nil {
 		log.Warn().Str("faults", ev.Faults).Msg("fault points armed")
 	}
-	d := &Deps{Faults: fs, Topology: ev.Topology(log)}
+	d := &Deps{Service: service, Faults: fs, Topology: ev.Topology(log), Metrics: metrics.New(service)}
 	if d.Pool, err = OpenDatabase(ctx, dbURL, service, log); err != nil {
 		return nil, err
 	}
@@ -45,6 +48,9 @@ func Open(ctx context.Context, service, dbURL string, ev config.Events, log zero
 		d.Close()
 		return nil, err
 	}
+	d.Metrics.Pool("main", d.Pool)
+	d.Metrics.Pool("relay", d.RelayPool)
+	d.Metrics.Sample(events.NewAdmin(d.Pool).OutboxOpen)
 	if d.NATS, err = events.Connect(ctx, ev.NATSURL, service, log); err != nil {
 		d.Close()
 		return nil, err
@@ -56,6 +62,7 @@ func Open(ctx context.Context, service, dbURL string, ev config.Events, log zero
 // or consumer wedged in a round, or a broker refusing the relay's publishes, is unhealthy.
 func (d *Deps) Health(relay *events.Relay, consumer *events.Consumer) []web.Check {
 	return append(Health(d.Pool, d.NATS),
+		web.Check{Name: "migrations", Func: func(ctx context.Context) error { return database.MigrationsCurrent(ctx, d.Pool, d.Service) }},
 		web.Check{Name: "relay", Func: func(context.Context) error { return relay.Health() }},
 		web.Check{Name: "consumer", Func: func(context.Context) error { return consumer.Health() }},
 	)

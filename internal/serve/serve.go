@@ -18,6 +18,7 @@ import (
 
 	"walletgl/internal/database"
 	"walletgl/internal/events"
+	"walletgl/internal/metrics"
 	"walletgl/internal/web"
 )
 
@@ -50,6 +51,31 @@ func Health(pool *pgxpool.Pool, nc *nats.Conn) []web.Check {
 
 // MaxHeaderBytes bounds a request's headers (net/http answers 431 beyond it).
 const MaxHeaderBytes = 16 << 10
+
+// MetricsWorker serves GET /metrics of m on addr, without API keys (bind it to an address
+// only Prometheus reaches), for as long as the service runs.
+func MetricsWorker(addr string, m *metrics.Metrics, log zerolog.Logger) Worker {
+	return Worker{Name: "metrics server", Run: func(ctx context.Context) error {
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", m.Handler())
+		srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 30 * time.Second}
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("listen %s: %w", addr, err)
+		}
+		log.Info().Str("addr", ln.Addr().String()).Msg("metrics listening")
+		done := make(chan error, 1)
+		go func() { done <- srv.Serve(ln) }()
+		select {
+		case err := <-done:
+			return err
+		case <-ctx.Done():
+			shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			return srv.Shutdown(shutdownCtx)
+		}
+	}}
+}
 
 // Worker is a background loop that runs until its context is cancelled.
 type Worker struct {

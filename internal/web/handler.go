@@ -23,7 +23,9 @@ const maxRequestIDLen = 128
 // the handlers and WriteProblem; each request is logged once, at debug level, with its route
 // pattern, status and duration. A request no route matches is answered with a problem instead
 // of the mux's plain text, keeping the mux's choice between 404 and 405 and its Allow header.
-func Handler(logger zerolog.Logger, mux *http.ServeMux) http.Handler {
+//
+// Each observer hears every answered request (metrics.HTTP.Observe is one).
+func Handler(logger zerolog.Logger, mux *http.ServeMux, observers ...Observer) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sent := r.Header.Get(RequestIDHeader)
@@ -48,10 +50,18 @@ func Handler(logger zerolog.Logger, mux *http.ServeMux) http.Handler {
 			mux.ServeHTTP(rec, r)
 		}
 		// Through the context: handlers may have added fields (transfer_id) to this logger.
+		took := time.Since(start)
 		zerolog.Ctx(r.Context()).Debug().Str("route", route).Int("status", rec.Status()).
-			Float64("duration_ms", float64(time.Since(start).Microseconds())/1000).Msg("request")
+			Float64("duration_ms", float64(took.Microseconds())/1000).Msg("request")
+		for _, o := range observers {
+			o(route, r.Method, rec.Status(), took)
+		}
 	})
 }
+
+// Observer hears an answered request: its route pattern ("" when none matched), method,
+// status and duration.
+type Observer func(route, method string, status int, took time.Duration)
 
 var errInvalidRequestID = problem.New(problem.Invalid, "invalid-request-id", "the X-Request-Id header is not acceptable")
 

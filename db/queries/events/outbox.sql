@@ -225,3 +225,14 @@ WHERE status = 'acknowledged'
 -- NotifyOutboxRelays wakes the relays listening on the outbox channel when the transaction
 -- commits, as the insert trigger does for new pending rows.
 SELECT pg_notify('outbox', '');
+
+-- name: OutboxOpenCounts :one
+-- OutboxOpenCounts counts the rows the relay still works on and the dead letters, one status at
+-- a time so that each count reads only its partial index: cheap enough for every metrics scrape,
+-- however many acknowledged rows retention keeps.
+SELECT
+    (SELECT count(*) FROM outbox WHERE status = 'pending')::bigint     AS pending,
+    (SELECT count(*) FROM outbox WHERE status = 'dispatching')::bigint AS dispatching,
+    (SELECT count(*) FROM outbox WHERE status = 'dispatched')::bigint  AS dispatched,
+    (SELECT count(*) FROM outbox WHERE status = 'failed')::bigint      AS failed,
+    (SELECT count(*) FROM outbox WHERE status = 'dead_letter')::bigint AS dead_letter;

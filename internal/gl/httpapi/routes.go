@@ -4,15 +4,18 @@ import (
 	"net/http"
 
 	"walletgl/internal/auth"
-	"walletgl/internal/gl"
 	"walletgl/internal/web"
 )
 
-// addRoutes lists every route of the API, each with the scope an API key needs for it;
-// /healthz alone is open.
-func addRoutes(mux *http.ServeMux, ledger gl.Reader, guard *auth.Guard, health []web.Check) {
-	read := func(h http.Handler) http.Handler { return guard.Require(ScopeLedgerRead, h) }
-	mux.Handle("GET /healthz", web.Health(health...))
+// addRoutes lists every route of the API, each with the scope an API key needs for it; the
+// probes (/livez, /readyz, /healthz) alone are open.
+func addRoutes(mux *http.ServeMux, d Deps) {
+	ledger := d.Ledger
+	read := func(h http.Handler) http.Handler { return d.Guard.Require(ScopeLedgerRead, h) }
+	web.Probes(mux, d.Health...)
+	if d.MetricsOnAPI {
+		mux.Handle("GET /metrics", d.Guard.Require(auth.MetricsRead, d.Metrics.Handler()))
+	}
 	mux.Handle("GET /v1/entries", read(handleEntries(ledger)))
 	mux.Handle("GET /v1/accounts/{code}/balance", read(handleAccountBalance(ledger)))
 	mux.Handle("GET /v1/accounts/{code}/statement", read(handleAccountStatement(ledger)))

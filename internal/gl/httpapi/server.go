@@ -10,13 +10,24 @@ import (
 
 	"walletgl/internal/auth"
 	"walletgl/internal/gl"
+	"walletgl/internal/metrics"
 	"walletgl/internal/web"
 )
 
-// NewServer returns the GL's HTTP handler. guard decides who may call which route; health
-// names what the service needs to do its work, and GET /healthz runs it (none: always healthy).
-func NewServer(logger zerolog.Logger, ledger gl.Reader, guard *auth.Guard, health []web.Check) http.Handler {
+// Deps is what the GL's HTTP API serves from.
+type Deps struct {
+	Ledger gl.Reader
+	Guard  *auth.Guard // who may call which route
+	Health []web.Check // what the service needs to do its work; GET /readyz runs them
+	// Metrics is served at GET /metrics (with metrics:read) when MetricsOnAPI, and counts the
+	// API's requests.
+	Metrics      *metrics.Metrics
+	MetricsOnAPI bool
+}
+
+// NewServer returns the GL's HTTP handler.
+func NewServer(logger zerolog.Logger, d Deps) http.Handler {
 	mux := http.NewServeMux()
-	addRoutes(mux, ledger, guard, health)
-	return web.Handler(logger, mux)
+	addRoutes(mux, d)
+	return web.Handler(logger, mux, d.Metrics.ObserveHTTP)
 }

@@ -46,7 +46,7 @@ func setup(t *testing.T, entries ...gl.Entry) *testBundle {
 		require.NoError(t, err)
 	}
 	_, guard, key := authtest.Key(t, pool, auth.GLScopes)
-	server := httptest.NewServer(httpapi.NewServer(zerolog.Nop(), ledger, guard, []web.Check{{Name: "database", Func: ledger.Ping}}))
+	server := httptest.NewServer(httpapi.NewServer(zerolog.Nop(), httpapi.Deps{Ledger: ledger, Guard: guard, Health: []web.Check{{Name: "database", Func: ledger.Ping}}}))
 	t.Cleanup(server.Close)
 	return &testBundle{ledger: ledger, server: server, key: key}
 }
@@ -92,10 +92,10 @@ func TestHealthz(t *testing.T) {
 
 	t.Run("a failing check answers 503 naming what is down, never its error", func(t *testing.T) {
 		t.Parallel()
-		server := httptest.NewServer(httpapi.NewServer(zerolog.Nop(), nil, nil, []web.Check{
+		server := httptest.NewServer(httpapi.NewServer(zerolog.Nop(), httpapi.Deps{Health: []web.Check{
 			{Name: "database", Func: func(context.Context) error { return errors.New("database is on fire at 10.0.0.7") }},
 			{Name: "nats", Func: func(context.Context) error { return nil }},
-		}))
+		}}))
 		t.Cleanup(server.Close)
 		res := webtest.Do(t, http.MethodGet, server.URL+"/healthz", nil, "")
 		res.RequireUnhealthy(t, map[string]string{"database": "unavailable", "nats": "ok"})
@@ -485,7 +485,7 @@ func TestUnreachableDatabase(t *testing.T) {
 	t.Cleanup(pool.Close)
 	ledger := postgres.NewLedger(pool)
 	guard := auth.NewGuard(auth.NewKeys(pool, auth.GLScopes), authtest.Unlimited, gl.ErrUnavailable) // its keys are away too
-	server := httptest.NewServer(httpapi.NewServer(zerolog.Nop(), ledger, guard, []web.Check{{Name: "database", Func: ledger.Ping}}))
+	server := httptest.NewServer(httpapi.NewServer(zerolog.Nop(), httpapi.Deps{Ledger: ledger, Guard: guard, Health: []web.Check{{Name: "database", Func: ledger.Ping}}}))
 	t.Cleanup(server.Close)
 
 	for _, path := range []string{
@@ -501,7 +501,7 @@ func TestUnreachableDatabase(t *testing.T) {
 
 func TestUnroutedRequestsAreProblems(t *testing.T) {
 	t.Parallel()
-	server := httptest.NewServer(httpapi.NewServer(zerolog.Nop(), nil, nil, nil))
+	server := httptest.NewServer(httpapi.NewServer(zerolog.Nop(), httpapi.Deps{}))
 	t.Cleanup(server.Close)
 
 	notFound := []struct{ name, method, path string }{
@@ -537,10 +537,10 @@ func TestRequestsAreLoggedAtDebugWithRequestScopedFields(t *testing.T) {
 	t.Parallel()
 	var logs bytes.Buffer
 	logger := zerolog.New(&logs).Level(zerolog.DebugLevel)
-	handler := httpapi.NewServer(logger, nil, nil, []web.Check{{Name: "database", Func: func(ctx context.Context) error {
+	handler := httpapi.NewServer(logger, httpapi.Deps{Health: []web.Check{{Name: "database", Func: func(ctx context.Context) error {
 		zerolog.Ctx(ctx).Info().Msg("checking health") // handlers log through the request's logger
 		return nil
-	}}})
+	}}}})
 
 	req := httptest.NewRequest(http.MethodGet, "/healthz", nil)
 	req.Header.Set("X-Request-Id", "req-42")

@@ -8,13 +8,16 @@ import (
 )
 
 // addRoutes is the whole API surface of the wallet service, each route with the scope an API
-// key needs for it; /healthz alone is open.
+// key needs for it; the probes (/livez, /readyz, /healthz) alone are open.
 func addRoutes(mux *http.ServeMux, d Deps) {
 	need := d.Guard.Require
-	mux.Handle("GET /healthz", web.Health(d.Health...))
+	web.Probes(mux, d.Health...)
+	if d.MetricsOnAPI {
+		mux.Handle("GET /metrics", need(auth.MetricsRead, d.Metrics.Handler()))
+	}
 	mux.Handle("POST /v1/wallets", need(ScopeWalletsWrite, handleCreateWallet(d.Service)))
 	mux.Handle("GET /v1/wallets/{id}", need(ScopeWalletsRead, handleGetWallet(d.Service)))
-	mux.Handle("POST /v1/transfers", need(ScopeTransfersWrite, handleCreateTransfer(d.Service)))
+	mux.Handle("POST /v1/transfers", need(ScopeTransfersWrite, handleCreateTransfer(d.Service, d.Metrics.Transfers())))
 	mux.Handle("GET /v1/transfers/{id}", need(ScopeTransfersRead, handleGetTransfer(d.Service)))
 	mux.Handle("GET /v1/transfers", need(ScopeTransfersRead, handleListTransfers(d.Service)))
 	mux.Handle("GET /v1/admin/outbox", need(ScopeOutboxAdmin, handleAdminOutbox(d.Admin)))

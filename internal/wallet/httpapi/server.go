@@ -11,6 +11,7 @@ import (
 
 	"walletgl/internal/auth"
 	"walletgl/internal/events"
+	"walletgl/internal/metrics"
 	"walletgl/internal/wallet"
 	"walletgl/internal/web"
 )
@@ -21,7 +22,11 @@ type Deps struct {
 	Admin   *events.Admin // the operator endpoints (/v1/admin/...)
 	Guard   *auth.Guard   // who may call which route
 	Audit   Auditor       // where administrative actions are recorded
-	Health  []web.Check   // what the service needs to do its work; GET /healthz runs them
+	Health  []web.Check   // what the service needs to do its work; GET /readyz runs them
+	// Metrics is served at GET /metrics (with metrics:read) when MetricsOnAPI, and counts the
+	// API's requests and transfers.
+	Metrics      *metrics.Metrics
+	MetricsOnAPI bool
 }
 
 // Auditor records an administrative action (auth.Keys does, in the audit trail).
@@ -33,5 +38,5 @@ type Auditor interface {
 func NewServer(logger zerolog.Logger, d Deps) http.Handler {
 	mux := http.NewServeMux()
 	addRoutes(mux, d)
-	return web.Handler(logger, mux)
+	return web.Handler(logger, mux, d.Metrics.ObserveHTTP)
 }

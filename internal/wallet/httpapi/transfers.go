@@ -1,12 +1,15 @@
 package httpapi
 
 import (
+	"errors"
 	"net/http"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"walletgl/internal/auth"
+	"walletgl/internal/metrics"
+	"walletgl/internal/problem"
 	"walletgl/internal/wallet"
 	"walletgl/internal/web"
 )
@@ -36,7 +39,7 @@ func toTransferJSON(t wallet.Transfer, withOutbox bool) transferJSON {
 	return out
 }
 
-func handleCreateTransfer(service wallet.Service) http.Handler {
+func handleCreateTransfer(service wallet.Service, m *metrics.Wallet) http.Handler {
 	type request struct {
 		FromWalletID string `json:"from_wallet_id"`
 		ToWalletID   string `json:"to_wallet_id"`
@@ -56,6 +59,7 @@ func handleCreateTransfer(service wallet.Service) http.Handler {
 			Amount: req.Amount, Currency: req.Currency, KeyID: p.KeyID,
 		})
 		if err != nil {
+			m.Transfer(transferResult(err))
 			web.WriteProblem(w, r, err)
 			return
 		}
@@ -64,8 +68,10 @@ func handleCreateTransfer(service wallet.Service) http.Handler {
 		status := http.StatusCreated
 		if replayed {
 			status = http.StatusOK
+			m.Transfer("replayed")
 			logger.Debug().Msg("transfer replayed")
 		} else {
+			m.Transfer("created")
 			logger.Info().Str("event_id", t.EventID.String()).Msg("transfer created")
 		}
 		web.Encode(w, r, status, toTransferJSON(t, false))
@@ -124,4 +130,14 @@ func handleListTransfers(service wallet.Service) http.Handler {
 		}
 		web.Encode(w, r, http.StatusOK, out)
 	})
+}
+
+// transferResult names a refused transfer for the metrics: refused when the request or the
+// rules said no (a 4xx), failed when the service could not answer (unavailable, internal).
+func transferResult(err error) string {
+	var appErr *problem.Error
+	if errors.As(err, &appErr) && appErr.Kind != problem.Internal && appErr.Kind != problem.Unavailable {
+		return "refused"
+	}
+	return "failed"
 }

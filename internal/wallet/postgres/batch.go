@@ -89,6 +89,7 @@ func (s *Store) writeTransfers(ctx context.Context, batch []*pendingTransfer, an
 	}
 	s.counts.batches.Add(1)
 	s.counts.requests.Add(int64(len(batch)))
+	s.metrics.Batch(len(batch))
 	var retries []int
 	for i, o := range outcomes {
 		if o.retry {

@@ -22,6 +22,7 @@ import (
 	"walletgl/internal/database"
 	"walletgl/internal/events"
 	"walletgl/internal/faults"
+	"walletgl/internal/metrics"
 	"walletgl/internal/problem"
 	"walletgl/internal/wallet"
 	"walletgl/internal/wallet/postgres/internal/walletdb"
@@ -35,6 +36,7 @@ type Store struct {
 	outbox  *events.Outbox
 	faults  *faults.Set
 	log     zerolog.Logger
+	metrics *metrics.Wallet
 	batch   *batcher[*pendingTransfer, transferResult]
 	counts  batchCounters
 	// lookupFirst: the last batch held a replay or a refusal, so the next one looks its keys
@@ -58,13 +60,15 @@ type Options struct {
 	// transfers published right after the commit (events.Outbox.PublishOnCommit); nil leaves
 	// them pending for a relay's claim.
 	PublishOnCommit *events.Relay
+	// Metrics records the size of each committed batch (nil: nothing).
+	Metrics *metrics.Wallet
 }
 
 // NewStore returns a Store on pool, whose database has the "wallet" migrations applied.
 func NewStore(pool *pgxpool.Pool, opts Options) *Store {
 	s := &Store{
 		pool: pool, queries: walletdb.New(pool), outbox: events.NewOutbox(events.SourceWallet),
-		faults: opts.Faults, log: opts.Log,
+		faults: opts.Faults, log: opts.Log, metrics: opts.Metrics,
 	}
 	if opts.PublishOnCommit != nil {
 		s.outbox.PublishOnCommit(opts.PublishOnCommit)

@@ -1,0 +1,229 @@
+// Package metrics owns what both services expose to Prometheus at GET /metrics: the pipeline's
+// own metrics (names prefixed walletgl_, labelled service=wallet|gl), HTTP RED metrics per route
+// pattern, the database pools' statistics and the Go runtime's. Names are promises to
+// dashboards and alert rules (deploy/): see docs/metrics.md.
+package metrics
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics is one service's registry and the metrics the code updates. A nil *Metrics (and each
+// nil part) records nothing, so packages can be used without it.
+type Metrics struct {
+	reg      *prometheus.Registry
+	pools    *poolCollector
+	Relay    *Relay
+	Consumer *Consumer
+	Outbox   *Outbox
+	HTTP     *HTTP
+	Wallet   *Wallet
+	GL       *GL
+}
+
+// New returns the metrics of service ("wallet" or "gl"), with the Go runtime's and the process's.
+func New(service string) *Metrics {
+	reg := prometheus.NewRegistry()
+	f := factory{reg: reg, labels: prometheus.Labels{"service": service}}
+	pools := &poolCollector{labels: f.labels, pools: map[string]*pgxpool.Pool{}}
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), pools)
+	return &Metrics{
+		reg: reg, pools: pools, Relay: newRelay(f), Consumer: newConsumer(f), Outbox: newOutbox(f), HTTP: newHTTP(f),
+		Wallet: newWallet(f), GL: newGL(f),
+	}
+}
+
+// ObserveHTTP records an answered request (a web.Observer); a nil *Metrics records nothing.
+func (m *Metrics) ObserveHTTP(route, method string, status int, took time.Duration) {
+	if m != nil {
+		m.HTTP.Observe(route, method, status, took)
+	}
+}
+
+// Transfers is the wallet's metrics; nil for a nil *Metrics.
+func (m *Metrics) Transfers() *Wallet {
+	if m == nil {
+		return nil
+	}
+	return m.Wallet
+}
+
+// Handler serves the registry in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// Pool exposes a pgxpool's statistics under name ("main", "relay").
+func (m *Metrics) Pool(name string, pool *pgxpool.Pool) {
+	if m == nil {
+		return
+	}
+	m.pools.add(name, pool)
+}
+
+// Register adds a collector of the service's own (e.g. one reading the broker's state).
+func (m *Metrics) Register(c prometheus.Collector) {
+	if m != nil {
+		m.reg.MustRegister(c)
+	}
+}
+
+// factory makes metrics with the service label, registered.
+type factory struct {
+	reg    *prometheus.Registry
+	labels prometheus.Labels
+}
+
+func (f factory) counter(name, help string, labels ...string) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: f.labels}, labels)
+	f.reg.MustRegister(c)
+	return c
+}
+
+func (f factory) gauge(name, help string, labels ...string) *prometheus.GaugeVec {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: f.labels}, labels)
+	f.reg.MustRegister(g)
+	return g
+}
+
+func (f factory) histogram(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, ConstLabels: f.labels, Buckets: buckets}, labels)
+	f.reg.MustRegister(h)
+	return h
+}
+
+// latencyBuckets span the pipeline's latencies: a millisecond to a minute.
+var latencyBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
+
+// Relay is what a relay records.
+type Relay struct {
+	published   *prometheus.CounterVec
+	errors      *prometheus.CounterVec
+	seconds     *prometheus.HistogramVec
+	republished *prometheus.CounterVec
+}
+
+func newRelay(f factory) *Relay {
+	return &Relay{
+		published:   f.counter("walletgl_relay_published_total", "Messages the broker stored (not counting duplicates it dropped)."),
+		errors:      f.counter("walletgl_relay_publish_errors_total", "Publishes that failed, by reason: message (refused for itself), broker (refused or unreachable), timeout (no PubAck in time).", "reason"),
+		seconds:     f.histogram("walletgl_relay_publish_seconds", "Time of a publish round, from the first send to the last PubAck.", latencyBuckets),
+		republished: f.counter("walletgl_relay_republished_total", "Catch-up re-publishes of rows not acknowledged in time."),
+	}
+}
+
+// Published records n messages stored, r of them re-publishes, by a round that took d.
+func (r *Relay) Published(n, republished int, d time.Duration) {
+	if r == nil {
+		return
+	}
+	r.published.WithLabelValues().Add(float64(n))
+	r.republished.WithLabelValues().Add(float64(republished))
+	r.seconds.WithLabelValues().Observe(d.Seconds())
+}
+
+// PublishError records a failed publish.
+func (r *Relay) PublishError(reason string) {
+	if r != nil {
+		r.errors.WithLabelValues(reason).Inc()
+	}
+}
+
+// Consumer is what a consumer records.
+type Consumer struct {
+	processed  *prometheus.CounterVec
+	failed     *prometheus.CounterVec
+	duplicates *prometheus.CounterVec
+	pending    *prometheus.GaugeVec
+	batch      *prometheus.HistogramVec
+}
+
+func newConsumer(f factory) *Consumer {
+	return &Consumer{
+		processed:  f.counter("walletgl_consumer_processed_total", "Events applied and committed.", "event_type"),
+		failed:     f.counter("walletgl_consumer_failed_total", "Events recorded failed in the inbox, by reason: malformed, conflict, exhausted, unauthenticated.", "reason"),
+		duplicates: f.counter("walletgl_inbox_duplicates_total", "Deliveries the inbox recognised as events it had seen."),
+		pending:    f.gauge("walletgl_consumer_pending_messages", "Messages of the stream the durable consumer has not been delivered yet (JetStream num_pending)."),
+		batch:      f.histogram("walletgl_consumer_batch_seconds", "Time to apply a fetched batch, from its first claim to its commit.", latencyBuckets),
+	}
+}
+
+// Processed records n fresh events of eventType and dups duplicates, committed.
+func (c *Consumer) Processed(eventType string, n, dups int) {
+	if c == nil {
+		return
+	}
+	c.processed.WithLabelValues(eventType).Add(float64(n))
+	c.duplicates.WithLabelValues().Add(float64(dups))
+}
+
+// Batch records the time a fetched batch took to handle.
+func (c *Consumer) Batch(t time.Duration) {
+	if c != nil {
+		c.batch.WithLabelValues().Observe(t.Seconds())
+	}
+}
+
+// Failed records an event recorded failed.
+func (c *Consumer) Failed(reason string) {
+	if c != nil {
+		c.failed.WithLabelValues(reason).Inc()
+	}
+}
+
+// Pending sets the durable consumer's num_pending.
+func (c *Consumer) Pending(n uint64) {
+	if c != nil {
+		c.pending.WithLabelValues().Set(float64(n))
+	}
+}
+
+// Wallet is what the wallet records.
+type Wallet struct {
+	transfers *prometheus.CounterVec
+	batchSize *prometheus.HistogramVec
+}
+
+func newWallet(f factory) *Wallet {
+	return &Wallet{
+		transfers: f.counter("walletgl_transfers_total", "Transfer requests answered, by result: created, replayed, refused, failed.", "result"),
+		batchSize: f.histogram("walletgl_batch_size", "Transfer requests committed per transaction (group commit).", []float64{1, 2, 4, 8, 16, 32, 64, 128, 256}),
+	}
+}
+
+// Transfer records a transfer request's result.
+func (w *Wallet) Transfer(result string) {
+	if w != nil {
+		w.transfers.WithLabelValues(result).Inc()
+	}
+}
+
+// Batch records the size of a committed group-commit batch.
+func (w *Wallet) Batch(n int) {
+	if w != nil {
+		w.batchSize.WithLabelValues().Observe(float64(n))
+	}
+}
+
+// GL is what the GL records.
+type GL struct {
+	commitToPosted *prometheus.HistogramVec
+}
+
+func newGL(f factory) *GL {
+	return &GL{commitToPosted: f.histogram("walletgl_commit_to_posted_seconds",
+		"Time from a transfer's commit in the wallet (the event's occurrence) to its posting in the GL.", latencyBuckets)}
+}
+
+// Posted records the time from a transfer's occurrence to its posting.
+func (g *GL) Posted(occurred, posted time.Time) {
+	if g != nil {
+		g.commitToPosted.WithLabelValues().Observe(max(posted.Sub(occurred), 0).Seconds())
+	}
+}
