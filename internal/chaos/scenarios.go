@@ -337,9 +337,9 @@ func fillWalletStream(ctx context.Context, s *System, rng *rand.Rand, d time.Dur
 // once), so each round first freezes the leader together with one follower, the one the
 // stream's publisher is not connected to: with no quorum, every publish the publisher's server
 // forwards to the frozen leader stays unanswered for longer than any one wait for a PubAck
-// (today's relay waits 10 s). Then the leader is killed (kill -9), the follower resumed, and the
-// other two elect a new leader; the killed node is started again. Before each round it waits
-// for a leader and every replica current, and it leaves the cluster so.
+// (the scenario's relays wait EVENTS_PUBLISH_TIMEOUT, 3 s). Then the leader is killed (kill -9),
+// the follower resumed, and the other two elect a new leader; the killed node is started again.
+// Before each round it waits for a leader and every replica current, and it leaves the cluster so.
 func killStreamLeaders(ctx context.Context, s *System, rng *rand.Rand, d time.Duration) error {
 	const freeze = 15 * time.Second
 	js, closeJS, err := s.jetStream()

@@ -66,9 +66,8 @@ func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error
 // (options=-c plan_cache_mode=…). The hot statements take arrays (id = ANY($1)) on tables that
 // start empty and grow; a cached generic plan is made once, when they are small, and kept until
 // the statistics change. Where nothing analyzes them (autovacuum off, as on the machines this
-// was measured on), it stays a sequential scan of the whole table for every batch. Measured
-// with make bench, wallet alone: 1,013 µs of the wallet database's CPU per transfer with cached
-// plans, 318 µs planning each execution; 1,171 against 1,709 transfers/s.
+// project runs on), it stays a sequential scan of the whole table for every batch, which cost
+// the wallet's database about three times the CPU per transfer (docs/bench.md).
 func planEachExecution(cfg *pgxpool.Config, url string) {
 	if !strings.Contains(url, "plan_cache_mode") {
 		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
@@ -89,8 +88,8 @@ func OpenBookkeeping(ctx context.Context, url string, maxConns int32) (*pgxpool.
 	planEachExecution(cfg, url)
 	// The relay's statements take the oldest rows of a partial index in id order with a LIMIT.
 	// Without statistics (nothing analyzes a table that just took a backlog), the planner
-	// expects few rows there and prefers a bitmap scan of all of them and a sort: 10 ms per
-	// claim of 100 out of 20,000 pending rows, against 1-4 ms reading the index in order.
+	// expects few rows there and prefers a bitmap scan of all of them and a sort, several times
+	// slower than reading the index in order once the backlog is large (docs/bench.md).
 	if !strings.Contains(url, "enable_bitmapscan") {
 		cfg.ConnConfig.RuntimeParams["enable_bitmapscan"] = "off"
 	}

@@ -23,7 +23,7 @@ import (
 	"time"
 )
 
-// The fault points. Each is named where it sits; see the README's table.
+// The fault points. Each is named where it sits; docs/faults.md lists them for operators.
 const (
 	TransferAfterCommit  = "wallet.transfer.after_commit" // transfer committed, response not sent
 	RelayAfterPublish    = ".relay.after_publish"         // prefixed by the source: PubAck in hand, row not yet dispatched

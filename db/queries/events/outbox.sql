@@ -184,7 +184,7 @@ WHERE status = @status
 RETURNING id;
 
 -- name: ListenOutbox :exec
--- The outbox_notify trigger notifies this channel on every insert.
+-- The outbox_notify trigger notifies this channel when a statement inserts pending rows.
 LISTEN outbox;
 
 -- name: ListOutboxAfter :many

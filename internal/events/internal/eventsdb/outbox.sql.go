@@ -482,7 +482,7 @@ const listenOutbox = `-- name: ListenOutbox :exec
 LISTEN outbox
 `
 
-// The outbox_notify trigger notifies this channel on every insert.
+// The outbox_notify trigger notifies this channel when a statement inserts pending rows.
 func (q *Queries) ListenOutbox(ctx context.Context) error {
 	_, err := q.db.Exec(ctx, listenOutbox)
 	return err
