@@ -37,6 +37,9 @@ func (svc Service[S]) inboxList(ctx context.Context, env Env, args []string) err
 	var status string
 	var limit int
 	return svc.Run(ctx, env, args, ReadOnly, listFlags(&status, "failed", events.InboxStatuses, &limit), func(c Call[S]) error {
+		if err := checkLimit(limit); err != nil {
+			return fmt.Errorf("inbox list: %w", err)
+		}
 		rows, err := events.NewAdmin(c.Pool).ListInbox(ctx, status, limit)
 		if err != nil {
 			return err

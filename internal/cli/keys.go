@@ -131,8 +131,8 @@ func (svc Service[S]) auditList(ctx context.Context, env Env, args []string) err
 		s.Flags().IntVar(&limit, "limit", 100, "entries to list (at most 1000)")
 	}
 	return svc.Run(ctx, env, args, ReadOnly, own, func(c Call[S]) error {
-		if limit < 1 || limit > 1000 {
-			return fmt.Errorf("audit list: --limit must be from 1 to 1000, got %d", limit)
+		if err := checkLimit(limit); err != nil {
+			return fmt.Errorf("audit list: %w", err)
 		}
 		entries, err := auth.NewKeys(c.Pool, svc.Scopes).AuditLog(ctx, after, limit)
 		if err != nil {

@@ -78,6 +78,15 @@ func listFlags(status *string, def string, statuses []string, limit *int) func(*
 	}
 }
 
+// checkLimit refuses a --limit outside 1..events.MaxAdminLimit, as the HTTP API does: a limit is
+// never quietly changed.
+func checkLimit(limit int) error {
+	if limit < 1 || limit > events.MaxAdminLimit {
+		return fmt.Errorf("--limit must be from 1 to %d, got %d", events.MaxAdminLimit, limit)
+	}
+	return nil
+}
+
 // writeList prints rows as JSON, or for people a table of header and each row's cells, then how
 // many rows of the status it showed under which limit.
 func writeList[R any](env Env, asJSON bool, rows []R, header []string, cells func(R) []string, status string, limit int) error {
@@ -101,6 +110,9 @@ func (svc Service[S]) outboxList(ctx context.Context, env Env, args []string) er
 	return svc.Run(ctx, env, args, ReadOnly, listFlags(&status, "", events.OutboxStatuses, &limit), func(c Call[S]) error {
 		if status == "" {
 			return errors.New("outbox list: --status is required (" + strings.Join(events.OutboxStatuses, ", ") + ")")
+		}
+		if err := checkLimit(limit); err != nil {
+			return fmt.Errorf("outbox list: %w", err)
 		}
 		rows, err := events.NewAdmin(c.Pool).ListOutbox(ctx, status, limit)
 		if err != nil {
