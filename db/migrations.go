@@ -1,5 +1,6 @@
 // Package db holds the SQL of both services: goose migrations under schema/ (embedded here so
-// the binaries carry them) and the sqlc queries under queries/.
+// the binaries carry them), the sqlc queries under queries/ and the runtime role's privileges
+// under roles/.
 package db
 
 import (
@@ -13,6 +14,9 @@ var schema embed.FS
 //go:embed queries
 var queries embed.FS
 
+//go:embed roles
+var roles embed.FS
+
 // Queries returns the sqlc query files, queries/<set>/*.sql, for tools that need the exact SQL
 // the services run (the benchmark's pgbench scripts).
 func Queries() fs.FS {
@@ -24,4 +28,13 @@ func Queries() fs.FS {
 // and "auth" (API keys and audit), applied to both databases, "wallet" or "gl".
 func Migrations(set string) (fs.FS, error) {
 	return fs.Sub(schema, "schema/"+set)
+}
+
+// Roles returns a file of roles/: the privileges the runtime role gets on what a migration set
+// creates (roles/<set>.sql, where :"runtime_role" and :"database" stand for the role and the
+// database, quoted identifiers), "reset", what every grant starts from, or "privileges", the
+// check of a connection's user.
+func Roles(name string) (string, error) {
+	b, err := roles.ReadFile("roles/" + name + ".sql")
+	return string(b), err
 }

@@ -37,11 +37,18 @@ type Config struct {
 	Rule        gl.PostingRule
 	Events      config.Events
 	Log         config.Log
+
+	// The owner's URL for migrations (empty: DatabaseURL), which grant DatabaseURL's user what
+	// the service needs; and whether serve migrates at start.
+	MigrateDatabaseURL string
+	MigrateOnStart     bool
 }
 
 // Bind binds every setting to c: the environment variable, and the flag that overrides it.
 func (c *Config) Bind(s *config.Set) {
 	s.String(&c.DatabaseURL, "GL_DATABASE_URL", "database-url", "postgres://postgres@127.0.0.1:5432/gl?sslmode=disable", "the GL's PostgreSQL database (serve and migrate create it when missing)")
+	s.String(&c.MigrateDatabaseURL, "GL_MIGRATE_DATABASE_URL", "migrate-database-url", "", "the GL's database as its owner, for migrations (migrate, and serve at start), which then grant the user of GL_DATABASE_URL what the service needs (empty: GL_DATABASE_URL, nothing granted)")
+	s.Bool(&c.MigrateOnStart, "GL_MIGRATE_ON_START", "migrate-on-start", true, "serve creates and migrates the database before it serves (false: run migrate first, and serve needs no owner's URL)")
 	s.String(&c.HTTPAddr, "GL_HTTP_ADDR", "http-addr", "127.0.0.1:8081", "address of the GL's HTTP API")
 	s.String(&c.TLSCert, "GL_TLS_CERT", "tls-cert", "", "PEM certificate file: with GL_TLS_KEY the API is served over HTTPS (empty: HTTP)")
 	s.String(&c.TLSKey, "GL_TLS_KEY", "tls-key", "", "PEM private key file of GL_TLS_CERT")
@@ -51,6 +58,11 @@ func (c *Config) Bind(s *config.Set) {
 	s.String(&c.Rule.CreditAccount, "GL_TRANSFER_CREDIT_ACCOUNT", "transfer-credit-account", gl.DefaultPostingRule.CreditAccount, "account credited for each TransferCompleted.v1")
 	config.BindEvents(s, &c.Events)
 	config.BindLog(s, &c.Log)
+}
+
+// Postgres is the service's database: its URL, the owner's for migrations, whether serve migrates.
+func (c *Config) Postgres() serve.Database {
+	return serve.Database{URL: c.DatabaseURL, MigrateURL: c.MigrateDatabaseURL, MigrateOnStart: c.MigrateOnStart}
 }
 
 // Listen is where the HTTP API is served.
@@ -78,6 +90,9 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("GL_RATE_LIMIT: %w", err))
 	}
 	if err := c.Listen().Validate("GL_TLS_CERT", "GL_TLS_KEY"); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Postgres().Validate("GL_DATABASE_URL", "GL_MIGRATE_DATABASE_URL"); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(append(errs, c.Events.Validate())...)

@@ -17,6 +17,7 @@ import (
 
 	"walletgl/internal/cli"
 	"walletgl/internal/config"
+	"walletgl/internal/database"
 	"walletgl/internal/events"
 	"walletgl/internal/gl"
 	"walletgl/internal/gl/postgres"
@@ -70,7 +71,11 @@ func replayCmd(ctx context.Context, env cli.Env, args []string) error {
 	}
 	log = log.With().Str("component", "replay").Logger()
 
-	pool, err := serve.OpenDatabase(ctx, target, "gl", log)
+	targetDB, err := replayTarget(cfg.Postgres(), target)
+	if err != nil {
+		return err
+	}
+	pool, err := serve.OpenDatabase(ctx, targetDB, "gl", log)
 	if err != nil {
 		return fmt.Errorf("replay: open target: %w", err)
 	}
@@ -210,12 +215,27 @@ func replayDatabaseURL(current string, now time.Time) (string, error) {
 	if len(name) > 63 { // PostgreSQL's identifier limit; keep the distinguishing suffix
 		name = name[len(name)-63:]
 	}
-	u, err := url.Parse(current)
-	if err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
-		u.Path = "/" + name
-		return u.String(), nil
+	return database.WithDatabase(current, cfg.Database, name), nil
+}
+
+// replayTarget is the database a replay rebuilds into, at target: created and migrated with the
+// owner's URL of the GL's own database (GL_MIGRATE_DATABASE_URL) naming the target instead, so
+// that the replay posts as the runtime role, as gl serve does.
+func replayTarget(current serve.Database, target string) (serve.Database, error) {
+	d := serve.Database{URL: target, MigrateOnStart: true}
+	if current.MigrateURL == "" {
+		return d, nil
 	}
-	return strings.Replace(current, "dbname="+cfg.Database, "dbname="+name, 1), nil
+	owner, err := database.IdentityOf(current.MigrateURL)
+	if err != nil {
+		return d, fmt.Errorf("replay: GL_MIGRATE_DATABASE_URL: %w", err)
+	}
+	to, err := database.IdentityOf(target)
+	if err != nil {
+		return d, fmt.Errorf("replay: target: %w", err)
+	}
+	d.MigrateURL = database.WithDatabase(current.MigrateURL, owner.Database, to.Database)
+	return d, nil
 }
 
 // redact hides a password in a URL printed for the operator to copy.

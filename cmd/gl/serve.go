@@ -22,7 +22,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	deps, err := serve.Open(ctx, "gl", cfg.DatabaseURL, cfg.Events, log)
+	deps, err := serve.Open(ctx, "gl", cfg.Postgres(), cfg.Events, log)
 	if err != nil {
 		return err
 	}
@@ -78,10 +78,5 @@ func migrateCmd(ctx context.Context, env cli.Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	pool, err := serve.OpenDatabase(ctx, cfg.DatabaseURL, "gl", log)
-	if err != nil {
-		return err
-	}
-	pool.Close()
-	return nil
+	return serve.Migrate(ctx, cfg.Postgres(), "gl", log)
 }

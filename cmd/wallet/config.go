@@ -44,11 +44,18 @@ type Config struct {
 	BatchWorkers int
 	Events       config.Events
 	Log          config.Log
+
+	// The owner's URL for migrations (empty: DatabaseURL), which grant DatabaseURL's user what
+	// the service needs; and whether serve migrates at start.
+	MigrateDatabaseURL string
+	MigrateOnStart     bool
 }
 
 // Bind binds every setting to c: the environment variable, and the flag that overrides it.
 func (c *Config) Bind(s *config.Set) {
 	s.String(&c.DatabaseURL, "WALLET_DATABASE_URL", "database-url", "postgres://postgres@127.0.0.1:5432/wallet?sslmode=disable", "the wallet's PostgreSQL database (serve and migrate create it when missing)")
+	s.String(&c.MigrateDatabaseURL, "WALLET_MIGRATE_DATABASE_URL", "migrate-database-url", "", "the wallet's database as its owner, for migrations (migrate, and serve at start), which then grant the user of WALLET_DATABASE_URL what the service needs (empty: WALLET_DATABASE_URL, nothing granted)")
+	s.Bool(&c.MigrateOnStart, "WALLET_MIGRATE_ON_START", "migrate-on-start", true, "serve creates and migrates the database before it serves (false: run migrate first, and serve needs no owner's URL)")
 	s.String(&c.HTTPAddr, "WALLET_HTTP_ADDR", "http-addr", "127.0.0.1:8080", "address of the wallet's HTTP API")
 	s.String(&c.TLSCert, "WALLET_TLS_CERT", "tls-cert", "", "PEM certificate file: with WALLET_TLS_KEY the API is served over HTTPS (empty: HTTP)")
 	s.String(&c.TLSKey, "WALLET_TLS_KEY", "tls-key", "", "PEM private key file of WALLET_TLS_CERT")
@@ -60,6 +67,11 @@ func (c *Config) Bind(s *config.Set) {
 	s.Int(&c.BatchWorkers, "WALLET_BATCH_WORKERS", "batch-workers", postgres.DefaultBatchWorkers, "transfer batches committing at once; 0 gives each request a transaction of its own")
 	config.BindEvents(s, &c.Events)
 	config.BindLog(s, &c.Log)
+}
+
+// Postgres is the service's database: its URL, the owner's for migrations, whether serve migrates.
+func (c *Config) Postgres() serve.Database {
+	return serve.Database{URL: c.DatabaseURL, MigrateURL: c.MigrateDatabaseURL, MigrateOnStart: c.MigrateOnStart}
 }
 
 // Listen is where the HTTP API is served.
@@ -87,6 +99,9 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("WALLET_RATE_LIMIT: %w", err))
 	}
 	if err := c.Listen().Validate("WALLET_TLS_CERT", "WALLET_TLS_KEY"); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Postgres().Validate("WALLET_DATABASE_URL", "WALLET_MIGRATE_DATABASE_URL"); err != nil {
 		errs = append(errs, err)
 	}
 	if c.BatchWorkers < 0 {

@@ -22,7 +22,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	deps, err := serve.Open(ctx, "wallet", cfg.DatabaseURL, cfg.Events, log)
+	deps, err := serve.Open(ctx, "wallet", cfg.Postgres(), cfg.Events, log)
 	if err != nil {
 		return err
 	}
@@ -83,10 +83,5 @@ func migrateCmd(ctx context.Context, env cli.Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	pool, err := serve.OpenDatabase(ctx, cfg.DatabaseURL, "wallet", log)
-	if err != nil {
-		return err
-	}
-	pool.Close()
-	return nil
+	return serve.Migrate(ctx, cfg.Postgres(), "wallet", log)
 }

@@ -1,5 +1,6 @@
 // Package database owns the PostgreSQL plumbing both services share: creating a missing
-// database, the connection pool, goose migrations, the one transaction helper (WithTx,
+// database, the connection pool, goose migrations and the runtime role's privileges (Grant,
+// CheckPrivileges), the one transaction helper (WithTx,
 // WithTxV) with its explicit retry (RetrySerialization), and the reading of driver errors
 // (IsUnavailable, IsTransient).
 package database
@@ -156,20 +157,44 @@ func splitDatabase(dbURL string) (name, adminURL string, err error) {
 	if name == "" {
 		return "", "", fmt.Errorf("database url names no database")
 	}
+	return name, WithDatabase(dbURL, name, "postgres"), nil
+}
+
+// WithDatabase returns dbURL, which names the database current, naming name instead: the same
+// server, user and parameters.
+func WithDatabase(dbURL, current, name string) string {
 	u, err := url.Parse(dbURL)
 	if err != nil || u.Scheme == "" {
 		// key=value form
-		return name, strings.Replace(dbURL, "dbname="+name, "dbname=postgres", 1), nil
+		return strings.Replace(dbURL, "dbname="+current, "dbname="+name, 1)
 	}
-	u.Path = "/postgres"
-	return name, u.String(), nil
+	u.Path = "/" + name
+	return u.String()
+}
+
+// Identity is the database and the user a URL connects as, with the defaults filled in as the
+// driver fills them (PGUSER, PGDATABASE, the operating system's user).
+type Identity struct {
+	Database string
+	User     string
+}
+
+// IdentityOf reads the database and the user of dbURL.
+func IdentityOf(dbURL string) (Identity, error) {
+	cfg, err := pgx.ParseConfig(dbURL)
+	if err != nil {
+		return Identity{}, fmt.Errorf("parse database url: %w", err)
+	}
+	return Identity{Database: cfg.Database, User: cfg.User}, nil
 }
 
 // migrationSets are the goose sets of a service's database, in the order they apply.
 func migrationSets(service string) []string { return []string{"events", "auth", service} }
 
 // MigrationsCurrent reports a migration the database behind pool lacks: a service whose
-// database is behind its code must not take work.
+// database is behind its code must not take work. A least-privilege runtime role may not read
+// the migration tables (docs/database-roles.md): then nothing can be told, and nothing is
+// reported.
 func MigrationsCurrent(ctx context.Context, pool *pgxpool.Pool, service string) error {
 	sqlDB := stdlib.OpenDBFromPool(pool)
 	defer sqlDB.Close()
@@ -179,6 +204,10 @@ func MigrationsCurrent(ctx context.Context, pool *pgxpool.Pool, service string) 
 			return err
 		}
 		pending, err := provider.HasPending(ctx)
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "42501" { // insufficient_privilege
+			return nil
+		}
 		if err != nil {
 			return fmt.Errorf("check migrations %s: %w", set, err)
 		}
@@ -207,21 +236,74 @@ func migrationProvider(sqlDB *sql.DB, set string) (*goose.Provider, error) {
 func Migrate(ctx context.Context, pool *pgxpool.Pool, service string) error {
 	sqlDB := stdlib.OpenDBFromPool(pool)
 	defer sqlDB.Close()
-	for _, set := range []string{"events", "auth", service} {
-		fsys, err := db.Migrations(set)
+	for _, set := range migrationSets(service) {
+		provider, err := migrationProvider(sqlDB, set)
 		if err != nil {
-			return fmt.Errorf("load migrations %s: %w", set, err)
-		}
-		provider, err := goose.NewProvider(goose.DialectPostgres, sqlDB, fsys,
-			goose.WithTableName("goose_"+set+"_version"))
-		if err != nil {
-			return fmt.Errorf("prepare migrations %s: %w", set, err)
+			return err
 		}
 		if _, err := provider.Up(ctx); err != nil {
 			return fmt.Errorf("apply migrations %s: %w", set, err)
 		}
 	}
 	return nil
+}
+
+// Grant gives role, the service's runtime role, exactly the privileges the service needs on
+// what the migration sets of Migrate created (db/roles): it first takes every privilege on the
+// schema's tables and sequences away from it, so that a privilege no longer granted there, or
+// granted by hand, does not survive a migrate. It also keeps every other role out of the
+// database (CONNECT is the runtime role's and the owner's). pool connects as the owner or a
+// superuser; the role must exist (roles are the server's, not a database's: creating one and
+// its password is an administrator's job).
+func Grant(ctx context.Context, pool *pgxpool.Pool, service, role string) error {
+	dbName := pool.Config().ConnConfig.Database
+	var exists bool
+	if err := pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1)", role).Scan(&exists); err != nil {
+		return fmt.Errorf("look up role %s: %w", role, err)
+	}
+	if !exists {
+		return fmt.Errorf("grant %s's privileges: role %q does not exist: create it first (CREATE ROLE %s LOGIN PASSWORD …)",
+			service, role, pgx.Identifier{role}.Sanitize())
+	}
+	placeholders := strings.NewReplacer(
+		`:"runtime_role"`, pgx.Identifier{role}.Sanitize(),
+		`:"database"`, pgx.Identifier{dbName}.Sanitize(),
+	)
+	return WithTx(ctx, pool, func(tx pgx.Tx) error {
+		for _, set := range []string{"reset", "events", "auth", service} {
+			sql, err := db.Roles(set)
+			if err != nil {
+				return fmt.Errorf("load grants %s: %w", set, err)
+			}
+			// Without arguments pgx sends the file as one simple query: several statements.
+			if _, err := tx.Exec(ctx, placeholders.Replace(sql)); err != nil {
+				return fmt.Errorf("grant %s to role %s: %w", set, role, err)
+			}
+		}
+		return nil
+	})
+}
+
+// Privileges is how much the user of a connection may do beyond a service's needs.
+type Privileges struct {
+	User      string
+	Superuser bool // every check of privileges passes
+	Owner     bool // owns (or is a member of a role that owns) the database or a table in its schema
+	CanCreate bool // may create objects in the schema (DDL)
+}
+
+// CheckPrivileges tells who conn's user is: a superuser, an owner, or neither (a runtime role).
+func CheckPrivileges(ctx context.Context, conn Executor) (Privileges, error) {
+	query, err := db.Roles("privileges")
+	if err != nil {
+		return Privileges{}, fmt.Errorf("load the privileges check: %w", err)
+	}
+	var p Privileges
+	err = conn.QueryRow(ctx, query).Scan(&p.User, &p.Superuser, &p.Owner, &p.CanCreate)
+	if err != nil {
+		return Privileges{}, fmt.Errorf("read the privileges of the database user: %w", err)
+	}
+	return p, nil
 }
 
 // Executor runs statements: a pool, a connection or a transaction. The generated queries of

@@ -32,7 +32,7 @@ type Deps struct {
 }
 
 // Open opens the service's dependencies; Close releases them.
-func Open(ctx context.Context, service, dbURL string, ev config.Events, log zerolog.Logger) (*Deps, error) {
+func Open(ctx context.Context, service string, db Database, ev config.Events, log zerolog.Logger) (*Deps, error) {
 	fs, err := ev.FaultSet()
 	if err != nil {
 		return nil, fmt.Errorf("configuration: %w", err)
@@ -41,10 +41,10 @@ func Open(ctx context.Context, service, dbURL string, ev config.Events, log zero
 		log.Warn().Str("faults", ev.Faults).Msg("fault points armed")
 	}
 	d := &Deps{Service: service, Faults: fs, Topology: ev.Topology(log), Metrics: metrics.New(service)}
-	if d.Pool, err = OpenDatabase(ctx, dbURL, service, log); err != nil {
+	if d.Pool, err = OpenDatabase(ctx, db, service, log); err != nil {
 		return nil, err
 	}
-	if d.RelayPool, err = database.OpenBookkeeping(ctx, dbURL, database.BookkeepingMaxConns); err != nil {
+	if d.RelayPool, err = database.OpenBookkeeping(ctx, db.URL, database.BookkeepingMaxConns); err != nil {
 		d.Close()
 		return nil, err
 	}

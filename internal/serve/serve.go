@@ -6,11 +6,14 @@ package serve
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
@@ -22,21 +25,109 @@ import (
 	"walletgl/internal/web"
 )
 
-// OpenDatabase creates the service's database when it is missing, applies its migrations and
-// returns a pool on it.
-func OpenDatabase(ctx context.Context, url, service string, log zerolog.Logger) (*pgxpool.Pool, error) {
-	if err := database.EnsureExists(ctx, url); err != nil {
-		return nil, err
+// Database is where a service keeps its data: the URL it runs with, whose user is its runtime
+// role, and the URL its migrations run with, the owner's (empty: URL, and no grants).
+type Database struct {
+	URL        string
+	MigrateURL string
+	// MigrateOnStart has OpenDatabase create and migrate the database first (Migrate); without
+	// it the database must be ready (the migrate command) and the service needs no owner's URL.
+	MigrateOnStart bool
+}
+
+func (d Database) migrateURL() string {
+	if d.MigrateURL == "" {
+		return d.URL
 	}
-	pool, err := database.Open(ctx, url, database.ServiceMaxConns)
+	return d.MigrateURL
+}
+
+// Validate reports a migrate URL that names another database than URL, where the grants would
+// miss the service's tables (urlVar and migrateVar name the settings).
+func (d Database) Validate(urlVar, migrateVar string) error {
+	if d.MigrateURL == "" {
+		return nil
+	}
+	runtime, err := database.IdentityOf(d.URL)
+	if err != nil {
+		return fmt.Errorf("%s: %w", urlVar, err)
+	}
+	owner, err := database.IdentityOf(d.MigrateURL)
+	if err != nil {
+		return fmt.Errorf("%s: %w", migrateVar, err)
+	}
+	if owner.Database != runtime.Database {
+		return fmt.Errorf("%s names database %q and %s database %q: they must name the same one", migrateVar, owner.Database, urlVar, runtime.Database)
+	}
+	return nil
+}
+
+// Migrate creates the service's database when it is missing and applies its migrations, both
+// as the owner (MigrateURL), then grants the runtime role (URL's user) exactly what the service
+// needs (database.Grant). When both URLs have the same user there is nobody to grant to: it
+// warns instead.
+func Migrate(ctx context.Context, d Database, service string, log zerolog.Logger) error {
+	owner := d.migrateURL()
+	if err := database.EnsureExists(ctx, owner); err != nil {
+		return err
+	}
+	pool, err := database.Open(ctx, owner, database.ToolMaxConns)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	setting := strings.ToUpper(service) + "_MIGRATE_DATABASE_URL"
+	if err := database.Migrate(ctx, pool, service); err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "42501" { // insufficient_privilege
+			return fmt.Errorf("%w (migrations run as the owner: set %s, or %s_MIGRATE_ON_START=false and run migrate first)",
+				err, setting, strings.ToUpper(service))
+		}
+		return err
+	}
+	runtime, err := database.IdentityOf(d.URL)
+	if err != nil {
+		return err
+	}
+	if runtime.User == pool.Config().ConnConfig.User {
+		log.Warn().Str("role", runtime.User).
+			Msgf("the service and its migrations use the same database role: nothing granted; set %s to the owner's URL to run the service as a role of its own (docs/database-roles.md)", setting)
+		return nil
+	}
+	if err := database.Grant(ctx, pool, service, runtime.User); err != nil {
+		return err
+	}
+	log.Info().Str("role", runtime.User).Msg("runtime role granted the service's privileges")
+	return nil
+}
+
+// OpenDatabase migrates the service's database when d says so (Migrate) and returns a pool on
+// it as the runtime role, warning when that role is a superuser or an owner, which no privilege
+// holds back.
+func OpenDatabase(ctx context.Context, d Database, service string, log zerolog.Logger) (*pgxpool.Pool, error) {
+	if d.MigrateOnStart {
+		if err := Migrate(ctx, d, service, log); err != nil {
+			return nil, err
+		}
+	}
+	pool, err := database.Open(ctx, d.URL, database.ServiceMaxConns)
 	if err != nil {
 		return nil, err
 	}
-	if err := database.Migrate(ctx, pool, service); err != nil {
+	p, err := database.CheckPrivileges(ctx, pool)
+	if err != nil {
 		pool.Close()
-		return nil, err
+		return nil, fmt.Errorf("open database %s: %w", pool.Config().ConnConfig.Database, err)
 	}
-	log.Info().Str("database", pool.Config().ConnConfig.Database).Msg("database ready")
+	switch {
+	case p.Superuser:
+		log.Warn().Str("role", p.User).Msg("the service runs as a database superuser: nothing in the database holds it back (docs/database-roles.md)")
+	case p.Owner:
+		log.Warn().Str("role", p.User).Msg("the service runs as an owner of its database: it could change the schema and rewrite the journal (docs/database-roles.md)")
+	case p.CanCreate:
+		log.Warn().Str("role", p.User).Msg("the service's database role may create objects in the schema (docs/database-roles.md)")
+	}
+	log.Info().Str("database", pool.Config().ConnConfig.Database).Str("role", p.User).Msg("database ready")
 	return pool, nil
 }
 

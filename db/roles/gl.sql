@@ -1,0 +1,11 @@
+-- The GL's own tables (db/queries/gl). The journal is append-only: SELECT and INSERT, never
+-- UPDATE, DELETE or TRUNCATE (a replay rebuilds into a new database instead, gl replay).
+
+-- journal_lines.id is an identity column: an insert needs no USAGE on its sequence.
+GRANT SELECT, INSERT ON journal_entries, journal_lines TO :"runtime_role";
+
+-- The chart of accounts is read by every posting and grows with gl accounts add; an account is
+-- never redefined or removed.
+GRANT SELECT, INSERT ON accounts TO :"runtime_role";
+
+-- gl_postings is the analysts' view: the service never reads it (docs/database-roles.md).

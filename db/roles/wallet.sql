@@ -1,0 +1,11 @@
+-- The wallet's own tables (db/queries/wallet).
+
+-- Wallets are created, locked (SELECT … FOR NO KEY UPDATE needs UPDATE) and their balances
+-- changed; never deleted.
+GRANT SELECT, INSERT, UPDATE ON wallets TO :"runtime_role";
+
+-- A transfer is written once and never changed.
+GRANT SELECT, INSERT ON transfers TO :"runtime_role";
+
+-- reconcile_transfers_v1 is for the GL's reconcile, which reads it with a role of its own
+-- (docs/database-roles.md): the wallet itself never reads it.

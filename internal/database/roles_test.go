@@ -1,0 +1,134 @@
+package database_test
+
+import (
+	"context"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"walletgl/internal/database"
+	"walletgl/internal/testenv"
+)
+
+// ownerPool migrates a new database for service as the server's user (the owner) and returns
+// a pool on it as that user, and the database's URL as a new role of the test's.
+func ownerPool(t *testing.T, service string) (owner *pgxpool.Pool, runtimeURL string) {
+	t.Helper()
+	owner, dbURL := testenv.MigratedPool(t, service)
+	return owner, testenv.RoleURL(t, dbURL)
+}
+
+func userOf(t *testing.T, dbURL string) string {
+	t.Helper()
+	id, err := database.IdentityOf(dbURL)
+	require.NoError(t, err)
+	return id.User
+}
+
+// tablePrivileges are role's privileges on the tables and views of the schema, as
+// "table: PRIV,PRIV" in table order.
+func tablePrivileges(t *testing.T, pool *pgxpool.Pool, role string) []string {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), `
+SELECT table_name || ': ' || string_agg(privilege_type, ',' ORDER BY privilege_type)
+FROM information_schema.role_table_grants
+WHERE grantee = $1 AND table_schema = 'public'
+GROUP BY table_name
+ORDER BY table_name COLLATE "C"`, role)
+	require.NoError(t, err)
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	return got
+}
+
+func TestGrantGivesTheRuntimeRoleExactlyWhatTheServiceNeeds(t *testing.T) {
+	t.Parallel()
+	shared := []string{
+		"api_keys: INSERT,SELECT,UPDATE",
+		"audit_log: INSERT,SELECT",
+		"inbox: INSERT,SELECT,UPDATE",
+		"outbox: DELETE,INSERT,SELECT,UPDATE",
+	}
+	for _, tc := range []struct {
+		service string
+		own     []string
+	}{
+		{"wallet", []string{"transfers: INSERT,SELECT", "wallets: INSERT,SELECT,UPDATE"}},
+		{"gl", []string{"accounts: INSERT,SELECT", "journal_entries: INSERT,SELECT", "journal_lines: INSERT,SELECT"}},
+	} {
+		t.Run(tc.service, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			owner, runtimeURL := ownerPool(t, tc.service)
+			role := userOf(t, runtimeURL)
+			want := append(append([]string(nil), shared...), tc.own...)
+			slices.Sort(want)
+
+			require.NoError(t, database.Grant(ctx, owner, tc.service, role))
+			require.Equal(t, want, tablePrivileges(t, owner, role))
+
+			// A privilege granted by hand, or by an earlier version, does not survive a migrate.
+			for _, stmt := range []string{
+				"GRANT ALL ON ALL TABLES IN SCHEMA public TO " + pgx.Identifier{role}.Sanitize(),
+				"GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO " + pgx.Identifier{role}.Sanitize(),
+				"GRANT CREATE ON SCHEMA public TO " + pgx.Identifier{role}.Sanitize(),
+			} {
+				_, err := owner.Exec(ctx, stmt)
+				require.NoError(t, err)
+			}
+			require.NoError(t, database.Grant(ctx, owner, tc.service, role))
+			require.Equal(t, want, tablePrivileges(t, owner, role))
+			var sequences int
+			require.NoError(t, owner.QueryRow(ctx, `
+SELECT count(*) FROM information_schema.role_usage_grants WHERE grantee = $1 AND object_type = 'SEQUENCE'`, role).Scan(&sequences))
+			require.Zero(t, sequences, "the identity columns need no privilege on their sequences")
+
+			p, err := database.CheckPrivileges(ctx, openAs(t, runtimeURL))
+			require.NoError(t, err)
+			require.Equal(t, database.Privileges{User: role}, p, "neither superuser, nor owner, nor allowed DDL")
+		})
+	}
+}
+
+func TestGrantRefusesARoleThatDoesNotExist(t *testing.T) {
+	t.Parallel()
+	owner, _ := testenv.MigratedPool(t, "gl")
+	err := database.Grant(context.Background(), owner, "gl", "no_such_role_"+strings.ToLower(t.Name()))
+	require.ErrorContains(t, err, "does not exist: create it first")
+}
+
+func TestCheckPrivilegesTellsASuperuserAndAnOwner(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dbURL := testenv.DatabaseURL(t)
+	p, err := database.CheckPrivileges(ctx, openAs(t, dbURL))
+	require.NoError(t, err)
+	require.True(t, p.Superuser)
+
+	// The owner of the database owns its schema (PostgreSQL 15: public belongs to
+	// pg_database_owner) and what it creates there.
+	ownerURL := testenv.RoleURL(t, dbURL)
+	owner := userOf(t, ownerURL)
+	admin := openAs(t, dbURL)
+	u, err := url.Parse(dbURL)
+	require.NoError(t, err)
+	_, err = admin.Exec(ctx, "ALTER DATABASE "+pgx.Identifier{strings.TrimPrefix(u.Path, "/")}.Sanitize()+
+		" OWNER TO "+pgx.Identifier{owner}.Sanitize())
+	require.NoError(t, err)
+	p, err = database.CheckPrivileges(ctx, openAs(t, ownerURL))
+	require.NoError(t, err)
+	require.Equal(t, database.Privileges{User: owner, Owner: true, CanCreate: true}, p)
+}
+
+func openAs(t *testing.T, dbURL string) *pgxpool.Pool {
+	t.Helper()
+	pool, err := database.Open(context.Background(), dbURL, 2)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	return pool
+}

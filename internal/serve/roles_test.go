@@ -1,0 +1,247 @@
+package serve_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+
+	"walletgl/internal/auth"
+	"walletgl/internal/database"
+	"walletgl/internal/gl"
+	glpostgres "walletgl/internal/gl/postgres"
+	"walletgl/internal/serve"
+	"walletgl/internal/testenv"
+	"walletgl/internal/wallet"
+	walletpostgres "walletgl/internal/wallet/postgres"
+)
+
+// logBuffer is a logger whose lines the test reads back.
+func logBuffer() (zerolog.Logger, *bytes.Buffer) {
+	var buf bytes.Buffer
+	return zerolog.New(zerolog.SyncWriter(&buf)), &buf
+}
+
+// warnings are the messages of the warn lines in buf.
+func warnings(buf *bytes.Buffer) []string {
+	var out []string
+	for line := range strings.Lines(buf.String()) {
+		if strings.Contains(line, `"level":"warn"`) {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// openAsRuntimeRole creates the service's database as the server's user (the owner), migrates
+// it and grants a role of the test's, as serve does with a migrate URL, and returns the
+// service's pool, which connects as that role, and the owner's URL.
+func openAsRuntimeRole(t *testing.T, service string) (*pgxpool.Pool, string) {
+	t.Helper()
+	ownerURL := testenv.DatabaseURL(t)
+	d := serve.Database{URL: testenv.RoleURL(t, ownerURL), MigrateURL: ownerURL, MigrateOnStart: true}
+	log, buf := logBuffer()
+	pool, err := serve.OpenDatabase(context.Background(), d, service, log)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	require.Empty(t, warnings(buf), "a runtime role is neither a superuser nor an owner")
+	require.Contains(t, buf.String(), "runtime role granted the service's privileges")
+	return pool, ownerURL
+}
+
+// requirePermissionDenied runs each statement on pool and requires PostgreSQL to refuse it for
+// lack of a privilege (SQLSTATE 42501), not for a trigger or a constraint.
+func requirePermissionDenied(t *testing.T, pool *pgxpool.Pool, statements ...string) {
+	t.Helper()
+	for _, stmt := range statements {
+		_, err := pool.Exec(context.Background(), stmt)
+		var pgErr *pgconn.PgError
+		require.ErrorAs(t, err, &pgErr, "%s", stmt)
+		require.Equal(t, "42501", pgErr.Code, "%s: %v", stmt, err)
+		require.True(t, strings.HasPrefix(pgErr.Message, "permission denied") || strings.HasPrefix(pgErr.Message, "must be owner"),
+			"%s: %v", stmt, err)
+	}
+}
+
+func TestTheGLPostsAsItsRuntimeRoleAndCannotRewriteTheJournal(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, _ := openAsRuntimeRole(t, "gl")
+	ledger := glpostgres.NewLedger(pool)
+
+	require.NoError(t, gl.DefaultPostingRule.Check(ctx, ledger))
+	_, err := ledger.AddAccount(ctx, gl.Account{Code: "4010", Name: "Fees", Type: gl.Revenue, NormalBalance: gl.Credit})
+	require.NoError(t, err, "gl accounts add runs as the runtime role")
+	entry := gl.Entry{
+		ID: uuid.Must(uuid.NewV7()), EventID: uuid.NewString(), TransferID: uuid.NewString(), Currency: "USD",
+		OccurredAt: time.Now().UTC(),
+		Lines: []gl.Line{
+			{AccountCode: "1010", Direction: gl.Debit, Amount: 500},
+			{AccountCode: "2010", Direction: gl.Credit, Amount: 500},
+		},
+	}
+	err = database.WithTx(ctx, pool, func(tx pgx.Tx) error {
+		created, err := ledger.Post(ctx, tx, entry)
+		require.True(t, created)
+		return err
+	})
+	require.NoError(t, err)
+	got, err := ledger.EntriesByTransfer(ctx, entry.TransferID)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	keys := auth.NewKeys(pool, auth.GLScopes)
+	key, _, err := keys.Create(ctx, auth.Actor{Name: "cli:test"}, "reader", []auth.Scope{"ledger:read"})
+	require.NoError(t, err, "keys create runs as the runtime role, and audits")
+	_, err = keys.Revoke(ctx, auth.Actor{Name: "cli:test"}, key.ID)
+	require.NoError(t, err)
+
+	requirePermissionDenied(t, pool,
+		"UPDATE journal_lines SET amount = amount + 1",
+		"DELETE FROM journal_entries",
+		"TRUNCATE journal_lines",
+		"TRUNCATE journal_entries CASCADE",
+		"DELETE FROM accounts",
+		"CREATE TABLE shadow_ledger (id int)",
+		"ALTER TABLE journal_lines DISABLE TRIGGER journal_lines_append_only",
+		"DROP TABLE journal_lines",
+		"UPDATE audit_log SET actor = 'someone else'",
+		"DELETE FROM audit_log",
+		"DELETE FROM inbox",
+		"SELECT * FROM goose_gl_version",
+		"SELECT * FROM gl_postings",
+	)
+}
+
+func TestTheWalletTransfersAsItsRuntimeRoleAndCannotReachTheGL(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, _ := openAsRuntimeRole(t, "wallet")
+	store := walletpostgres.NewStore(pool, walletpostgres.Options{})
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- store.Run(runCtx) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+
+	for _, w := range []wallet.Wallet{{ID: "bank", Currency: "USD", AllowNegative: true}, {ID: "alice", Currency: "USD"}} {
+		_, err := store.CreateWallet(ctx, w)
+		require.NoError(t, err)
+	}
+	req := wallet.TransferRequest{IdempotencyKey: "k1", FromWalletID: "bank", ToWalletID: "alice", Amount: 250, Currency: "USD"}
+	tr, replayed, err := store.CreateTransfer(ctx, req)
+	require.NoError(t, err)
+	require.False(t, replayed)
+	again, replayed, err := store.CreateTransfer(ctx, req)
+	require.NoError(t, err)
+	require.True(t, replayed)
+	require.Equal(t, tr.ID, again.ID)
+	alice, err := store.GetWallet(ctx, "alice")
+	require.NoError(t, err)
+	require.Equal(t, int64(250), alice.Balance)
+
+	requirePermissionDenied(t, pool,
+		"UPDATE transfers SET amount = 1",
+		"DELETE FROM transfers",
+		"DELETE FROM wallets",
+		"TRUNCATE outbox",
+		"CREATE TABLE t (id int)",
+		"CREATE FUNCTION f() RETURNS int LANGUAGE sql AS 'SELECT 1'",
+		"SELECT * FROM reconcile_transfers_v1",
+	)
+
+	// The GL's database keeps every other role out, the wallet's included.
+	_, glOwnerURL := openAsRuntimeRole(t, "gl")
+	walletURL := pool.Config().ConnString()
+	walletDB, err := database.IdentityOf(walletURL)
+	require.NoError(t, err)
+	glDB, err := database.IdentityOf(glOwnerURL)
+	require.NoError(t, err)
+	_, err = pgx.Connect(ctx, database.WithDatabase(walletURL, walletDB.Database, glDB.Database))
+	var pgErr *pgconn.PgError
+	require.ErrorAs(t, err, &pgErr)
+	require.Equal(t, "42501", pgErr.Code, "%v", err)
+}
+
+func TestServeWarnsWhenItRunsAsASuperuserOrAnOwner(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	t.Run("the server's superuser, which also migrates: nothing granted", func(t *testing.T) {
+		t.Parallel()
+		log, buf := logBuffer()
+		pool, err := serve.OpenDatabase(ctx, serve.Database{URL: testenv.DatabaseURL(t), MigrateOnStart: true}, "gl", log)
+		require.NoError(t, err)
+		pool.Close()
+		got := warnings(buf)
+		require.Len(t, got, 2, "%s", buf)
+		require.Contains(t, got[0], "nothing granted; set GL_MIGRATE_DATABASE_URL")
+		require.Contains(t, got[1], "superuser")
+	})
+
+	t.Run("the database's owner", func(t *testing.T) {
+		t.Parallel()
+		dbURL := testenv.DatabaseURL(t)
+		ownerURL := testenv.RoleURL(t, dbURL)
+		owner, err := database.IdentityOf(ownerURL)
+		require.NoError(t, err)
+		admin, err := pgx.Connect(ctx, dbURL)
+		require.NoError(t, err)
+		_, err = admin.Exec(ctx, "ALTER DATABASE "+pgx.Identifier{owner.Database}.Sanitize()+" OWNER TO "+pgx.Identifier{owner.User}.Sanitize())
+		require.NoError(t, err)
+		require.NoError(t, admin.Close(ctx))
+
+		log, buf := logBuffer()
+		pool, err := serve.OpenDatabase(ctx, serve.Database{URL: ownerURL, MigrateOnStart: true}, "wallet", log)
+		require.NoError(t, err)
+		pool.Close()
+		got := warnings(buf)
+		require.Len(t, got, 2, "%s", buf)
+		require.Contains(t, got[1], "runs as an owner of its database")
+	})
+}
+
+func TestMigrationsAsTheRuntimeRoleSayWhatToSet(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, ownerURL := openAsRuntimeRole(t, "gl")
+	runtimeURL := pool.Config().ConnString()
+	log, _ := logBuffer()
+
+	err := serve.Migrate(ctx, serve.Database{URL: runtimeURL}, "gl", log)
+	var pgErr *pgconn.PgError
+	require.True(t, errors.As(err, &pgErr) && pgErr.Code == "42501", "%v", err)
+	require.ErrorContains(t, err, "set GL_MIGRATE_DATABASE_URL, or GL_MIGRATE_ON_START=false and run migrate first")
+
+	// Without migrations at start, serve needs the runtime URL alone.
+	served, err := serve.OpenDatabase(ctx, serve.Database{URL: runtimeURL}, "gl", log)
+	require.NoError(t, err)
+	served.Close()
+
+	// Migrating again, as a new version of the service does, keeps the grants.
+	require.NoError(t, serve.Migrate(ctx, serve.Database{URL: runtimeURL, MigrateURL: ownerURL}, "gl", log))
+	_, err = glpostgres.NewLedger(pool).Accounts(ctx)
+	require.NoError(t, err)
+}
+
+func TestAMigrateURLNamesTheServicesDatabase(t *testing.T) {
+	t.Parallel()
+	d := serve.Database{
+		URL:        "postgres://gl_app@db.internal:5432/gl?sslmode=verify-full",
+		MigrateURL: "postgres://gl_owner@db.internal:5432/gl?sslmode=verify-full",
+	}
+	require.NoError(t, d.Validate("GL_DATABASE_URL", "GL_MIGRATE_DATABASE_URL"))
+	d.MigrateURL = "postgres://gl_owner@db.internal:5432/wallet"
+	require.EqualError(t, d.Validate("GL_DATABASE_URL", "GL_MIGRATE_DATABASE_URL"),
+		`GL_MIGRATE_DATABASE_URL names database "wallet" and GL_DATABASE_URL database "gl": they must name the same one`)
+}
