@@ -3,7 +3,7 @@ GO       ?= go
 BIN      := bin
 PACKAGES := ./...
 
-.PHONY: run test test-race vulncheck fuzz chaos chaos-short bench build generate check-generate vet fmt-check ci clean
+.PHONY: run test test-race vulncheck fuzz chaos chaos-short bench build generate check-generate vet check-deploy fmt-check ci clean
 
 ## run: both services in the foreground against the local PostgreSQL and NATS (starts a
 ## JetStream server of its own when none answers); Ctrl-C stops them gracefully.
@@ -52,6 +52,16 @@ check-generate: generate
 vet:
 	$(GO) vet -tags $(TAGS) $(PACKAGES)
 
+## check-deploy: deploy/ with promtool (Debian's prometheus package): the alert rules, their unit
+## tests and the example scrape config (syntax only: its key files need not exist); then the
+## dashboard's queries, and that every metric deploy/ names is one internal/metrics registers.
+PROMTOOL ?= promtool
+check-deploy:
+	$(PROMTOOL) check rules deploy/prometheus/alerts.yml
+	$(PROMTOOL) test rules deploy/prometheus/alerts_test.yml
+	$(PROMTOOL) check config --syntax-only deploy/prometheus/prometheus.yml
+	PROMTOOL=$(PROMTOOL) $(GO) test -count=1 -run 'Dashboard|AlertRules|CheckOfNames' ./internal/metrics
+
 ## vulncheck: known vulnerabilities in the code's call graph (govulncheck, a Go tool in go.mod).
 ## It needs the vulnerability database at vuln.go.dev (or VULNDB=file:///path to a local copy);
 ## where neither answers it says so and passes, since it cannot give a verdict.
@@ -71,7 +81,7 @@ fmt-check:
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; test -z "$$out" || (echo "not gofmt-formatted:" >&2; echo "$$out" >&2; exit 1)
 
 ## ci: what .ci/run runs.
-ci: check-generate fmt-check vet test chaos-short
+ci: check-generate fmt-check vet check-deploy test chaos-short
 
 clean:
 	rm -rf $(BIN) .run

@@ -268,7 +268,7 @@ func TestEveryCommandAnswersHelp(t *testing.T) {
 	t.Parallel()
 	commands := clitest.EveryCommandHelps(t, run)
 	require.Equal(t, []string{
-		"serve", "migrate", "accounts list", "accounts add", "replay", "reconcile", "verify",
+		"serve", "migrate", "accounts list", "accounts add", "replay", "reconcile", "verify", "status",
 		"outbox stats", "outbox list", "outbox show", "outbox requeue",
 		"inbox stats", "inbox list", "inbox retry",
 		"keys create", "keys list", "keys revoke", "audit list",

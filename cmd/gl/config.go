@@ -24,6 +24,7 @@ var service = cli.Service[*Config]{
 	SettingsFunc:     func() *Config { return new(Config) },
 	InboxHandlerFunc: transferPoster,
 	VerifyFunc:       verifyChecks,
+	EventsFunc:       func(c *Config) config.Events { return c.Events },
 }
 
 // Config is every setting of the GL service.

@@ -27,6 +27,7 @@ func commands() []cli.Command {
 		{Name: "replay", Help: replayHelp, RunFunc: replayCmd},
 		{Name: "reconcile", Help: "compare every wallet transfer with the GL's entries; exit 1 on any difference [--json]", RunFunc: reconcileCmd},
 		{Name: "verify", Help: "check the ledger's invariants on the live database; exit 1 when one fails [--json]", RunFunc: service.Verify},
+		{Name: "status", Help: cli.StatusHelp, RunFunc: service.Status},
 		service.Outbox(),
 		service.Inbox(),
 		service.Keys(),

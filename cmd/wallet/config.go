@@ -26,6 +26,7 @@ var service = cli.Service[*Config]{
 		return postgres.NewAcknowledgments(), nil
 	},
 	VerifyFunc: verifyChecks,
+	EventsFunc: func(c *Config) config.Events { return c.Events },
 }
 
 // Config is every setting of the wallet service.

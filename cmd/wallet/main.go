@@ -28,5 +28,6 @@ func commands() []cli.Command {
 		service.Keys(),
 		service.Audit(),
 		{Name: "verify", Help: "check the wallet's invariants; exit 1 when one fails [--json]", RunFunc: service.Verify},
+		{Name: "status", Help: cli.StatusHelp, RunFunc: service.Status},
 	}
 }

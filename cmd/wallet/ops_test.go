@@ -424,6 +424,6 @@ func TestEveryCommandAnswersHelp(t *testing.T) {
 		"serve", "migrate",
 		"outbox stats", "outbox list", "outbox show", "outbox requeue", "outbox reconcile", "outbox republish",
 		"inbox stats", "inbox list", "inbox retry",
-		"keys create", "keys list", "keys revoke", "audit list", "verify",
+		"keys create", "keys list", "keys revoke", "audit list", "verify", "status",
 	}, commands)
 }

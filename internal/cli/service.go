@@ -13,7 +13,7 @@ import (
 )
 
 // Service is a binary as its commands see it: how its settings are made, and what the commands
-// both binaries have (outbox, inbox, verify) need of it.
+// both binaries have (outbox, inbox, verify, status) need of it.
 type Service[S Settings] struct {
 	Name     string       // the program and the log's service field: "wallet", "gl"
 	Consumer string       // the consumer its inbox belongs to: events.ConsumerWallet, events.ConsumerGL
@@ -26,6 +26,8 @@ type Service[S Settings] struct {
 	InboxHandlerFunc func(ctx context.Context, s S, pool *pgxpool.Pool, log zerolog.Logger) (events.Handler, error)
 	// VerifyFunc runs the service's invariant checks for verify.
 	VerifyFunc func(ctx context.Context, s S, pool *pgxpool.Pool) ([]Check, error)
+	// EventsFunc returns the event settings of s: status asks the broker with them.
+	EventsFunc func(s S) config.Events
 }
 
 // Parse reads the command line into new settings of the service and the command's own flags

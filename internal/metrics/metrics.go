@@ -1,7 +1,8 @@
 // Package metrics owns what both services expose to Prometheus at GET /metrics: the pipeline's
 // own metrics (names prefixed walletgl_, labelled service=wallet|gl), HTTP RED metrics per route
 // pattern, the database pools' statistics and the Go runtime's. Names are promises to
-// dashboards and alert rules (deploy/): see docs/metrics.md.
+// dashboards and alert rules (deploy/, checked against this package by deploy_test.go): see
+// docs/operations.md#metrics-dashboard-and-alerts.
 package metrics
 
 import (
@@ -110,11 +111,22 @@ type Relay struct {
 }
 
 func newRelay(f factory) *Relay {
-	return &Relay{
+	r := &Relay{
 		published:   f.counter("walletgl_relay_published_total", "Messages the broker stored (not counting duplicates it dropped)."),
 		errors:      f.counter("walletgl_relay_publish_errors_total", "Publishes that failed, by reason: message (refused for itself), broker (refused or unreachable), timeout (no PubAck in time).", "reason"),
 		seconds:     f.histogram("walletgl_relay_publish_seconds", "Time of a publish round, from the first send to the last PubAck.", latencyBuckets),
 		republished: f.counter("walletgl_relay_republished_total", "Catch-up re-publishes of rows not acknowledged in time."),
+	}
+	zero(r.errors, "message", "broker", "timeout")
+	return r
+}
+
+// zero exports c at 0 for each of its reasons before the first one happens: increase() and
+// rate() see a counter's first sample as its start, so without a 0 first the first failure of a
+// process would never make an alert fire (deploy/prometheus/alerts.yml).
+func zero(c *prometheus.CounterVec, reasons ...string) {
+	for _, r := range reasons {
+		c.WithLabelValues(r)
 	}
 }
 
@@ -145,13 +157,15 @@ type Consumer struct {
 }
 
 func newConsumer(f factory) *Consumer {
-	return &Consumer{
+	c := &Consumer{
 		processed:  f.counter("walletgl_consumer_processed_total", "Events applied and committed.", "event_type"),
 		failed:     f.counter("walletgl_consumer_failed_total", "Events recorded failed in the inbox, by reason: malformed, conflict, exhausted, unauthenticated.", "reason"),
 		duplicates: f.counter("walletgl_inbox_duplicates_total", "Deliveries the inbox recognised as events it had seen."),
 		pending:    f.gauge("walletgl_consumer_pending_messages", "Messages of the stream the durable consumer has not been delivered yet (JetStream num_pending)."),
 		batch:      f.histogram("walletgl_consumer_batch_seconds", "Time to apply a fetched batch, from its first claim to its commit.", latencyBuckets),
 	}
+	zero(c.failed, "malformed", "conflict", "exhausted", "unauthenticated") // events.Reason*
+	return c
 }
 
 // Processed records n fresh events of eventType and dups duplicates, committed.

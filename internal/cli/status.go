@@ -1,0 +1,272 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"walletgl/internal/config"
+	"walletgl/internal/events"
+)
+
+// The status command of both binaries: the whole pipeline as the service sees it, on one screen.
+// It reads the service's database (outbox, inbox, their last errors) and asks the broker for both
+// durable consumers; a broker that does not answer is reported, and the rest is still shown.
+
+// DefaultBrokerTimeout is how long status waits for the broker before it reports it unreachable.
+const DefaultBrokerTimeout = 2 * time.Second
+
+// StuckAfter is the age of the oldest unacknowledged outbox row from which status calls the
+// outbox stuck: the threshold of the WalletglOutboxStuck alert (deploy/prometheus/alerts.yml).
+const StuckAfter = 5 * time.Minute
+
+// Status is the pipeline's state as status prints it, and its JSON (--json).
+type Status struct {
+	Service          string               `json:"service"`
+	Database         string               `json:"database"`
+	Outbox           events.OutboxStats   `json:"outbox"`
+	OutboxLastError  *events.OutboxError  `json:"outbox_last_error"` // null: no failed or dead_letter row
+	Inbox            events.InboxStats    `json:"inbox"`
+	InboxLastFailure *events.InboxFailure `json:"inbox_last_failure"` // null: no failed event
+	Broker           BrokerStatus         `json:"broker"`
+	// Attention lists what an operator should look at, each with the command to start with;
+	// empty when nothing needs a human.
+	Attention []string `json:"attention"`
+}
+
+// BrokerStatus is what the broker said of the pipeline's durable consumers.
+type BrokerStatus struct {
+	URL       string           `json:"url"` // NATS_URL, passwords redacted
+	Reachable bool             `json:"reachable"`
+	Error     string           `json:"error,omitempty"` // why it is unreachable
+	Consumers []ConsumerStatus `json:"consumers"`       // empty when unreachable
+}
+
+// ConsumerStatus is one durable consumer as the broker sees it.
+type ConsumerStatus struct {
+	Name   string `json:"name"`   // events.ConsumerGL, events.ConsumerWallet
+	Stream string `json:"stream"` // the stream it reads
+	// Side is "outbox" for the consumer of this service's events (the other service's), "inbox"
+	// for this service's own, which feeds its inbox.
+	Side   string `json:"side"`
+	Exists bool   `json:"exists"` // false: the stream or the consumer is not created yet
+	// Pending is the stream's messages not delivered to the consumer yet (num_pending);
+	// Unacknowledged those delivered and not acknowledged (num_ack_pending); Redelivered those
+	// delivered more than once and still not acknowledged.
+	Pending        uint64 `json:"pending"`
+	Unacknowledged int    `json:"unacknowledged"`
+	Redelivered    int    `json:"redelivered"`
+}
+
+// Status is the status command.
+func (svc Service[S]) Status(ctx context.Context, env Env, args []string) error {
+	timeout := DefaultBrokerTimeout
+	own := func(s *config.Set) {
+		s.Flags().DurationVar(&timeout, "broker-timeout", DefaultBrokerTimeout, "how long to wait for the broker before reporting it unreachable")
+	}
+	return svc.Run(ctx, env, args, ReadOnly, own, func(c Call[S]) error {
+		st := Status{Service: svc.Name, Database: c.Pool.Config().ConnConfig.Database}
+		admin := events.NewAdmin(c.Pool)
+		var err error
+		if st.Outbox, err = admin.OutboxStats(ctx); err != nil {
+			return err
+		}
+		if st.OutboxLastError, err = admin.LastOutboxError(ctx); err != nil {
+			return err
+		}
+		if st.Inbox, err = admin.InboxStats(ctx); err != nil {
+			return err
+		}
+		if st.InboxLastFailure, err = admin.LastInboxFailure(ctx); err != nil {
+			return err
+		}
+		st.Broker = svc.brokerStatus(ctx, svc.EventsFunc(c.Settings), timeout)
+		st.Attention = svc.attention(st)
+		if c.JSON {
+			return JSON(env.Stdout, st)
+		}
+		return writeStatus(env.Stdout, st)
+	})
+}
+
+// brokerStatus asks the broker for both durable consumers, the one reading this service's
+// outbox first, within timeout.
+func (svc Service[S]) brokerStatus(ctx context.Context, ev config.Events, timeout time.Duration) BrokerStatus {
+	b := BrokerStatus{URL: redactURLs(ev.NATSURL), Consumers: []ConsumerStatus{}}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	nc, err := events.Connect(ctx, ev.NATSURL, svc.Name+" status", zerolog.Nop())
+	if err != nil {
+		b.Error = err.Error()
+		return b
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		b.Error = err.Error()
+		return b
+	}
+	topo := ev.Topology(zerolog.Nop())
+	var consumers []ConsumerStatus
+	for _, name := range []string{events.ConsumerGL, events.ConsumerWallet} {
+		spec, err := topo.Consumer(name)
+		if err != nil {
+			b.Error = err.Error()
+			return b
+		}
+		cs := ConsumerStatus{Name: name, Stream: topo.StreamName(spec.Source), Side: "inbox"}
+		if spec.Source == svc.Name {
+			cs.Side = "outbox"
+		}
+		cons, err := js.Consumer(ctx, cs.Stream, name)
+		switch {
+		case errors.Is(err, jetstream.ErrStreamNotFound), errors.Is(err, jetstream.ErrConsumerNotFound):
+		case err != nil:
+			b.Error = unreachable(nc, err, timeout)
+			return b
+		default:
+			info := cons.CachedInfo()
+			cs.Exists, cs.Pending, cs.Unacknowledged, cs.Redelivered = true, info.NumPending, info.NumAckPending, info.NumRedelivered
+		}
+		if cs.Side == "outbox" {
+			consumers = append([]ConsumerStatus{cs}, consumers...)
+		} else {
+			consumers = append(consumers, cs)
+		}
+	}
+	b.Reachable, b.Consumers = true, consumers
+	return b
+}
+
+// unreachable says why the broker did not answer: no connection (with the client's last error),
+// or no answer in time.
+func unreachable(nc *nats.Conn, err error, timeout time.Duration) string {
+	if status := nc.Status(); status != nats.CONNECTED {
+		if last := nc.LastError(); last != nil {
+			return fmt.Sprintf("not connected within %s (%s): %v", timeout, strings.ToLower(status.String()), last)
+		}
+		return fmt.Sprintf("not connected within %s (%s)", timeout, strings.ToLower(status.String()))
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Sprintf("no answer within %s", timeout)
+	}
+	return err.Error()
+}
+
+// redactURLs hides the passwords of NATS_URL's URLs.
+func redactURLs(raw string) string {
+	parts := strings.Split(raw, ",")
+	for i, p := range parts {
+		if u, err := url.Parse(strings.TrimSpace(p)); err == nil && u.User != nil {
+			if _, has := u.User.Password(); has {
+				u.User = url.UserPassword(u.User.Username(), "xxxxx")
+			} else {
+				u.User = url.User("xxxxx") // a token
+			}
+			parts[i] = u.String()
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// attention lists what needs an operator, each with the command to start with.
+func (svc Service[S]) attention(st Status) []string {
+	out := []string{}
+	if n := st.Outbox.Counts["dead_letter"]; n > 0 {
+		out = append(out, fmt.Sprintf("%d dead_letter outbox rows wait for an operator: %s outbox list --status dead_letter", n, svc.Name))
+	}
+	if st.Outbox.OldestUnacknowledgedAge >= StuckAfter {
+		other := events.ConsumerGL
+		if svc.Consumer == events.ConsumerGL {
+			other = events.ConsumerWallet
+		}
+		out = append(out, fmt.Sprintf("the oldest unacknowledged outbox row is %s old: is %s serve running and consuming? (%s status)",
+			st.Outbox.OldestUnacknowledgedAge.Round(time.Second), other, other))
+	}
+	if n := st.Inbox.Counts["failed"]; n > 0 {
+		out = append(out, fmt.Sprintf("%d failed inbox events: %s inbox list, then %s inbox retry ID… once the cause is fixed", n, svc.Name, svc.Name))
+	}
+	if !st.Broker.Reachable {
+		out = append(out, "the broker is unreachable: the relay and the consumer wait for it ("+svc.Name+" serve's log, /healthz)")
+	}
+	for _, c := range st.Broker.Consumers {
+		if !c.Exists {
+			out = append(out, fmt.Sprintf("the durable consumer %s on %s does not exist yet: it is created when %s serve starts", c.Name, c.Stream, c.Name))
+		}
+	}
+	return out
+}
+
+// writeStatus prints st for people: one screen, outbox, broker, inbox, then what needs attention.
+func writeStatus(w io.Writer, st Status) error {
+	counts := func(statuses []string, counts map[string]int64) string {
+		parts := make([]string, 0, len(statuses))
+		for _, s := range statuses {
+			parts = append(parts, fmt.Sprintf("%s %d", s, counts[s]))
+		}
+		return strings.Join(parts, ", ")
+	}
+	rows := [][]string{
+		{"outbox", counts(events.OutboxStatuses, st.Outbox.Counts)},
+		{"  oldest pending", age(st.Outbox.OldestPending, st.Outbox.OldestPendingAge)},
+		{"  oldest unacknowledged", age(st.Outbox.OldestUnacknowledged, st.Outbox.OldestUnacknowledgedAge)},
+		{"  last error", outboxError(st.OutboxLastError)},
+	}
+	if !st.Broker.Reachable {
+		rows = append(rows, []string{"broker", "broker unreachable at " + st.Broker.URL + ": " + st.Broker.Error})
+	}
+	for _, c := range st.Broker.Consumers {
+		line := fmt.Sprintf("%d pending, %d unacknowledged, %d redelivered", c.Pending, c.Unacknowledged, c.Redelivered)
+		if !c.Exists {
+			line = "not created yet"
+		}
+		rows = append(rows, []string{fmt.Sprintf("consumer %s of %s (this %s)", c.Name, c.Stream, c.Side), line})
+	}
+	rows = append(rows,
+		[]string{"inbox", counts(events.InboxStatuses, st.Inbox.Counts) + fmt.Sprintf("; duplicates absorbed %d", st.Inbox.Duplicates)},
+		[]string{"  last failure", inboxFailure(st.InboxLastFailure)},
+	)
+	fmt.Fprintf(w, "%s status: database %s, broker %s\n", st.Service, st.Database, st.Broker.URL)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, r := range rows {
+		fmt.Fprintln(tw, r[0]+"\t"+r[1])
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(st.Attention) == 0 {
+		_, err := fmt.Fprintln(w, "attention: none")
+		return err
+	}
+	fmt.Fprintln(w, "attention:")
+	for _, a := range st.Attention {
+		fmt.Fprintln(w, "  "+a)
+	}
+	return nil
+}
+
+func outboxError(e *events.OutboxError) string {
+	if e == nil {
+		return "none"
+	}
+	return fmt.Sprintf("%s %s at %s: %s", e.Status, e.ID, e.At.Format(time.RFC3339), Clip(e.Error, 100))
+}
+
+func inboxFailure(f *events.InboxFailure) string {
+	if f == nil {
+		return "none"
+	}
+	return fmt.Sprintf("%s %s (%s) at %s: %s", f.Reason, f.ID, f.EventType, f.At.Format(time.RFC3339), Clip(f.Detail, 100))
+}
+
+// StatusHelp is the status command's line in both binaries' tables.
+const StatusHelp = "the whole pipeline on one screen: outbox, broker consumers, inbox, last errors [--json]"
