@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/url"
@@ -63,12 +64,27 @@ func entriesJSON(entries []gl.Entry) []entryJSON {
 	return out
 }
 
+// entriesOf answers the entries of one transfer or event: id, the query parameter name, must be a
+// UUID (invalid: the parameter's problem).
+func entriesOf(w http.ResponseWriter, r *http.Request, name, id string, invalid *problem.Error,
+	find func(context.Context, string) ([]gl.Entry, error)) {
+	if !isUUID(id) {
+		web.WriteProblem(w, r, problem.Newf(invalid, "%s must be a UUID such as 0193a5c2-7e41-7d7b-8f7e-2f4f7c1a9b10, got %q", name, id))
+		return
+	}
+	entries, err := find(r.Context(), id)
+	if err != nil {
+		web.WriteProblem(w, r, err)
+		return
+	}
+	web.Encode(w, r, http.StatusOK, struct {
+		Entries []entryJSON `json:"entries"`
+	}{entriesJSON(entries)})
+}
+
 // handleEntries answers one of three questions: the entries of a transfer (transfer_id), of an
 // event (event_id), or a page of entries by posting time (from, to, after, limit; all optional).
 func handleEntries(ledger gl.Reader) http.Handler {
-	type response struct {
-		Entries []entryJSON `json:"entries"`
-	}
 	type pageResponse struct {
 		Entries    []entryJSON `json:"entries"`
 		NextCursor *string     `json:"next_cursor"` // null on the last page
@@ -86,28 +102,10 @@ func handleEntries(ledger gl.Reader) http.Handler {
 			web.WriteProblem(w, r, problem.Newf(web.ErrInvalidQuery, "use transfer_id, event_id, or from/to/after/limit; not several"))
 			return
 		case query.Has("transfer_id"):
-			if !isUUID(transferID) {
-				web.WriteProblem(w, r, problem.Newf(errInvalidTransferID, "transfer_id must be a UUID such as 0193a5c2-7e41-7d7b-8f7e-2f4f7c1a9b10, got %q", transferID))
-				return
-			}
-			entries, err := ledger.EntriesByTransfer(r.Context(), transferID)
-			if err != nil {
-				web.WriteProblem(w, r, err)
-				return
-			}
-			web.Encode(w, r, http.StatusOK, response{Entries: entriesJSON(entries)})
+			entriesOf(w, r, "transfer_id", transferID, errInvalidTransferID, ledger.EntriesByTransfer)
 			return
 		case query.Has("event_id"):
-			if !isUUID(eventID) {
-				web.WriteProblem(w, r, problem.Newf(errInvalidEventID, "event_id must be a UUID, got %q", eventID))
-				return
-			}
-			entries, err := ledger.EntriesByEvent(r.Context(), eventID)
-			if err != nil {
-				web.WriteProblem(w, r, err)
-				return
-			}
-			web.Encode(w, r, http.StatusOK, response{Entries: entriesJSON(entries)})
+			entriesOf(w, r, "event_id", eventID, errInvalidEventID, ledger.EntriesByEvent)
 			return
 		}
 		var q gl.EntryQuery
