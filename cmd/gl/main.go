@@ -30,6 +30,7 @@ func commands() []cli.Command {
 		service.Outbox(),
 		service.Inbox(),
 		service.Keys(),
+		service.Events(),
 		service.Audit(),
 	}
 }

@@ -22,6 +22,11 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	// The GL signs its TransferPosted.v1 and accepts TransferCompleted.v1 from the wallet alone.
+	keys, err := cfg.Events.EventKeys(events.SourceGL, events.SourceWallet, true, log)
+	if err != nil {
+		return err
+	}
 	deps, err := serve.Open(ctx, "gl", cfg.DatabaseURL, cfg.Events, log)
 	if err != nil {
 		return err
@@ -32,7 +37,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 		return fmt.Errorf("configuration: %w", err)
 	}
 	// The GL's acknowledgments are done once the wallet's consumer acknowledged them.
-	relay, err := events.NewRelay(cfg.Events.Relay(events.SourceGL, events.ConsumerWallet, deps.Faults),
+	relay, err := events.NewRelay(cfg.Events.Relay(events.SourceGL, events.ConsumerWallet, deps.Faults, keys.Signer),
 		deps.Topology, deps.RelayPool, deps.NATS, log)
 	if err != nil {
 		return err
@@ -41,7 +46,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	if cfg.Events.PublishOnCommit {
 		poster.PublishOnCommit(relay)
 	}
-	consCfg, err := cfg.Events.Consumer(events.ConsumerGL, deps.Faults)
+	consCfg, err := cfg.Events.Consumer(events.ConsumerGL, deps.Faults, keys.Trust)
 	if err != nil {
 		return err
 	}
@@ -49,7 +54,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	keys, guard, err := serve.Keys(deps.Pool, auth.GLScopes, cfg.RateLimit, gl.ErrUnavailable)
+	apiKeys, guard, err := serve.Keys(deps.Pool, auth.GLScopes, cfg.RateLimit, gl.ErrUnavailable)
 	if err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}
@@ -57,7 +62,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	return serve.Run(ctx, cfg.Listen(), handler, []serve.Worker{
 		{Name: "transfer consumer", Run: consumer.Run},
 		{Name: "acknowledgment relay", Run: relay.Run},
-		{Name: "API key use", Run: keys.Run},
+		{Name: "API key use", Run: apiKeys.Run},
 	}, log)
 }
 

@@ -424,6 +424,12 @@ func TestEveryCommandAnswersHelp(t *testing.T) {
 		"serve", "migrate",
 		"outbox stats", "outbox list", "outbox show", "outbox requeue", "outbox reconcile", "outbox republish",
 		"inbox stats", "inbox list", "inbox retry",
-		"keys create", "keys list", "keys revoke", "audit list", "verify",
+		"keys create", "keys list", "keys revoke", "events keygen", "audit list", "verify",
 	}, commands)
+}
+
+// Issue 13: the wallet signs its events with its own key and accepts the GL's alone.
+func TestServeNeedsEventKeys(t *testing.T) {
+	t.Parallel()
+	clitest.SignedEvents(t, run, events.SourceWallet, events.SourceGL, map[string]string{"WALLET_DATABASE_URL": testenv.DatabaseURL(t), "LOG_FORMAT": "json"})
 }

@@ -22,13 +22,18 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	// The wallet signs its TransferCompleted.v1 and accepts TransferPosted.v1 from the GL alone.
+	keys, err := cfg.Events.EventKeys(events.SourceWallet, events.SourceGL, true, log)
+	if err != nil {
+		return err
+	}
 	deps, err := serve.Open(ctx, "wallet", cfg.DatabaseURL, cfg.Events, log)
 	if err != nil {
 		return err
 	}
 	defer deps.Close()
 	pool, fs := deps.Pool, deps.Faults
-	relay, err := events.NewRelay(cfg.Events.Relay(events.SourceWallet, "", fs), deps.Topology, deps.RelayPool, deps.NATS, log)
+	relay, err := events.NewRelay(cfg.Events.Relay(events.SourceWallet, "", fs, keys.Signer), deps.Topology, deps.RelayPool, deps.NATS, log)
 	if err != nil {
 		return err
 	}
@@ -39,7 +44,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 		opts.PublishOnCommit = relay
 	}
 	store := postgres.NewStore(pool, opts)
-	ackCfg, err := cfg.Events.Consumer(events.ConsumerWallet, fs)
+	ackCfg, err := cfg.Events.Consumer(events.ConsumerWallet, fs, keys.Trust)
 	if err != nil {
 		return err
 	}
@@ -47,17 +52,17 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	keys, guard, err := serve.Keys(pool, auth.WalletScopes, cfg.RateLimit, wallet.ErrUnavailable)
+	apiKeys, guard, err := serve.Keys(pool, auth.WalletScopes, cfg.RateLimit, wallet.ErrUnavailable)
 	if err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}
 	handler := httpapi.NewServer(log, httpapi.Deps{
-		Service: store, Admin: events.NewAdmin(pool), Guard: guard, Audit: keys, Health: deps.Health(relay, acks),
+		Service: store, Admin: events.NewAdmin(pool), Guard: guard, Audit: apiKeys, Health: deps.Health(relay, acks),
 	})
 	workers := []serve.Worker{
 		{Name: "relay", Run: relay.Run},
 		{Name: "acknowledgment consumer", Run: acks.Run},
-		{Name: "API key use", Run: keys.Run},
+		{Name: "API key use", Run: apiKeys.Run},
 	}
 	if cfg.BatchWorkers > 0 {
 		// Stopped after the HTTP server has drained, so every request it took is answered.
