@@ -404,7 +404,8 @@ func TestInboxCommandsRetryTheGLsAcknowledgments(t *testing.T) {
 
 	out, _, err = b.run(t, "inbox", "stats", "--json")
 	require.NoError(t, err)
-	require.JSONEq(t, `{"counts":{"processing":0,"processed":1,"failed":1,"duplicate":0},"duplicates":0}`, out)
+	require.JSONEq(t, `{"counts":{"processing":0,"processed":1,"failed":1,"duplicate":0},"duplicates":0,`+
+		`"failed_by_reason":{"malformed":0,"conflict":0,"exhausted":1,"unauthenticated":0}}`, out)
 
 	out, _, err = b.run(t, "inbox", "list", "--status", "processed", "--json")
 	require.NoError(t, err)
