@@ -284,15 +284,20 @@ func (c *Consumer) inspect(msg jetstream.Msg) delivery {
 }
 
 // unauthenticated is the delivery of a message whose producer could not be verified. Its inbox
-// row is not the event id it claims but one of its own, made from its bytes: a forgery must
-// never take the inbox row of the real event it names, which would then be skipped as a
-// duplicate (or a real event's row be overwritten by it). The claimed id and type are only
+// row is not the event id it claims but one of its own, made from its bytes and signature
+// headers: a forgery must never take the inbox row of the real event it names, which would
+// then be skipped as a duplicate (or a real event's row be overwritten by it). Each forged
+// message has its row; a redelivery of one is the same row. The claimed id and type are only
 // shown.
 func unauthenticated(d delivery, cause error) delivery {
 	var claimed Envelope
 	_ = json.Unmarshal(d.msg.Data(), &claimed) // for the record only: nothing of it is believed
-	sum := sha256.Sum256(d.msg.Data())
-	d.EventID = "unauthenticated-" + hex.EncodeToString(sum[:16])
+	h := sha256.New()
+	for _, part := range []string{string(d.msg.Data()), d.msg.Headers().Get(HeaderKeyID), d.msg.Headers().Get(HeaderSignature)} {
+		h.Write([]byte(part))
+		h.Write([]byte{0})
+	}
+	d.EventID = "unauthenticated-" + hex.EncodeToString(h.Sum(nil)[:16])
 	d.Env = Envelope{Type: claimed.Type}
 	if claimed.ID != "" {
 		cause = fmt.Errorf("%w (it claims to be event %q)", cause, claimed.ID)
