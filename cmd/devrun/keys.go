@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+
+	"walletgl/internal/config"
 )
 
 // keysFile keeps the local API keys make run made, so that a second make run reuses them: the
@@ -90,4 +92,30 @@ func command(ctx context.Context, bin string, env []string, args ...string) ([]b
 		return nil, fmt.Errorf("%s %v: %w: %s", filepath.Base(bin), args, err, bytes.TrimSpace(stderr.Bytes()))
 	}
 	return out, nil
+}
+
+// eventKeysDir holds the event signing keys make run made (`<service> events keygen`), reused
+// by every later make run.
+const eventKeysDir = ".run/events"
+
+// ensureEventKeys makes (or reuses) an event signing key pair for each service with its binary
+// and returns the settings of each: its own private key, and the public key of the other
+// service, whose events it consumes.
+func ensureEventKeys(ctx context.Context, bins map[string]string, env []string) (map[string][]string, error) {
+	for service, bin := range bins {
+		if _, err := os.Stat(filepath.Join(eventKeysDir, service+".key")); err == nil {
+			continue
+		}
+		if _, err := command(ctx, bin, env, "events", "keygen", eventKeysDir, "--json"); err != nil {
+			return nil, err
+		}
+	}
+	abs, err := filepath.Abs(eventKeysDir)
+	if err != nil {
+		return nil, err
+	}
+	return map[string][]string{
+		"wallet": config.EventKeyEnv(abs, "wallet", "gl"),
+		"gl":     config.EventKeyEnv(abs, "gl", "wallet"),
+	}, nil
 }

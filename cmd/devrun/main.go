@@ -2,7 +2,9 @@
 // and NATS, their logs interleaved and labelled. Where no NATS server answers, it runs a
 // JetStream server of its own (store under .run/nats) for as long as it runs. Before the
 // services start, it migrates their databases and makes (or reuses) a local API key with admin
-// for each, printing them as one line: export WALLET_API_KEY=… GL_API_KEY=….
+// for each, printing them as one line: export WALLET_API_KEY=… GL_API_KEY=…, and an event
+// signing key pair for each under .run/events (`<service> events keygen`), which it gives the
+// services (EVENTS_SIGNING_KEY_FILE, EVENTS_TRUSTED_KEYS).
 package main
 
 import (
@@ -15,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -58,17 +61,25 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		// format where a person reads devrun's output, and for colours only on a terminal.
 		env = append(env, "LOG_FORMAT="+consoleFormat(stdout))
 	}
-	keys, err := ensureKeys(ctx, map[string]string{"wallet": args[0], "gl": args[1]}, env)
+	bins := map[string]string{"wallet": args[0], "gl": args[1]}
+	keys, err := ensureKeys(ctx, bins, env)
 	if err != nil {
 		return fmt.Errorf("set up local API keys: %w", err)
+	}
+	eventKeys, err := ensureEventKeys(ctx, bins, env)
+	if err != nil {
+		return fmt.Errorf("set up local event signing keys: %w", err)
 	}
 	// One line for people and scripts alike (scripts read it from here): the keys of the
 	// README's try-it session, each with admin on its service.
 	fmt.Fprintf(stdout, "export WALLET_API_KEY=%s GL_API_KEY=%s\n", keys["wallet"], keys["gl"])
 	g, gctx := errgroup.WithContext(ctx)
 	for i, bin := range args {
+		service := []string{"wallet", "gl"}[i]
 		label := []string{"wallet", "gl    "}[i]
-		g.Go(func() error { return runService(gctx, bin, label, env, out) })
+		g.Go(func() error {
+			return runService(gctx, bin, label, append(slices.Clip(env), eventKeys[service]...), out)
+		})
 	}
 	return g.Wait()
 }

@@ -271,7 +271,7 @@ func TestEveryCommandAnswersHelp(t *testing.T) {
 		"serve", "migrate", "accounts list", "accounts add", "replay", "reconcile", "verify", "status",
 		"outbox stats", "outbox list", "outbox show", "outbox requeue",
 		"inbox stats", "inbox list", "inbox retry",
-		"keys create", "keys list", "keys revoke", "audit list",
+		"keys create", "keys list", "keys revoke", "events keygen", "audit list",
 	}, commands)
 }
 
@@ -282,4 +282,10 @@ func TestCommandsNeverCreateADatabase(t *testing.T) {
 		_, _, err := runGL(t, glEnv(dbURL), args...)
 		require.ErrorContains(t, err, `database "gl_no_such_database" does not exist`, args)
 	}
+}
+
+// Issue 13: the GL signs its events with its own key and accepts the wallet's alone.
+func TestServeNeedsEventKeys(t *testing.T) {
+	t.Parallel()
+	clitest.SignedEvents(t, run, events.SourceGL, events.SourceWallet, glEnv(testenv.DatabaseURL(t)))
 }

@@ -31,6 +31,7 @@ func commands() []cli.Command {
 		service.Outbox(),
 		service.Inbox(),
 		service.Keys(),
+		service.Events(),
 		service.Audit(),
 	}
 }

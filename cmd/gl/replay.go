@@ -70,6 +70,11 @@ func replayCmd(ctx context.Context, env cli.Env, args []string) error {
 		return err
 	}
 	log = log.With().Str("component", "replay").Logger()
+	// A replay verifies every event as live consumption does: only the wallet's are posted.
+	keys, err := cfg.Events.EventKeys(events.SourceGL, events.SourceWallet, false, log)
+	if err != nil {
+		return fmt.Errorf("replay: %w", err)
+	}
 
 	targetDB, err := replayTarget(cfg.Postgres(), target)
 	if err != nil {
@@ -123,7 +128,7 @@ func replayCmd(ctx context.Context, env cli.Env, args []string) error {
 	// holds in the target too; it reads through a broker consumer of its own (Consumer.Replay).
 	// A rebuild answers nobody: duplicates in the stream are skipped, not acknowledged again.
 	poster := struct{ events.Handler }{gl.NewTransferPoster(cfg.Rule, ledger, log)}
-	consCfg, err := cfg.Events.Consumer(events.ConsumerGL, nil)
+	consCfg, err := cfg.Events.Consumer(events.ConsumerGL, nil, keys.Trust)
 	if err != nil {
 		return err
 	}
@@ -150,6 +155,7 @@ func replayCmd(ctx context.Context, env cli.Env, args []string) error {
 	fmt.Fprintf(env.Stdout, "  entries posted       %d\n", entries)
 	fmt.Fprintf(env.Stdout, "  duplicates skipped   %d\n", stats.Duplicates)
 	fmt.Fprintf(env.Stdout, "  dead-lettered        %d (see the target's inbox, status failed)\n", stats.Failed)
+	fmt.Fprintf(env.Stdout, "  unauthenticated      %d (of those dead-lettered: not signed by a trusted key of the wallet, never posted)\n", stats.Unauthenticated)
 	fmt.Fprintf(env.Stdout, "  rate                 %.0f events/s\n", float64(progress.done)/max(time.Since(progress.started).Seconds(), 1e-9))
 	fmt.Fprintf(env.Stdout, "  acknowledgments      left unpublished in %s's outbox\n", targetName)
 	if noReconcile {

@@ -55,12 +55,13 @@ type replayBundle struct {
 	live        *pgxpool.Pool
 	liveURL     string
 	walletURL   string // the wallet API the replay checks its rebuild against
+	keys        testenv.EventKeys
 }
 
 // newReplayBundle gives the test its own streams and a connection to them.
 func newReplayBundle(t *testing.T) *replayBundle {
 	t.Helper()
-	b := &replayBundle{natsURL: testenv.NATSURL(t)}
+	b := &replayBundle{natsURL: testenv.NATSURL(t), keys: testenv.NewEventKeys(t)}
 	b.ns = testenv.Namespace(t, b.natsURL)
 	b.topo = events.Topology{Namespace: b.ns, MaxBytes: testenv.StreamMaxBytes}
 	var err error
@@ -74,11 +75,28 @@ func newReplayBundle(t *testing.T) *replayBundle {
 }
 
 func (b *replayBundle) env(dbURL string) map[string]string {
-	return map[string]string{
+	env := map[string]string{
 		"GL_DATABASE_URL": dbURL, "NATS_URL": b.natsURL, "EVENTS_NAMESPACE": b.ns, "EVENTS_STREAM_MAX_BYTES": "16777216",
 		"WALLET_URL": b.walletURL,
 		"LOG_FORMAT": "json", "EVENTS_BATCH_SIZE": "7", // small batches: many rounds
 	}
+	for _, kv := range b.keys.Env(events.SourceGL) {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	return env
+}
+
+// publishRaw sends body on the wallet's subject under msgID, signed by signer (nil: unsigned).
+func (b *replayBundle) publishRaw(t *testing.T, body []byte, msgID string, signer *events.SigningKey) {
+	t.Helper()
+	msg := nats.NewMsg(b.topo.Subject(events.SourceWallet, events.TypeTransferCompleted))
+	msg.Data = body
+	if signer != nil {
+		signer.Sign(msg)
+	}
+	_, err := b.js.PublishMsg(context.Background(), msg, jetstream.WithMsgID(msgID))
+	require.NoError(t, err)
 }
 
 // publish sends a TransferCompleted envelope as the wallet's relay would, under msgID.
@@ -91,9 +109,7 @@ func (b *replayBundle) publish(t *testing.T, eventID uuid.UUID, transfer events.
 		Subject: transfer.TransferID, Time: transfer.CreatedAt, DataContentType: "application/json", Data: data,
 	})
 	require.NoError(t, err)
-	_, err = b.js.Publish(context.Background(), b.topo.Subject(events.SourceWallet, events.TypeTransferCompleted), body,
-		jetstream.WithMsgID(msgID))
-	require.NoError(t, err)
+	b.publishRaw(t, body, msgID, b.keys.Wallet)
 }
 
 // startLive runs the live GL consumer on the live database until the returned stop is called.
@@ -106,6 +122,7 @@ func (b *replayBundle) startLive(t *testing.T) (stop func()) {
 			AckWait: 5 * time.Second, MaxDeliver: 5,
 		},
 		BatchSize: 5,
+		Trust:     b.keys.Trust,
 	}, b.topo, b.nc, b.live, gl.NewTransferPoster(gl.DefaultPostingRule, ledger, zerolog.Nop()), zerolog.Nop())
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -159,9 +176,16 @@ func TestReplayRebuildsTheLiveLedger(t *testing.T) {
 	stop()
 	publishRange(n/2, n)
 	// A poison message: dead-lettered by both the live GL and the replay, posted by neither.
-	_, err := b.js.Publish(context.Background(), b.topo.Subject(events.SourceWallet, events.TypeTransferCompleted),
-		[]byte("{not json"), jetstream.WithMsgID("poison-1"))
+	b.publishRaw(t, []byte("{not json"), "poison-1", b.keys.Wallet)
+	// A forgery: a made-up transfer of CHF 5,000,000, unsigned. The replay verifies as the live
+	// GL does: recorded unauthenticated by both, posted by neither.
+	forged, err := json.Marshal(events.Envelope{
+		SpecVersion: "1.0", ID: uuid.NewString(), Source: events.SourceWallet, Type: events.TypeTransferCompleted,
+		Time: time.Now().UTC(), DataContentType: "application/json",
+		Data: json.RawMessage(`{"transfer_id":"forged","from_wallet_id":"w-a","to_wallet_id":"w-b","amount":500000000,"currency":"CHF","created_at":"2026-01-01T00:00:00Z"}`),
+	})
 	require.NoError(t, err)
+	b.publishRaw(t, forged, "forged-1", nil)
 	stop = b.startLive(t)
 	b.waitForEntries(t, n)
 	stop()
@@ -173,10 +197,11 @@ func TestReplayRebuildsTheLiveLedger(t *testing.T) {
 		out, _, err := runGL(t, b.env(b.liveURL), "replay", "--from-start", "--into", target)
 		require.NoError(t, err)
 		t.Log(out)
-		require.Contains(t, out, "events read          37\n") // 30 + 6 republished + 1 poison
+		require.Contains(t, out, "events read          38\n") // 30 + 6 republished + 1 poison + 1 forged
 		require.Contains(t, out, fmt.Sprintf("entries posted       %d\n", n))
 		require.Contains(t, out, "duplicates skipped   6\n")
-		require.Contains(t, out, "dead-lettered        1 ")
+		require.Contains(t, out, "dead-lettered        2 ")
+		require.Contains(t, out, "unauthenticated      1 ")
 		require.Contains(t, out, "check against the wallet API "+b.walletURL)
 		require.Contains(t, out, fmt.Sprintf("verdict: RECONCILED — %d transfers, %d entries", n, n))
 
@@ -223,6 +248,13 @@ func TestReplayRebuildsTheLiveLedger(t *testing.T) {
 		t.Cleanup(pool.Close)
 		require.Equal(t, want, postings(t, pool))
 		require.Contains(t, errOut, `"message":"replay progress"`, "progress is logged when stderr is not a terminal")
+	})
+
+	t.Run("without trusted keys it refuses to replay", func(t *testing.T) {
+		env := b.env(b.liveURL)
+		delete(env, "EVENTS_TRUSTED_KEYS")
+		_, _, err := runGL(t, env, "replay", "--from-start", "--into", testenv.DatabaseURL(t))
+		require.ErrorContains(t, err, "EVENTS_TRUSTED_KEYS is not set")
 	})
 
 	t.Run("without --from-start it refuses to guess", func(t *testing.T) {

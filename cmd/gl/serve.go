@@ -22,6 +22,11 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	// The GL signs its TransferPosted.v1 and accepts TransferCompleted.v1 from the wallet alone.
+	eventKeys, err := cfg.Events.EventKeys(events.SourceGL, events.SourceWallet, true, log)
+	if err != nil {
+		return err
+	}
 	deps, err := serve.Open(ctx, "gl", cfg.Postgres(), cfg.Events, log)
 	if err != nil {
 		return err
@@ -32,7 +37,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 		return fmt.Errorf("configuration: %w", err)
 	}
 	// The GL's acknowledgments are done once the wallet's consumer acknowledged them.
-	relayCfg := cfg.Events.Relay(events.SourceGL, events.ConsumerWallet, deps.Faults)
+	relayCfg := cfg.Events.Relay(events.SourceGL, events.ConsumerWallet, deps.Faults, eventKeys.Signer)
 	relayCfg.Metrics = deps.Metrics.Relay
 	relay, err := events.NewRelay(relayCfg, deps.Topology, deps.RelayPool, deps.NATS, log)
 	if err != nil {
@@ -42,7 +47,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	if cfg.Events.PublishOnCommit {
 		poster.PublishOnCommit(relay)
 	}
-	consCfg, err := cfg.Events.Consumer(events.ConsumerGL, deps.Faults)
+	consCfg, err := cfg.Events.Consumer(events.ConsumerGL, deps.Faults, eventKeys.Trust)
 	if err != nil {
 		return err
 	}

@@ -26,6 +26,7 @@ func commands() []cli.Command {
 		),
 		service.Inbox(),
 		service.Keys(),
+		service.Events(),
 		service.Audit(),
 		{Name: "verify", Help: "check the wallet's invariants; exit 1 when one fails [--json]", RunFunc: service.Verify},
 		{Name: "status", Help: cli.StatusHelp, RunFunc: service.Status},

@@ -404,7 +404,8 @@ func TestInboxCommandsRetryTheGLsAcknowledgments(t *testing.T) {
 
 	out, _, err = b.run(t, "inbox", "stats", "--json")
 	require.NoError(t, err)
-	require.JSONEq(t, `{"counts":{"processing":0,"processed":1,"failed":1,"duplicate":0},"duplicates":0}`, out)
+	require.JSONEq(t, `{"counts":{"processing":0,"processed":1,"failed":1,"duplicate":0},"duplicates":0,`+
+		`"failed_by_reason":{"malformed":0,"conflict":0,"exhausted":1,"unauthenticated":0}}`, out)
 
 	out, _, err = b.run(t, "inbox", "list", "--status", "processed", "--json")
 	require.NoError(t, err)
@@ -424,6 +425,12 @@ func TestEveryCommandAnswersHelp(t *testing.T) {
 		"serve", "migrate",
 		"outbox stats", "outbox list", "outbox show", "outbox requeue", "outbox reconcile", "outbox republish",
 		"inbox stats", "inbox list", "inbox retry",
-		"keys create", "keys list", "keys revoke", "audit list", "verify", "status",
+		"keys create", "keys list", "keys revoke", "events keygen", "audit list", "verify", "status",
 	}, commands)
+}
+
+// Issue 13: the wallet signs its events with its own key and accepts the GL's alone.
+func TestServeNeedsEventKeys(t *testing.T) {
+	t.Parallel()
+	clitest.SignedEvents(t, run, events.SourceWallet, events.SourceGL, map[string]string{"WALLET_DATABASE_URL": testenv.DatabaseURL(t), "LOG_FORMAT": "json"})
 }

@@ -22,13 +22,18 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	// The wallet signs its TransferCompleted.v1 and accepts TransferPosted.v1 from the GL alone.
+	eventKeys, err := cfg.Events.EventKeys(events.SourceWallet, events.SourceGL, true, log)
+	if err != nil {
+		return err
+	}
 	deps, err := serve.Open(ctx, "wallet", cfg.Postgres(), cfg.Events, log)
 	if err != nil {
 		return err
 	}
 	defer deps.Close()
 	pool, fs := deps.Pool, deps.Faults
-	relayCfg := cfg.Events.Relay(events.SourceWallet, "", fs)
+	relayCfg := cfg.Events.Relay(events.SourceWallet, "", fs, eventKeys.Signer)
 	relayCfg.Metrics = deps.Metrics.Relay
 	relay, err := events.NewRelay(relayCfg, deps.Topology, deps.RelayPool, deps.NATS, log)
 	if err != nil {
@@ -42,7 +47,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 		opts.PublishOnCommit = relay
 	}
 	store := postgres.NewStore(pool, opts)
-	ackCfg, err := cfg.Events.Consumer(events.ConsumerWallet, fs)
+	ackCfg, err := cfg.Events.Consumer(events.ConsumerWallet, fs, eventKeys.Trust)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,8 @@ package bench
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -42,15 +44,20 @@ func startSystem(ctx context.Context, opts Options, runID, dir string, bins harn
 		return s, err
 	}
 	s.broker = brokers[0]
+	// Signed events, as in production: what the bench measures includes signing and verifying.
+	keys, err := harness.MakeEventKeys(ctx, bins, filepath.Join(dir, "keys"))
+	if err != nil {
+		return s, err
+	}
 	common := []string{
 		"NATS_URL=" + s.broker.URL(), "EVENTS_NAMESPACE=bench", "LOG_FORMAT=json", "LOG_LEVEL=warn",
 		// One key drives the whole load: its allowance must not be what the bench measures.
 		"WALLET_RATE_LIMIT=1000000:1000000",
 	}
-	if s.wallet, err = harness.Service("wallet", bins.Wallet, "WALLET", s.walletURL, dir, append(common, opts.WalletEnv...)); err != nil {
+	if s.wallet, err = harness.Service("wallet", bins.Wallet, "WALLET", s.walletURL, dir, slices.Concat(keys.Env(events.SourceWallet), common, opts.WalletEnv)); err != nil {
 		return s, err
 	}
-	if s.gl, err = harness.Service("gl", bins.GL, "GL", s.glURL, dir, append(common, opts.GLEnv...)); err != nil {
+	if s.gl, err = harness.Service("gl", bins.GL, "GL", s.glURL, dir, slices.Concat(keys.Env(events.SourceGL), common, opts.GLEnv)); err != nil {
 		return s, err
 	}
 	for _, p := range []*harness.Process{s.wallet, s.gl} {

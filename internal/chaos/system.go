@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -55,6 +56,11 @@ func startSystem(ctx context.Context, opts Options, topo Topology, dir string, b
 	if s.Brokers, err = harness.StartBrokers(ctx, natsBin, dir, max(topo.Brokers, 1)); err != nil {
 		return nil, err
 	}
+	// Signed events, as in production: each service signs with its own key and trusts the other's.
+	keys, err := harness.MakeEventKeys(ctx, bins, filepath.Join(dir, "keys"))
+	if err != nil {
+		return nil, err
+	}
 	replicas := "1"
 	if len(s.Brokers) >= 3 {
 		replicas = "3"
@@ -67,14 +73,14 @@ func startSystem(ctx context.Context, opts Options, topo Topology, dir string, b
 		"EVENTS_MAX_ATTEMPTS=1000", "EVENTS_MAX_DELIVER=1000",
 	}
 	for i := range max(topo.WalletInstances, 1) {
-		p, err := s.process(fmt.Sprintf("wallet-%d", i+1), bins.Wallet, "WALLET", s.WalletURL, append(common, topo.WalletEnv...))
+		p, err := s.process(fmt.Sprintf("wallet-%d", i+1), bins.Wallet, "WALLET", s.WalletURL, slices.Concat(keys.Env(events.SourceWallet), common, topo.WalletEnv))
 		if err != nil {
 			return nil, err
 		}
 		s.Wallets = append(s.Wallets, p)
 	}
 	for i := range max(topo.GLInstances, 1) {
-		p, err := s.process(fmt.Sprintf("gl-%d", i+1), bins.GL, "GL", s.GLURL, append(common, topo.GLEnv...))
+		p, err := s.process(fmt.Sprintf("gl-%d", i+1), bins.GL, "GL", s.GLURL, slices.Concat(keys.Env(events.SourceGL), common, topo.GLEnv))
 		if err != nil {
 			return nil, err
 		}

@@ -16,7 +16,7 @@ import (
 // Inbox is the group `<program> inbox …`.
 func (svc Service[S]) Inbox() Command {
 	return Command{Name: "inbox", Sub: []Command{
-		{Name: "stats", Help: "inbox rows per status and duplicates absorbed [--json]", RunFunc: svc.inboxStats},
+		{Name: "stats", Help: "inbox rows per status, failed ones per reason, and duplicates absorbed [--json]", RunFunc: svc.inboxStats},
 		{Name: "list", Help: "inbox rows of one status: --status S (default failed) [--limit N] [--json]", RunFunc: svc.inboxList},
 		{Name: "retry", Help: "process failed events again from their stored payload: ID... [--json]", RunFunc: svc.inboxRetry},
 	}}
@@ -28,8 +28,13 @@ func (svc Service[S]) inboxStats(ctx context.Context, env Env, args []string) er
 		if err != nil {
 			return err
 		}
+		reasons := make([]string, len(events.FailureReasons))
+		for i, r := range events.FailureReasons {
+			reasons[i] = fmt.Sprintf("%s %d", r, stats.FailedByReason[r])
+		}
 		return writeStats(env, c.JSON, stats, events.InboxStatuses, stats.Counts,
-			fmt.Sprintf("duplicates absorbed: %d", stats.Duplicates))
+			fmt.Sprintf("duplicates absorbed: %d", stats.Duplicates),
+			"failed by reason: "+strings.Join(reasons, ", "))
 	})
 }
 

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -34,6 +35,11 @@ type Events struct {
 	AckWait         time.Duration
 	Faults          string
 	FaultsSeed      int
+	// Signed events: this service's private key, the public keys of the producers whose
+	// events it accepts, and the escape hatch for running without them.
+	SigningKeyFile   string
+	TrustedKeys      string
+	InsecureUnsigned bool
 }
 
 // BindEvents binds the shared event settings with their defaults (the seed's where it names one).
@@ -59,6 +65,94 @@ func BindEvents(s *Set, c *Events) {
 	s.Duration(&c.AckWait, "EVENTS_ACK_WAIT", "ack-wait", events.DefaultAckWait, "how long the broker waits for a consumer's ack before redelivering")
 	s.String(&c.Faults, "FAULTS", "faults", "", "arms fault points for game days and the fault harness, e.g. gl.consumer.after_commit:crash@0.05 (empty: none)")
 	s.Int(&c.FaultsSeed, "FAULTS_SEED", "faults-seed", 1, "seed of the fault points' draws, for repeatable runs")
+	s.String(&c.SigningKeyFile, "EVENTS_SIGNING_KEY_FILE", "signing-key-file", "", "this service's private event signing key, DIR/<service>.key of `<service> events keygen DIR`: every event it publishes is signed with it (required by serve)")
+	s.String(&c.TrustedKeys, "EVENTS_TRUSTED_KEYS", "trusted-keys", "", "comma-separated public key files (DIR/<service>.pub) of the producers whose events this service accepts: the other service's, two of it while its key is rotated (required by serve and gl replay)")
+	s.Bool(&c.InsecureUnsigned, "EVENTS_INSECURE_UNSIGNED", "insecure-unsigned", false, "run without EVENTS_SIGNING_KEY_FILE / EVENTS_TRUSTED_KEYS: events go out unsigned, and without trusted keys anyone who can publish on the broker can make this service apply an event (never in production; warned at every start)")
+}
+
+// EventKeyEnv is the environment that gives service the key pairs `events keygen dir` wrote:
+// its own private key, and the public keys of the producers it trusts.
+func EventKeyEnv(dir, service string, trusted ...string) []string {
+	private, _ := events.KeyFiles(dir, service)
+	pubs := make([]string, len(trusted))
+	for i, producer := range trusted {
+		_, pubs[i] = events.KeyFiles(dir, producer)
+	}
+	return []string{"EVENTS_SIGNING_KEY_FILE=" + private, "EVENTS_TRUSTED_KEYS=" + strings.Join(pubs, ",")}
+}
+
+// EventKeys are a service's event keys as its settings name them.
+type EventKeys struct {
+	// Signer signs the events the service publishes; nil: they go out unsigned
+	// (EVENTS_INSECURE_UNSIGNED without EVENTS_SIGNING_KEY_FILE).
+	Signer *events.SigningKey
+	// Trust verifies the events it consumes (events.AcceptUnsigned with EVENTS_INSECURE_UNSIGNED
+	// and no EVENTS_TRUSTED_KEYS).
+	Trust *events.Trust
+}
+
+// EventKeys reads the keys of service, which consumes the events of producer; sign=false reads
+// only the trusted keys (a replay publishes nothing). Both are required unless
+// EVENTS_INSECURE_UNSIGNED=true, which log hears of at every call: a missing signing key means
+// unsigned events, missing trusted keys mean events accepted unverified. Keys given are used
+// either way.
+func (c Events) EventKeys(service, producer string, sign bool, log zerolog.Logger) (EventKeys, error) {
+	var k EventKeys
+	var errs, insecure []string
+	const keygen = "make them with `%s events keygen DIR`, or set EVENTS_INSECURE_UNSIGNED=true to run without (never in production)"
+	switch {
+	case !sign:
+	case c.SigningKeyFile != "":
+		key, err := events.ReadSigningKey(c.SigningKeyFile)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Sprintf("EVENTS_SIGNING_KEY_FILE: %v", err))
+		case key.Service() != service:
+			errs = append(errs, fmt.Sprintf("EVENTS_SIGNING_KEY_FILE %s is %s's key, not %s's", c.SigningKeyFile, key.Service(), service))
+		default:
+			k.Signer = key
+		}
+	case c.InsecureUnsigned:
+		insecure = append(insecure, "events are published unsigned: consumers that verify refuse them")
+	default:
+		errs = append(errs, "EVENTS_SIGNING_KEY_FILE is not set: "+fmt.Sprintf(keygen, service))
+	}
+	switch {
+	case c.TrustedKeys != "":
+		var keys []events.PublicKey
+		for path := range strings.SplitSeq(c.TrustedKeys, ",") {
+			if path = strings.TrimSpace(path); path == "" {
+				continue
+			}
+			key, err := events.ReadPublicKey(path)
+			if err != nil {
+				errs = append(errs, fmt.Sprintf("EVENTS_TRUSTED_KEYS: %v", err))
+				continue
+			}
+			keys = append(keys, key)
+		}
+		trust, err := events.NewTrust(keys...)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Sprintf("EVENTS_TRUSTED_KEYS: %v", err))
+		case !trust.Has(producer):
+			errs = append(errs, fmt.Sprintf("EVENTS_TRUSTED_KEYS holds no key of %s, whose events %s consumes: add %s.pub of `%s events keygen`", producer, service, producer, producer))
+		default:
+			k.Trust = trust
+		}
+	case c.InsecureUnsigned:
+		k.Trust = events.AcceptUnsigned()
+		insecure = append(insecure, fmt.Sprintf("events are accepted unverified: anyone who can publish on %s's subjects can make %s apply an event", producer, service))
+	default:
+		errs = append(errs, "EVENTS_TRUSTED_KEYS is not set: "+fmt.Sprintf(keygen, producer))
+	}
+	if len(errs) > 0 {
+		return EventKeys{}, fmt.Errorf("configuration: signed events: %s", strings.Join(errs, "; "))
+	}
+	for _, msg := range insecure {
+		log.Warn().Bool("events_insecure_unsigned", true).Msg("EVENTS_INSECURE_UNSIGNED: " + msg)
+	}
+	return k, nil
 }
 
 // FaultSet parses FAULTS; nil when no fault point is armed.
@@ -108,10 +202,10 @@ func (c Events) Topology(log zerolog.Logger) events.Topology {
 	}
 }
 
-// Relay is the relay configuration for source's outbox.
-func (c Events) Relay(source, ackConsumer string, f *faults.Set) events.RelayConfig {
+// Relay is the relay configuration for source's outbox, signing with signer.
+func (c Events) Relay(source, ackConsumer string, f *faults.Set, signer *events.SigningKey) events.RelayConfig {
 	return events.RelayConfig{
-		Faults: f,
+		Faults: f, Signer: signer,
 		Source: source, BatchSize: c.BatchSize, Workers: c.RelayWorkers, CatchUpLimit: c.CatchUpLimit, PollInterval: c.PollInterval,
 		AckTimeout: c.AckTimeout, PublishTimeout: c.PublishTimeout, MaxAttempts: c.MaxAttempts, Lease: c.Lease, Retention: c.Retention,
 		AckConsumer: ackConsumer,
@@ -119,11 +213,11 @@ func (c Events) Relay(source, ackConsumer string, f *faults.Set) events.RelayCon
 }
 
 // Consumer is the configuration of the durable consumer called name (events.ConsumerGL or
-// events.ConsumerWallet), as the topology declares it.
-func (c Events) Consumer(name string, f *faults.Set) (events.ConsumerConfig, error) {
+// events.ConsumerWallet), as the topology declares it, verifying events with trust.
+func (c Events) Consumer(name string, f *faults.Set, trust *events.Trust) (events.ConsumerConfig, error) {
 	spec, err := c.Topology(zerolog.Nop()).Consumer(name)
 	if err != nil {
 		return events.ConsumerConfig{}, err
 	}
-	return events.ConsumerConfig{ConsumerSpec: spec, BatchSize: c.BatchSize, Workers: c.ConsumerWorkers, Faults: f}, nil
+	return events.ConsumerConfig{ConsumerSpec: spec, BatchSize: c.BatchSize, Workers: c.ConsumerWorkers, Faults: f, Trust: trust}, nil
 }

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"walletgl/internal/database"
+	"walletgl/internal/events"
 	"walletgl/internal/harness"
 	"walletgl/internal/testenv"
 )
@@ -30,6 +32,7 @@ type system struct {
 	walletAddr, glAddr   string
 	natsURL, namespace   string
 	common               []string
+	keys                 harness.EventKeys // each service's event signing key, made with its binary
 }
 
 func startSystem(t *testing.T, extraEnv ...string) *system {
@@ -47,6 +50,8 @@ func startSystemOn(t *testing.T, natsURL string, waitHealthy bool, extraEnv ...s
 	bins, err := harness.Build(ctx, dir)
 	require.NoError(t, err)
 
+	keys, err := harness.MakeEventKeys(ctx, bins, filepath.Join(dir, "keys"))
+	require.NoError(t, err)
 	walletURL, glURL := testenv.DatabaseURL(t), testenv.DatabaseURL(t)
 	ns := "e2e"
 	if waitHealthy {
@@ -63,14 +68,14 @@ func startSystemOn(t *testing.T, natsURL string, waitHealthy bool, extraEnv ...s
 	s := &system{
 		wallet: &harness.Process{Name: "wallet", Bin: bins.Wallet, Args: []string{"serve"}, Addr: walletAddr,
 			Log: filepath.Join(dir, "wallet.log"),
-			Env: append([]string{"WALLET_DATABASE_URL=" + walletURL, "WALLET_HTTP_ADDR=" + walletAddr}, common...)},
+			Env: slices.Concat([]string{"WALLET_DATABASE_URL=" + walletURL, "WALLET_HTTP_ADDR=" + walletAddr}, keys.Env(events.SourceWallet), common)},
 		gl: &harness.Process{Name: "gl", Bin: bins.GL, Args: []string{"serve"}, Addr: glAddr,
 			Log: filepath.Join(dir, "gl.log"),
-			Env: append([]string{"GL_DATABASE_URL=" + glURL, "GL_HTTP_ADDR=" + glAddr}, common...)},
+			Env: slices.Concat([]string{"GL_DATABASE_URL=" + glURL, "GL_HTTP_ADDR=" + glAddr}, keys.Env(events.SourceGL), common)},
 		walletAPI: harness.NewClient(walletAddr),
 		glAPI:     harness.NewClient(glAddr),
 		bins:      bins, walletDBURL: walletURL, glDBURL: glURL, walletAddr: walletAddr, glAddr: glAddr,
-		natsURL: natsURL, namespace: ns, common: common,
+		natsURL: natsURL, namespace: ns, common: common, keys: keys,
 	}
 	for _, p := range []*harness.Process{s.wallet, s.gl} {
 		require.NoError(t, p.Start())

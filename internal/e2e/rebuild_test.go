@@ -18,14 +18,18 @@ import (
 	"walletgl/internal/testenv"
 )
 
-// command runs one operator command of a built binary with the system's settings plus env, as
-// an operator would from a shell, and returns its combined output.
+// command runs one operator command of a built binary with the system's settings (its event
+// keys included) plus env, as an operator would from a shell, and returns its combined output.
 func (s *system) command(t *testing.T, bin string, env []string, args ...string) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = slices.Concat(s.common, env)
+	service := events.SourceWallet
+	if bin == s.bins.GL {
+		service = events.SourceGL
+	}
+	cmd.Env = slices.Concat(s.common, s.keys.Env(service), env)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }

@@ -306,7 +306,13 @@ func (a *Admin) Reconcile(ctx context.Context, posted PostedFunc, dryRun bool) (
 type InboxStats struct {
 	Counts     map[string]int64 `json:"counts"` // every status of InboxStatuses, zeros included
 	Duplicates int64            `json:"duplicates"`
+	// FailedByReason splits the failed rows by reason: every word of FailureReasons, zeros
+	// included.
+	FailedByReason map[string]int64 `json:"failed_by_reason"`
 }
+
+// FailureReasons are the reason words of failed inbox rows.
+var FailureReasons = []string{ReasonMalformed, ReasonConflict, ReasonExhausted, ReasonUnauthenticated}
 
 // InboxRow is one inbox row as an operator sees it.
 type InboxRow struct {
@@ -339,6 +345,17 @@ func (a *Admin) InboxStats(ctx context.Context) (InboxStats, error) {
 	for _, r := range rows {
 		stats.Counts[r.Status] = r.Count
 		stats.Duplicates += r.Duplicates
+	}
+	reasons, err := eventsdb.New(a.db).InboxFailureReasons(ctx)
+	if err != nil {
+		return InboxStats{}, fmt.Errorf("count failed inbox rows: %w", interpretError(err))
+	}
+	stats.FailedByReason = make(map[string]int64, len(FailureReasons))
+	for _, r := range FailureReasons {
+		stats.FailedByReason[r] = 0
+	}
+	for _, r := range reasons {
+		stats.FailedByReason[r.Reason] = r.Count
 	}
 	return stats, nil
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"walletgl/internal/events"
@@ -57,11 +56,9 @@ func TestABatchHandlerGetsWholeBatchesAndAPoisonEventFailsAlone(t *testing.T) {
 	// A copy of an event under another message id, and an invalid event, among the others.
 	row, err := eventsdb.New(b.pool).GetOutbox(ctx, ids[7])
 	require.NoError(t, err)
-	_, err = b.js.Publish(ctx, subject, row.Payload, jetstream.WithMsgID("copy-"+ids[7].String()))
-	require.NoError(t, err)
+	b.publish(t, events.SourceWallet, subject, row.Payload, "copy-"+ids[7].String())
 	poison := envelopeBody(t, uuid.New(), events.TransferCompleted{TransferID: "t", FromWalletID: "a", ToWalletID: "b", Amount: -5, Currency: "USD", CreatedAt: time.Now()})
-	_, err = b.js.Publish(ctx, subject, poison, jetstream.WithMsgID("poison"))
-	require.NoError(t, err)
+	b.publish(t, events.SourceWallet, subject, poison, "poison")
 	b.addEvents(t, 100)
 	_, err = relay.DispatchOnce(ctx)
 	require.NoError(t, err)

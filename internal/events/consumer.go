@@ -2,6 +2,9 @@ package events
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -36,6 +39,10 @@ type ConsumerConfig struct {
 	RetryDelay time.Duration     // first delay before a failed event is delivered again
 	Faults     *faults.Set       // arms the consumer's fault points (nil: none)
 	Metrics    *metrics.Consumer // records what the consumer applies (nil: nothing)
+	// Trust holds the keys every event is verified against, before anything else is done with
+	// it, as signed by the producer of EventType (Producer): required (AcceptUnsigned says so
+	// when events are not to be verified).
+	Trust *Trust
 }
 
 func (c ConsumerConfig) withDefaults() ConsumerConfig {
@@ -54,25 +61,30 @@ type ConsumerStats struct {
 	Duplicates int64 // events the inbox had seen before, skipped
 	Failed     int64 // events recorded as failed (poison or out of deliveries)
 	Retried    int64 // deliveries rolled back and negatively acknowledged
+	// Unauthenticated counts the failed events whose producer could not be verified.
+	Unauthenticated int64
 }
 
 // Consumer is a durable JetStream pull consumer feeding a Handler through the inbox: each event
 // is claimed, handled and marked processed in one transaction, then acknowledged to the broker.
 type Consumer struct {
-	cfg     ConsumerConfig
-	topo    Topology
-	nc      *nats.Conn
-	js      jetstream.JetStream
-	pool    *pgxpool.Pool
-	inbox   *Inbox
-	log     zerolog.Logger
-	batches *watchdog     // batches in flight, to report a loop that no longer ends one
-	failing *failureCount // deliveries whose handler ran and failed, per event
+	cfg      ConsumerConfig
+	topo     Topology
+	nc       *nats.Conn
+	js       jetstream.JetStream
+	pool     *pgxpool.Pool
+	inbox    *Inbox
+	log      zerolog.Logger
+	producer string        // the one service whose events it accepts (Producer of EventType)
+	batches  *watchdog     // batches in flight, to report a loop that no longer ends one
+	failing  *failureCount // deliveries whose handler ran and failed, per event
 
-	processed  atomic.Int64
-	duplicates atomic.Int64
-	failed     atomic.Int64
-	retried    atomic.Int64
+	processed       atomic.Int64
+	duplicates      atomic.Int64
+	failed          atomic.Int64
+	retried         atomic.Int64
+	unauthenticated atomic.Int64
+	lastForged      atomic.Int64 // unix nanoseconds of the last event recorded unauthenticated
 }
 
 // NewConsumer returns a consumer of cfg's event type applying handler to pool's database.
@@ -82,8 +94,17 @@ func NewConsumer(cfg ConsumerConfig, topo Topology, nc *nats.Conn, pool *pgxpool
 		return nil, fmt.Errorf("jetstream context: %w", err)
 	}
 	cfg = cfg.withDefaults()
+	producer := Producer(cfg.EventType)
+	switch {
+	case cfg.Trust == nil:
+		return nil, fmt.Errorf("consumer %s: no trusted keys to verify events with (events.AcceptUnsigned to take them unverified)", cfg.Name)
+	case producer == "":
+		return nil, fmt.Errorf("consumer %s: no service produces %s", cfg.Name, cfg.EventType)
+	case producer != cfg.Source:
+		return nil, fmt.Errorf("consumer %s: %s comes from %s, not from %s's stream", cfg.Name, cfg.EventType, producer, cfg.Source)
+	}
 	return &Consumer{
-		cfg: cfg, topo: topo, nc: nc, js: js, pool: pool, inbox: NewInbox(cfg.Name, handler),
+		cfg: cfg, topo: topo, nc: nc, js: js, pool: pool, inbox: NewInbox(cfg.Name, handler), producer: producer,
 		log:     log.With().Str("component", "consumer").Str("consumer", cfg.Name).Logger(),
 		batches: newWatchdog(stallAfter(cfg.AckWait + bookkeepingTimeout)),
 		failing: newFailureCount(failureCountLimit),
@@ -94,7 +115,7 @@ func NewConsumer(cfg ConsumerConfig, topo Topology, nc *nats.Conn, pool *pgxpool
 func (c *Consumer) Stats() ConsumerStats {
 	return ConsumerStats{
 		Processed: c.processed.Load(), Duplicates: c.duplicates.Load(),
-		Failed: c.failed.Load(), Retried: c.retried.Load(),
+		Failed: c.failed.Load(), Retried: c.retried.Load(), Unauthenticated: c.unauthenticated.Load(),
 	}
 }
 
@@ -112,6 +133,26 @@ func (c *Consumer) Run(ctx context.Context) error {
 func (c *Consumer) Health() error {
 	if age, stuck := c.batches.stalled(time.Now()); stuck {
 		return fmt.Errorf("consumer %s: a batch has been in flight for %s", c.cfg.Name, age.Round(time.Second))
+	}
+	return nil
+}
+
+// UnauthenticatedWarnFor is how long after an event was recorded unauthenticated the consumer's
+// Unauthenticated check keeps failing.
+const UnauthenticatedWarnFor = 15 * time.Minute
+
+// Unauthenticated reports events recorded failed as unauthenticated in the last
+// UnauthenticatedWarnFor: someone publishes on the producer's subject who is not the producer,
+// or a producer signs with a key the consumer does not trust. It is a warning, not a failure
+// of the service: whoever can publish would otherwise decide the service's health.
+func (c *Consumer) Unauthenticated(context.Context) error {
+	last := c.lastForged.Load()
+	if last == 0 {
+		return nil
+	}
+	if ago := time.Since(time.Unix(0, last)); ago < UnauthenticatedWarnFor {
+		return fmt.Errorf("consumer %s: %d events recorded failed as unauthenticated since start, the last %s ago (inbox list --status failed)",
+			c.cfg.Name, c.unauthenticated.Load(), ago.Round(time.Second))
 	}
 	return nil
 }
@@ -224,11 +265,16 @@ type delivery struct {
 	err       error // why the envelope is unusable
 }
 
+// inspect reads a fetched message: its producer is verified first, before anything of it is
+// believed, then its envelope is decoded and its type checked.
 func (c *Consumer) inspect(msg jetstream.Msg) delivery {
 	d := delivery{msg: msg}
 	if meta, err := msg.Metadata(); err == nil {
 		d.StreamSeq, d.delivered = meta.Sequence.Stream, meta.NumDelivered
 		c.cfg.Metrics.Pending(meta.NumPending) // what was still waiting when the message left the broker
+	}
+	if err := c.cfg.Trust.Verify(c.producer, msg.Data(), msg.Headers()); err != nil {
+		return unauthenticated(d, err)
 	}
 	d.Env, d.err = DecodeEnvelope(msg.Data())
 	d.EventID = d.Env.ID
@@ -241,6 +287,29 @@ func (c *Consumer) inspect(msg jetstream.Msg) delivery {
 	if d.err == nil {
 		d.err = expectType(d.Env, c.cfg.EventType)
 	}
+	return d
+}
+
+// unauthenticated is the delivery of a message whose producer could not be verified. Its inbox
+// row is not the event id it claims but one of its own, made from its bytes and signature
+// headers: a forgery must never take the inbox row of the real event it names, which would
+// then be skipped as a duplicate (or a real event's row be overwritten by it). Each forged
+// message has its row; a redelivery of one is the same row. The claimed id and type are only
+// shown.
+func unauthenticated(d delivery, cause error) delivery {
+	var claimed Envelope
+	_ = json.Unmarshal(d.msg.Data(), &claimed) // for the record only: nothing of it is believed
+	h := sha256.New()
+	for _, part := range []string{string(d.msg.Data()), d.msg.Headers().Get(HeaderKeyID), d.msg.Headers().Get(HeaderSignature)} {
+		h.Write([]byte(part))
+		h.Write([]byte{0})
+	}
+	d.EventID = "unauthenticated-" + hex.EncodeToString(h.Sum(nil)[:16])
+	d.Env = Envelope{Type: claimed.Type}
+	if claimed.ID != "" {
+		cause = fmt.Errorf("%w (it claims to be event %q)", cause, claimed.ID)
+	}
+	d.err = cause
 	return d
 }
 
@@ -462,6 +531,10 @@ func (c *Consumer) deadLetter(ctx context.Context, d delivery, reason string, ca
 	c.failing.forget(d.EventID)
 	c.failed.Add(1)
 	c.cfg.Metrics.Failed(reason)
+	if reason == ReasonUnauthenticated {
+		c.unauthenticated.Add(1)
+		c.lastForged.Store(time.Now().UnixNano())
+	}
 	c.log.Error().Err(cause).Str("reason", reason).Str("event_id", d.EventID).Uint64("stream_seq", d.StreamSeq).Msg("event dead-lettered in the inbox")
 	if err := d.msg.Term(); err != nil {
 		c.log.Debug().Err(err).Str("event_id", d.EventID).Msg("term not sent")

@@ -57,7 +57,10 @@ const (
 
 // failureReason is the reason word for a permanent failure.
 func failureReason(err error) string {
-	if errors.Is(err, ErrConflict) {
+	switch {
+	case errors.Is(err, ErrUnauthenticated):
+		return ReasonUnauthenticated
+	case errors.Is(err, ErrConflict):
 		return ReasonConflict
 	}
 	return ReasonMalformed

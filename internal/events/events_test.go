@@ -28,6 +28,7 @@ type testBundle struct {
 	js   jetstream.JetStream
 	topo events.Topology
 	log  zerolog.Logger
+	keys testenv.EventKeys // each relay signs with its source's key; consumers trust both
 }
 
 func setup(t *testing.T) *testBundle {
@@ -46,7 +47,17 @@ func setupWithNATS(t *testing.T, pool *pgxpool.Pool, natsURL string) *testBundle
 	require.NoError(t, err)
 	topo := testenv.Topology(t, natsURL)
 	require.NoError(t, topo.EnsureStreams(context.Background(), js))
-	return &testBundle{pool: pool, nc: nc, js: js, topo: topo, log: log}
+	return &testBundle{pool: pool, nc: nc, js: js, topo: topo, log: log, keys: testenv.NewEventKeys(t)}
+}
+
+// publish sends body on subject under msgID, signed by service as its relay signs.
+func (b *testBundle) publish(t *testing.T, service, subject string, body []byte, msgID string) {
+	t.Helper()
+	msg := nats.NewMsg(subject)
+	msg.Data = body
+	b.keys.Signer(service).Sign(msg)
+	_, err := b.js.PublishMsg(context.Background(), msg, jetstream.WithMsgID(msgID))
+	require.NoError(t, err)
 }
 
 func (b *testBundle) addEvents(t *testing.T, n int) []uuid.UUID {
@@ -75,6 +86,9 @@ func (b *testBundle) addEvents(t *testing.T, n int) []uuid.UUID {
 func (b *testBundle) relay(t *testing.T, cfg events.RelayConfig) *events.Relay {
 	t.Helper()
 	cfg.Source = events.SourceWallet
+	if cfg.Signer == nil {
+		cfg.Signer = b.keys.Wallet
+	}
 	r, err := events.NewRelay(cfg, b.topo, b.pool, b.nc, b.log)
 	require.NoError(t, err)
 	return r
@@ -193,9 +207,7 @@ func TestConsumerRecognisesADuplicateAndNeverHandlesItAgain(t *testing.T) {
 	// only the inbox can stop it.
 	row, err := eventsdb.New(b.pool).GetOutbox(context.Background(), ids[3])
 	require.NoError(t, err)
-	_, err = b.js.Publish(context.Background(), b.topo.Subject(events.SourceWallet, events.TypeTransferCompleted),
-		row.Payload, jetstream.WithMsgID("another-"+ids[3].String()))
-	require.NoError(t, err)
+	b.publish(t, events.SourceWallet, b.topo.Subject(events.SourceWallet, events.TypeTransferCompleted), row.Payload, "another-"+ids[3].String())
 
 	var handled sync.Map
 	var calls atomic.Int64
@@ -224,6 +236,7 @@ func (b *testBundle) consumer(t *testing.T, name string, h events.Handler) *even
 	c, err := events.NewConsumer(events.ConsumerConfig{
 		ConsumerSpec: events.ConsumerSpec{Name: name, Source: events.SourceWallet, EventType: events.TypeTransferCompleted},
 		RetryDelay:   50 * time.Millisecond,
+		Trust:        b.keys.Trust,
 	}, b.topo, b.nc, b.pool, h, b.log)
 	require.NoError(t, err)
 	return c

@@ -1,6 +1,7 @@
 package events
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -78,4 +79,17 @@ func (r *Relay) Health() error {
 		return fmt.Errorf("relay %s: the broker has refused publishes for %s: %w", r.cfg.Source, now.Sub(ref.since).Round(time.Second), ref.err)
 	}
 	return nil
+}
+
+// Signing reports what of the service's events goes unauthenticated: a relay that publishes
+// unsigned, a consumer that accepts events unverified (EVENTS_INSECURE_UNSIGNED).
+func Signing(r *Relay, c *Consumer) error {
+	var errs []error
+	if r.cfg.Signer == nil {
+		errs = append(errs, fmt.Errorf("relay %s publishes unsigned events", r.cfg.Source))
+	}
+	if c.cfg.Trust.Insecure() {
+		errs = append(errs, fmt.Errorf("consumer %s accepts events unverified", c.cfg.Name))
+	}
+	return errors.Join(errs...)
 }

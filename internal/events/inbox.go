@@ -156,6 +156,7 @@ type Retried struct {
 // the row processed. An event that fails again is rolled back and stays failed, with the error
 // in its outcome. ids are inbox ids ("<consumer>:<event id>") or bare event ids. Nothing is
 // retried, not even a deadlock: the operator reads the outcome and runs the command again.
+// Events recorded failed as unauthenticated are refused: only verified events are applied.
 func (in *Inbox) Retry(ctx context.Context, pool *pgxpool.Pool, ids ...string) []Retried {
 	log := zerolog.Ctx(ctx).With().Str("component", "inbox retry").Str("consumer", in.name).Logger()
 	out := make([]Retried, 0, len(ids))
@@ -183,6 +184,12 @@ func (in *Inbox) retryOne(ctx context.Context, tx pgx.Tx, id string) error {
 		return notFailed(ctx, tx, id)
 	case err != nil:
 		return fmt.Errorf("reclaim inbox %s: %w", id, err)
+	}
+	if row.Reason != nil && *row.Reason == ReasonUnauthenticated {
+		// Its signature is not stored, and its producer was never verified: applying it now
+		// would apply a forgery. The real event comes again when its producer publishes it.
+		return fmt.Errorf("inbox %s failed as unauthenticated: an event whose producer was not verified is never retried; "+
+			"a real event is published again by its producer (the wallet's: wallet outbox republish)", id)
 	}
 	if len(row.Payload) == 0 {
 		return fmt.Errorf("inbox %s has no stored payload to process", id)

@@ -180,12 +180,10 @@ func TestPoisonEventsAreDeadLetteredWithoutHoldingBackTheRest(t *testing.T) {
 	ctx := context.Background()
 	subject := b.topo.Subject(events.SourceWallet, events.TypeTransferCompleted)
 
-	_, err := b.js.Publish(ctx, subject, []byte("{not json"), jetstream.WithMsgID("garbage-1"))
-	require.NoError(t, err)
+	b.publish(t, events.SourceWallet, subject, []byte("{not json"), "garbage-1")
 	invalid := envelopeBody(t, uuid.New(), events.TransferCompleted{TransferID: "t-bad", FromWalletID: "a", ToWalletID: "b", Amount: 0, Currency: "USD", CreatedAt: time.Now()})
 	invalidID := uuid.New()
-	_, err = b.js.Publish(ctx, subject, invalid, jetstream.WithMsgID(invalidID.String()))
-	require.NoError(t, err)
+	b.publish(t, events.SourceWallet, subject, invalid, invalidID.String())
 	b.addEvents(t, 1000)
 	relay := b.relay(t, events.RelayConfig{BatchSize: 250})
 	for {
@@ -239,6 +237,7 @@ func TestAFailingHandlerIsRetriedAndThenRecordedExhausted(t *testing.T) {
 	c, err := events.NewConsumer(events.ConsumerConfig{
 		ConsumerSpec: events.ConsumerSpec{Name: "gl", Source: events.SourceWallet, EventType: events.TypeTransferCompleted, MaxDeliver: 3},
 		RetryDelay:   10 * time.Millisecond,
+		Trust:        b.keys.Trust,
 	}, b.topo, b.nc, b.pool, events.HandlerFunc(func(ctx context.Context, tx pgx.Tx, env events.Envelope) error {
 		if env.ID == ids[1].String() {
 			calls.Add(1)
@@ -395,7 +394,7 @@ func TestTheBrokerNeverGivesUpOnAnEventNobodyApplied(t *testing.T) {
 		require.Equal(t, 1, n, "the event is delivered again")
 	}
 
-	c, err := events.NewConsumer(events.ConsumerConfig{ConsumerSpec: spec}, b.topo, b.nc, b.pool,
+	c, err := events.NewConsumer(events.ConsumerConfig{ConsumerSpec: spec, Trust: b.keys.Trust}, b.topo, b.nc, b.pool,
 		events.HandlerFunc(func(context.Context, pgx.Tx, events.Envelope) error { return nil }), b.log)
 	require.NoError(t, err)
 	stop := runInBackground(t, c.Run)

@@ -55,6 +55,10 @@ type RelayConfig struct {
 	// acknowledged the very message stored for them (see AcknowledgeAppliedOnce). Empty: rows
 	// are acknowledged by the consumer's reply event.
 	AckConsumer string
+	// Signer signs every message the relay publishes, over the exact bytes of the row's
+	// envelope: it must be Source's key. Nil publishes unsigned, which only a consumer that
+	// accepts unsigned events (EVENTS_INSECURE_UNSIGNED) applies.
+	Signer *SigningKey
 	// Faults arms the relay's fault points (nil: none).
 	Faults *faults.Set
 	// Metrics records what the relay publishes (nil: nothing).
@@ -118,6 +122,9 @@ type Relay struct {
 // NewRelay returns a relay for cfg.Source's outbox in pool, publishing through nc.
 func NewRelay(cfg RelayConfig, topo Topology, pool *pgxpool.Pool, nc *nats.Conn, log zerolog.Logger) (*Relay, error) {
 	cfg = cfg.withDefaults()
+	if cfg.Signer != nil && cfg.Signer.Service() != cfg.Source {
+		return nil, fmt.Errorf("relay %s: the signing key is %s's", cfg.Source, cfg.Signer.Service())
+	}
 	// Room for every round that may be in flight: claims and hand-offs, and one catch-up batch.
 	// PubAcks that do not come in time are dropped by nats.go too: left pending, they would fill
 	// the bound and stall every later publish for good.
@@ -469,6 +476,9 @@ func (r *Relay) send(ctx context.Context, rows []claimedRow) []publishOutcome {
 	for i, row := range rows {
 		msg := nats.NewMsg(r.topo.Subject(r.cfg.Source, row.eventType))
 		msg.Data = row.payload
+		if r.cfg.Signer != nil {
+			r.cfg.Signer.Sign(msg)
+		}
 		f, err := r.js.PublishMsgAsync(msg, jetstream.WithMsgID(row.id.String()))
 		if err != nil {
 			outcomes[i].err = err

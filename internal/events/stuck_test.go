@@ -53,7 +53,7 @@ func (b *testBundle) addAcks(t *testing.T, n int) []uuid.UUID {
 // glRelay is the GL's relay: its rows are acknowledged by the wallet consumer's ack floor.
 func (b *testBundle) glRelay(t *testing.T, cfg events.RelayConfig) *events.Relay {
 	t.Helper()
-	cfg.Source, cfg.AckConsumer = events.SourceGL, events.ConsumerWallet
+	cfg.Source, cfg.AckConsumer, cfg.Signer = events.SourceGL, events.ConsumerWallet, b.keys.GL
 	r, err := events.NewRelay(cfg, b.topo, b.pool, b.nc, b.log)
 	require.NoError(t, err)
 	return r
@@ -192,8 +192,7 @@ func TestADuplicateOfAProcessedEventIsAnsweredAgain(t *testing.T) {
 	rows, err := eventsdb.New(b.pool).ListOutbox(ctx, eventsdb.ListOutboxParams{Status: "dispatched", RowLimit: 10})
 	require.NoError(t, err)
 	for _, row := range rows {
-		_, err := b.js.Publish(ctx, b.topo.Subject(events.SourceWallet, row.EventType), row.Payload, jetstream.WithMsgID(uuid.NewString()))
-		require.NoError(t, err)
+		b.publish(t, events.SourceWallet, b.topo.Subject(events.SourceWallet, row.EventType), row.Payload, uuid.NewString())
 	}
 	require.Eventually(t, func() bool { return c.Stats().Duplicates == 5 }, 15*time.Second, 20*time.Millisecond)
 	stop()
@@ -339,6 +338,7 @@ func TestADatabaseSlowerThanTheAckWaitFailsNoEvent(t *testing.T) {
 		ConsumerSpec: events.ConsumerSpec{Name: "gl", Source: events.SourceWallet, EventType: events.TypeTransferCompleted,
 			AckWait: 300 * time.Millisecond, MaxDeliver: 2},
 		RetryDelay: 10 * time.Millisecond,
+		Trust:      b.keys.Trust,
 	}, b.topo, b.nc, b.pool, events.HandlerFunc(func(context.Context, pgx.Tx, events.Envelope) error { return nil }), b.log)
 	require.NoError(t, err)
 	stop := runInBackground(t, c.Run)

@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+
+	"walletgl/internal/config"
+	"walletgl/internal/events"
 )
 
 // CreateKey makes an API key with scopes (comma-separated, e.g. "admin") in the service's
@@ -28,4 +31,42 @@ func (p *Process) CreateKey(ctx context.Context, scopes string) (string, error) 
 		return "", fmt.Errorf("%s keys create: unexpected output %q", p.Name, out)
 	}
 	return created.Key, nil
+}
+
+// EventKeys are the event signing key pairs of a system's two services, in Dir as
+// `<service> events keygen Dir` writes them.
+type EventKeys struct {
+	Dir string
+}
+
+// MakeEventKeys makes a key pair for each service in dir with the service's binary, as an
+// operator would (`<bin> events keygen dir`); a pair already there is kept.
+func MakeEventKeys(ctx context.Context, bins Binaries, dir string) (EventKeys, error) {
+	for service, bin := range map[string]string{events.SourceWallet: bins.Wallet, events.SourceGL: bins.GL} {
+		if private, _ := events.KeyFiles(dir, service); fileExists(private) {
+			continue
+		}
+		cmd := exec.CommandContext(ctx, bin, "events", "keygen", dir, "--json")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if out, err := cmd.Output(); err != nil {
+			return EventKeys{}, fmt.Errorf("%s events keygen: %w: %s%s", service, err, out, bytes.TrimSpace(stderr.Bytes()))
+		}
+	}
+	return EventKeys{Dir: dir}, nil
+}
+
+// Env is the environment of service: its own signing key, and the public key of the other
+// service, whose events it consumes.
+func (k EventKeys) Env(service string) []string {
+	other := events.SourceGL
+	if service == events.SourceGL {
+		other = events.SourceWallet
+	}
+	return config.EventKeyEnv(k.Dir, service, other)
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

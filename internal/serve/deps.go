@@ -60,11 +60,15 @@ func Open(ctx context.Context, service string, db Database, ev config.Events, lo
 
 // Health is what the service needs to do its work (see Health), and its event loops: a relay
 // or consumer wedged in a round, or a broker refusing the relay's publishes, is unhealthy.
+// Two warnings leave it healthy: events recorded unauthenticated lately (whoever publishes
+// them must not decide the service's health), and signing turned off.
 func (d *Deps) Health(relay *events.Relay, consumer *events.Consumer) []web.Check {
 	return append(Health(d.Pool, d.NATS),
 		web.Check{Name: "migrations", Func: func(ctx context.Context) error { return database.MigrationsCurrent(ctx, d.Pool, d.Service) }},
 		web.Check{Name: "relay", Func: func(context.Context) error { return relay.Health() }},
 		web.Check{Name: "consumer", Func: func(context.Context) error { return consumer.Health() }},
+		web.Check{Name: "unauthenticated_events", Warn: true, Func: consumer.Unauthenticated},
+		web.Check{Name: "event_signing", Warn: true, Func: func(context.Context) error { return events.Signing(relay, consumer) }},
 	)
 }
 

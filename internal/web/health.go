@@ -15,6 +15,10 @@ type Check struct {
 	Name string
 	// Func reports why the dependency cannot be used now; its error is logged, never shown.
 	Func func(ctx context.Context) error
+	// Warn makes the check a warning: when it fails the service still answers 200, and the
+	// check shows as "warning". For conditions worth an alert that do not stop the service
+	// doing its work (and that someone outside could cause at will).
+	Warn bool
 }
 
 // healthTimeout bounds one health request: a dependency that does not answer by then is down.
@@ -24,14 +28,17 @@ const healthTimeout = 2 * time.Second
 const (
 	healthOK          = "ok"
 	healthUnavailable = "unavailable"
+	healthWarning     = "warning"
 )
 
 // Health answers GET /healthz: 200 {"status":"ok"} when every check passes, otherwise a 503
-// problem "unavailable" with a fixed detail and "checks" saying which dependency is down. The
-// checks' errors (a driver's error names host, user and database) go to the log only.
+// problem "unavailable" with a fixed detail and "checks" saying which dependency is down. A
+// failing warning check (Check.Warn) leaves the answer 200, with "checks" naming it "warning".
+// The checks' errors (a driver's error names host, user and database) go to the log only.
 func Health(checks ...Check) http.Handler {
 	type healthy struct {
-		Status string `json:"status"`
+		Status string            `json:"status"`
+		Checks map[string]string `json:"checks,omitempty"`
 	}
 	type unhealthy struct {
 		Problem
@@ -48,17 +55,27 @@ func Health(checks ...Check) http.Handler {
 		wg.Wait()
 
 		results := make(map[string]string, len(checks))
-		down := false
+		down, warned := false, false
 		for i, c := range checks {
 			results[c.Name] = healthOK
-			if errs[i] != nil {
+			switch {
+			case errs[i] == nil:
+			case c.Warn:
+				warned = true
+				results[c.Name] = healthWarning
+				zerolog.Ctx(r.Context()).Warn().Err(errs[i]).Str("check", c.Name).Msg("health warning")
+			default:
 				down = true
 				results[c.Name] = healthUnavailable
 				zerolog.Ctx(r.Context()).Warn().Err(errs[i]).Str("check", c.Name).Msg("health check failed")
 			}
 		}
 		if !down {
-			Encode(w, r, http.StatusOK, healthy{Status: healthOK})
+			body := healthy{Status: healthOK}
+			if warned {
+				body.Checks = results
+			}
+			Encode(w, r, http.StatusOK, body)
 			return
 		}
 		status := http.StatusServiceUnavailable

@@ -295,6 +295,28 @@ func TestHealth(t *testing.T) {
 		require.JSONEq(t, `{"status":"ok"}`, rec.Body.String())
 	})
 
+	t.Run("a failing warning check answers ok and names the warning, its error only in the log", func(t *testing.T) {
+		t.Parallel()
+		rec, logs := serveHealth(t, web.Check{Name: "database", Func: ok}, web.Check{Name: "unauthenticated_events", Warn: true, Func: down})
+		require.Equal(t, http.StatusOK, rec.Code)
+		require.JSONEq(t, `{"status":"ok","checks":{"database":"ok","unauthenticated_events":"warning"}}`, rec.Body.String())
+		require.NotContains(t, rec.Body.String(), "secretdb")
+		require.Len(t, logs, 2)
+		require.Equal(t, "warn", logs[0]["level"])
+		require.Contains(t, logs[0]["error"], "secretdb", "the cause is logged")
+	})
+
+	t.Run("a warning does not hide a failure", func(t *testing.T) {
+		t.Parallel()
+		rec, _ := serveHealth(t, web.Check{Name: "database", Func: down}, web.Check{Name: "signing", Warn: true, Func: down})
+		webtest.Recorded(rec).RequireProblem(t, http.StatusServiceUnavailable, "unavailable")
+		var body struct {
+			Checks map[string]string `json:"checks"`
+		}
+		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &body))
+		require.Equal(t, map[string]string{"database": "unavailable", "signing": "warning"}, body.Checks)
+	})
+
 	t.Run("no checks answer ok", func(t *testing.T) {
 		t.Parallel()
 		rec, _ := serveHealth(t)

@@ -27,6 +27,15 @@ FROM inbox
 GROUP BY status
 ORDER BY status;
 
+-- name: InboxFailureReasons :many
+-- InboxFailureReasons counts the failed rows per reason word (inbox stats): unauthenticated
+-- ones are someone publishing as a producer they are not.
+SELECT reason::text AS reason, count(*)::bigint AS count
+FROM inbox
+WHERE status = 'failed'
+GROUP BY reason
+ORDER BY reason;
+
 -- name: ReclaimFailedInbox :one
 -- ReclaimFailedInbox moves a failed event back to processing for an operator's retry, inside the
 -- same transaction that processes it again.

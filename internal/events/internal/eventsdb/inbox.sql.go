@@ -103,6 +103,41 @@ func (q *Queries) GetInbox(ctx context.Context, id string) (Inbox, error) {
 	return i, err
 }
 
+const inboxFailureReasons = `-- name: InboxFailureReasons :many
+SELECT reason::text AS reason, count(*)::bigint AS count
+FROM inbox
+WHERE status = 'failed'
+GROUP BY reason
+ORDER BY reason
+`
+
+type InboxFailureReasonsRow struct {
+	Reason string
+	Count  int64
+}
+
+// InboxFailureReasons counts the failed rows per reason word (inbox stats): unauthenticated
+// ones are someone publishing as a producer they are not.
+func (q *Queries) InboxFailureReasons(ctx context.Context) ([]InboxFailureReasonsRow, error) {
+	rows, err := q.db.Query(ctx, inboxFailureReasons)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []InboxFailureReasonsRow
+	for rows.Next() {
+		var i InboxFailureReasonsRow
+		if err := rows.Scan(&i.Reason, &i.Count); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const inboxStatusCounts = `-- name: InboxStatusCounts :many
 SELECT status, count(*)::bigint AS count, coalesce(sum(duplicates), 0)::bigint AS duplicates
 FROM inbox
