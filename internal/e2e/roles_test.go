@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"walletgl/internal/events"
 	"walletgl/internal/harness"
 	"walletgl/internal/testenv"
 )
@@ -35,11 +36,12 @@ func TestTheServicesRunAsTheirRuntimeRoles(t *testing.T) {
 		"NATS_URL=" + natsURL, "EVENTS_NAMESPACE=" + ns, testenv.StreamEnv, "LOG_FORMAT=json", "LOG_LEVEL=info",
 		"EVENTS_POLL_INTERVAL=500ms", "EVENTS_ACK_TIMEOUT=10s",
 	}
+	keys := testenv.NewEventKeys(t)
 	walletProc, err := harness.Service("wallet", bins.Wallet, "WALLET", walletURL, dir,
-		append([]string{"WALLET_MIGRATE_DATABASE_URL=" + walletOwner}, common...))
+		slices.Concat([]string{"WALLET_MIGRATE_DATABASE_URL=" + walletOwner}, keys.Env(events.SourceWallet), common))
 	require.NoError(t, err)
 	glProc, err := harness.Service("gl", bins.GL, "GL", glURL, dir,
-		append([]string{"GL_MIGRATE_DATABASE_URL=" + glOwner}, common...))
+		slices.Concat([]string{"GL_MIGRATE_DATABASE_URL=" + glOwner}, keys.Env(events.SourceGL), common))
 	require.NoError(t, err)
 	for _, p := range []*harness.Process{walletProc, glProc} {
 		require.NoError(t, p.Start())
