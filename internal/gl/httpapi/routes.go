@@ -8,11 +8,13 @@ import (
 )
 
 // addRoutes lists every route of the API, each with the scope an API key needs for it; the
-// probes (/livez, /readyz, /healthz) alone are open.
+// probes (/livez, /readyz, /healthz) and the API's description (/openapi.json, which
+// documents every route here) alone are open.
 func addRoutes(mux *http.ServeMux, d Deps) {
 	ledger := d.Ledger
 	read := func(h http.Handler) http.Handler { return d.Guard.Require(ScopeLedgerRead, h) }
 	web.Probes(mux, d.Health...)
+	web.OpenAPI(mux, openAPI)
 	if d.MetricsOnAPI {
 		mux.Handle("GET /metrics", d.Guard.Require(auth.MetricsRead, d.Metrics.Handler()))
 	}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,10 +23,33 @@ import (
 	"walletgl/internal/gl"
 	"walletgl/internal/gl/httpapi"
 	"walletgl/internal/gl/postgres"
+	"walletgl/internal/metrics"
 	"walletgl/internal/testenv"
 	"walletgl/internal/web"
+	"walletgl/internal/web/openapitest"
 	"walletgl/internal/web/webtest"
 )
+
+// document is the API's OpenAPI document, loaded once for every test's server.
+var document = sync.OnceValues(func() (*openapitest.Document, error) { return openapitest.New(httpapi.OpenAPI()) })
+
+// serve serves h for the test: every request the test sends and every answer it gets are
+// checked against the OpenAPI document, and fail the test where they do not conform. A request
+// sent on purpose to be refused is marked with openapitest.Invalid or Unchecked.
+func serve(t *testing.T, h http.Handler) *httptest.Server {
+	t.Helper()
+	server := httptest.NewServer(checked(t, h))
+	t.Cleanup(server.Close)
+	return server
+}
+
+// checked is h with every exchange checked against the OpenAPI document.
+func checked(t *testing.T, h http.Handler) http.Handler {
+	t.Helper()
+	doc, err := document()
+	require.NoError(t, err)
+	return doc.Handler(t, h)
+}
 
 type testBundle struct {
 	ledger *postgres.Ledger
@@ -46,8 +70,10 @@ func setup(t *testing.T, entries ...gl.Entry) *testBundle {
 		require.NoError(t, err)
 	}
 	_, guard, key := authtest.Key(t, pool, auth.GLScopes)
-	server := httptest.NewServer(httpapi.NewServer(zerolog.Nop(), httpapi.Deps{Ledger: ledger, Guard: guard, Health: []web.Check{{Name: "database", Func: ledger.Ping}}}))
-	t.Cleanup(server.Close)
+	server := serve(t, httpapi.NewServer(zerolog.Nop(), httpapi.Deps{
+		Ledger: ledger, Guard: guard, Health: []web.Check{{Name: "database", Func: ledger.Ping}},
+		Metrics: metrics.New("gl"), MetricsOnAPI: true,
+	}))
 	return &testBundle{ledger: ledger, server: server, key: key}
 }
 
@@ -77,6 +103,13 @@ func (b *testBundle) requireProblem(t *testing.T, path string, status int, slug 
 	return webtest.Do(t, http.MethodGet, b.server.URL+path, authtest.Bearer(b.key), "").RequireProblem(t, status, slug)
 }
 
+// requireInvalid is requireProblem for a request the OpenAPI document refuses too.
+func (b *testBundle) requireInvalid(t *testing.T, path string, status int, slug string) web.Problem {
+	t.Helper()
+	header := openapitest.Invalid(authtest.Bearer(b.key), t.Name())
+	return webtest.Do(t, http.MethodGet, b.server.URL+path, header, "").RequireProblem(t, status, slug)
+}
+
 func TestHealthz(t *testing.T) {
 	t.Parallel()
 
@@ -92,11 +125,10 @@ func TestHealthz(t *testing.T) {
 
 	t.Run("a failing check answers 503 naming what is down, never its error", func(t *testing.T) {
 		t.Parallel()
-		server := httptest.NewServer(httpapi.NewServer(zerolog.Nop(), httpapi.Deps{Health: []web.Check{
+		server := serve(t, httpapi.NewServer(zerolog.Nop(), httpapi.Deps{Health: []web.Check{
 			{Name: "database", Func: func(context.Context) error { return errors.New("database is on fire at 10.0.0.7") }},
 			{Name: "nats", Func: func(context.Context) error { return nil }},
 		}}))
-		t.Cleanup(server.Close)
 		res := webtest.Do(t, http.MethodGet, server.URL+"/healthz", nil, "")
 		res.RequireUnhealthy(t, map[string]string{"database": "unavailable", "nats": "ok"})
 		require.NotContains(t, res.Body, "fire")
@@ -155,10 +187,10 @@ func TestEntries(t *testing.T) {
 
 	t.Run("an empty transfer_id is a bad request", func(t *testing.T) {
 		t.Parallel()
-		b.requireProblem(t, "/v1/entries?transfer_id=", http.StatusBadRequest, "invalid-transfer-id")
-		b.requireProblem(t, "/v1/entries?transfer_id=t-1", http.StatusBadRequest, "invalid-transfer-id")
-		b.requireProblem(t, "/v1/entries?event_id=not-a-uuid", http.StatusBadRequest, "invalid-event-id")
-		b.requireProblem(t, "/v1/entries?transfer_id=%zz", http.StatusBadRequest, "invalid-query")
+		b.requireInvalid(t, "/v1/entries?transfer_id=", http.StatusBadRequest, "invalid-transfer-id")
+		b.requireInvalid(t, "/v1/entries?transfer_id=t-1", http.StatusBadRequest, "invalid-transfer-id")
+		b.requireInvalid(t, "/v1/entries?event_id=not-a-uuid", http.StatusBadRequest, "invalid-event-id")
+		b.requireInvalid(t, "/v1/entries?transfer_id=%zz", http.StatusBadRequest, "invalid-query")
 	})
 
 	t.Run("an event finds its entry", func(t *testing.T) {
@@ -217,17 +249,22 @@ func TestEntries(t *testing.T) {
 
 	problems := []struct {
 		name, path, slug string
+		invalid          bool // the OpenAPI document refuses the request too
 	}{
-		{"transfer_id and event_id together are a bad request", "/v1/entries?transfer_id=t-1&event_id=e", "invalid-query"},
-		{"event_id with a time range is a bad request", "/v1/entries?event_id=e&from=2026-01-01T00:00:00Z", "invalid-query"},
-		{"a malformed from is a bad request", "/v1/entries?from=yesterday", "invalid-time"},
-		{"a zero limit is a bad request", "/v1/entries?limit=0", "invalid-limit"},
-		{"a limit over the maximum is a bad request", "/v1/entries?limit=100000", "invalid-limit"},
-		{"a cursor that is not an entry id is a bad request", "/v1/entries?after=nope", "invalid-cursor"},
+		{"transfer_id and event_id together are a bad request", "/v1/entries?transfer_id=t-1&event_id=e", "invalid-query", true},
+		{"event_id with a time range is a bad request", "/v1/entries?event_id=e&from=2026-01-01T00:00:00Z", "invalid-query", true},
+		{"a malformed from is a bad request", "/v1/entries?from=yesterday", "invalid-time", true},
+		{"a zero limit is a bad request", "/v1/entries?limit=0", "invalid-limit", true},
+		{"a limit over the maximum is a bad request", "/v1/entries?limit=100000", "invalid-limit", true},
+		{"a cursor that is not an entry id is a bad request", "/v1/entries?after=nope", "invalid-cursor", false},
 	}
 	for _, tt := range problems {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
+			if tt.invalid {
+				b.requireInvalid(t, tt.path, http.StatusBadRequest, tt.slug)
+				return
+			}
 			b.requireProblem(t, tt.path, http.StatusBadRequest, tt.slug)
 		})
 	}
@@ -238,7 +275,7 @@ func TestEntries(t *testing.T) {
 		for i := range long {
 			long[i] = 'x'
 		}
-		b.requireProblem(t, "/v1/entries?transfer_id="+string(long), http.StatusBadRequest, "invalid-transfer-id")
+		b.requireInvalid(t, "/v1/entries?transfer_id="+string(long), http.StatusBadRequest, "invalid-transfer-id")
 	})
 }
 
@@ -276,20 +313,25 @@ func TestAccountBalance(t *testing.T) {
 	}
 
 	problems := []struct {
-		name   string
-		path   string
-		status int
-		slug   string
+		name    string
+		path    string
+		status  int
+		slug    string
+		invalid bool // the OpenAPI document refuses the request too
 	}{
-		{"an unknown account is not found", "/v1/accounts/9999/balance?currency=USD", http.StatusNotFound, "account-not-found"},
-		{"a missing currency is a bad request", "/v1/accounts/1010/balance", http.StatusBadRequest, "invalid-currency"},
-		{"a lower-case currency is a bad request", "/v1/accounts/1010/balance?currency=usd", http.StatusBadRequest, "invalid-currency"},
-		{"a long currency is a bad request", "/v1/accounts/1010/balance?currency=" + url.QueryEscape("USDX"), http.StatusBadRequest, "invalid-currency"},
-		{"a malformed as_of is a bad request", "/v1/accounts/1010/balance?currency=USD&as_of=2026-13-01", http.StatusBadRequest, "invalid-time"},
+		{"an unknown account is not found", "/v1/accounts/9999/balance?currency=USD", http.StatusNotFound, "account-not-found", false},
+		{"a missing currency is a bad request", "/v1/accounts/1010/balance", http.StatusBadRequest, "invalid-currency", true},
+		{"a lower-case currency is a bad request", "/v1/accounts/1010/balance?currency=usd", http.StatusBadRequest, "invalid-currency", true},
+		{"a long currency is a bad request", "/v1/accounts/1010/balance?currency=" + url.QueryEscape("USDX"), http.StatusBadRequest, "invalid-currency", true},
+		{"a malformed as_of is a bad request", "/v1/accounts/1010/balance?currency=USD&as_of=2026-13-01", http.StatusBadRequest, "invalid-time", true},
 	}
 	for _, tt := range problems {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
+			if tt.invalid {
+				b.requireInvalid(t, tt.path, tt.status, tt.slug)
+				return
+			}
 			b.requireProblem(t, tt.path, tt.status, tt.slug)
 		})
 	}
@@ -339,15 +381,20 @@ func TestAccountStatement(t *testing.T) {
 		name, path string
 		status     int
 		slug       string
+		invalid    bool // the OpenAPI document refuses the request too
 	}{
-		{"an unknown account is not found", "/v1/accounts/9999/statement?currency=USD", http.StatusNotFound, "account-not-found"},
-		{"a missing currency is a bad request", "/v1/accounts/1010/statement", http.StatusBadRequest, "invalid-currency"},
-		{"a malformed cursor is a bad request", "/v1/accounts/1010/statement?currency=USD&after=abc", http.StatusBadRequest, "invalid-cursor"},
-		{"a negative limit is a bad request", "/v1/accounts/1010/statement?currency=USD&limit=-1", http.StatusBadRequest, "invalid-limit"},
+		{"an unknown account is not found", "/v1/accounts/9999/statement?currency=USD", http.StatusNotFound, "account-not-found", false},
+		{"a missing currency is a bad request", "/v1/accounts/1010/statement", http.StatusBadRequest, "invalid-currency", true},
+		{"a malformed cursor is a bad request", "/v1/accounts/1010/statement?currency=USD&after=abc", http.StatusBadRequest, "invalid-cursor", false},
+		{"a negative limit is a bad request", "/v1/accounts/1010/statement?currency=USD&limit=-1", http.StatusBadRequest, "invalid-limit", true},
 	}
 	for _, tt := range problems {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
+			if tt.invalid {
+				b.requireInvalid(t, tt.path, tt.status, tt.slug)
+				return
+			}
 			b.requireProblem(t, tt.path, tt.status, tt.slug)
 		})
 	}
@@ -485,8 +532,7 @@ func TestUnreachableDatabase(t *testing.T) {
 	t.Cleanup(pool.Close)
 	ledger := postgres.NewLedger(pool)
 	guard := auth.NewGuard(auth.NewKeys(pool, auth.GLScopes), authtest.Unlimited, gl.ErrUnavailable) // its keys are away too
-	server := httptest.NewServer(httpapi.NewServer(zerolog.Nop(), httpapi.Deps{Ledger: ledger, Guard: guard, Health: []web.Check{{Name: "database", Func: ledger.Ping}}}))
-	t.Cleanup(server.Close)
+	server := serve(t, httpapi.NewServer(zerolog.Nop(), httpapi.Deps{Ledger: ledger, Guard: guard, Health: []web.Check{{Name: "database", Func: ledger.Ping}}}))
 
 	for _, path := range []string{
 		"/v1/trial-balance", "/v1/entries?transfer_id=" + uuid.NewString(), "/v1/entries?event_id=" + uuid.NewString(), "/v1/entries?limit=5",
@@ -501,8 +547,7 @@ func TestUnreachableDatabase(t *testing.T) {
 
 func TestUnroutedRequestsAreProblems(t *testing.T) {
 	t.Parallel()
-	server := httptest.NewServer(httpapi.NewServer(zerolog.Nop(), httpapi.Deps{}))
-	t.Cleanup(server.Close)
+	server := serve(t, httpapi.NewServer(zerolog.Nop(), httpapi.Deps{}))
 
 	notFound := []struct{ name, method, path string }{
 		{"an unknown path is not found", http.MethodGet, "/v1/nothing-here"},
@@ -512,7 +557,8 @@ func TestUnroutedRequestsAreProblems(t *testing.T) {
 	for _, tt := range notFound {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			webtest.Do(t, tt.method, server.URL+tt.path, nil, "").RequireProblem(t, http.StatusNotFound, "not-found")
+			webtest.Do(t, tt.method, server.URL+tt.path, openapitest.Invalid(nil, "no such route"), "").
+				RequireProblem(t, http.StatusNotFound, "not-found")
 		})
 	}
 
@@ -526,7 +572,7 @@ func TestUnroutedRequestsAreProblems(t *testing.T) {
 	for _, tt := range wrongMethods {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			res := webtest.Do(t, tt.method, server.URL+tt.path, nil, tt.body)
+			res := webtest.Do(t, tt.method, server.URL+tt.path, openapitest.Invalid(nil, "no such method"), tt.body)
 			res.RequireProblem(t, http.StatusMethodNotAllowed, "method-not-allowed")
 			require.Equal(t, "GET, HEAD", res.Header.Get("Allow"))
 		})
@@ -537,10 +583,10 @@ func TestRequestsAreLoggedAtDebugWithRequestScopedFields(t *testing.T) {
 	t.Parallel()
 	var logs bytes.Buffer
 	logger := zerolog.New(&logs).Level(zerolog.DebugLevel)
-	handler := httpapi.NewServer(logger, httpapi.Deps{Health: []web.Check{{Name: "database", Func: func(ctx context.Context) error {
+	handler := checked(t, httpapi.NewServer(logger, httpapi.Deps{Health: []web.Check{{Name: "database", Func: func(ctx context.Context) error {
 		zerolog.Ctx(ctx).Info().Msg("checking health") // handlers log through the request's logger
 		return nil
-	}}}})
+	}}}}))
 
 	req := httptest.NewRequest(http.MethodGet, "/healthz", nil)
 	req.Header.Set("X-Request-Id", "req-42")

@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+
+	"walletgl/internal/web/openapitest"
 )
 
 // outboxRow writes an outbox row straight into status, as the relay would have left it.
@@ -63,7 +65,8 @@ func TestAdminOutbox(t *testing.T) {
 		"/v1/admin/outbox?status=failed&limit=x": "invalid-limit", "/v1/admin/outbox?status=fai%led": "invalid-query",
 	} {
 		t.Run(fmt.Sprintf("%s is a bad request", path), func(t *testing.T) {
-			b.do(t, http.MethodGet, path, nil, "").RequireProblem(t, http.StatusBadRequest, slug)
+			b.do(t, http.MethodGet, path, openapitest.Invalid(nil, "a bad query string"), "").
+				RequireProblem(t, http.StatusBadRequest, slug)
 		})
 	}
 	t.Run("requeue by ids moves failed rows and refuses the others", func(t *testing.T) {
@@ -105,7 +108,8 @@ func TestAdminRequeueRefusesBadRequests(t *testing.T) {
 	} {
 		t.Run(name+" is a bad request", func(t *testing.T) {
 			t.Parallel()
-			b.do(t, http.MethodPost, "/v1/admin/outbox/requeue", nil, body).RequireProblem(t, http.StatusBadRequest, "invalid-request")
+			b.do(t, http.MethodPost, "/v1/admin/outbox/requeue", openapitest.Invalid(nil, name), body).
+				RequireProblem(t, http.StatusBadRequest, "invalid-request")
 		})
 	}
 }

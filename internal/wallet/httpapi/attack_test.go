@@ -11,6 +11,7 @@ import (
 
 	"walletgl/internal/auth"
 	"walletgl/internal/auth/authtest"
+	"walletgl/internal/web/openapitest"
 )
 
 // The attack session of issue 12, step by step against the real API and database: every step
@@ -42,7 +43,11 @@ func TestTheAttackSessionFailsAtEveryStepAndWritesNothing(t *testing.T) {
 		}
 		return h
 	}
-	anonymous := http.Header{"Authorization": {""}, "Idempotency-Key": {"attack-anon"}}
+	// No API key: the document refuses it too.
+	anonymous := openapitest.Invalid(http.Header{"Authorization": {""}, "Idempotency-Key": {"attack-anon"}}, "no API key")
+	// What the OpenAPI document refuses too, and what it cannot tell (a JSON name given twice).
+	invalid := func(h http.Header) http.Header { return openapitest.Invalid(h, "against the request body's schema") }
+	unchecked := func(h http.Header) http.Header { return openapitest.Unchecked(h, "a JSON name given twice") }
 	steps := []struct {
 		name, method, path string
 		header             http.Header
@@ -58,15 +63,15 @@ func TestTheAttackSessionFailsAtEveryStepAndWritesNothing(t *testing.T) {
 		{"a transfer with a revoked key", "POST", "/v1/transfers", with(goneSecret), transfer, 401, "unauthenticated"},
 		{"a wallet that may go negative without wallets:admin", "POST", "/v1/wallets", with(writer),
 			`{"id":"mint2","currency":"USD","allow_negative":true}`, 403, "forbidden"},
-		{"minting 2^63-1", "POST", "/v1/transfers", with(writer),
+		{"minting 2^63-1", "POST", "/v1/transfers", invalid(with(writer)),
 			fmt.Sprintf(`{"from_wallet_id":"mint","to_wallet_id":"alice","amount":%d,"currency":"USD"}`, int64(math.MaxInt64)), 400, "invalid-request"},
-		{"a browser's text/plain form post", "POST", "/v1/wallets", with(writer, "Content-Type", "text/plain"),
+		{"a browser's text/plain form post", "POST", "/v1/wallets", invalid(with(writer, "Content-Type", "text/plain")),
 			`{"id":"csrf","currency":"USD"}`, 415, "unsupported-media-type"},
-		{"a duplicated amount", "POST", "/v1/transfers", with(writer),
+		{"a duplicated amount", "POST", "/v1/transfers", unchecked(with(writer)),
 			`{"from_wallet_id":"alice","to_wallet_id":"bob","amount":1,"amount":7,"currency":"USD"}`, 400, "invalid-request"},
-		{"a duplicated allow_negative", "POST", "/v1/wallets", with(writer),
+		{"a duplicated allow_negative", "POST", "/v1/wallets", unchecked(with(writer)),
 			`{"id":"dup","currency":"USD","allow_negative":false,"allow_negative":true}`, 400, "invalid-request"},
-		{"a field name in another case", "POST", "/v1/transfers", with(writer),
+		{"a field name in another case", "POST", "/v1/transfers", invalid(with(writer)),
 			`{"from_wallet_id":"alice","to_wallet_id":"bob","Amount":7,"amount":1,"currency":"USD"}`, 400, "invalid-request"},
 		{"a transfer that would overflow a balance", "POST", "/v1/transfers", with(writer, "Idempotency-Key", "attack-overflow"),
 			`{"from_wallet_id":"alice","to_wallet_id":"bob","amount":100,"currency":"USD"}`, 422, "balance-out-of-range"},

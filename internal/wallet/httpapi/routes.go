@@ -8,10 +8,12 @@ import (
 )
 
 // addRoutes is the whole API surface of the wallet service, each route with the scope an API
-// key needs for it; the probes (/livez, /readyz, /healthz) alone are open.
+// key needs for it; the probes (/livez, /readyz, /healthz) and the API's description
+// (/openapi.json, which documents every route here) alone are open.
 func addRoutes(mux *http.ServeMux, d Deps) {
 	need := d.Guard.Require
 	web.Probes(mux, d.Health...)
+	web.OpenAPI(mux, openAPI)
 	if d.MetricsOnAPI {
 		mux.Handle("GET /metrics", need(auth.MetricsRead, d.Metrics.Handler()))
 	}

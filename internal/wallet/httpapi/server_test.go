@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,13 +19,30 @@ import (
 	"walletgl/internal/auth"
 	"walletgl/internal/auth/authtest"
 	"walletgl/internal/events"
+	"walletgl/internal/metrics"
 	"walletgl/internal/testenv"
 	"walletgl/internal/wallet"
 	"walletgl/internal/wallet/httpapi"
 	"walletgl/internal/wallet/postgres"
 	"walletgl/internal/web"
+	"walletgl/internal/web/openapitest"
 	"walletgl/internal/web/webtest"
 )
+
+// document is the API's OpenAPI document, loaded once for every test's server.
+var document = sync.OnceValues(func() (*openapitest.Document, error) { return openapitest.New(httpapi.OpenAPI()) })
+
+// serve serves h for the test: every request the test sends and every answer it gets are
+// checked against the OpenAPI document, and fail the test where they do not conform. A request
+// sent on purpose to be refused is marked with openapitest.Invalid or Unchecked.
+func serve(t *testing.T, h http.Handler) *httptest.Server {
+	t.Helper()
+	doc, err := document()
+	require.NoError(t, err)
+	srv := httptest.NewServer(doc.Handler(t, h))
+	t.Cleanup(srv.Close)
+	return srv
+}
 
 type testBundle struct {
 	url  string
@@ -49,10 +67,10 @@ func setup(t *testing.T, health ...web.Check) *testBundle {
 	})
 	require.Eventually(t, func() bool { return store.BatchStats().Running }, 10*time.Second, time.Millisecond)
 	keys, guard, key := authtest.Key(t, pool, auth.WalletScopes)
-	srv := httptest.NewServer(httpapi.NewServer(logger, httpapi.Deps{
+	srv := serve(t, httpapi.NewServer(logger, httpapi.Deps{
 		Service: store, Admin: events.NewAdmin(pool), Guard: guard, Audit: keys, Health: health,
+		Metrics: metrics.New("wallet"), MetricsOnAPI: true,
 	}))
-	t.Cleanup(srv.Close)
 	b := &testBundle{url: srv.URL, pool: pool, key: key}
 
 	for _, body := range []string{
@@ -108,6 +126,16 @@ func TestHealth(t *testing.T) {
 	})
 }
 
+func TestMetricsOnTheAPI(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	res := b.do(t, http.MethodGet, "/metrics", nil, "")
+	require.Equal(t, http.StatusOK, res.Status, res.Body)
+	require.Contains(t, res.Body, `walletgl_http_requests_total{code="2xx",method="POST",route="POST /v1/wallets",service="wallet"} 4`)
+	b.do(t, http.MethodGet, "/metrics", openapitest.Invalid(http.Header{"Authorization": {""}}, "no API key"), "").
+		RequireProblem(t, http.StatusUnauthorized, "unauthenticated")
+}
+
 func TestWallets(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -122,28 +150,33 @@ func TestWallets(t *testing.T) {
 	require.JSONEq(t, `{"id":"alice","currency":"USD","balance":1000,"allow_negative":false}`, res.Body)
 
 	tests := []struct {
-		name   string
-		method string
-		path   string
-		body   string
-		status int
-		slug   string
+		name    string
+		method  string
+		path    string
+		body    string
+		status  int
+		slug    string
+		invalid bool // the OpenAPI document refuses the request too
 	}{
-		{"an existing id is a conflict", "POST", "/v1/wallets", `{"id":"alice","currency":"USD"}`, 409, "wallet-exists"},
-		{"an id with a space is invalid", "POST", "/v1/wallets", `{"id":"a b","currency":"USD"}`, 400, "invalid-request"},
-		{"a lower-case currency is invalid", "POST", "/v1/wallets", `{"id":"x","currency":"usd"}`, 400, "invalid-request"},
-		{"a balance cannot be given", "POST", "/v1/wallets", `{"id":"x","currency":"USD","balance":5}`, 400, "invalid-request"},
-		{"malformed JSON is invalid", "POST", "/v1/wallets", `{"id":`, 400, "invalid-request"},
-		{"a JSON array is invalid", "POST", "/v1/wallets", `[]`, 400, "invalid-request"},
-		{"an empty body is invalid", "POST", "/v1/wallets", ``, 400, "invalid-request"},
-		{"an unknown wallet is not found", "GET", "/v1/wallets/nobody", ``, 404, "wallet-not-found"},
-		{"an unknown path is not found", "GET", "/v1/nothing", ``, 404, "not-found"},
-		{"the root is not found", "GET", "/", ``, 404, "not-found"},
-		{"a wrong method on an unknown path is not found", "POST", "/v1/nothing", `{"id":`, 404, "not-found"},
+		{"an existing id is a conflict", "POST", "/v1/wallets", `{"id":"alice","currency":"USD"}`, 409, "wallet-exists", false},
+		{"an id with a space is invalid", "POST", "/v1/wallets", `{"id":"a b","currency":"USD"}`, 400, "invalid-request", true},
+		{"a lower-case currency is invalid", "POST", "/v1/wallets", `{"id":"x","currency":"usd"}`, 400, "invalid-request", true},
+		{"a balance cannot be given", "POST", "/v1/wallets", `{"id":"x","currency":"USD","balance":5}`, 400, "invalid-request", true},
+		{"malformed JSON is invalid", "POST", "/v1/wallets", `{"id":`, 400, "invalid-request", true},
+		{"a JSON array is invalid", "POST", "/v1/wallets", `[]`, 400, "invalid-request", true},
+		{"an empty body is invalid", "POST", "/v1/wallets", ``, 400, "invalid-request", true},
+		{"an unknown wallet is not found", "GET", "/v1/wallets/nobody", ``, 404, "wallet-not-found", false},
+		{"an unknown path is not found", "GET", "/v1/nothing", ``, 404, "not-found", true},
+		{"the root is not found", "GET", "/", ``, 404, "not-found", true},
+		{"a wrong method on an unknown path is not found", "POST", "/v1/nothing", `{"id":`, 404, "not-found", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b.do(t, tt.method, tt.path, nil, tt.body).RequireProblem(t, tt.status, tt.slug)
+			var header http.Header
+			if tt.invalid {
+				header = openapitest.Invalid(nil, tt.name)
+			}
+			b.do(t, tt.method, tt.path, header, tt.body).RequireProblem(t, tt.status, tt.slug)
 		})
 	}
 
@@ -157,7 +190,7 @@ func TestWallets(t *testing.T) {
 	}
 	for _, tt := range wrongMethods {
 		t.Run(tt.name, func(t *testing.T) {
-			res := b.do(t, tt.method, tt.path, nil, `{"id":`)
+			res := b.do(t, tt.method, tt.path, openapitest.Invalid(nil, tt.name), `{"id":`)
 			res.RequireProblem(t, http.StatusMethodNotAllowed, "method-not-allowed")
 			require.Equal(t, tt.allow, res.Header.Get("Allow"))
 		})
@@ -167,9 +200,12 @@ func TestWallets(t *testing.T) {
 func TestRequestID(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	res := b.do(t, http.MethodGet, "/v1/nothing", http.Header{"X-Request-Id": {"client-7"}}, "")
+	res := b.do(t, http.MethodGet, "/v1/wallets/alice", http.Header{"X-Request-Id": {"client-7"}}, "")
 	require.Equal(t, "client-7", res.Header.Get("X-Request-Id"), "a sane id is the client's")
-	res = b.do(t, http.MethodGet, "/v1/wallets/alice", http.Header{"X-Request-Id": {"a b"}}, "")
+	res = b.do(t, http.MethodGet, "/v1/nothing", openapitest.Invalid(http.Header{"X-Request-Id": {"client-8"}}, "no such route"), "")
+	require.Equal(t, "client-8", res.Header.Get("X-Request-Id"), "also where no route is")
+	res = b.do(t, http.MethodGet, "/v1/wallets/alice", openapitest.Invalid(http.Header{"X-Request-Id": {"a b"}}, "a space in the id"), "")
+	res.RequireProblem(t, http.StatusBadRequest, "invalid-request-id")
 	require.NotEqual(t, "a b", res.Header.Get("X-Request-Id"))
 	require.NotEmpty(t, res.Header.Get("X-Request-Id"), "an insane id is replaced")
 }
@@ -232,49 +268,53 @@ func TestCreateTransferRefusals(t *testing.T) {
 	b := setup(t)
 	valid := `{"from_wallet_id":"alice","to_wallet_id":"bob","amount":1,"currency":"USD"}`
 	tests := []struct {
-		name   string
-		header http.Header
-		body   string
-		status int
-		slug   string
+		name    string
+		header  http.Header
+		body    string
+		status  int
+		slug    string
+		invalid bool // the OpenAPI document refuses the request too
 	}{
-		{"a missing Idempotency-Key is invalid", http.Header{}, valid, 400, "invalid-request"},
-		{"a non-printable Idempotency-Key is invalid", http.Header{"Idempotency-Key": {"a\tb"}}, valid, 400, "invalid-request"},
+		{"a missing Idempotency-Key is invalid", http.Header{}, valid, 400, "invalid-request", true},
+		{"a non-printable Idempotency-Key is invalid", http.Header{"Idempotency-Key": {"a\tb"}}, valid, 400, "invalid-request", true},
 		{"an Idempotency-Key over 255 characters is invalid",
-			http.Header{"Idempotency-Key": {strings.Repeat("k", 256)}}, valid, 400, "invalid-request"},
-		{"malformed JSON is invalid", nil, `{"from_wallet_id":`, 400, "invalid-request"},
+			http.Header{"Idempotency-Key": {strings.Repeat("k", 256)}}, valid, 400, "invalid-request", true},
+		{"malformed JSON is invalid", nil, `{"from_wallet_id":`, 400, "invalid-request", true},
 		{"an unknown field is invalid", nil,
-			`{"from_wallet_id":"alice","to_wallet_id":"bob","amount":1,"currency":"USD","memo":"x"}`, 400, "invalid-request"},
+			`{"from_wallet_id":"alice","to_wallet_id":"bob","amount":1,"currency":"USD","memo":"x"}`, 400, "invalid-request", true},
 		{"a fractional amount is invalid", nil,
-			`{"from_wallet_id":"alice","to_wallet_id":"bob","amount":1.5,"currency":"USD"}`, 400, "invalid-request"},
+			`{"from_wallet_id":"alice","to_wallet_id":"bob","amount":1.5,"currency":"USD"}`, 400, "invalid-request", true},
 		{"an amount in a string is invalid", nil,
-			`{"from_wallet_id":"alice","to_wallet_id":"bob","amount":"1","currency":"USD"}`, 400, "invalid-request"},
+			`{"from_wallet_id":"alice","to_wallet_id":"bob","amount":"1","currency":"USD"}`, 400, "invalid-request", true},
 		{"an amount beyond 64 bits is invalid", nil,
-			`{"from_wallet_id":"alice","to_wallet_id":"bob","amount":9223372036854775808,"currency":"USD"}`, 400, "invalid-request"},
+			`{"from_wallet_id":"alice","to_wallet_id":"bob","amount":9223372036854775808,"currency":"USD"}`, 400, "invalid-request", true},
 		{"a zero amount is invalid", nil,
-			`{"from_wallet_id":"alice","to_wallet_id":"bob","amount":0,"currency":"USD"}`, 400, "invalid-request"},
+			`{"from_wallet_id":"alice","to_wallet_id":"bob","amount":0,"currency":"USD"}`, 400, "invalid-request", true},
 		{"a negative amount is invalid", nil,
-			`{"from_wallet_id":"alice","to_wallet_id":"bob","amount":-5,"currency":"USD"}`, 400, "invalid-request"},
-		{"trailing data is invalid", nil, valid + `{}`, 400, "invalid-request"},
+			`{"from_wallet_id":"alice","to_wallet_id":"bob","amount":-5,"currency":"USD"}`, 400, "invalid-request", true},
+		{"trailing data is invalid", nil, valid + `{}`, 400, "invalid-request", true},
 		{"an unknown source wallet is not found", nil,
-			`{"from_wallet_id":"nobody","to_wallet_id":"bob","amount":1,"currency":"USD"}`, 404, "wallet-not-found"},
+			`{"from_wallet_id":"nobody","to_wallet_id":"bob","amount":1,"currency":"USD"}`, 404, "wallet-not-found", false},
 		{"an unknown target wallet is not found", nil,
-			`{"from_wallet_id":"alice","to_wallet_id":"nobody","amount":1,"currency":"USD"}`, 404, "wallet-not-found"},
+			`{"from_wallet_id":"alice","to_wallet_id":"nobody","amount":1,"currency":"USD"}`, 404, "wallet-not-found", false},
 		{"more than the balance is insufficient funds", nil,
-			`{"from_wallet_id":"alice","to_wallet_id":"bob","amount":1001,"currency":"USD"}`, 422, "insufficient-funds"},
+			`{"from_wallet_id":"alice","to_wallet_id":"bob","amount":1001,"currency":"USD"}`, 422, "insufficient-funds", false},
 		{"another currency is a mismatch", nil,
-			`{"from_wallet_id":"alice","to_wallet_id":"eve","amount":1,"currency":"USD"}`, 422, "currency-mismatch"},
+			`{"from_wallet_id":"alice","to_wallet_id":"eve","amount":1,"currency":"USD"}`, 422, "currency-mismatch", false},
 		{"the same wallet on both sides is refused", nil,
-			`{"from_wallet_id":"alice","to_wallet_id":"alice","amount":1,"currency":"USD"}`, 422, "same-wallet"},
+			`{"from_wallet_id":"alice","to_wallet_id":"alice","amount":1,"currency":"USD"}`, 422, "same-wallet", false},
 		{"a body over 1 MiB is too large", nil,
-			`{"from_wallet_id":"` + strings.Repeat("a", 1<<20) + `"}`, 413, "body-too-large"},
-		{"trailing data beyond 1 MiB is too large", nil, valid + strings.Repeat(" ", 1<<20) + "x", 413, "body-too-large"},
+			`{"from_wallet_id":"` + strings.Repeat("a", 1<<20) + `"}`, 413, "body-too-large", true},
+		{"trailing data beyond 1 MiB is too large", nil, valid + strings.Repeat(" ", 1<<20) + "x", 413, "body-too-large", true},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			header := tt.header
 			if header == nil {
 				header = http.Header{"Idempotency-Key": {fmt.Sprintf("refusal-%d", i)}}
+			}
+			if tt.invalid {
+				header = openapitest.Invalid(header, tt.name)
 			}
 			b.do(t, http.MethodPost, "/v1/transfers", header, tt.body).RequireProblem(t, tt.status, tt.slug)
 		})
@@ -330,12 +370,13 @@ func TestListTransfers(t *testing.T) {
 	res := b.do(t, http.MethodGet, "/v1/transfers", nil, "")
 	require.Equal(t, http.StatusOK, res.Status, res.Body)
 
-	b.do(t, http.MethodGet, "/v1/transfers?limit=0", nil, "").RequireProblem(t, 400, "invalid-limit")
-	b.do(t, http.MethodGet, "/v1/transfers?limit=x", nil, "").RequireProblem(t, 400, "invalid-limit")
-	b.do(t, http.MethodGet, "/v1/transfers?limit=5000", nil, "").RequireProblem(t, 400, "invalid-limit")
+	invalid := openapitest.Invalid(nil, "a bad query string")
+	b.do(t, http.MethodGet, "/v1/transfers?limit=0", invalid, "").RequireProblem(t, 400, "invalid-limit")
+	b.do(t, http.MethodGet, "/v1/transfers?limit=x", invalid, "").RequireProblem(t, 400, "invalid-limit")
+	b.do(t, http.MethodGet, "/v1/transfers?limit=5000", invalid, "").RequireProblem(t, 400, "invalid-limit")
 	b.do(t, http.MethodGet, "/v1/transfers?after=%21%21", nil, "").RequireProblem(t, 400, "invalid-request")
-	b.do(t, http.MethodGet, "/v1/transfers?limit=%zz", nil, "").RequireProblem(t, 400, "invalid-query")
-	b.do(t, http.MethodGet, "/v1/transfers?limit=1&limit=1000", nil, "").RequireProblem(t, 400, "invalid-query")
+	b.do(t, http.MethodGet, "/v1/transfers?limit=%zz", invalid, "").RequireProblem(t, 400, "invalid-query")
+	b.do(t, http.MethodGet, "/v1/transfers?limit=1&limit=1000", invalid, "").RequireProblem(t, 400, "invalid-query")
 }
 
 func TestUnreachableDatabaseIs503(t *testing.T) {
@@ -345,11 +386,10 @@ func TestUnreachableDatabaseIs503(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
 	keys := auth.NewKeys(pool, auth.WalletScopes) // unreachable too: the guard answers 503
-	srv := httptest.NewServer(httpapi.NewServer(zerolog.Nop(), httpapi.Deps{
+	srv := serve(t, httpapi.NewServer(zerolog.Nop(), httpapi.Deps{
 		Service: postgres.NewStore(pool, postgres.Options{}), Admin: events.NewAdmin(pool),
 		Guard: auth.NewGuard(keys, authtest.Unlimited, wallet.ErrUnavailable), Audit: keys, Health: []web.Check{{Name: "database", Func: pool.Ping}},
 	}))
-	t.Cleanup(srv.Close)
 	b := &testBundle{url: srv.URL, pool: pool, key: "wgl_whatever"} // looked up in a database that is away
 
 	for _, res := range []webtest.Response{
