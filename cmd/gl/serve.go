@@ -14,11 +14,7 @@ import (
 )
 
 func serveCmd(ctx context.Context, env cli.Env, args []string) error {
-	cfg, _, err := service.Parse(env, args, nil)
-	if err != nil {
-		return err
-	}
-	log, err := cfg.Log.Logger(env.Stderr, "gl")
+	cfg, log, err := service.ParseLogged(env, args)
 	if err != nil {
 		return err
 	}
@@ -75,11 +71,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 }
 
 func migrateCmd(ctx context.Context, env cli.Env, args []string) error {
-	cfg, _, err := service.Parse(env, args, nil)
-	if err != nil {
-		return err
-	}
-	log, err := cfg.Log.Logger(env.Stderr, "gl")
+	cfg, log, err := service.ParseLogged(env, args)
 	if err != nil {
 		return err
 	}

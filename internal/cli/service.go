@@ -38,6 +38,17 @@ func (svc Service[S]) Parse(env Env, args []string, own func(s *config.Set)) (S,
 	return s, rest, err
 }
 
+// ParseLogged reads a command line that takes no flags of its own (serve, migrate) into new
+// settings of the service, and returns them with the service's logger.
+func (svc Service[S]) ParseLogged(env Env, args []string) (S, zerolog.Logger, error) {
+	s, _, err := svc.Parse(env, args, nil)
+	if err != nil {
+		return s, zerolog.Nop(), err
+	}
+	log, err := s.Logging().Logger(env.Stderr, svc.Name)
+	return s, log, err
+}
+
 // Call is one run of a command on the service's database (Service.Run).
 type Call[S Settings] struct {
 	Settings S

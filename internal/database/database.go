@@ -104,48 +104,49 @@ func OpenBookkeeping(ctx context.Context, url string, maxConns int32) (*pgxpool.
 // EnsureExists creates the database named in url when it is missing, connecting to the
 // server's maintenance database "postgres" to do it.
 func EnsureExists(ctx context.Context, dbURL string) error {
-	name, adminURL, err := splitDatabase(dbURL)
-	if err != nil {
-		return err
-	}
-	conn, err := pgx.Connect(ctx, adminURL)
-	if err != nil {
-		return fmt.Errorf("connect to create database %s: %w", name, err)
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	var exists bool
-	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
-		return fmt.Errorf("look up database %s: %w", name, err)
-	}
-	if exists {
+	return onServer(ctx, dbURL, "create", func(conn *pgx.Conn, name string) error {
+		var exists bool
+		if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
+			return fmt.Errorf("look up database %s: %w", name, err)
+		}
+		if exists {
+			return nil
+		}
+		_, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "42P04" { // created meanwhile by another process
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("create database %s: %w", name, err)
+		}
 		return nil
-	}
-	_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "42P04" { // created meanwhile by another process
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("create database %s: %w", name, err)
-	}
-	return nil
+	})
 }
 
 // Drop removes the database named in url, closing its connections (tests use it to clean up).
 func Drop(ctx context.Context, dbURL string) error {
+	return onServer(ctx, dbURL, "drop", func(conn *pgx.Conn, name string) error {
+		if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+			return fmt.Errorf("drop database %s: %w", name, err)
+		}
+		return nil
+	})
+}
+
+// onServer runs fn on a connection to the maintenance database "postgres" of dbURL's server,
+// with the name of dbURL's database (verb says what for, in errors).
+func onServer(ctx context.Context, dbURL, verb string, fn func(conn *pgx.Conn, name string) error) error {
 	name, adminURL, err := splitDatabase(dbURL)
 	if err != nil {
 		return err
 	}
 	conn, err := pgx.Connect(ctx, adminURL)
 	if err != nil {
-		return fmt.Errorf("connect to drop database %s: %w", name, err)
+		return fmt.Errorf("connect to %s database %s: %w", verb, name, err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
-		return fmt.Errorf("drop database %s: %w", name, err)
-	}
-	return nil
+	return fn(conn, name)
 }
 
 func splitDatabase(dbURL string) (name, adminURL string, err error) {
