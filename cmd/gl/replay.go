@@ -117,7 +117,7 @@ func replayCmd(ctx context.Context, env cli.Env, args []string) error {
 		}
 	}
 
-	nc, err := events.Connect(ctx, cfg.Events.NATSURL, "gl-replay", log)
+	nc, err := cfg.Events.Connect(ctx, "gl-replay", log)
 	if err != nil {
 		return err
 	}

@@ -104,7 +104,7 @@ func (svc Service[S]) brokerStatus(ctx context.Context, ev config.Events, timeou
 	b := BrokerStatus{URL: redactURLs(ev.NATSURL), Consumers: []ConsumerStatus{}}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	nc, err := events.Connect(ctx, ev.NATSURL, svc.Name+" status", zerolog.Nop())
+	nc, err := ev.Connect(ctx, svc.Name+" status", zerolog.Nop())
 	if err != nil {
 		b.Error = err.Error()
 		return b

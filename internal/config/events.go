@@ -1,11 +1,13 @@
 package config
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
 	"walletgl/internal/events"
@@ -15,6 +17,7 @@ import (
 // Events holds the settings of the outbox, relay, inbox and consumer, shared by both services.
 type Events struct {
 	NATSURL         string
+	NATS            events.Credentials
 	Namespace       string
 	DuplicateWindow time.Duration
 	Replicas        int
@@ -45,6 +48,14 @@ type Events struct {
 // BindEvents binds the shared event settings with their defaults (the seed's where it names one).
 func BindEvents(s *Set, c *Events) {
 	s.String(&c.NATSURL, "NATS_URL", "nats-url", "nats://127.0.0.1:4222", "NATS server URL; several comma-separated URLs for a cluster")
+	s.String(&c.NATS.CredsFile, "NATS_CREDS", "nats-creds", "", "a .creds file (user JWT and NKey seed) to authenticate to NATS with")
+	s.String(&c.NATS.NKeySeedFile, "NATS_NKEY_SEED_FILE", "nats-nkey-seed-file", "", "a file holding the NKey seed (SU…) to authenticate to NATS with")
+	s.String(&c.NATS.User, "NATS_USER", "nats-user", "", "the NATS user to authenticate as (with NATS_PASSWORD)")
+	s.Secret(&c.NATS.Password, "NATS_PASSWORD", "the NATS user's password")
+	s.Secret(&c.NATS.Token, "NATS_TOKEN", "a token to authenticate to NATS with")
+	s.String(&c.NATS.TLSCA, "NATS_TLS_CA", "nats-tls-ca", "", "PEM file of the CA that signs the NATS servers' certificates (TLS to the broker)")
+	s.String(&c.NATS.TLSCert, "NATS_TLS_CERT", "nats-tls-cert", "", "PEM client certificate for mutual TLS to the broker (with NATS_TLS_KEY)")
+	s.String(&c.NATS.TLSKey, "NATS_TLS_KEY", "nats-tls-key", "", "PEM private key of NATS_TLS_CERT")
 	s.String(&c.Namespace, "EVENTS_NAMESPACE", "events-namespace", "", "prefix of stream names and subjects, to run several deployments on one NATS")
 	s.Duration(&c.DuplicateWindow, "EVENTS_DUPLICATE_WINDOW", "duplicate-window", events.DefaultDuplicateWindow, "how long the broker drops a re-published Nats-Msg-Id")
 	s.Int(&c.Replicas, "EVENTS_STREAM_REPLICAS", "stream-replicas", 1, "replicas of each stream (3 on a three-node cluster)")
@@ -155,6 +166,15 @@ func (c Events) EventKeys(service, producer string, sign bool, log zerolog.Logge
 	return k, nil
 }
 
+// Connect connects to the broker with these settings' URL, credentials and TLS.
+func (c Events) Connect(ctx context.Context, name string, log zerolog.Logger) (*nats.Conn, error) {
+	opts, err := c.NATS.Options()
+	if err != nil {
+		return nil, err
+	}
+	return events.Connect(ctx, c.NATSURL, name, log, opts...)
+}
+
 // FaultSet parses FAULTS; nil when no fault point is armed.
 func (c Events) FaultSet() (*faults.Set, error) {
 	return faults.Parse(c.Faults, uint64(c.FaultsSeed))
@@ -187,6 +207,9 @@ func (c Events) Validate() error {
 	}
 	if c.StreamMaxAge > 0 && c.StreamMaxAge < c.DuplicateWindow {
 		errs = append(errs, fmt.Errorf("EVENTS_STREAM_MAX_AGE (%s) must not be shorter than EVENTS_DUPLICATE_WINDOW (%s)", c.StreamMaxAge, c.DuplicateWindow))
+	}
+	if err := c.NATS.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.NATSURL == "" {
 		errs = append(errs, errors.New("NATS_URL is empty"))

@@ -248,3 +248,41 @@ func isTopologyMissing(err error) bool {
 	return errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrConsumerNotFound) ||
 		errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, jetstream.ErrConsumerDeleted)
 }
+
+// Permissions are the subjects a service's NATS user may publish and subscribe to: its own
+// events, the JetStream API calls it makes (the two streams looked up, created and updated at
+// start; its durable consumer created, read and pulled from; acknowledgments of its deliveries;
+// for the GL, the wallet consumer's state and the messages of its own stream, which its relay
+// checks before it acknowledges a row), and replies. Nothing else: the GL's user cannot
+// publish a wallet event, nor the wallet's a GL one. docs/security.md shows them as a
+// nats-server configuration; the operator commands that ask the broker (status, gl replay)
+// need more, or an operator's user.
+type Permissions struct {
+	Publish   []string
+	Subscribe []string
+}
+
+// Permissions returns the permissions of service (SourceWallet or SourceGL).
+func (t Topology) Permissions(service string) (Permissions, error) {
+	durable := map[string]string{SourceWallet: ConsumerWallet, SourceGL: ConsumerGL}[service]
+	spec, err := t.Consumer(durable)
+	if err != nil {
+		return Permissions{}, fmt.Errorf("permissions of %q: %w", service, err)
+	}
+	source := t.StreamName(spec.Source)
+	pub := []string{t.subjectPrefix(service) + ".>"}
+	for _, s := range []string{t.StreamName(SourceWallet), t.StreamName(SourceGL)} {
+		pub = append(pub, "$JS.API.STREAM.INFO."+s, "$JS.API.STREAM.CREATE."+s, "$JS.API.STREAM.UPDATE."+s)
+	}
+	consumer := source + "." + spec.Name
+	pub = append(pub,
+		"$JS.API.CONSUMER.CREATE."+consumer, "$JS.API.CONSUMER.CREATE."+consumer+".>",
+		"$JS.API.CONSUMER.DURABLE.CREATE."+consumer, "$JS.API.CONSUMER.INFO."+consumer,
+		"$JS.API.CONSUMER.MSG.NEXT."+consumer, "$JS.ACK."+consumer+".>",
+	)
+	if service == SourceGL {
+		own := t.StreamName(SourceGL)
+		pub = append(pub, "$JS.API.CONSUMER.INFO."+own+"."+ConsumerWallet, "$JS.API.STREAM.MSG.GET."+own)
+	}
+	return Permissions{Publish: pub, Subscribe: []string{"_INBOX.>"}}, nil
+}

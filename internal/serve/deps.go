@@ -51,7 +51,7 @@ func Open(ctx context.Context, service string, db Database, ev config.Events, lo
 	d.Metrics.Pool("main", d.Pool)
 	d.Metrics.Pool("relay", d.RelayPool)
 	d.Metrics.Sample(events.NewAdmin(d.Pool).OutboxOpen)
-	if d.NATS, err = events.Connect(ctx, ev.NATSURL, service, log); err != nil {
+	if d.NATS, err = ev.Connect(ctx, service, log); err != nil {
 		d.Close()
 		return nil, err
 	}

@@ -37,6 +37,21 @@ func StartBroker(t testing.TB) *Broker {
 // StartBrokerOn starts an embedded JetStream server on the given loopback port.
 func StartBrokerOn(t testing.TB, port int) *Broker {
 	t.Helper()
+	return StartBrokerWith(t, port, nil)
+}
+
+// StartBrokerWith starts an embedded JetStream server on the given loopback port (0: a free
+// one) with the options configure sets (users and their permissions, TLS).
+func StartBrokerWith(t testing.TB, port int, configure func(*server.Options)) *Broker {
+	t.Helper()
+	if port == 0 {
+		ln, err := harness.ListenFree()
+		if err != nil {
+			t.Fatalf("find a port for the broker: %v", err)
+		}
+		port = ln.Addr().(*net.TCPAddr).Port
+		_ = ln.Close()
+	}
 	b := &Broker{t: t, opts: server.Options{
 		Host:      "127.0.0.1",
 		Port:      port,
@@ -45,6 +60,9 @@ func StartBrokerOn(t testing.TB, port int) *Broker {
 		NoLog:     true,
 		NoSigs:    true,
 	}}
+	if configure != nil {
+		configure(&b.opts)
+	}
 	b.start()
 	b.opts.Port = b.srv.Addr().(*net.TCPAddr).Port
 	t.Cleanup(b.Shutdown)

@@ -1,0 +1,173 @@
+package events_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+
+	"walletgl/internal/events"
+	"walletgl/internal/testenv"
+)
+
+// serverTLS makes a certificate for 127.0.0.1 signed by itself, and returns the server's TLS
+// configuration and the CA file a client verifies it with.
+func serverTLS(t *testing.T) (*tls.Config, string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "nats test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, IsCA: true, BasicConstraintsValid: true,
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	caFile := filepath.Join(t.TempDir(), "ca.pem")
+	require.NoError(t, os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
+	return &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}, caFile
+}
+
+// The least-privilege users of docs/security.md on a broker that takes TLS only: each service's
+// user carries the whole pipeline in its direction (publish, consume, acknowledge, the GL's
+// check of the wallet's ack floor), and the GL's user cannot publish a wallet event.
+func TestLeastPrivilegeBrokerUsersCarryThePipelineAndNothingElse(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	walletPool, _ := testenv.MigratedPool(t, "wallet")
+	glPool, _ := testenv.MigratedPool(t, "gl")
+	topo := events.Topology{Namespace: "perm", MaxBytes: testenv.StreamMaxBytes}
+	tlsConfig, caFile := serverTLS(t)
+	users := map[string]string{events.SourceWallet: "wallet-secret", events.SourceGL: "gl-secret"}
+	broker := testenv.StartBrokerWith(t, 0, func(o *server.Options) {
+		o.TLSConfig, o.TLSTimeout = tlsConfig, 5
+		for service, password := range users {
+			p, err := topo.Permissions(service)
+			require.NoError(t, err)
+			o.Users = append(o.Users, &server.User{Username: service, Password: password, Permissions: &server.Permissions{
+				Publish: &server.SubjectPermission{Allow: p.Publish}, Subscribe: &server.SubjectPermission{Allow: p.Subscribe},
+			}})
+		}
+	})
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	connect := func(service string) *nats.Conn {
+		opts, err := events.Credentials{User: service, Password: users[service], TLSCA: caFile}.Options()
+		require.NoError(t, err)
+		nc, err := events.Connect(ctx, broker.URL(), service, log, opts...)
+		require.NoError(t, err)
+		t.Cleanup(nc.Close)
+		require.Eventually(t, nc.IsConnected, 10*time.Second, 20*time.Millisecond, "%s connects over TLS", service)
+		return nc
+	}
+	walletNC, glNC := connect(events.SourceWallet), connect(events.SourceGL)
+
+	// The wallet's side: its outbox and relay, and its consumer of the GL's acknowledgments.
+	walletOutbox := events.NewOutbox(events.SourceWallet)
+	id := uuid.Must(uuid.NewV7())
+	_, err := walletOutbox.Add(ctx, walletPool, events.Event{ID: id, Type: events.TypeTransferCompleted, AggregateID: "t", Time: time.Now(),
+		Data: events.TransferCompleted{TransferID: "t", FromWalletID: "a", ToWalletID: "b", Amount: 5, Currency: "CHF", CreatedAt: time.Now()}})
+	require.NoError(t, err)
+	walletRelay, err := events.NewRelay(events.RelayConfig{Source: events.SourceWallet}, topo, walletPool, walletNC, log)
+	require.NoError(t, err)
+	ackCfg := events.ConsumerConfig{Trust: events.AcceptUnsigned()}
+	ackCfg.ConsumerSpec, err = topo.Consumer(events.ConsumerWallet)
+	require.NoError(t, err)
+	acks, err := events.NewConsumer(ackCfg, topo, walletNC, walletPool, events.HandlerFunc(func(ctx context.Context, tx pgx.Tx, env events.Envelope) error {
+		var posted events.TransferPosted
+		if err := env.DecodeData(&posted); err != nil {
+			return err
+		}
+		_, err := walletOutbox.Acknowledge(ctx, tx, uuid.MustParse(posted.SourceEventID))
+		return err
+	}), log)
+	require.NoError(t, err)
+
+	// The GL's side: its consumer answers with an acknowledgment, its relay publishes it.
+	glOutbox := events.NewOutbox(events.SourceGL)
+	glRelay, err := events.NewRelay(events.RelayConfig{Source: events.SourceGL, AckConsumer: events.ConsumerWallet}, topo, glPool, glNC, log)
+	require.NoError(t, err)
+	glCfg := events.ConsumerConfig{Trust: events.AcceptUnsigned()}
+	glCfg.ConsumerSpec, err = topo.Consumer(events.ConsumerGL)
+	require.NoError(t, err)
+	poster, err := events.NewConsumer(glCfg, topo, glNC, glPool, events.HandlerFunc(func(ctx context.Context, tx pgx.Tx, env events.Envelope) error {
+		_, err := glOutbox.Add(ctx, tx, events.Event{ID: uuid.Must(uuid.NewV7()), Type: events.TypeTransferPosted, AggregateID: "t", Time: time.Now(),
+			Data: events.TransferPosted{TransferID: "t", SourceEventID: env.ID, EntryID: uuid.NewString(), PostedAt: time.Now()}})
+		return err
+	}), log)
+	require.NoError(t, err)
+
+	for _, run := range []func(context.Context) error{walletRelay.Run, acks.Run, glRelay.Run, poster.Run} {
+		runInBackground(t, run)
+	}
+	require.Eventually(t, func() bool {
+		var status string
+		require.NoError(t, walletPool.QueryRow(ctx, "SELECT status FROM outbox WHERE id = $1", id).Scan(&status))
+		return status == "acknowledged"
+	}, 30*time.Second, 50*time.Millisecond, "the wallet's row comes home through both users")
+	require.Eventually(t, func() bool {
+		_, err := glRelay.AcknowledgeAppliedOnce(ctx)
+		require.NoError(t, err)
+		var open int
+		require.NoError(t, glPool.QueryRow(ctx, "SELECT count(*) FROM outbox WHERE status <> 'acknowledged'").Scan(&open))
+		return open == 0
+	}, 30*time.Second, 50*time.Millisecond, "the GL's acknowledgment is acknowledged through its ack-floor check")
+
+	// The GL's user publishing a wallet event: refused by the broker, nothing stored.
+	js, err := jetstream.New(glNC)
+	require.NoError(t, err)
+	pubCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	_, err = js.Publish(pubCtx, topo.Subject(events.SourceWallet, events.TypeTransferCompleted), []byte(`{"forged":true}`))
+	require.Error(t, err, "the GL's user may not publish on the wallet's subjects")
+	stream, err := jetstream.New(walletNC)
+	require.NoError(t, err)
+	s, err := stream.Stream(ctx, topo.StreamName(events.SourceWallet))
+	require.NoError(t, err)
+	info, err := s.Info(ctx)
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), info.State.Msgs, "only the wallet's own event is in its stream")
+
+	// Without TLS the broker does not talk at all.
+	plain, err := nats.Connect(broker.URL(), nats.UserInfo("gl", users["gl"]), nats.Timeout(2*time.Second))
+	if err == nil {
+		plain.Close()
+	}
+	require.Error(t, err)
+}
+
+// Two ways to authenticate, a password without a user, or half a client certificate is a
+// start-up error naming the settings, never a silent choice of one.
+func TestCredentialsRefuseSettingsThatDoNotGoTogether(t *testing.T) {
+	t.Parallel()
+	for name, c := range map[string]events.Credentials{
+		"user and token":        {User: "gl", Password: "p", Token: "t"},
+		"creds and nkey":        {CredsFile: "a.creds", NKeySeedFile: "seed"},
+		"password without user": {Password: "p"},
+		"cert without key":      {TLSCert: "c.pem"},
+	} {
+		require.Error(t, c.Validate(), name)
+	}
+	require.NoError(t, events.Credentials{User: "gl", Password: "p", TLSCA: "ca.pem", TLSCert: "c.pem", TLSKey: "k.pem"}.Validate())
+	_, err := events.Credentials{NKeySeedFile: filepath.Join(t.TempDir(), "missing")}.Options()
+	require.Error(t, err, "a seed file that cannot be read fails at start")
+}
