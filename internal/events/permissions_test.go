@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -170,4 +171,30 @@ func TestCredentialsRefuseSettingsThatDoNotGoTogether(t *testing.T) {
 	require.NoError(t, events.Credentials{User: "gl", Password: "p", TLSCA: "ca.pem", TLSCert: "c.pem", TLSKey: "k.pem"}.Validate())
 	_, err := events.Credentials{NKeySeedFile: filepath.Join(t.TempDir(), "missing")}.Options()
 	require.Error(t, err, "a seed file that cannot be read fails at start")
+}
+
+// The nats-server configuration docs/security.md shows is the one the broker test runs: parsed by
+// the server itself, its users hold exactly Topology.Permissions of the default namespace.
+func TestTheDocumentedBrokerConfigurationIsTopologyPermissions(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "security.md"))
+	require.NoError(t, err)
+	start := strings.Index(string(doc), "```\nauthorization {")
+	require.GreaterOrEqual(t, start, 0, "docs/security.md shows an authorization block")
+	block := string(doc)[start+4:]
+	block = block[:strings.Index(block, "```")]
+	conf := filepath.Join(t.TempDir(), "nats.conf")
+	require.NoError(t, os.WriteFile(conf, []byte(block), 0o600))
+	t.Setenv("WALLET_NATS_PASSWORD", "w")
+	t.Setenv("GL_NATS_PASSWORD", "g")
+
+	opts, err := server.ProcessConfigFile(conf)
+	require.NoError(t, err)
+	require.Len(t, opts.Users, 2)
+	topo := events.Topology{}
+	for _, u := range opts.Users {
+		want, err := topo.Permissions(u.Username)
+		require.NoError(t, err, u.Username)
+		require.Equal(t, want.Publish, u.Permissions.Publish.Allow, "%s may publish", u.Username)
+		require.Equal(t, want.Subscribe, u.Permissions.Subscribe.Allow, "%s may subscribe", u.Username)
+	}
 }
