@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -98,13 +99,17 @@ func (c Credentials) Options() ([]nats.Option, error) {
 	return opts, nil
 }
 
-// redactURL hides a password a NATS URL carries.
+// redactURL hides the passwords a NATS URL list (comma-separated) carries.
 func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		return raw
+	urls := strings.Split(raw, ",")
+	for i, one := range urls {
+		if u, err := url.Parse(strings.TrimSpace(one)); err == nil && u.User != nil {
+			urls[i] = u.Redacted()
+		} else if err != nil && strings.Contains(one, "@") {
+			urls[i] = "(unparsable URL with credentials)"
+		}
 	}
-	return u.Redacted()
+	return strings.Join(urls, ",")
 }
 
 // Healthy reports why the connection cannot carry messages now, or nil.
