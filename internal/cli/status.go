@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -101,7 +100,7 @@ func (svc Service[S]) Status(ctx context.Context, env Env, args []string) error 
 // brokerStatus asks the broker for both durable consumers, the one reading this service's
 // outbox first, within timeout.
 func (svc Service[S]) brokerStatus(ctx context.Context, ev config.Events, timeout time.Duration) BrokerStatus {
-	b := BrokerStatus{URL: redactURLs(ev.NATSURL), Consumers: []ConsumerStatus{}}
+	b := BrokerStatus{URL: events.RedactURL(ev.NATSURL), Consumers: []ConsumerStatus{}}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	nc, err := ev.Connect(ctx, svc.Name+" status", zerolog.Nop())
@@ -160,22 +159,6 @@ func unreachable(nc *nats.Conn, err error, timeout time.Duration) string {
 		return fmt.Sprintf("no answer within %s", timeout)
 	}
 	return err.Error()
-}
-
-// redactURLs hides the passwords of NATS_URL's URLs.
-func redactURLs(raw string) string {
-	parts := strings.Split(raw, ",")
-	for i, p := range parts {
-		if u, err := url.Parse(strings.TrimSpace(p)); err == nil && u.User != nil {
-			if _, has := u.User.Password(); has {
-				u.User = url.UserPassword(u.User.Username(), "xxxxx")
-			} else {
-				u.User = url.User("xxxxx") // a token
-			}
-			parts[i] = u.String()
-		}
-	}
-	return strings.Join(parts, ",")
 }
 
 // attention lists what needs an operator, each with the command to start with.

@@ -40,7 +40,7 @@ func Connect(ctx context.Context, url, name string, log zerolog.Logger, opts ...
 		}),
 	}, opts...)...)
 	if err != nil {
-		return nil, fmt.Errorf("connect nats %s: %w", redactURL(url), err)
+		return nil, fmt.Errorf("connect nats %s: %w", RedactURL(url), err)
 	}
 	return nc, nil
 }
@@ -99,17 +99,30 @@ func (c Credentials) Options() ([]nats.Option, error) {
 	return opts, nil
 }
 
-// redactURL hides the passwords a NATS URL list (comma-separated) carries.
-func redactURL(raw string) string {
+// RedactURL hides the credentials (a password, or a token in the user part) of every URL in a
+// NATS URL list (comma-separated), and the whole of one that does not parse but carries any.
+func RedactURL(raw string) string {
 	urls := strings.Split(raw, ",")
 	for i, one := range urls {
-		if u, err := url.Parse(strings.TrimSpace(one)); err == nil && u.User != nil {
-			urls[i] = u.Redacted()
-		} else if err != nil && strings.Contains(one, "@") {
+		u, err := url.Parse(strings.TrimSpace(one))
+		switch {
+		case err != nil && strings.Contains(one, "@"):
 			urls[i] = "(unparsable URL with credentials)"
+		case err != nil || u.User == nil:
+		case hasPassword(u.User):
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+			urls[i] = u.String()
+		default:
+			u.User = url.User("xxxxx") // a token
+			urls[i] = u.String()
 		}
 	}
 	return strings.Join(urls, ",")
+}
+
+func hasPassword(u *url.Userinfo) bool {
+	_, has := u.Password()
+	return has
 }
 
 // Healthy reports why the connection cannot carry messages now, or nil.

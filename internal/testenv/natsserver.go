@@ -25,13 +25,17 @@ type Broker struct {
 // is down for a restart.
 func StartBroker(t testing.TB) *Broker {
 	t.Helper()
+	return StartBrokerOn(t, freeBrokerPort(t))
+}
+
+func freeBrokerPort(t testing.TB) int {
+	t.Helper()
 	ln, err := harness.ListenFree()
 	if err != nil {
 		t.Fatalf("find a port for the broker: %v", err)
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	_ = ln.Close()
-	return StartBrokerOn(t, port)
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // StartBrokerOn starts an embedded JetStream server on the given loopback port.
@@ -41,16 +45,11 @@ func StartBrokerOn(t testing.TB, port int) *Broker {
 }
 
 // StartBrokerWith starts an embedded JetStream server on the given loopback port (0: a free
-// one) with the options configure sets (users and their permissions, TLS).
+// one, as StartBroker) with the options configure sets (users and their permissions, TLS).
 func StartBrokerWith(t testing.TB, port int, configure func(*server.Options)) *Broker {
 	t.Helper()
 	if port == 0 {
-		ln, err := harness.ListenFree()
-		if err != nil {
-			t.Fatalf("find a port for the broker: %v", err)
-		}
-		port = ln.Addr().(*net.TCPAddr).Port
-		_ = ln.Close()
+		port = freeBrokerPort(t)
 	}
 	b := &Broker{t: t, opts: server.Options{
 		Host:      "127.0.0.1",
