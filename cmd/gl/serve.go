@@ -18,7 +18,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	// The GL signs its TransferPosted.v1 and accepts TransferCompleted.v1 from the wallet alone.
+	// The GL signs its TransferPosted.v2 and accepts TransferCompleted.v1 from the wallet alone.
 	eventKeys, err := cfg.Events.EventKeys(events.SourceGL, events.SourceWallet, true, log)
 	if err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -333,7 +334,7 @@ func measureLimits(ctx context.Context, opts Options, runID, dir string, out io.
 		lim.Error = err.Error()
 		return lim
 	}
-	glScript, err := GLScript(db.Queries(), opts.GLBatch, samplePayload(events.TypeTransferPosted))
+	glScript, err := GLScript(db.Queries(), opts.GLBatch, sampleAcknowledgment(opts.GLBatch))
 	if err != nil {
 		lim.Error = err.Error()
 		return lim
@@ -458,11 +459,18 @@ func scratchDatabase(ctx context.Context, url, service string, users int) error 
 func samplePayload(eventType string) string {
 	id := "0193a5c1-7f00-7000-8000-000000000000"
 	var data any = events.TransferCompleted{TransferID: id, FromWalletID: "u1", ToWalletID: "u2", Amount: 42, Currency: "USD", CreatedAt: time.Now().UTC()}
-	if eventType == events.TypeTransferPosted {
-		data = events.TransferPosted{TransferID: id, SourceEventID: id, EntryID: id, PostedAt: time.Now().UTC()}
-	}
 	raw, _ := json.Marshal(data)
 	body, _ := json.Marshal(events.Envelope{SpecVersion: "1.0", ID: id, Source: "wallet", Type: eventType, Subject: id,
+		Time: time.Now().UTC(), DataContentType: "application/json", Data: raw})
+	return string(body)
+}
+
+// sampleAcknowledgment is the envelope of a TransferPosted.v2 for a GL batch of n postings.
+func sampleAcknowledgment(n int) string {
+	id := "0193a5c1-7f00-7000-8000-000000000000"
+	posted := events.TransferPosted{TransferID: id, SourceEventID: id, EntryID: id, PostedAt: time.Now().UTC()}
+	raw, _ := json.Marshal(events.TransferPostings{Postings: slices.Repeat([]events.TransferPosted{posted}, max(n, 1))})
+	body, _ := json.Marshal(events.Envelope{SpecVersion: "1.0", ID: id, Source: events.SourceGL, Type: events.TypeTransferPostedV2, Subject: id,
 		Time: time.Now().UTC(), DataContentType: "application/json", Data: raw})
 	return string(body)
 }

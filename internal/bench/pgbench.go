@@ -164,8 +164,9 @@ func WalletScript(fsys fs.FS, users int, payload string) (Script, error) {
 // GLScript is the GL consumer's batch transaction for a fetched batch of batch fresh events, as
 // events.Consumer.processBatchTx runs it with gl.TransferPoster.HandleBatch and the postgres
 // Ledger's PostBatch: ClaimInboxBatch, InsertEntriesBatch, InsertLinesBatch (two lines per
-// entry), the GL outbox's InsertOutboxBatchClaimed (publish on commit: the rows are written
-// already claimed by the GL's relay) and MarkInboxProcessedBatch, then one commit. Every event
+// entry), the GL outbox's InsertOutboxBatchClaimed of the batch's one TransferPosted.v2 (publish
+// on commit: the row is written already claimed by the GL's relay; payload is its envelope) and
+// MarkInboxProcessedBatch, then one commit. Every event
 // is fresh and every entry new, so PostBatch's GetEntriesByTransfers (it runs only for entries
 // that conflicted) does not run, as in the consumer's steady state.
 //
@@ -203,8 +204,8 @@ func GLScript(fsys fs.FS, batch int, payload string) (Script, error) {
 			"currencies": line("'USD'"), "posted_ats": line("now()"),
 		}},
 		{"events", "InsertOutboxBatchClaimed", map[string]string{
-			"ids": each("md5('p' || g)::uuid"), "event_types": each("'" + events.TypeTransferPosted + "'"),
-			"aggregate_ids": each(transfer), "payloads": each("(:payload)::jsonb"),
+			"ids": "ARRAY[md5('p' || :b)::uuid]", "event_types": "ARRAY['" + events.TypeTransferPostedV2 + "']",
+			"aggregate_ids": "ARRAY[md5('t' || (:b::bigint + 1))::uuid::text]", "payloads": "ARRAY[(:payload)::jsonb]",
 			"owner": "'pgbench'", "lease_seconds": "30",
 		}},
 		{"events", "MarkInboxProcessedBatch", map[string]string{"ids": each(inbox)}},

@@ -113,6 +113,7 @@ func TestGLScriptRunsTheBatchPostingStatements(t *testing.T) {
 	for _, stmt := range []string{"INSERT INTO inbox", "INSERT INTO journal_entries", "INSERT INTO journal_lines", "INSERT INTO outbox", "UPDATE inbox"} {
 		assert.Equal(t, 1, strings.Count(s.Text, stmt), "one statement for the whole batch: %s", stmt)
 	}
+	assert.Contains(t, s.Text, "ARRAY['"+events.TypeTransferPostedV2+"']", "one acknowledgment for the whole batch")
 	// The per-event statements of before are gone: a single-row claim, GetEntryByTransfer,
 	// the unclaimed outbox insert.
 	for _, old := range []string{"VALUES (", "SELECT * FROM journal_entries WHERE transfer_id", "-- InsertOutbox (", "-- ClaimInbox ("} {
@@ -199,15 +200,18 @@ func TestScriptsRunInPostgres(t *testing.T) {
 	t.Run("gl", func(t *testing.T) {
 		t.Parallel()
 		const batch = 5
-		s, err := GLScript(db.Queries(), batch, samplePayload(events.TypeTransferPosted))
+		s, err := GLScript(db.Queries(), batch, sampleAcknowledgment(batch))
 		require.NoError(t, err)
 		pool := run(t, s, "gl", 0, nil)
 		assert.Equal(t, 2*batch, count(t, pool, "SELECT count(*) FROM inbox WHERE status = 'processed' AND consumer = 'gl'"))
 		assert.Equal(t, 2*batch, count(t, pool, "SELECT count(*) FROM journal_entries"))
 		assert.Equal(t, 4*batch, count(t, pool, "SELECT count(*) FROM journal_lines"))
-		assert.Equal(t, 2*batch, count(t, pool, "SELECT count(*) FROM outbox WHERE status = 'dispatching' AND lease_owner = 'pgbench'"))
-		assert.Equal(t, 2*batch, count(t, pool, `SELECT count(*) FROM journal_entries e JOIN inbox i ON i.event_id = e.event_id
-			JOIN outbox o ON o.aggregate_id = e.transfer_id`), "entry, inbox row and acknowledgment belong together")
+		assert.Equal(t, 2, count(t, pool, "SELECT count(*) FROM outbox WHERE status = 'dispatching' AND lease_owner = 'pgbench' AND event_type = 'TransferPosted.v2'"),
+			"one acknowledgment per batch")
+		assert.Equal(t, 2*batch, count(t, pool, "SELECT count(*) FROM journal_entries e JOIN inbox i ON i.event_id = e.event_id"), "entry and inbox row belong together")
+		assert.Equal(t, 2, count(t, pool, "SELECT count(*) FROM journal_entries e JOIN outbox o ON o.aggregate_id = e.transfer_id"),
+			"each acknowledgment's aggregate is its batch's first transfer")
+		assert.Equal(t, 2*batch, count(t, pool, "SELECT sum(jsonb_array_length(payload->'data'->'postings'))::int FROM outbox"), "the payload is a batch's")
 	})
 	t.Run("relay", func(t *testing.T) {
 		t.Parallel()

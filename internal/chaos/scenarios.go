@@ -84,14 +84,14 @@ func Scenarios() []Scenario {
 		},
 		{
 			Name:        "wallet-ack-loss",
-			Description: "the wallet's inbox table locked for a while (the API keeps working), long enough for the broker to give up on TransferPosted.v1 deliveries",
+			Description: "the wallet's inbox table locked for a while (the API keeps working), long enough for the broker to give up on TransferPosted.v2 deliveries",
 			Topology: Topology{
 				// A broker that gives up on a delivery after three tries two seconds apart, and
 				// a wallet catch-up that re-publishes its unacknowledged rows after 4 s, through
 				// a duplicate window short enough to let the copies reach the GL: what must bring
 				// the acknowledgments back is the wallet's catch-up and the GL's answer to a
 				// duplicate. The GL's own catch-up stays out of it (its re-publishes of
-				// TransferPosted.v1 would rescue some rows or not by the luck of timing).
+				// TransferPosted.v2 would rescue some rows or not by the luck of timing).
 				WalletEnv: []string{"EVENTS_ACK_WAIT=2s", "EVENTS_MAX_DELIVER=3", "EVENTS_ACK_TIMEOUT=4s", "EVENTS_DUPLICATE_WINDOW=2s"},
 				GLEnv:     []string{"EVENTS_ACK_TIMEOUT=10m", "EVENTS_DUPLICATE_WINDOW=2s"},
 			},
@@ -265,7 +265,7 @@ func terminateBackends(ctx context.Context, s *System, rng *rand.Rand, d time.Du
 }
 
 // lockWalletInbox holds an ACCESS EXCLUSIVE lock on the wallet's inbox table: transfers (which
-// never touch it) go on, but no TransferPosted.v1 can be applied, so every delivery fails after
+// never touch it) go on, but no TransferPosted.v2 can be applied, so every delivery fails after
 // its ack wait, until the broker has given up on the first of them many times over.
 func lockWalletInbox(ctx context.Context, s *System, rng *rand.Rand, d time.Duration) error {
 	sleepCtx(ctx, d/4)

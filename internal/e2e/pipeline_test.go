@@ -297,7 +297,7 @@ func requireMetrics(t *testing.T, s *system) {
 	for _, series := range []string{
 		`walletgl_transfers_total{result="created",service="wallet"}`, `walletgl_batch_size_count{service="wallet"}`,
 		`walletgl_relay_published_total{service="wallet"}`, `walletgl_relay_publish_seconds_count{service="wallet"}`,
-		`walletgl_consumer_processed_total{event_type="TransferPosted.v1",service="wallet"}`,
+		`walletgl_consumer_processed_total{event_type="TransferPosted.v2",service="wallet"}`,
 		`walletgl_consumer_batch_seconds_count{service="wallet"}`, `walletgl_http_requests_total{code="2xx",method="POST",route="POST /v1/transfers",service="wallet"}`,
 		`walletgl_db_pool_acquires_total{pool="main",service="wallet"}`, `go_goroutines`,
 	} {

@@ -44,7 +44,8 @@ func TestForgedEventsAreNeitherAppliedNorAcknowledged(t *testing.T) {
 	require.NoError(t, err)
 	topo := events.Topology{Namespace: s.namespace, MaxBytes: testenv.StreamMaxBytes}
 	completedSubject := topo.Subject(events.SourceWallet, events.TypeTransferCompleted)
-	postedSubject := topo.Subject(events.SourceGL, events.TypeTransferPosted)
+	postedSubject := topo.Subject(events.SourceGL, events.TypeTransferPostedV2)
+	postedV1Subject := topo.Subject(events.SourceGL, events.TypeTransferPosted) // still read: earlier GLs publish it
 
 	transfer := func(key string, amount int64) (transferID, rowID string) {
 		t.Helper()
@@ -140,11 +141,12 @@ func TestForgedEventsAreNeitherAppliedNorAcknowledged(t *testing.T) {
 	require.NoError(t, s.gl.Stop(20*time.Second))
 	second, secondRow := transfer("sign-2", 2345)
 	require.Eventually(t, func() bool { return rowStatus(secondRow) == "dispatched" }, 30*time.Second, 50*time.Millisecond)
-	forgedPosted := envelope(events.SourceGL, events.TypeTransferPosted, events.TransferPosted{
-		TransferID: second, SourceEventID: secondRow, EntryID: uuid.NewString(), PostedAt: time.Now().UTC()})
-	publish(postedSubject, forgedPosted, nil)
-	publish(postedSubject, forgedPosted, signed(strangerGL, forgedPosted))
-	publish(postedSubject, forgedPosted, signed(walletKey, forgedPosted))
+	forgedPosting := events.TransferPosted{TransferID: second, SourceEventID: secondRow, EntryID: uuid.NewString(), PostedAt: time.Now().UTC()}
+	forgedPosted := envelope(events.SourceGL, events.TypeTransferPosted, forgedPosting)
+	forgedPostings := envelope(events.SourceGL, events.TypeTransferPostedV2, events.TransferPostings{Postings: []events.TransferPosted{forgedPosting}})
+	publish(postedV1Subject, forgedPosted, nil)
+	publish(postedSubject, forgedPostings, signed(strangerGL, forgedPostings))
+	publish(postedV1Subject, forgedPosted, signed(walletKey, forgedPosted))
 	replayedPosted := strings.NewReplacer(firstRow, secondRow, first, second).Replace(string(realPosted.Data))
 	require.NotEqual(t, string(realPosted.Data), replayedPosted)
 	publish(postedSubject, []byte(replayedPosted), realPosted.Header)
@@ -200,7 +202,8 @@ func TestForgedEventsAreNeitherAppliedNorAcknowledged(t *testing.T) {
 	require.NoError(t, rows.Err())
 	require.Equal(t, []string{first, second, third}, entries, "no entry for the forged transfer")
 	var acks int
-	require.NoError(t, s.glDB.QueryRow(ctx, "SELECT count(*) FROM outbox WHERE event_type = $1", events.TypeTransferPosted).Scan(&acks))
+	require.NoError(t, s.glDB.QueryRow(ctx, "SELECT coalesce(sum(jsonb_array_length(payload->'data'->'postings')), 0) FROM outbox WHERE event_type = $1",
+		events.TypeTransferPostedV2).Scan(&acks))
 	require.Equal(t, 3, acks, "nothing forged was acknowledged back")
 	require.Equal(t, 4, unauthenticated(events.SourceWallet))
 

@@ -103,6 +103,11 @@ func NewConsumer(cfg ConsumerConfig, topo Topology, nc *nats.Conn, pool *pgxpool
 	case producer != cfg.Source:
 		return nil, fmt.Errorf("consumer %s: %s comes from %s, not from %s's stream", cfg.Name, cfg.EventType, producer, cfg.Source)
 	}
+	for _, older := range cfg.Accepts {
+		if Producer(older) != producer {
+			return nil, fmt.Errorf("consumer %s: %s does not come from %s as %s does", cfg.Name, older, producer, cfg.EventType)
+		}
+	}
 	return &Consumer{
 		cfg: cfg, topo: topo, nc: nc, js: js, pool: pool, inbox: NewInbox(cfg.Name, handler), producer: producer,
 		log:     log.With().Str("component", "consumer").Str("consumer", cfg.Name).Logger(),
@@ -285,7 +290,7 @@ func (c *Consumer) inspect(msg jetstream.Msg) delivery {
 		d.EventID = "seq-" + strconv.FormatUint(d.StreamSeq, 10)
 	}
 	if d.err == nil {
-		d.err = expectType(d.Env, c.cfg.EventType)
+		d.err = c.expectType(d.Env)
 	}
 	return d
 }

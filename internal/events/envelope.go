@@ -11,7 +11,12 @@ import (
 // Event types, with their version. The subject of a message ends in its type.
 const (
 	TypeTransferCompleted = "TransferCompleted.v1"
-	TypeTransferPosted    = "TransferPosted.v1"
+	// TypeTransferPosted is the acknowledgment of one posting, as GLs before TransferPosted.v2
+	// published it; the wallet still accepts it (TransferPostings).
+	TypeTransferPosted = "TransferPosted.v1"
+	// TypeTransferPostedV2 is the acknowledgment the GL publishes: every posting of one consumer
+	// batch in one event, so one signature, one message and one wallet inbox row per batch.
+	TypeTransferPostedV2 = "TransferPosted.v2"
 )
 
 // Sources: the service that owns a stream and writes its outbox.
@@ -137,4 +142,51 @@ func (t TransferPosted) Validate() error {
 		return Permanent(errors.New("transfer_id or source_event_id is empty"))
 	}
 	return nil
+}
+
+// MaxPostingsPerEvent bounds a TransferPosted.v2: more than a consumer batch can hold is not an
+// acknowledgment the GL writes.
+const MaxPostingsPerEvent = 10_000
+
+// TransferPostings is the data of TransferPosted.v2: the postings of one GL batch, each as a
+// TransferPosted.v1 would name it.
+type TransferPostings struct {
+	Postings []TransferPosted `json:"postings"`
+}
+
+// Validate reports why the acknowledgment can never be applied, as a permanent error.
+func (t TransferPostings) Validate() error {
+	if len(t.Postings) == 0 || len(t.Postings) > MaxPostingsPerEvent {
+		return Permanent(fmt.Errorf("postings: %d, want 1 to %d", len(t.Postings), MaxPostingsPerEvent))
+	}
+	for i, p := range t.Postings {
+		if err := p.Validate(); err != nil {
+			return fmt.Errorf("posting %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// DecodePostings reads the postings an acknowledgment names, of either version: a
+// TransferPosted.v1 is upcast to the one posting it names. Its errors are permanent.
+func DecodePostings(env Envelope) ([]TransferPosted, error) {
+	var postings TransferPostings
+	switch env.Type {
+	case TypeTransferPosted:
+		var one TransferPosted
+		if err := env.DecodeData(&one); err != nil {
+			return nil, err
+		}
+		postings.Postings = []TransferPosted{one}
+	case TypeTransferPostedV2:
+		if err := env.DecodeData(&postings); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, Permanent(fmt.Errorf("event type %q is no acknowledgment", env.Type))
+	}
+	if err := postings.Validate(); err != nil {
+		return nil, err
+	}
+	return postings.Postings, nil
 }

@@ -260,3 +260,52 @@ func runInBackground(t *testing.T, fn func(context.Context) error) (stop func())
 }
 
 var _ = json.Marshal
+
+// The wallet's durable consumer takes every version of the acknowledgment it knows — the GL's
+// TransferPosted.v2 and the .v1 of a GL not yet upgraded — from one filter, and records a version
+// it does not know failed (malformed) without handing it to its handler.
+func TestTheWalletsConsumerTakesBothVersionsOfTheAcknowledgment(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	spec, err := b.topo.Consumer(events.ConsumerWallet)
+	require.NoError(t, err)
+	require.True(t, spec.Takes(events.TypeTransferPosted) && spec.Takes(events.TypeTransferPostedV2))
+	require.False(t, spec.Takes("TransferPosted.v3"))
+
+	body := func(eventType string) ([]byte, string) {
+		id := uuid.NewString()
+		raw, err := json.Marshal(events.Envelope{SpecVersion: "1.0", ID: id, Source: events.SourceGL, Type: eventType,
+			Time: time.Now().UTC(), DataContentType: "application/json", Data: json.RawMessage(`{}`)})
+		require.NoError(t, err)
+		return raw, id
+	}
+	var sent []string
+	for _, eventType := range []string{events.TypeTransferPosted, events.TypeTransferPostedV2, "TransferPosted.v3"} {
+		raw, id := body(eventType)
+		b.publish(t, events.SourceGL, b.topo.Subject(events.SourceGL, eventType), raw, id)
+		sent = append(sent, id)
+	}
+
+	var handled sync.Map
+	cons, err := events.NewConsumer(events.ConsumerConfig{ConsumerSpec: spec, RetryDelay: 50 * time.Millisecond, Trust: b.keys.Trust},
+		b.topo, b.nc, b.pool, events.HandlerFunc(func(ctx context.Context, tx pgx.Tx, env events.Envelope) error {
+			handled.Store(env.Type, env.ID)
+			return nil
+		}), b.log)
+	require.NoError(t, err)
+	stop := runInBackground(t, cons.Run)
+	require.Eventually(t, func() bool { return cons.Stats().Processed == 2 && cons.Stats().Failed == 1 }, 20*time.Second, 20*time.Millisecond)
+	stop()
+
+	for i, eventType := range []string{events.TypeTransferPosted, events.TypeTransferPostedV2} {
+		id, ok := handled.Load(eventType)
+		require.True(t, ok, eventType)
+		require.Equal(t, sent[i], id)
+	}
+	_, ok := handled.Load("TransferPosted.v3")
+	require.False(t, ok, "an unknown version never reaches the handler")
+	failed, err := eventsdb.New(b.pool).GetInbox(context.Background(), events.ConsumerWallet+":"+sent[2])
+	require.NoError(t, err)
+	require.Equal(t, "failed", failed.Status)
+	require.Equal(t, events.ReasonMalformed, *failed.Reason)
+}

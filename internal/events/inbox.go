@@ -217,6 +217,14 @@ func notFailed(ctx context.Context, db database.Executor, id string) error {
 }
 
 // expectType refuses, for good, an event of a type this consumer does not handle.
+func (c *Consumer) expectType(env Envelope) error {
+	if !c.cfg.Takes(env.Type) {
+		return Permanent(fmt.Errorf("unexpected event type %q", env.Type))
+	}
+	return nil
+}
+
+// expectType refuses, for good, an event whose type is not want.
 func expectType(env Envelope, want string) error {
 	if env.Type != want {
 		return Permanent(fmt.Errorf("unexpected event type %q", env.Type))

@@ -51,7 +51,7 @@ type RelayConfig struct {
 	// leader ends as a timeout, and the round always ends.
 	PublishTimeout time.Duration
 	// AckConsumer, when set, is the durable consumer on this source's stream whose ack floor
-	// acknowledges rows: the GL's TransferPosted.v1 rows are done once the wallet's consumer
+	// acknowledges rows: the GL's TransferPosted.v2 rows are done once the wallet's consumer
 	// acknowledged the very message stored for them (see AcknowledgeAppliedOnce). Empty: rows
 	// are acknowledged by the consumer's reply event.
 	AckConsumer string

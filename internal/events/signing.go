@@ -44,6 +44,7 @@ func Unauthenticated(err error) error { return fmt.Errorf("%w: %w", ErrUnauthent
 var producers = map[string]string{
 	TypeTransferCompleted: SourceWallet,
 	TypeTransferPosted:    SourceGL,
+	TypeTransferPostedV2:  SourceGL,
 }
 
 // Producer is the service that alone may publish events of eventType; "" for a type nobody

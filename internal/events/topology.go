@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -53,13 +54,13 @@ type Topology struct {
 // The durable consumers: each service's name is also its inbox prefix ("gl:<event id>").
 const (
 	ConsumerGL     = "gl"     // reads TransferCompleted.v1 from the wallet's stream
-	ConsumerWallet = "wallet" // reads TransferPosted.v1 from the GL's stream
+	ConsumerWallet = "wallet" // reads TransferPosted.v2 (and .v1) from the GL's stream
 )
 
 // durables declares the pipeline's durable consumers: who reads which event from whose stream.
 var durables = []ConsumerSpec{
 	{Name: ConsumerGL, Source: SourceWallet, EventType: TypeTransferCompleted},
-	{Name: ConsumerWallet, Source: SourceGL, EventType: TypeTransferPosted},
+	{Name: ConsumerWallet, Source: SourceGL, EventType: TypeTransferPostedV2, Accepts: []string{TypeTransferPosted}},
 }
 
 // Consumer is the durable consumer called name (ConsumerGL or ConsumerWallet) with the
@@ -184,12 +185,17 @@ func limitAbove(a, b int64) bool {
 }
 
 // ConsumerSpec describes one durable pull consumer: name (also the inbox prefix), the stream
-// it reads (by source) and the one event type it takes.
+// it reads (by source) and the event type it takes, with the earlier versions of that type it
+// still accepts.
 type ConsumerSpec struct {
 	Name      string
 	Source    string
 	EventType string
-	AckWait   time.Duration
+	// Accepts are earlier versions of EventType the consumer still takes (its handler upcasts
+	// them), so the producer may be upgraded before or after it. With any, the consumer's
+	// filter is every version of the type ("<prefix>.TransferPosted.*").
+	Accepts []string
+	AckWait time.Duration
 	// MaxDeliver is how many deliveries whose handler ran and failed make the consumer loop
 	// record an event failed. The broker itself never gives up on a message (its MaxDeliver
 	// is unlimited): a message it dropped would move the ack floor without anybody applying
@@ -238,8 +244,23 @@ func (t Topology) consumerConfig(spec ConsumerSpec) jetstream.ConsumerConfig {
 		AckWait:       spec.AckWait,
 		MaxDeliver:    -1, // see ConsumerSpec.MaxDeliver
 		MaxAckPending: spec.MaxAckPending,
-		FilterSubject: t.Subject(spec.Source, spec.EventType),
+		FilterSubject: t.filterSubject(spec),
 	}
+}
+
+// filterSubject is the subject spec's consumer reads: its event type's, or every version of
+// it when it accepts earlier ones.
+func (t Topology) filterSubject(spec ConsumerSpec) string {
+	if len(spec.Accepts) == 0 {
+		return t.Subject(spec.Source, spec.EventType)
+	}
+	family, _, _ := strings.Cut(spec.EventType, ".")
+	return t.subjectPrefix(spec.Source) + "." + family + ".*"
+}
+
+// Takes reports whether the consumer of spec handles events of eventType.
+func (spec ConsumerSpec) Takes(eventType string) bool {
+	return eventType == spec.EventType || slices.Contains(spec.Accepts, eventType)
 }
 
 // isTopologyMissing reports whether err says a stream or consumer does not exist (for

@@ -51,6 +51,7 @@ func TestABatchPostsOneEntryPerTransferAndAcknowledgesEveryEvent(t *testing.T) {
 	require.Equal(t, 2*entries, lines)
 	acks := b.acknowledgments(t)
 	require.Len(t, acks, 1+len(envs), "every event is acknowledged, duplicates included")
+	require.Len(t, b.acknowledgmentEvents(t), 2, "one acknowledgment per batch: the earlier event's and this batch's")
 	byEvent := map[string]events.TransferPosted{}
 	for _, a := range acks {
 		byEvent[a.SourceEventID] = a

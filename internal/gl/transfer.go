@@ -15,7 +15,8 @@ import (
 )
 
 // TransferPoster turns each TransferCompleted event into a journal entry and acknowledges it
-// with a TransferPosted event in the GL's outbox, both in the consumer's transaction.
+// with a TransferPosted.v2 event in the GL's outbox (one per batch), both in the consumer's
+// transaction.
 type TransferPoster struct {
 	rule    PostingRule
 	ledger  Poster
@@ -82,17 +83,17 @@ func (p *TransferPoster) post(ctx context.Context, tx pgx.Tx, envs []events.Enve
 		return fmt.Errorf("post %d transfers: %w", len(entries), err)
 	}
 	p.observeOnCommit(tx, postings)
-	acks := make([]events.Event, len(entries))
 	for i, posting := range postings {
 		if err := p.checkPosting(ctx, entries[i], posting, answering); err != nil {
 			return err
 		}
-		if acks[i], err = acknowledgment(entries[i].EventID, posting.Entry); err != nil {
-			return err
-		}
 	}
-	if _, err := p.outbox.AddBatch(ctx, tx, acks); err != nil {
-		return fmt.Errorf("acknowledge %d transfers: %w", len(acks), err)
+	ack, err := acknowledgment(entries, postings)
+	if err != nil {
+		return err
+	}
+	if _, err := p.outbox.AddBatch(ctx, tx, []events.Event{ack}); err != nil {
+		return fmt.Errorf("acknowledge %d transfers: %w", len(entries), err)
 	}
 	return nil
 }
@@ -139,16 +140,22 @@ func (p *TransferPoster) checkPosting(ctx context.Context, e Entry, posting Post
 	return nil
 }
 
-// acknowledgment is the TransferPosted event for the event eventID, naming the stored entry.
-func acknowledgment(eventID string, stored Entry) (events.Event, error) {
+// acknowledgment is the one TransferPosted.v2 event of a batch: each posting, naming the event
+// it posted and the stored entry. One event per batch rather than per posting: one outbox row,
+// one signature, one message and one wallet inbox row for the whole batch. Its aggregate is the
+// batch's first transfer.
+func acknowledgment(entries []Entry, postings []Posting) (events.Event, error) {
 	id, err := uuid.NewV7()
 	if err != nil {
 		return events.Event{}, fmt.Errorf("new event id: %w", err)
 	}
-	return events.Event{
-		ID: id, Type: events.TypeTransferPosted, AggregateID: stored.TransferID, Time: stored.PostedAt,
-		Data: events.TransferPosted{TransferID: stored.TransferID, SourceEventID: eventID, EntryID: stored.ID.String(), PostedAt: stored.PostedAt},
-	}, nil
+	data := events.TransferPostings{Postings: make([]events.TransferPosted, len(postings))}
+	for i, posting := range postings {
+		stored := posting.Entry
+		data.Postings[i] = events.TransferPosted{TransferID: stored.TransferID, SourceEventID: entries[i].EventID, EntryID: stored.ID.String(), PostedAt: stored.PostedAt}
+	}
+	first := postings[0].Entry
+	return events.Event{ID: id, Type: events.TypeTransferPostedV2, AggregateID: first.TransferID, Time: first.PostedAt, Data: data}, nil
 }
 
 // entryFor decodes and checks a TransferCompleted event and builds its entry by the rule.

@@ -40,21 +40,33 @@ func (b *testBundle) handle(t *testing.T, h events.Handler, env events.Envelope)
 	})
 }
 
-// acknowledgments returns the data of the TransferPosted events in the GL's outbox.
+// acknowledgments returns the postings the TransferPosted.v2 events in the GL's outbox name.
 func (b *testBundle) acknowledgments(t *testing.T) []events.TransferPosted {
+	t.Helper()
+	var acks []events.TransferPosted
+	for _, postings := range b.acknowledgmentEvents(t) {
+		acks = append(acks, postings...)
+	}
+	return acks
+}
+
+// acknowledgmentEvents returns the postings of each acknowledgment in the GL's outbox, one
+// slice per event.
+func (b *testBundle) acknowledgmentEvents(t *testing.T) [][]events.TransferPosted {
 	t.Helper()
 	rows, err := events.NewAdmin(b.pool).ListOutbox(context.Background(), events.StatusPending, 100)
 	require.NoError(t, err)
-	acks := make([]events.TransferPosted, 0, len(rows))
+	acks := make([][]events.TransferPosted, 0, len(rows))
 	for _, row := range rows {
-		require.Equal(t, events.TypeTransferPosted, row.EventType)
+		require.Equal(t, events.TypeTransferPostedV2, row.EventType)
 		env, err := events.DecodeEnvelope(row.Payload)
 		require.NoError(t, err)
 		require.Equal(t, events.SourceGL, env.Source)
 		require.Equal(t, row.AggregateID, env.Subject)
-		var ack events.TransferPosted
-		require.NoError(t, env.DecodeData(&ack))
-		acks = append(acks, ack)
+		postings, err := events.DecodePostings(env)
+		require.NoError(t, err)
+		require.Equal(t, row.AggregateID, postings[0].TransferID, "the aggregate is the first posting's transfer")
+		acks = append(acks, postings)
 	}
 	return acks
 }

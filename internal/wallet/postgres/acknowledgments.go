@@ -12,8 +12,8 @@ import (
 )
 
 // Acknowledgments is the acknowledgment consumer's handler: each TransferPosted event from the
-// GL moves the outbox row of the transfer it posted to acknowledged, one event at a time or a
-// whole fetched batch in one statement.
+// GL moves the outbox rows of the transfers it posted to acknowledged, one event at a time or
+// a whole fetched batch in one statement.
 type Acknowledgments struct {
 	outbox *events.Outbox
 }
@@ -25,18 +25,18 @@ func NewAcknowledgments() *Acknowledgments {
 	return &Acknowledgments{outbox: events.NewOutbox(events.SourceWallet)}
 }
 
-// Handle acknowledges the outbox rows of a batch of TransferPosted events in one statement, in
-// tx, the consumer's transaction. An event that can never be applied fails the batch with a
-// permanent error (the consumer then takes the events one by one, and that one is
-// dead-lettered alone).
+// Handle acknowledges the outbox rows of a batch of acknowledgments (TransferPosted.v2, or
+// .v1 from a GL not yet upgraded) in one statement, in tx, the consumer's transaction. An event
+// that can never be applied fails the batch with a permanent error (the consumer then takes
+// the events one by one, and that one is dead-lettered alone).
 func (a *Acknowledgments) Handle(ctx context.Context, tx pgx.Tx, envs []events.Envelope) error {
 	ids := make([]uuid.UUID, 0, len(envs))
 	for _, env := range envs {
-		id, err := acknowledgedRow(env)
+		rows, err := acknowledgedRows(env)
 		if err != nil {
 			return err
 		}
-		ids = append(ids, id)
+		ids = append(ids, rows...)
 	}
 	n, err := a.outbox.Acknowledge(ctx, tx, ids...)
 	if err != nil {
@@ -44,26 +44,24 @@ func (a *Acknowledgments) Handle(ctx context.Context, tx pgx.Tx, envs []events.E
 	}
 	if n < int64(len(ids)) {
 		// Repeated acknowledgments, or rows retention already removed.
-		zerolog.Ctx(ctx).Debug().Int("events", len(ids)).Int64("acknowledged", n).Msg("some transfers were already acknowledged")
+		zerolog.Ctx(ctx).Debug().Int("postings", len(ids)).Int64("acknowledged", n).Msg("some transfers were already acknowledged")
 	}
 	return nil
 }
 
-// acknowledgedRow returns the wallet outbox row a TransferPosted event acknowledges.
-func acknowledgedRow(env events.Envelope) (uuid.UUID, error) {
-	if env.Type != events.TypeTransferPosted {
-		return uuid.Nil, events.Permanent(fmt.Errorf("handle %s: want %s", env.Type, events.TypeTransferPosted))
-	}
-	var posted events.TransferPosted
-	if err := env.DecodeData(&posted); err != nil {
-		return uuid.Nil, err
-	}
-	if err := posted.Validate(); err != nil {
-		return uuid.Nil, err
-	}
-	id, err := uuid.Parse(posted.SourceEventID)
+// acknowledgedRows returns the wallet outbox rows an acknowledgment names.
+func acknowledgedRows(env events.Envelope) ([]uuid.UUID, error) {
+	postings, err := events.DecodePostings(env)
 	if err != nil {
-		return uuid.Nil, events.Permanent(fmt.Errorf("source_event_id %q is not a uuid: %w", posted.SourceEventID, err))
+		return nil, fmt.Errorf("handle %s: %w", env.Type, err)
 	}
-	return id, nil
+	ids := make([]uuid.UUID, len(postings))
+	for i, posted := range postings {
+		id, err := uuid.Parse(posted.SourceEventID)
+		if err != nil {
+			return nil, events.Permanent(fmt.Errorf("source_event_id %q is not a uuid: %w", posted.SourceEventID, err))
+		}
+		ids[i] = id
+	}
+	return ids, nil
 }

@@ -467,6 +467,12 @@ func TestHandleTransferPostedRefusesMalformedEvents(t *testing.T) {
 			events.Envelope{SpecVersion: "1.0", ID: "x", Type: events.TypeTransferPosted, Data: json.RawMessage(`[1]`)}},
 		{"another event type",
 			events.Envelope{SpecVersion: "1.0", ID: "x", Type: events.TypeTransferCompleted, Data: json.RawMessage(`{}`)}},
+		{"a v2 without postings",
+			events.Envelope{SpecVersion: "1.0", ID: "x", Type: events.TypeTransferPostedV2, Data: json.RawMessage(`{"postings":[]}`)}},
+		{"a v2 with one bad posting among good ones",
+			postingsEnvelope(t, events.TransferPosted{TransferID: "t", SourceEventID: uuid.NewString()}, events.TransferPosted{TransferID: "t"})},
+		{"a v2 whose data is a v1's",
+			events.Envelope{SpecVersion: "1.0", ID: "x", Type: events.TypeTransferPostedV2, Data: json.RawMessage(`{"transfer_id":"t","source_event_id":"s"}`)}},
 	}
 	acks := postgres.NewAcknowledgments()
 	for _, tt := range tests {
@@ -482,6 +488,42 @@ func postedEnvelope(t *testing.T, posted events.TransferPosted) events.Envelope 
 	return events.Envelope{
 		SpecVersion: "1.0", ID: uuid.NewString(), Source: events.SourceGL, Type: events.TypeTransferPosted,
 		Subject: posted.TransferID, Time: time.Now().UTC(), DataContentType: "application/json", Data: data,
+	}
+}
+
+func postingsEnvelope(t *testing.T, postings ...events.TransferPosted) events.Envelope {
+	t.Helper()
+	data, err := json.Marshal(events.TransferPostings{Postings: postings})
+	require.NoError(t, err)
+	return events.Envelope{
+		SpecVersion: "1.0", ID: uuid.NewString(), Source: events.SourceGL, Type: events.TypeTransferPostedV2,
+		Subject: postings[0].TransferID, Time: time.Now().UTC(), DataContentType: "application/json", Data: data,
+	}
+}
+
+// One TransferPosted.v2 acknowledges every transfer it names; a v1 from a GL not yet upgraded
+// still acknowledges its one, in the same batch.
+func TestOneAcknowledgmentOfABatchAcknowledgesEveryTransferItNames(t *testing.T) {
+	t.Parallel()
+	store, bundle := setup(t)
+	ctx := context.Background()
+	fund(t, store, "alice", "USD", 100)
+	createWallet(t, store, "bob", "USD", false)
+	var postings []events.TransferPosted
+	for i := range 4 {
+		tr, _, err := store.CreateTransfer(ctx, wallet.TransferRequest{
+			IdempotencyKey: fmt.Sprintf("v2-%d", i), FromWalletID: "alice", ToWalletID: "bob", Amount: 1, Currency: "USD",
+		})
+		require.NoError(t, err)
+		postings = append(postings, events.TransferPosted{TransferID: tr.ID.String(), SourceEventID: tr.EventID.String(), EntryID: "e", PostedAt: time.Now()})
+	}
+	envs := []events.Envelope{postingsEnvelope(t, postings[:3]...), postedEnvelope(t, postings[3])}
+	handler := postgres.NewAcknowledgments()
+	require.NoError(t, database.WithTx(ctx, bundle.pool, func(tx pgx.Tx) error { return handler.Handle(ctx, tx, envs) }))
+	for _, p := range postings {
+		var status string
+		require.NoError(t, bundle.pool.QueryRow(ctx, "SELECT status FROM outbox WHERE id = $1", p.SourceEventID).Scan(&status))
+		require.Equal(t, "acknowledged", status, p.TransferID)
 	}
 }
 
