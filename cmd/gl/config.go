@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
@@ -33,6 +34,8 @@ type Config struct {
 	Rule   gl.PostingRule
 	Events config.Events
 	Log    config.Log
+	// CheckpointInterval is how often serve takes a balance checkpoint (GL_CHECKPOINT_INTERVAL).
+	CheckpointInterval time.Duration
 
 	// The owner's URL for migrations (empty: DatabaseURL), which grant DatabaseURL's user what
 	// the service needs; and whether serve migrates at start.
@@ -43,6 +46,8 @@ func (c *Config) Bind(s *config.Set) {
 	serve.BindSettings(s, &c.Settings, "GL", "gl", "127.0.0.1:8081")
 	s.String(&c.Rule.DebitAccount, "GL_TRANSFER_DEBIT_ACCOUNT", "transfer-debit-account", gl.DefaultPostingRule.DebitAccount, "account debited for each TransferCompleted.v1")
 	s.String(&c.Rule.CreditAccount, "GL_TRANSFER_CREDIT_ACCOUNT", "transfer-credit-account", gl.DefaultPostingRule.CreditAccount, "account credited for each TransferCompleted.v1")
+	s.Duration(&c.CheckpointInterval, "GL_CHECKPOINT_INTERVAL", "checkpoint-interval", postgres.DefaultCheckpointInterval,
+		"how often serve totals every account's balance up to now, so that balance reads add only the lines after it")
 	config.BindEvents(s, &c.Events)
 	config.BindLog(s, &c.Log)
 }
@@ -55,6 +60,9 @@ func (c *Config) Validate() error {
 	var errs []error
 	if c.Rule.DebitAccount == "" || c.Rule.CreditAccount == "" {
 		errs = append(errs, errors.New("GL_TRANSFER_DEBIT_ACCOUNT and GL_TRANSFER_CREDIT_ACCOUNT must be set"))
+	}
+	if c.CheckpointInterval < time.Second || c.CheckpointInterval > time.Hour {
+		errs = append(errs, fmt.Errorf("GL_CHECKPOINT_INTERVAL %s: want 1s to 1h", c.CheckpointInterval))
 	}
 	return errors.Join(append(errs, c.Settings.Validate(), c.Events.Validate())...)
 }

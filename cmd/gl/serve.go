@@ -63,6 +63,9 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 		{Name: "transfer consumer", Run: consumer.Run},
 		{Name: "acknowledgment relay", Run: relay.Run},
 		{Name: "API key use", Run: keys.Run},
+		{Name: "balance checkpoints", Run: func(ctx context.Context) error {
+			return ledger.RunCheckpoints(ctx, cfg.CheckpointInterval, log)
+		}},
 	}
 	if cfg.MetricsAddr != "" {
 		workers = append(workers, serve.MetricsWorker(cfg.MetricsAddr, deps.Metrics, log))

@@ -4,6 +4,9 @@
 -- journal_lines.id is an identity column: an insert needs no USAGE on its sequence.
 GRANT SELECT, INSERT ON journal_entries, journal_lines TO :"runtime_role";
 
+-- Balance checkpoints are append-only like the journal they total (gl.Ledger.Checkpoint).
+GRANT SELECT, INSERT ON balance_checkpoints TO :"runtime_role";
+
 -- The chart of accounts is read by every posting and grows with gl accounts add; an account is
 -- never redefined or removed.
 GRANT SELECT, INSERT ON accounts TO :"runtime_role";

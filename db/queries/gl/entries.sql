@@ -38,18 +38,28 @@ SELECT * FROM journal_lines WHERE entry_id = ANY (@entry_ids::uuid[]) ORDER BY e
 -- name: AccountBalance :one
 -- Starts from the chart of accounts so that an unknown code returns no row (not found) while a
 -- known account without lines in this currency returns zeros. With as_of, only lines posted at
--- or before it count: the balance as the ledger stood then. The covering index on
--- (account_code, currency, posted_at, id) makes both an index-only range scan.
+-- or before it count: the balance as the ledger stood then. The latest balance checkpoint at or
+-- before as_of (db/schema/gl/00004) gives the totals up to its time; the covering index on
+-- (account_code, currency, posted_at, id) adds the lines after it with an index-only range scan,
+-- so the cost does not grow with the ledger.
 -- The sums stay numeric, what sum(bigint) returns, and are never cast back to bigint: lines
 -- are append-only, so a total beyond int64 would fail the report for good. The same holds for
 -- every sum over lines below; the ledger reads them into gl.Sum.
+WITH cp AS (
+    SELECT coalesce(max(c.through), '-infinity'::timestamptz) AS through FROM balance_checkpoints c
+    WHERE sqlc.narg('as_of')::timestamptz IS NULL OR c.through <= sqlc.narg('as_of')::timestamptz
+), base AS (
+    SELECT b.debits, b.credits FROM balance_checkpoints b, cp
+    WHERE b.through = cp.through AND b.account_code = @account_code AND b.currency = @currency
+)
 SELECT
-    a.code                                                                     AS account_code,
+    a.code                                                                                                     AS account_code,
     a.normal_balance,
-    coalesce(sum(l.amount) FILTER (WHERE l.direction = 'debit'), 0)::numeric  AS debits,
-    coalesce(sum(l.amount) FILTER (WHERE l.direction = 'credit'), 0)::numeric AS credits
+    (coalesce((SELECT debits FROM base), 0) + coalesce(sum(l.amount) FILTER (WHERE l.direction = 'debit'), 0))::numeric   AS debits,
+    (coalesce((SELECT credits FROM base), 0) + coalesce(sum(l.amount) FILTER (WHERE l.direction = 'credit'), 0))::numeric AS credits
 FROM accounts a
 LEFT JOIN journal_lines l ON l.account_code = a.code AND l.currency = @currency
+    AND l.posted_at > (SELECT through FROM cp)
     AND (sqlc.narg('as_of')::timestamptz IS NULL OR l.posted_at <= sqlc.narg('as_of')::timestamptz)
 WHERE a.code = @account_code
 GROUP BY a.code, a.normal_balance;
@@ -58,6 +68,8 @@ GROUP BY a.code, a.normal_balance;
 -- One page of an account's lines in one currency, in posting order, after the line named by
 -- after_id (the cursor; NULL for the first page). running_balance is in the account's normal
 -- balance sign (@normal_balance): the opening balance up to the cursor plus the page's lines.
+-- The opening balance is the latest checkpoint before the cursor's posting time plus the lines
+-- after it up to the cursor.
 WITH cursor_line AS (
     SELECT c.posted_at, c.id FROM journal_lines c
     WHERE c.id = sqlc.narg('after_id')::bigint AND c.account_code = @account_code AND c.currency = @currency
@@ -68,10 +80,17 @@ WITH cursor_line AS (
       AND (sqlc.narg('after_id')::bigint IS NULL OR (l.posted_at, l.id) > (SELECT posted_at, id FROM cursor_line))
     ORDER BY l.posted_at, l.id
     LIMIT @row_limit
+), cp AS (
+    SELECT coalesce(max(c.through), '-infinity'::timestamptz) AS through FROM balance_checkpoints c
+    WHERE c.through < (SELECT posted_at FROM cursor_line)
 ), opening AS (
-    SELECT coalesce(sum(CASE WHEN o.direction = @normal_balance::text THEN o.amount ELSE -o.amount END), 0)::numeric AS amount
+    SELECT coalesce((SELECT CASE WHEN @normal_balance::text = 'debit' THEN b.debits - b.credits ELSE b.credits - b.debits END
+                     FROM balance_checkpoints b, cp
+                     WHERE b.through = cp.through AND b.account_code = @account_code AND b.currency = @currency), 0)
+         + coalesce(sum(CASE WHEN o.direction = @normal_balance::text THEN o.amount ELSE -o.amount END), 0)::numeric AS amount
     FROM journal_lines o
     WHERE o.account_code = @account_code AND o.currency = @currency
+      AND o.posted_at > (SELECT through FROM cp)
       AND (o.posted_at, o.id) <= (SELECT posted_at, id FROM cursor_line)
 )
 SELECT
@@ -83,14 +102,57 @@ JOIN journal_entries e ON e.id = p.entry_id
 ORDER BY p.posted_at, p.id;
 
 -- name: TrialBalance :many
-SELECT
-    account_code,
-    currency,
-    coalesce(sum(amount) FILTER (WHERE direction = 'debit'), 0)::numeric  AS debits,
-    coalesce(sum(amount) FILTER (WHERE direction = 'credit'), 0)::numeric AS credits
-FROM journal_lines
+-- The latest balance checkpoint's totals plus the lines posted after it (through the index on
+-- posted_at): independent of the ledger's size.
+WITH cp AS (
+    SELECT coalesce(max(through), '-infinity'::timestamptz) AS through FROM balance_checkpoints
+), totals AS (
+    SELECT b.account_code, b.currency, b.debits, b.credits FROM balance_checkpoints b, cp WHERE b.through = cp.through
+    UNION ALL
+    SELECT l.account_code, l.currency,
+           coalesce(sum(l.amount) FILTER (WHERE l.direction = 'debit'), 0)::numeric,
+           coalesce(sum(l.amount) FILTER (WHERE l.direction = 'credit'), 0)::numeric
+    FROM journal_lines l, cp WHERE l.posted_at > cp.through
+    GROUP BY l.account_code, l.currency
+)
+SELECT account_code, currency, sum(debits)::numeric AS debits, sum(credits)::numeric AS credits
+FROM totals
 GROUP BY account_code, currency
 ORDER BY currency, account_code;
+
+-- name: CheckpointBound :one
+-- The latest time a balance checkpoint may cover now: a second before the start of the oldest
+-- transaction open in this database (a line is posted at clock_timestamp(), never before its
+-- transaction began), and before now. Run it alone, before TakeBalanceCheckpoint in a later
+-- statement: a transaction it does not see open has ended, so that statement's snapshot holds
+-- its lines. The service's own role sees its backends' transaction starts; lines are written by
+-- the GL's role alone.
+SELECT (least(clock_timestamp(), coalesce(min(a.xact_start), 'infinity'::timestamptz)) - interval '1 second')::timestamptz AS through
+FROM pg_catalog.pg_stat_activity a
+WHERE a.datname = current_database() AND a.pid <> pg_backend_pid() AND a.xact_start IS NOT NULL;
+
+-- name: TakeBalanceCheckpoint :execrows
+-- A checkpoint at @through: the latest one's totals plus the lines posted after it up to
+-- @through, for every account and currency. Nothing when no line was posted since, or when
+-- @through is not after the latest checkpoint (another instance took a later one).
+WITH prev AS (
+    SELECT coalesce(max(through), '-infinity'::timestamptz) AS through FROM balance_checkpoints
+), base AS (
+    SELECT b.account_code, b.currency, b.debits, b.credits FROM balance_checkpoints b, prev WHERE b.through = prev.through
+), fresh AS (
+    SELECT l.account_code, l.currency,
+           coalesce(sum(l.amount) FILTER (WHERE l.direction = 'debit'), 0)::numeric  AS debits,
+           coalesce(sum(l.amount) FILTER (WHERE l.direction = 'credit'), 0)::numeric AS credits
+    FROM journal_lines l, prev
+    WHERE l.posted_at > prev.through AND l.posted_at <= @through::timestamptz
+    GROUP BY l.account_code, l.currency
+)
+INSERT INTO balance_checkpoints (through, account_code, currency, debits, credits)
+SELECT @through::timestamptz, coalesce(b.account_code, f.account_code), coalesce(b.currency, f.currency),
+       coalesce(b.debits, 0) + coalesce(f.debits, 0), coalesce(b.credits, 0) + coalesce(f.credits, 0)
+FROM base b FULL JOIN fresh f ON f.account_code = b.account_code AND f.currency = b.currency
+WHERE EXISTS (SELECT 1 FROM fresh) AND @through::timestamptz > (SELECT through FROM prev)
+ON CONFLICT DO NOTHING;
 
 -- name: GetAccount :one
 SELECT * FROM accounts WHERE code = @code;

@@ -79,7 +79,30 @@ func (l *Ledger) Verify(ctx context.Context) ([]gl.Check, error) {
 		rows = append(rows, offender{r.ID.String(), r.Total})
 	}
 	checks = append(checks, check("every entry has its processed inbox row ("+consumer+":<event id>)", counts.Entries, rows))
-	return checks, nil
+
+	cp, err := l.verifyCheckpoint(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return append(checks, cp), nil
+}
+
+// verifyCheckpoint sums the lines the latest balance checkpoint totals again, in full: every
+// balance read builds on it.
+func (l *Ledger) verifyCheckpoint(ctx context.Context) (gl.Check, error) {
+	checked, err := l.queries.CountLatestCheckpoint(ctx)
+	if err != nil {
+		return gl.Check{}, fmt.Errorf("count checkpoint totals: %w", interpretError(err))
+	}
+	mismatches, err := l.queries.CheckpointMismatches(ctx, gl.MaxOffenders)
+	if err != nil {
+		return gl.Check{}, fmt.Errorf("compare the latest balance checkpoint: %w", interpretError(err))
+	}
+	rows := make([]offender, 0, len(mismatches))
+	for _, r := range mismatches {
+		rows = append(rows, offender{r.ID, r.Total})
+	}
+	return check("the latest balance checkpoint equals the sums of the lines it covers", checked, rows), nil
 }
 
 func check(name string, checked int64, rows []offender) gl.Check {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 type Account struct {
@@ -17,6 +18,15 @@ type Account struct {
 	Type          string
 	NormalBalance string
 	CreatedAt     time.Time
+}
+
+type BalanceCheckpoint struct {
+	Through     time.Time
+	AccountCode string
+	Currency    string
+	Debits      pgtype.Numeric
+	Credits     pgtype.Numeric
+	CreatedAt   time.Time
 }
 
 // One row per journal line; signed_amount is debit-positive, credit-negative (sums to zero per entry and per currency).

@@ -11,6 +11,66 @@ import (
 	"github.com/google/uuid"
 )
 
+const checkpointMismatches = `-- name: CheckpointMismatches :many
+WITH cp AS (
+    SELECT max(through) AS through FROM balance_checkpoints
+), stored AS (
+    SELECT b.account_code, b.currency, b.debits, b.credits FROM balance_checkpoints b, cp WHERE b.through = cp.through
+), summed AS (
+    SELECT l.account_code, l.currency,
+           coalesce(sum(l.amount) FILTER (WHERE l.direction = 'debit'), 0)::numeric  AS debits,
+           coalesce(sum(l.amount) FILTER (WHERE l.direction = 'credit'), 0)::numeric AS credits
+    FROM journal_lines l, cp WHERE l.posted_at <= cp.through
+    GROUP BY l.account_code, l.currency
+)
+SELECT (coalesce(s.account_code, m.account_code) || ' ' || coalesce(s.currency, m.currency))::text AS id,
+       count(*) OVER ()::bigint AS total
+FROM stored s FULL JOIN summed m ON m.account_code = s.account_code AND m.currency = s.currency
+WHERE s.debits IS DISTINCT FROM m.debits OR s.credits IS DISTINCT FROM m.credits
+ORDER BY 1
+LIMIT $1
+`
+
+type CheckpointMismatchesRow struct {
+	ID    string
+	Total int64
+}
+
+// The latest balance checkpoint against the lines it totals, summed again in full: an account
+// and currency whose totals differ (a line written with a posting time a checkpoint already
+// covered, by hand or by another role than the GL's). Later checkpoints build on it.
+func (q *Queries) CheckpointMismatches(ctx context.Context, rowLimit int32) ([]CheckpointMismatchesRow, error) {
+	rows, err := q.db.Query(ctx, checkpointMismatches, rowLimit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CheckpointMismatchesRow
+	for rows.Next() {
+		var i CheckpointMismatchesRow
+		if err := rows.Scan(&i.ID, &i.Total); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const countLatestCheckpoint = `-- name: CountLatestCheckpoint :one
+SELECT count(*)::bigint FROM balance_checkpoints
+WHERE through = (SELECT max(through) FROM balance_checkpoints)
+`
+
+func (q *Queries) CountLatestCheckpoint(ctx context.Context) (int64, error) {
+	row := q.db.QueryRow(ctx, countLatestCheckpoint)
+	var column_1 int64
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
 const countLedger = `-- name: CountLedger :one
 
 SELECT

@@ -1,0 +1,189 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"walletgl/internal/gl"
+)
+
+// summed is an account's balance summed over every line, without checkpoints: what every read
+// must answer whatever checkpoints exist.
+func (b *testBundle) summed(t *testing.T, account, currency string, asOf *time.Time) gl.Sum {
+	t.Helper()
+	var debits, credits int64
+	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT
+		coalesce(sum(amount) FILTER (WHERE direction = 'debit'), 0), coalesce(sum(amount) FILTER (WHERE direction = 'credit'), 0)
+		FROM journal_lines WHERE account_code = $1 AND currency = $2 AND ($3::timestamptz IS NULL OR posted_at <= $3)`,
+		account, currency, asOf).Scan(&debits, &credits))
+	if account == "1010" {
+		return gl.SumOf(debits - credits)
+	}
+	return gl.SumOf(credits - debits)
+}
+
+// checkpoint takes a checkpoint that covers everything posted so far: the bound is a second
+// before now.
+func (b *testBundle) checkpoint(t *testing.T) time.Time {
+	t.Helper()
+	time.Sleep(1100 * time.Millisecond)
+	through, taken, err := b.ledger.Checkpoint(context.Background())
+	require.NoError(t, err)
+	require.True(t, taken)
+	return through
+}
+
+// requireReadsAgree compares every read with the sums over all lines: balances now and as of
+// each time in asOf, the trial balance, and a statement's running balances page by page.
+func (b *testBundle) requireReadsAgree(t *testing.T, asOf []time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	for _, currency := range []string{"USD", "EUR"} {
+		for _, account := range []string{"1010", "2010"} {
+			got, err := b.ledger.AccountBalance(ctx, account, currency, nil)
+			require.NoError(t, err)
+			require.Equal(t, b.summed(t, account, currency, nil), got.Balance(), "%s %s now", account, currency)
+			for _, at := range asOf {
+				got, err := b.ledger.AccountBalance(ctx, account, currency, &at)
+				require.NoError(t, err)
+				require.Equal(t, b.summed(t, account, currency, &at), got.Balance(), "%s %s as of %s", account, currency, at)
+			}
+		}
+	}
+	tb, err := b.ledger.TrialBalance(ctx)
+	require.NoError(t, err)
+	var pairs int
+	require.NoError(t, b.pool.QueryRow(ctx, "SELECT count(DISTINCT (account_code, currency)) FROM journal_lines").Scan(&pairs))
+	require.Len(t, tb.Accounts, pairs)
+	for _, a := range tb.Accounts {
+		got := a.Debits.Sub(a.Credits) // the trial balance's rows carry no normal balance
+		if a.AccountCode == "2010" {
+			got = a.Credits.Sub(a.Debits)
+		}
+		require.Equal(t, b.summed(t, a.AccountCode, a.Currency, nil), got, "trial balance %s %s", a.AccountCode, a.Currency)
+	}
+	cursor, last := "", gl.SumOf(0)
+	for {
+		st, err := b.ledger.Statement(ctx, gl.StatementQuery{AccountCode: "2010", Currency: "USD", After: cursor, Limit: 3})
+		require.NoError(t, err)
+		for _, line := range st.Lines {
+			at := line.PostedAt
+			last = line.RunningBalance
+			require.True(t, b.summed(t, "2010", "USD", &at).Equal(last) || sameTimeLater(t, b, line), "running balance at line %d", line.LineID)
+		}
+		if st.NextCursor == "" {
+			break
+		}
+		cursor = st.NextCursor
+	}
+	require.Equal(t, b.summed(t, "2010", "USD", nil), last, "the statement ends at the balance")
+}
+
+// sameTimeLater reports whether another line was posted at the same time as line after it (one
+// entry's two lines share their time), when the sum up to line's time is not its running balance.
+func sameTimeLater(t *testing.T, b *testBundle, line gl.StatementLine) bool {
+	t.Helper()
+	var n int
+	require.NoError(t, b.pool.QueryRow(context.Background(),
+		"SELECT count(*) FROM journal_lines WHERE account_code = '2010' AND currency = 'USD' AND posted_at = $1 AND id > $2",
+		line.PostedAt, line.LineID).Scan(&n))
+	return n > 0
+}
+
+func TestCheckpointsLeaveEveryReadAsTheSumOfTheLines(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	var times []time.Time
+	postPhase := func(phase string, n int) {
+		for i := range n {
+			currency := "USD"
+			if i%3 == 2 {
+				currency = "EUR"
+			}
+			_, err := b.post(t, entry(fmt.Sprintf("%s-%d", phase, i), currency, int64(10+i)))
+			require.NoError(t, err)
+		}
+		times = append(times, time.Now())
+	}
+
+	_, taken, err := b.ledger.Checkpoint(ctx)
+	require.NoError(t, err)
+	require.False(t, taken, "nothing to total on an empty ledger")
+	postPhase("a", 7)
+	first := b.checkpoint(t)
+	times = append(times, first, first.Add(-time.Millisecond))
+	b.requireReadsAgree(t, times)
+
+	postPhase("b", 5)
+	second := b.checkpoint(t)
+	require.True(t, second.After(first))
+	_, taken, err = b.ledger.Checkpoint(ctx)
+	require.NoError(t, err)
+	require.False(t, taken, "no line since the last checkpoint: none taken")
+	postPhase("c", 4)
+	times = append(times, second, second.Add(time.Millisecond), time.Time{})
+	b.requireReadsAgree(t, times)
+
+	var checkpoints, pairs int
+	require.NoError(t, b.pool.QueryRow(ctx, "SELECT count(DISTINCT through), count(DISTINCT (account_code, currency)) FROM balance_checkpoints").
+		Scan(&checkpoints, &pairs))
+	require.Equal(t, 2, checkpoints)
+	require.Equal(t, 4, pairs, "two accounts in two currencies")
+
+	checks, err := b.ledger.Verify(ctx)
+	require.NoError(t, err)
+	last := checks[len(checks)-1]
+	require.Equal(t, "the latest balance checkpoint equals the sums of the lines it covers", last.Name)
+	require.Equal(t, int64(4), last.Checked)
+	require.Zero(t, last.Failures)
+
+	// A line written by hand with a posting time the checkpoint covers (the owner can; the
+	// runtime role cannot backdate through the service) is what verify finds.
+	_, err = b.pool.Exec(ctx, `INSERT INTO journal_lines (entry_id, account_code, direction, amount, currency, posted_at)
+		SELECT id, code, dir, 5, 'USD', $1 FROM (SELECT id FROM journal_entries WHERE currency = 'USD' LIMIT 1) e,
+		(VALUES ('1010', 'debit'), ('2010', 'credit')) AS l (code, dir)`, first.Add(-time.Second))
+	require.NoError(t, err)
+	checks, err = b.ledger.Verify(ctx)
+	require.NoError(t, err)
+	last = checks[len(checks)-1]
+	require.Equal(t, int64(2), last.Failures)
+	require.Equal(t, []string{"1010 USD", "2010 USD"}, last.Offenders)
+}
+
+// A checkpoint never covers a posting whose transaction is still open: that posting's time is
+// before the checkpoint would otherwise be taken, and its lines commit after it.
+func TestACheckpointNeverCoversAnOpenTransaction(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	_, err := b.post(t, entry("before", "USD", 100))
+	require.NoError(t, err)
+	time.Sleep(1100 * time.Millisecond) // more than the bound's second before the open transaction
+
+	tx, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	open := entry("open", "USD", 40)
+	_, err = b.ledger.Post(ctx, tx, open)
+	require.NoError(t, err)
+	var openPostedAt time.Time
+	require.NoError(t, tx.QueryRow(ctx, "SELECT posted_at FROM journal_entries WHERE transfer_id = 'open'").Scan(&openPostedAt))
+
+	time.Sleep(1100 * time.Millisecond) // the open posting is now older than the bound's second
+	through, taken, err := b.ledger.Checkpoint(ctx)
+	require.NoError(t, err)
+	require.True(t, taken, "the committed posting is totalled")
+	require.True(t, through.Before(openPostedAt), "checkpoint through %s must stay before the open posting at %s", through, openPostedAt)
+
+	require.NoError(t, tx.Commit(ctx))
+	got, err := b.ledger.AccountBalance(ctx, "1010", "USD", nil)
+	require.NoError(t, err)
+	require.Equal(t, gl.SumOf(140), got.Balance(), "the posting that committed after the checkpoint counts")
+	b.requireReadsAgree(t, []time.Time{through, openPostedAt})
+}
+
