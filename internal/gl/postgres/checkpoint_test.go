@@ -186,4 +186,3 @@ func TestACheckpointNeverCoversAnOpenTransaction(t *testing.T) {
 	require.Equal(t, gl.SumOf(140), got.Balance(), "the posting that committed after the checkpoint counts")
 	b.requireReadsAgree(t, []time.Time{through, openPostedAt})
 }
-
