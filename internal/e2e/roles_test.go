@@ -41,7 +41,7 @@ func TestTheServicesRunAsTheirRuntimeRoles(t *testing.T) {
 		slices.Concat([]string{"WALLET_MIGRATE_DATABASE_URL=" + walletOwner}, keys.Env(events.SourceWallet), common))
 	require.NoError(t, err)
 	glProc, err := harness.Service("gl", bins.GL, "GL", glURL, dir,
-		slices.Concat([]string{"GL_MIGRATE_DATABASE_URL=" + glOwner}, keys.Env(events.SourceGL), common))
+		slices.Concat([]string{"GL_MIGRATE_DATABASE_URL=" + glOwner, "GL_CHECKPOINT_INTERVAL=1s"}, keys.Env(events.SourceGL), common))
 	require.NoError(t, err)
 	for _, p := range []*harness.Process{walletProc, glProc} {
 		require.NoError(t, p.Start())
@@ -78,6 +78,14 @@ func TestTheServicesRunAsTheirRuntimeRoles(t *testing.T) {
 		require.NoError(t, glDB.QueryRow(ctx, "SELECT count(*) FROM journal_entries").Scan(&entries))
 		return open == 0 && entries == n
 	}, 60*time.Second, 200*time.Millisecond, "every transfer posted once and acknowledged")
+	// The runtime role takes balance checkpoints (it sees its own sessions' transactions): the
+	// latest totals every posting.
+	require.Eventually(t, func() bool {
+		var total int64
+		require.NoError(t, glDB.QueryRow(ctx, `SELECT coalesce(sum(debits), 0)::bigint FROM balance_checkpoints
+			WHERE account_code = '1010' AND through = (SELECT max(through) FROM balance_checkpoints)`).Scan(&total))
+		return total == n*10+n*(n-1)/2
+	}, 30*time.Second, 200*time.Millisecond, "a checkpoint of every posting")
 
 	for _, c := range []struct {
 		bin string
