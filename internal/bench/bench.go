@@ -122,6 +122,11 @@ func Run(ctx context.Context, opts Options, out io.Writer) (rep *Report, err err
 	fmt.Fprintf(out, "system up: wallet %s, gl %s, nats %s, databases %s, %s\n",
 		sys.wallet.Addr, sys.gl.Addr, sys.broker.URL(), sys.walletDBName, sys.glDBName)
 
+	// Scraped from the start to the end of the run, as a Prometheus would.
+	scr := newScraper(sys.scrapeTargets(), ScrapeInterval)
+	stopScraping := scr.start(ctx)
+	defer stopScraping()
+
 	key, err := sys.wallet.CreateKey(ctx, "admin")
 	if err != nil {
 		return rep, fmt.Errorf("create an API key: %w", err)
@@ -189,6 +194,8 @@ func Run(ctx context.Context, opts Options, out io.Writer) (rep *Report, err err
 		}
 		rep.Drain = drain
 	}
+	stopScraping() // the last scrape: the end of the run
+	rep.Metrics = measureMetrics(ctx, sys, meter, scr, rep, out)
 	rep.Targets = targets(rep)
 	return rep, nil
 }

@@ -25,6 +25,9 @@ type system struct {
 	walletDB, glDB         *pgxpool.Pool
 	admin                  *pgxpool.Pool // the server's maintenance database
 	walletDBName, glDBName string
+	// The services' GET /metrics without API keys (WALLET_METRICS_ADDR, GL_METRICS_ADDR), as a
+	// Prometheus scrapes them.
+	walletMetrics, glMetrics string
 }
 
 func startSystem(ctx context.Context, opts Options, runID, dir string, bins harness.Binaries, natsBin string) (*system, error) {
@@ -54,10 +57,18 @@ func startSystem(ctx context.Context, opts Options, runID, dir string, bins harn
 		// One key drives the whole load: its allowance must not be what the bench measures.
 		"WALLET_RATE_LIMIT=1000000:1000000",
 	}
-	if s.wallet, err = harness.Service("wallet", bins.Wallet, "WALLET", s.walletURL, dir, slices.Concat(keys.Env(events.SourceWallet), common, opts.WalletEnv)); err != nil {
+	if s.walletMetrics, err = harness.FreeAddr(); err != nil {
 		return s, err
 	}
-	if s.gl, err = harness.Service("gl", bins.GL, "GL", s.glURL, dir, slices.Concat(keys.Env(events.SourceGL), common, opts.GLEnv)); err != nil {
+	if s.glMetrics, err = harness.FreeAddr(); err != nil {
+		return s, err
+	}
+	walletEnv := slices.Concat(keys.Env(events.SourceWallet), common, []string{"WALLET_METRICS_ADDR=" + s.walletMetrics}, opts.WalletEnv)
+	if s.wallet, err = harness.Service("wallet", bins.Wallet, "WALLET", s.walletURL, dir, walletEnv); err != nil {
+		return s, err
+	}
+	glEnv := slices.Concat(keys.Env(events.SourceGL), common, []string{"GL_METRICS_ADDR=" + s.glMetrics}, opts.GLEnv)
+	if s.gl, err = harness.Service("gl", bins.GL, "GL", s.glURL, dir, glEnv); err != nil {
 		return s, err
 	}
 	for _, p := range []*harness.Process{s.wallet, s.gl} {
@@ -95,6 +106,14 @@ func (s *system) pids() map[string]int {
 		m["nats-server"] = s.broker.PID()
 	}
 	return m
+}
+
+// scrapeTargets are the services' metrics endpoints.
+func (s *system) scrapeTargets() []scrapeTarget {
+	return []scrapeTarget{
+		{service: "wallet", url: "http://" + s.walletMetrics + "/metrics"},
+		{service: "gl", url: "http://" + s.glMetrics + "/metrics"},
+	}
 }
 
 // stop stops the services and the broker gracefully and closes the pools.
