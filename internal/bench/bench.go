@@ -126,6 +126,7 @@ func Run(ctx context.Context, opts Options, out io.Writer) (rep *Report, err err
 	scr := newScraper(sys.scrapeTargets(), ScrapeInterval)
 	stopScraping := scr.start(ctx)
 	defer stopScraping()
+	sys.onRestart = scr.scrapeAll
 
 	key, err := sys.wallet.CreateKey(ctx, "admin")
 	if err != nil {
@@ -496,6 +497,7 @@ func measureDrain(ctx context.Context, sys *system, meter *cpuMeter, n int, time
 	if err := sys.wallet.Start(); err != nil {
 		return nil, err
 	}
+	defer sys.afterRestart(ctx, sys.wallet)()
 	var pending, posted atomic.Int64
 	pending.Store(int64(n))
 	stop := progress(ctx, out, tty, func() string {

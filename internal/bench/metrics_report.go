@@ -65,7 +65,10 @@ func (m *MetricsSection) scrapesText() string {
 	for _, c := range m.Scrapes {
 		p := fmt.Sprintf("%s %d ok", c.Service, c.OK)
 		if c.Failed > 0 {
-			p += fmt.Sprintf(", %d failed (the service stopped by the bench; last: %s)", c.Failed, c.LastError)
+			p += fmt.Sprintf(", %d failed (last: %s)", c.Failed, c.LastError)
+		}
+		if c.Restarts > 0 {
+			p += fmt.Sprintf(", restarted %d× by the bench (its counters start again from 0: end is after the restart, the change counts both runs)", c.Restarts)
 		}
 		parts = append(parts, p)
 	}
@@ -118,7 +121,7 @@ func (m *MetricsSection) planRows() [][4]string {
 			verdict = "SEQUENTIAL SCAN: " + strings.Join(p.SeqScans, ", ")
 		}
 		rows = append(rows, [4]string{p.Service, p.Query,
-			fmt.Sprintf("%s; %.3f ms; outbox %d rows, %d acknowledged", strings.Join(p.Scans, ", "), p.ExecMS, p.Rows, p.Acked), verdict})
+			fmt.Sprintf("%s; %.3f ms; outbox %d rows, %d acknowledged", countScans(p.Scans), p.ExecMS, p.Rows, p.Acked), verdict})
 	}
 	return rows
 }
@@ -193,4 +196,24 @@ func num(v float64) string {
 		return strconv.FormatInt(int64(v), 10)
 	}
 	return strconv.FormatFloat(v, 'g', 4, 64)
+}
+
+// countScans lists each distinct scan once, with how many times the plan has it.
+func countScans(scans []string) string {
+	var order []string
+	n := map[string]int{}
+	for _, sc := range scans {
+		if n[sc] == 0 {
+			order = append(order, sc)
+		}
+		n[sc]++
+	}
+	parts := make([]string, 0, len(order))
+	for _, sc := range order {
+		if n[sc] > 1 {
+			sc = fmt.Sprintf("%d× %s", n[sc], sc)
+		}
+		parts = append(parts, sc)
+	}
+	return strings.Join(parts, ", ")
 }

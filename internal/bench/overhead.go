@@ -256,8 +256,8 @@ func readPlan(raw []byte) (QueryPlan, error) {
 	p := QueryPlan{ExecMS: round(doc[0].ExecutionTime, 3)}
 	var walk func(n planNode)
 	walk = func(n planNode) {
-		if n.RelationName != "" {
-			scan := strings.TrimSpace(n.NodeType + " " + n.RelationName)
+		if n.RelationName != "" || n.IndexName != "" {
+			scan := strings.Join(strings.Fields(n.NodeType+" "+n.RelationName), " ")
 			if n.IndexName != "" {
 				scan += " using " + n.IndexName
 			}
@@ -282,7 +282,7 @@ func measureMetrics(ctx context.Context, sys *system, meter *cpuMeter, s *scrape
 	sec := s.section()
 	fmt.Fprintf(out, "metrics: scrape cost (%d back-to-back scrapes per service), %s, collector query plans …\n",
 		overheadScrapes, instrumentationBench)
-	if _, err := sys.waitQuiet(ctx, time.Minute); err != nil {
+	if err := sys.waitAcknowledged(ctx, time.Minute); err != nil {
 		sec.Notes = append(sec.Notes, "the scrape cost was measured while the pipeline was still busy: "+err.Error())
 	}
 	o := &MetricsOverhead{BackToBack: overheadScrapes, InstrumentationCmd: strings.Join(InstrumentationCommand, " ")}

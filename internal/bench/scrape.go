@@ -296,6 +296,7 @@ type ScrapeCount struct {
 	Service   string `json:"service"`
 	OK        int    `json:"ok"`
 	Failed    int    `json:"failed"`
+	Restarts  int    `json:"restarts"` // process_start_time_seconds changed: the bench restarted it
 	LastError string `json:"last_error,omitempty"`
 }
 
@@ -305,14 +306,21 @@ func (s *scraper) section() *MetricsSection {
 	defer s.mu.Unlock()
 	sec := &MetricsSection{Interval: s.interval.String()}
 	for _, t := range s.targets {
+		// The scrapes after a restart run beside the periodic ones: in order of time.
+		slices.SortStableFunc(s.scrapes[t.service], func(a, b scrape) int { return a.at.Compare(b.at) })
 		count := ScrapeCount{Service: t.service}
+		var started float64
 		for _, sc := range s.scrapes[t.service] {
 			if sc.err != nil {
 				count.Failed++
 				count.LastError = firstLine(sc.err.Error())
-			} else {
-				count.OK++
+				continue
 			}
+			if count.OK > 0 && sc.started != started {
+				count.Restarts++
+			}
+			count.OK++
+			started = sc.started
 		}
 		sec.Scrapes = append(sec.Scrapes, count)
 		for _, w := range watchedMetrics {

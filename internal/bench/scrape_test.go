@@ -89,7 +89,8 @@ func TestScraperJudgesWhatMovedOnARealRegistry(t *testing.T) {
 	s.scrapeAll(ctx) // the end
 
 	sec := s.section()
-	require.Equal(t, []ScrapeCount{{Service: "wallet", OK: 3, Failed: 1, LastError: sec.Scrapes[0].LastError}}, sec.Scrapes)
+	require.Equal(t, []ScrapeCount{{Service: "wallet", OK: 3, Failed: 1, LastError: sec.Scrapes[0].LastError}}, sec.Scrapes,
+		"one process: its start time never changed")
 	assert.Contains(t, sec.Scrapes[0].LastError, "503")
 
 	transfers := movementOf(t, sec, "wallet", "walletgl_transfers_total")
@@ -192,4 +193,16 @@ func TestReadPlanFindsSequentialScansOfTheOutbox(t *testing.T) {
 	assert.Equal(t, []string{"Index Scan outbox using outbox_work_idx", "Seq Scan outbox"}, p.Scans)
 	assert.Equal(t, []string{"Seq Scan outbox"}, p.SeqScans)
 	assert.Equal(t, 1.25, p.ExecMS)
+}
+
+// A counter that rose past its old value after a restart would look like a small rise; the
+// process's start time says it started again from 0.
+func TestIncreaseReadsARestartByTheStartTime(t *testing.T) {
+	t.Parallel()
+	series := func(v float64) family {
+		return family{series: map[string]float64{`result="created"`: v}}
+	}
+	scrapes := []family{series(1), series(3), series(5)}
+	assert.Equal(t, 4.0, increase(scrapes, []bool{false, false, false}), "one process: 1 → 5")
+	assert.Equal(t, 7.0, increase(scrapes, []bool{false, false, true}), "restarted before the last scrape: 1 → 3, then 0 → 5")
 }

@@ -28,6 +28,9 @@ type system struct {
 	// The services' GET /metrics without API keys (WALLET_METRICS_ADDR, GL_METRICS_ADDR), as a
 	// Prometheus scrapes them.
 	walletMetrics, glMetrics string
+	// onRestart runs once a service the bench stopped answers again (Run scrapes both then: the
+	// backlog, or what the GL missed, is still there to be seen).
+	onRestart func(ctx context.Context)
 }
 
 func startSystem(ctx context.Context, opts Options, runID, dir string, bins harness.Binaries, natsBin string) (*system, error) {
@@ -106,6 +109,44 @@ func (s *system) pids() map[string]int {
 		m["nats-server"] = s.broker.PID()
 	}
 	return m
+}
+
+// afterRestart calls onRestart when p, just started again, is healthy, without holding up the
+// caller; wait waits for it.
+func (s *system) afterRestart(ctx context.Context, p *harness.Process) (wait func()) {
+	if s.onRestart == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		if p.WaitHealthy(ctx) == nil {
+			s.onRestart(ctx)
+		}
+	}()
+	return func() { <-done }
+}
+
+// waitAcknowledged waits until no outbox row of the wallet waits for the GL, or timeout: after
+// the backlog phase, whose rows have no transfer, waitQuiet's totals never agree.
+func (s *system) waitAcknowledged(ctx context.Context, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		open, err := s.unacknowledged(ctx)
+		if err == nil && open == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d outbox rows not acknowledged after %s (%v)", open, timeout, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // scrapeTargets are the services' metrics endpoints.
