@@ -83,9 +83,9 @@ func (m *MetricsSection) overheadRows() [][3]string {
 	}
 	var rows [][3]string
 	for _, c := range o.Scrapes {
-		rows = append(rows, [3]string{"CPU per scrape: " + c.Service,
+		rows = append(rows, [3]string{"CPU per scrape: " + c.Service + ", " + c.Condition,
 			fmt.Sprintf("%.0fµs in the service + %.0fµs in its database", c.ServiceUS, c.DatabaseUS),
-			fmt.Sprintf("%.2f ms a scrape, %d bytes; %d back to back", c.WallMS, c.Bytes, o.BackToBack)})
+			fmt.Sprintf("%.2f ms a scrape, %d bytes; %d back to back", c.WallMS, c.Bytes, c.Scrapes)})
 	}
 	if o.InstrumentationNS > 0 {
 		rows = append(rows, [3]string{"instrumentation CPU per transfer", fmt.Sprintf("%.0f ns", o.InstrumentationNS),
@@ -102,7 +102,7 @@ func (m *MetricsSection) overheadRows() [][3]string {
 		if !a.InstrumentKnown {
 			instr = "not measured"
 		}
-		rows = append(rows, [3]string{fmt.Sprintf("overhead, scrapes every %s, %s loop at %.0f/s", a.Interval, a.Phase, a.Rate),
+		rows = append(rows, [3]string{fmt.Sprintf("overhead, scrapes every %s, %s loop at %.0f/s (scrape cost as the run left the outbox)", a.Interval, a.Phase, a.Rate),
 			fmt.Sprintf("%.3f%% of pipeline CPU", a.TotalPercent),
 			fmt.Sprintf("scrapes %.3f%% (%.2fµs/transfer) + instrumentation %s: %s", a.ScrapePercent, a.ScrapeUS, instr, verdict)})
 	}
@@ -120,7 +120,14 @@ func (m *MetricsSection) planRows() [][4]string {
 		if len(p.SeqScans) > 0 {
 			verdict = "SEQUENTIAL SCAN: " + strings.Join(p.SeqScans, ", ")
 		}
-		rows = append(rows, [4]string{p.Service, p.Query,
+		if p.Workers > 0 {
+			verdict += fmt.Sprintf("; PARALLEL: %d workers started per scrape", p.Workers)
+		}
+		stats := "never analyzed"
+		if p.Analyzed {
+			stats = "analyzed"
+		}
+		rows = append(rows, [4]string{p.Service, p.Query + " (" + p.Condition + ", " + stats + ")",
 			fmt.Sprintf("%s; %.3f ms; outbox %d rows, %d acknowledged", countScans(p.Scans), p.ExecMS, p.Rows, p.Acked), verdict})
 	}
 	return rows
@@ -184,7 +191,7 @@ func metricsTarget(m *MetricsSection) (Target, bool) {
 		if a.Interval == productionInterval.String() && a.Phase == "closed" {
 			return Target{Name: fmt.Sprintf("metrics overhead, scrapes every %s, of pipeline CPU per transfer", a.Interval),
 				Figure: fmt.Sprintf("%.3f%% at %.0f/s", a.TotalPercent, a.Rate), Target: "< 3%",
-				Value: a.TotalPercent, Met: a.WithinTarget, Known: a.InstrumentKnown && len(m.Overhead.Scrapes) == 2}, true
+				Value: a.TotalPercent, Met: a.WithinTarget, Known: a.InstrumentKnown && len(m.Overhead.Scrapes) >= 2}, true
 		}
 	}
 	return Target{}, false

@@ -26,6 +26,10 @@ import (
 // that /proc's 10 ms ticks are a small part of the total.
 const overheadScrapes = 300
 
+// overheadWindow bounds one measurement's back-to-back scrapes in time: a scrape whose query
+// runs in parallel takes a hundred milliseconds and more on the shared machine.
+const overheadWindow = 15 * time.Second
+
 // productionInterval is a Prometheus's usual scrape interval.
 const productionInterval = 15 * time.Second
 
@@ -53,6 +57,8 @@ type MetricsOverhead struct {
 // ScrapeCost is one service's CPU per scrape, in the process and in its database's backends.
 type ScrapeCost struct {
 	Service    string  `json:"service"`
+	Condition  string  `json:"condition"` // the outbox's statistics: as the run left them, or analyzed
+	Scrapes    int     `json:"scrapes"`   // back to back
 	ServiceUS  float64 `json:"service_cpu_us"`
 	DatabaseUS float64 `json:"database_cpu_us"`
 	WallMS     float64 `json:"wall_ms"` // a scrape's duration, seen by the scraper
@@ -72,7 +78,7 @@ type OverheadAt struct {
 	InstrumentKnown bool    `json:"instrumentation_measured"`
 }
 
-// measureScrapeCost times n back-to-back scrapes of t against an idle window as long, and
+// measureScrapeCost times n (at most overheadWindow of) back-to-back scrapes of t against an idle window as long, and
 // returns the CPU one scrape costs the service (proc) and its database's backends (dbLabel).
 func measureScrapeCost(ctx context.Context, s *scraper, meter *cpuMeter, t scrapeTarget, proc, dbLabel string, n int) (ScrapeCost, error) {
 	cost := ScrapeCost{Service: t.service}
@@ -82,11 +88,14 @@ func measureScrapeCost(ctx context.Context, s *scraper, meter *cpuMeter, t scrap
 	}
 	cost.Bytes = size
 	before := meter.snapshot(ctx)
-	for range n {
+	deadline := time.Now().Add(overheadWindow)
+	for cost.Scrapes < n && time.Now().Before(deadline) {
 		if _, err := s.fetch(ctx, t); err != nil {
 			return cost, fmt.Errorf("measure scrape cost: %w", err)
 		}
+		cost.Scrapes++
 	}
+	n = cost.Scrapes
 	after := meter.snapshot(ctx)
 	wall := after.at.Sub(before.at)
 	idleStart := meter.snapshot(ctx)
@@ -164,12 +173,14 @@ func pipelineCPU(c CPUUse) float64 {
 	return sum
 }
 
-// overheadAt sets the scrape and instrumentation costs against the pipeline's CPU per
+// overheadAt sets the scrape costs measured in condition and the instrumentation's cost against the pipeline's CPU per
 // transfer at each interval and each load phase's rate.
-func overheadAt(o *MetricsOverhead, phases map[string]*Phase, intervals []time.Duration) []OverheadAt {
+func overheadAt(o *MetricsOverhead, condition string, phases map[string]*Phase, intervals []time.Duration) []OverheadAt {
 	var perScrape float64 // all services, per round of scrapes
 	for _, c := range o.Scrapes {
-		perScrape += c.ServiceUS + c.DatabaseUS
+		if c.Condition == condition {
+			perScrape += c.ServiceUS + c.DatabaseUS
+		}
 	}
 	var out []OverheadAt
 	for _, iv := range intervals {
@@ -197,8 +208,13 @@ type QueryPlan struct {
 	Scans    []string `json:"scans"`     // each scan node: type, relation, index
 	SeqScans []string `json:"seq_scans"` // sequential scans of outbox or inbox
 	ExecMS   float64  `json:"execution_ms"`
-	Rows     int64    `json:"outbox_rows"`       // the table's rows, every status
-	Acked    int64    `json:"acknowledged_rows"` // of them acknowledged: what retention keeps
+	// Workers is the parallel workers the query started: processes that exit before the CPU
+	// meter reads them, so a parallel scrape's database CPU is a lower bound.
+	Workers   int    `json:"parallel_workers_launched"`
+	Condition string `json:"condition"`
+	Analyzed  bool   `json:"outbox_analyzed"`   // the outbox has statistics (ANALYZE or autovacuum ran)
+	Rows      int64  `json:"outbox_rows"`       // the table's rows, every status
+	Acked     int64  `json:"acknowledged_rows"` // of them acknowledged: what retention keeps
 }
 
 // scrapeQueries are the queries the outbox collector runs at every scrape (events.Admin.OutboxOpen).
@@ -215,6 +231,11 @@ func explainScrapeQueries(ctx context.Context, service string, pool *pgxpool.Poo
 	if err := pool.QueryRow(ctx, "SELECT count(*), count(*) FILTER (WHERE status = 'acknowledged') FROM outbox").Scan(&rows, &acked); err != nil {
 		return nil, fmt.Errorf("count %s outbox: %w", service, err)
 	}
+	var analyzed bool
+	if err := pool.QueryRow(ctx, `SELECT coalesce(last_analyze, last_autoanalyze) IS NOT NULL
+		FROM pg_stat_user_tables WHERE relname = 'outbox'`).Scan(&analyzed); err != nil {
+		return nil, fmt.Errorf("read %s outbox statistics: %w", service, err)
+	}
 	var plans []QueryPlan
 	for _, name := range scrapeQueries {
 		q, ok := queries[name]
@@ -229,7 +250,7 @@ func explainScrapeQueries(ctx context.Context, service string, pool *pgxpool.Poo
 		if err != nil {
 			return nil, fmt.Errorf("explain %s on %s: %w", name, service, err)
 		}
-		p.Service, p.Query, p.Rows, p.Acked = service, name, rows, acked
+		p.Service, p.Query, p.Rows, p.Acked, p.Analyzed = service, name, rows, acked, analyzed
 		plans = append(plans, p)
 	}
 	return plans, nil
@@ -241,6 +262,7 @@ type planNode struct {
 	RelationName string     `json:"Relation Name"`
 	IndexName    string     `json:"Index Name"`
 	Plans        []planNode `json:"Plans"`
+	Workers      int        `json:"Workers Launched"`
 }
 
 // readPlan lists the scan nodes of an EXPLAIN (FORMAT JSON) and the sequential scans of the
@@ -266,6 +288,7 @@ func readPlan(raw []byte) (QueryPlan, error) {
 				p.SeqScans = append(p.SeqScans, scan)
 			}
 		}
+		p.Workers += n.Workers
 		for _, c := range n.Plans {
 			walk(c)
 		}
@@ -274,29 +297,29 @@ func readPlan(raw []byte) (QueryPlan, error) {
 	return p, nil
 }
 
-// measureMetrics completes the Metrics section after the run's last scrape: the CPU a scrape
-// costs each service, the instrumentation's cost per transfer, their share of the pipeline's
-// CPU, and the plans of the queries a scrape runs. Whatever cannot be measured becomes a note;
-// the run never fails for it.
+// measureMetrics completes the Metrics section after the run's last scrape: the plans of the
+// queries a scrape runs and the CPU a scrape costs each service, as the run left the outbox
+// and, when those plans ran in parallel for want of statistics, again after ANALYZE (what
+// autovacuum would have done); then the instrumentation's cost per transfer and the share of
+// the pipeline's CPU. Whatever cannot be measured becomes a note; the run never fails for it.
 func measureMetrics(ctx context.Context, sys *system, meter *cpuMeter, s *scraper, rep *Report, out io.Writer) *MetricsSection {
 	sec := s.section()
-	fmt.Fprintf(out, "metrics: scrape cost (%d back-to-back scrapes per service), %s, collector query plans …\n",
-		overheadScrapes, instrumentationBench)
+	fmt.Fprintf(out, "metrics: collector query plans, scrape cost (%d back-to-back scrapes per service, at most %s), %s …\n",
+		overheadScrapes, overheadWindow, instrumentationBench)
 	if err := sys.waitAcknowledged(ctx, time.Minute); err != nil {
 		sec.Notes = append(sec.Notes, "the scrape cost was measured while the pipeline was still busy: "+err.Error())
 	}
-	o := &MetricsOverhead{BackToBack: overheadScrapes, InstrumentationCmd: strings.Join(InstrumentationCommand, " ")}
-	procs := map[string][2]string{
-		"wallet": {"wallet", "postgres (wallet db backends)"},
-		"gl":     {"gl", "postgres (gl db backends)"},
-	}
-	for _, t := range s.targets {
-		c, err := measureScrapeCost(ctx, s, meter, t, procs[t.service][0], procs[t.service][1], overheadScrapes)
-		if err != nil {
-			o.Notes = append(o.Notes, err.Error())
-			continue
+	o := &MetricsOverhead{InstrumentationCmd: strings.Join(InstrumentationCommand, " ")}
+	sec.Overhead = o
+	const asLeft, analyzed = "as the run left the outbox", "after ANALYZE outbox"
+	parallel := measureCondition(ctx, sys, meter, s, sec, asLeft)
+	if parallel {
+		for _, pool := range []*pgxpool.Pool{sys.walletDB, sys.glDB} {
+			if _, err := pool.Exec(ctx, "ANALYZE outbox"); err != nil {
+				sec.Notes = append(sec.Notes, fmt.Sprintf("analyze outbox: %v", err))
+			}
 		}
-		o.Scrapes = append(o.Scrapes, c)
+		measureCondition(ctx, sys, meter, s, sec, analyzed)
 	}
 	if ns, err := instrumentationCost(ctx); err != nil {
 		o.Notes = append(o.Notes, "instrumentation cost not measured: "+firstLine(err.Error()))
@@ -306,8 +329,13 @@ func measureMetrics(ctx context.Context, sys *system, meter *cpuMeter, s *scrape
 	if rep.Closed != nil {
 		o.PipelineUS = round(pipelineCPU(rep.Closed.CPU), 1)
 	}
-	o.At = overheadAt(o, map[string]*Phase{"closed": rep.Closed, "open": rep.Open}, []time.Duration{productionInterval, s.interval})
-	sec.Overhead = o
+	o.At = overheadAt(o, asLeft, map[string]*Phase{"closed": rep.Closed, "open": rep.Open}, []time.Duration{productionInterval, s.interval})
+	return sec
+}
+
+// measureCondition explains the scrape queries on both databases and measures a scrape's cost
+// of each service in the outbox's present condition; it says whether a plan ran in parallel.
+func measureCondition(ctx context.Context, sys *system, meter *cpuMeter, s *scraper, sec *MetricsSection, condition string) (parallel bool) {
 	for _, db := range []struct {
 		service string
 		pool    *pgxpool.Pool
@@ -317,7 +345,24 @@ func measureMetrics(ctx context.Context, sys *system, meter *cpuMeter, s *scrape
 			sec.Notes = append(sec.Notes, err.Error())
 			continue
 		}
-		sec.Plans = append(sec.Plans, plans...)
+		for _, p := range plans {
+			p.Condition = condition
+			parallel = parallel || p.Workers > 0
+			sec.Plans = append(sec.Plans, p)
+		}
 	}
-	return sec
+	procs := map[string][2]string{
+		"wallet": {"wallet", "postgres (wallet db backends)"},
+		"gl":     {"gl", "postgres (gl db backends)"},
+	}
+	for _, t := range s.targets {
+		c, err := measureScrapeCost(ctx, s, meter, t, procs[t.service][0], procs[t.service][1], overheadScrapes)
+		if err != nil {
+			sec.Overhead.Notes = append(sec.Overhead.Notes, err.Error())
+			continue
+		}
+		c.Condition = condition
+		sec.Overhead.Scrapes = append(sec.Overhead.Scrapes, c)
+	}
+	return parallel
 }

@@ -183,15 +183,19 @@ PASS`
 	assert.Error(t, err)
 }
 
-func TestReadPlanFindsSequentialScansOfTheOutbox(t *testing.T) {
+func TestReadPlanFindsSequentialScansAndParallelWorkers(t *testing.T) {
 	t.Parallel()
-	raw := []byte(`[{"Plan": {"Node Type": "Aggregate", "Plans": [
+	raw := []byte(`[{"Plan": {"Node Type": "Gather", "Workers Launched": 2, "Plans": [{"Node Type": "Aggregate", "Plans": [
 		{"Node Type": "Index Scan", "Relation Name": "outbox", "Index Name": "outbox_work_idx"},
-		{"Node Type": "Seq Scan", "Relation Name": "outbox"}]}, "Execution Time": 1.25}]`)
+		{"Node Type": "Bitmap Heap Scan", "Relation Name": "outbox", "Plans": [
+			{"Node Type": "Bitmap Index Scan", "Index Name": "outbox_dispatched_idx"}]},
+		{"Node Type": "Seq Scan", "Relation Name": "outbox"}]}]}, "Execution Time": 1.25}]`)
 	p, err := readPlan(raw)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"Index Scan outbox using outbox_work_idx", "Seq Scan outbox"}, p.Scans)
+	assert.Equal(t, []string{"Index Scan outbox using outbox_work_idx", "Bitmap Heap Scan outbox",
+		"Bitmap Index Scan using outbox_dispatched_idx", "Seq Scan outbox"}, p.Scans)
 	assert.Equal(t, []string{"Seq Scan outbox"}, p.SeqScans)
+	assert.Equal(t, 2, p.Workers)
 	assert.Equal(t, 1.25, p.ExecMS)
 }
 
@@ -205,4 +209,21 @@ func TestIncreaseReadsARestartByTheStartTime(t *testing.T) {
 	scrapes := []family{series(1), series(3), series(5)}
 	assert.Equal(t, 4.0, increase(scrapes, []bool{false, false, false}), "one process: 1 → 5")
 	assert.Equal(t, 7.0, increase(scrapes, []bool{false, false, true}), "restarted before the last scrape: 1 → 3, then 0 → 5")
+}
+
+func TestOverheadIsTheScrapesPerTransferPlusTheInstrumentation(t *testing.T) {
+	t.Parallel()
+	o := &MetricsOverhead{PipelineUS: 1000, InstrumentationNS: 1000, Scrapes: []ScrapeCost{
+		{Service: "wallet", Condition: "as left", ServiceUS: 2000, DatabaseUS: 1000},
+		{Service: "gl", Condition: "as left", ServiceUS: 2000, DatabaseUS: 1000},
+		{Service: "wallet", Condition: "analyzed", ServiceUS: 999999},
+	}}
+	at := overheadAt(o, "as left", map[string]*Phase{"closed": {APIRate: 100}}, []time.Duration{15 * time.Second})
+	require.Len(t, at, 1)
+	// 6000 µs a round of scrapes, every 15 s, at 100 transfers/s: 4 µs per transfer of 1000.
+	assert.Equal(t, 4.0, at[0].ScrapeUS)
+	assert.Equal(t, 0.4, at[0].ScrapePercent)
+	assert.Equal(t, 0.1, at[0].InstrPercent, "1 µs of 1000")
+	assert.Equal(t, 0.5, at[0].TotalPercent)
+	assert.True(t, at[0].WithinTarget)
 }
