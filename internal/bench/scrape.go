@@ -52,7 +52,8 @@ var bothServices = []string{"wallet", "gl"}
 // watchedMetrics is the list, with the HTTP RED metrics, the pools' and the runtime's.
 var watchedMetrics = []watched{
 	{name: "walletgl_outbox_rows", services: bothServices},
-	{name: "walletgl_outbox_oldest_pending_seconds", services: bothServices},
+	{name: "walletgl_outbox_oldest_pending_seconds", services: bothServices, expect: onTrouble,
+		note: "rows waiting for a relay's claim: with publish on commit a committed row is written already claimed, so only the wallet's backlog phase (rows written while it was stopped) or a failing publish leaves rows pending"},
 	{name: "walletgl_outbox_oldest_unacknowledged_seconds", services: bothServices},
 	{name: "walletgl_relay_published_total", services: bothServices},
 	{name: "walletgl_relay_publish_errors_total", services: bothServices, expect: onTrouble,

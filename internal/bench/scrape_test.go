@@ -140,7 +140,7 @@ func TestAGaugeThatStaysZeroDidNotMove(t *testing.T) {
 	s := newScraper([]scrapeTarget{{service: "wallet", url: srv.URL + "/metrics"}}, time.Hour)
 	s.scrapeAll(ctx)
 	s.scrapeAll(ctx)
-	oldest := movementOf(t, s.section(), "wallet", "walletgl_outbox_oldest_pending_seconds")
+	oldest := movementOf(t, s.section(), "wallet", "walletgl_outbox_oldest_unacknowledged_seconds")
 	assert.Equal(t, "gauge", oldest.Type)
 	assert.False(t, oldest.Moved)
 	assert.Equal(t, "DID NOT MOVE", oldest.Verdict)

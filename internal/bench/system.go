@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -129,17 +130,18 @@ func (s *system) afterRestart(ctx context.Context, p *harness.Process) (wait fun
 	return func() { <-done }
 }
 
-// waitAcknowledged waits until no outbox row of the wallet waits for the GL, or timeout: after
-// the backlog phase, whose rows have no transfer, waitQuiet's totals never agree.
+// waitAcknowledged waits until no outbox row of either service waits for the other, or
+// timeout: after the backlog phase, whose rows have no transfer, waitQuiet's totals never agree.
 func (s *system) waitAcknowledged(ctx context.Context, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
-		open, err := s.unacknowledged(ctx)
-		if err == nil && open == 0 {
+		wallet, err := unacknowledged(ctx, s.walletDB)
+		gl, glErr := unacknowledged(ctx, s.glDB)
+		if err == nil && glErr == nil && wallet+gl == 0 {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%d outbox rows not acknowledged after %s (%v)", open, timeout, err)
+			return fmt.Errorf("outbox rows not acknowledged after %s: wallet %d, gl %d (%v)", timeout, wallet, gl, errors.Join(err, glErr))
 		}
 		select {
 		case <-ctx.Done():
@@ -219,11 +221,17 @@ func (s *system) entriesSince(ctx context.Context, t time.Time) (int64, error) {
 	return n, nil
 }
 
-// unacknowledged counts the wallet's outbox rows the GL has not acknowledged yet (through the
-// outbox's partial indexes: the statuses the relay still works on, and dispatched).
+// unacknowledged counts the wallet's outbox rows the GL has not acknowledged yet.
 func (s *system) unacknowledged(ctx context.Context) (int64, error) {
+	return unacknowledged(ctx, s.walletDB)
+}
+
+// unacknowledged counts the outbox rows of a service's database the other service has not
+// acknowledged yet (through the outbox's partial indexes: the statuses the relay still works
+// on, and dispatched).
+func unacknowledged(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
 	var n int64
-	err := s.walletDB.QueryRow(ctx, `SELECT (SELECT count(*) FROM outbox WHERE status IN ('pending', 'dispatching', 'failed'))
+	err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM outbox WHERE status IN ('pending', 'dispatching', 'failed'))
 		+ (SELECT count(*) FROM outbox WHERE status = 'dispatched')`).Scan(&n)
 	return n, err
 }
