@@ -36,14 +36,15 @@ const productionInterval = 15 * time.Second
 // instrumentationBench is the Go benchmark of every observation one transfer causes.
 const instrumentationBench = "BenchmarkPerTransfer"
 
-// InstrumentationCommand runs it; its cpu-ns/op is what the report quotes.
-var InstrumentationCommand = []string{"go", "test", "-run", "^$", "-bench", "^" + instrumentationBench + "$",
-	"-benchtime", "200000x", "-count", "3", "walletgl/internal/metrics"}
+// instrumentationCommand runs it; its cpu-ns/op is what the report quotes.
+func instrumentationCommand() []string {
+	return []string{"go", "test", "-run", "^$", "-bench", "^" + instrumentationBench + "$",
+		"-benchtime", "200000x", "-count", "3", "walletgl/internal/metrics"}
+}
 
 // MetricsOverhead is what the metrics cost, per scrape and per transfer.
 type MetricsOverhead struct {
-	Scrapes    []ScrapeCost `json:"scrape_cost"`
-	BackToBack int          `json:"back_to_back_scrapes"`
+	Scrapes []ScrapeCost `json:"scrape_cost"`
 	// InstrumentationNS is BenchmarkPerTransfer's CPU per transfer (the least of its runs), in ns.
 	InstrumentationNS  float64 `json:"instrumentation_cpu_ns_per_transfer"`
 	InstrumentationCmd string  `json:"instrumentation_command"`
@@ -125,7 +126,8 @@ func expositionSize(ctx context.Context, s *scraper, t scrapeTarget) (int, error
 // instrumentationCost runs the Go benchmark of a transfer's observations and returns its least
 // cpu-ns/op over the runs (the least disturbed by other work on the machine).
 func instrumentationCost(ctx context.Context) (float64, error) {
-	cmd := exec.CommandContext(ctx, InstrumentationCommand[0], InstrumentationCommand[1:]...)
+	args := instrumentationCommand()
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -309,7 +311,7 @@ func measureMetrics(ctx context.Context, sys *system, meter *cpuMeter, s *scrape
 	if err := sys.waitAcknowledged(ctx, time.Minute); err != nil {
 		sec.Notes = append(sec.Notes, "the scrape cost was measured while the pipeline was still busy: "+err.Error())
 	}
-	o := &MetricsOverhead{InstrumentationCmd: strings.Join(InstrumentationCommand, " ")}
+	o := &MetricsOverhead{InstrumentationCmd: strings.Join(instrumentationCommand(), " ")}
 	sec.Overhead = o
 	const asLeft, analyzed = "as the run left the outbox", "after ANALYZE outbox"
 	parallel := measureCondition(ctx, sys, meter, s, sec, asLeft)
