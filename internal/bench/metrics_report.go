@@ -65,7 +65,7 @@ func (m *MetricsSection) scrapesText() string {
 	for _, c := range m.Scrapes {
 		p := fmt.Sprintf("%s %d ok", c.Service, c.OK)
 		if c.Failed > 0 {
-			p += fmt.Sprintf(", %d failed (last: %s)", c.Failed, c.LastError)
+			p += fmt.Sprintf(", %d failed (%s)", c.Failed, strings.Join(c.Errors, "; "))
 		}
 		if c.Restarts > 0 {
 			p += fmt.Sprintf(", restarted %d× by the bench (its counters start again from 0: end is after the restart, the change counts both runs)", c.Restarts)

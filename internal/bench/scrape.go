@@ -210,7 +210,9 @@ func (s *scraper) raw(ctx context.Context, t scrapeTarget) ([]byte, expfmt.Forma
 		return nil, "", fmt.Errorf("scrape %s: read: %w", t.service, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, "", fmt.Errorf("scrape %s: %s: %s", t.service, resp.Status, firstLine(strings.TrimSpace(string(body))))
+		// promhttp says which collector failed after its first line.
+		detail := strings.Join(strings.Fields(string(body)), " ")
+		return nil, "", fmt.Errorf("scrape %s: %s: %.300s", t.service, resp.Status, detail)
 	}
 	return body, expfmt.ResponseFormat(resp.Header), nil
 }
@@ -294,11 +296,11 @@ type MetricsSection struct {
 
 // ScrapeCount is how many scrapes of a service answered, and why the others did not.
 type ScrapeCount struct {
-	Service   string `json:"service"`
-	OK        int    `json:"ok"`
-	Failed    int    `json:"failed"`
-	Restarts  int    `json:"restarts"` // process_start_time_seconds changed: the bench restarted it
-	LastError string `json:"last_error,omitempty"`
+	Service  string   `json:"service"`
+	OK       int      `json:"ok"`
+	Failed   int      `json:"failed"`
+	Restarts int      `json:"restarts"`         // process_start_time_seconds changed: the bench restarted it
+	Errors   []string `json:"errors,omitempty"` // each failed scrape: when, why
 }
 
 // section judges every watched metric of every service from what the scraper read.
@@ -314,7 +316,7 @@ func (s *scraper) section() *MetricsSection {
 		for _, sc := range s.scrapes[t.service] {
 			if sc.err != nil {
 				count.Failed++
-				count.LastError = firstLine(sc.err.Error())
+				count.Errors = append(count.Errors, fmt.Sprintf("%s: %s", sc.at.UTC().Format("15:04:05"), firstLine(sc.err.Error())))
 				continue
 			}
 			if count.OK > 0 && sc.started != started {

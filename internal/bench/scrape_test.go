@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -89,9 +90,10 @@ func TestScraperJudgesWhatMovedOnARealRegistry(t *testing.T) {
 	s.scrapeAll(ctx) // the end
 
 	sec := s.section()
-	require.Equal(t, []ScrapeCount{{Service: "wallet", OK: 3, Failed: 1, LastError: sec.Scrapes[0].LastError}}, sec.Scrapes,
+	require.Equal(t, []ScrapeCount{{Service: "wallet", OK: 3, Failed: 1, Errors: sec.Scrapes[0].Errors}}, sec.Scrapes,
 		"one process: its start time never changed")
-	assert.Contains(t, sec.Scrapes[0].LastError, "503")
+	require.Len(t, sec.Scrapes[0].Errors, 1)
+	assert.Contains(t, sec.Scrapes[0].Errors[0], "503 Service Unavailable: stopped", "the status and the answer's body")
 
 	transfers := movementOf(t, sec, "wallet", "walletgl_transfers_total")
 	assert.True(t, transfers.Moved)
@@ -226,4 +228,24 @@ func TestOverheadIsTheScrapesPerTransferPlusTheInstrumentation(t *testing.T) {
 	assert.Equal(t, 0.1, at[0].InstrPercent, "1 µs of 1000")
 	assert.Equal(t, 0.5, at[0].TotalPercent)
 	assert.True(t, at[0].WithinTarget)
+}
+
+// When the outbox collector cannot read the database, the whole scrape fails (HTTP 500, as
+// docs/operations.md says); the section says which collector and why.
+func TestAFailedCollectorIsReportedWithItsReason(t *testing.T) {
+	t.Parallel()
+	m := metrics.New("gl")
+	m.Sample(func(context.Context) (metrics.OutboxSample, error) {
+		return metrics.OutboxSample{}, errors.New("count open outbox rows: context deadline exceeded")
+	})
+	srv := httptest.NewServer(m.Handler())
+	t.Cleanup(srv.Close)
+	s := newScraper([]scrapeTarget{{service: "gl", url: srv.URL + "/metrics"}}, time.Hour)
+	s.scrapeAll(context.Background())
+	sec := s.section()
+	require.Equal(t, 1, sec.Scrapes[0].Failed)
+	assert.Contains(t, sec.Scrapes[0].Errors[0], "500 Internal Server Error")
+	assert.Contains(t, sec.Scrapes[0].Errors[0], "count open outbox rows: context deadline exceeded")
+	assert.Equal(t, "absent at every scrape", movementOf(t, sec, "gl", "walletgl_consumer_processed_total").Verdict,
+		"nothing is judged from a failed scrape")
 }
