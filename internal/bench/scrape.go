@@ -210,11 +210,20 @@ func (s *scraper) raw(ctx context.Context, t scrapeTarget) ([]byte, expfmt.Forma
 		return nil, "", fmt.Errorf("scrape %s: read: %w", t.service, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		// promhttp says which collector failed after its first line.
-		detail := strings.Join(strings.Fields(string(body)), " ")
-		return nil, "", fmt.Errorf("scrape %s: %s: %.300s", t.service, resp.Status, detail)
+		return nil, "", fmt.Errorf("scrape %s: %s: %s", t.service, resp.Status, errorDetail(body))
 	}
 	return body, expfmt.ResponseFormat(resp.Header), nil
+}
+
+// errorDetail is a failed scrape's answer on one line; promhttp ends it with the failing
+// collector's error, so a long one keeps its end.
+func errorDetail(body []byte) string {
+	const most = 400
+	detail := strings.Join(strings.Fields(string(body)), " ")
+	if r := []rune(detail); len(r) > most {
+		detail = "…" + string(r[len(r)-most:])
+	}
+	return detail
 }
 
 // decodeFamilies reads every metric family of an exposition in format.
