@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -84,6 +85,28 @@ func TestBenchEndToEnd(t *testing.T) {
 		assert.Zero(t, rep.Limits.GL.Failed)
 		assert.Zero(t, rep.Limits.Relay.Failed)
 	}
+	// The Metrics section: both services scraped from the start to the end, the pipeline's
+	// counters seen moving, and a scrape's cost measured in each.
+	require.NotNil(t, rep.Metrics)
+	for _, c := range rep.Metrics.Scrapes {
+		assert.GreaterOrEqual(t, c.OK, 2, "%s scraped at the start and the end", c.Service)
+	}
+	moved := map[string]bool{}
+	for _, mv := range rep.Metrics.Metrics {
+		moved[mv.Service+" "+mv.Name] = mv.Moved
+	}
+	for _, name := range []string{"wallet walletgl_transfers_total", "wallet walletgl_relay_published_total",
+		"gl walletgl_consumer_processed_total", "gl walletgl_commit_to_posted_seconds", "wallet walletgl_consumer_processed_total"} {
+		assert.True(t, moved[name], "%s moved", name)
+	}
+	require.NotNil(t, rep.Metrics.Overhead)
+	assert.GreaterOrEqual(t, len(rep.Metrics.Overhead.Scrapes), 2, "notes: %v", rep.Metrics.Overhead.Notes)
+	assert.Positive(t, rep.Metrics.Overhead.InstrumentationNS, "notes: %v", rep.Metrics.Overhead.Notes)
+	assert.NotEmpty(t, rep.Metrics.Plans)
+	markdown, err := os.ReadFile(strings.TrimSuffix(files[0], ".json") + ".md")
+	require.NoError(t, err)
+	assert.Contains(t, string(markdown), "## Metrics")
+
 	for _, ext := range []string{"*.md", "*-latency.png"} {
 		m, _ := filepath.Glob(filepath.Join(results, ext))
 		assert.Len(t, m, 1, ext)

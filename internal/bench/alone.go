@@ -69,6 +69,9 @@ func measureWalletAlone(ctx context.Context, sys *system, meter *cpuMeter, gen *
 	if err := sys.gl.WaitHealthy(ctx); err != nil {
 		return nil, err
 	}
+	if sys.onRestart != nil {
+		sys.onRestart(ctx)
+	}
 	if _, err := sys.waitQuiet(ctx, 3*time.Minute); err != nil {
 		a.Notes = append(a.Notes, err.Error())
 	}

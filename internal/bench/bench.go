@@ -123,6 +123,12 @@ func Run(ctx context.Context, opts Options, out io.Writer) (rep *Report, err err
 	fmt.Fprintf(out, "system up: wallet %s, gl %s, nats %s, databases %s, %s\n",
 		sys.wallet.Addr, sys.gl.Addr, sys.broker.URL(), sys.walletDBName, sys.glDBName)
 
+	// Scraped from the start to the end of the run, as a Prometheus would.
+	scr := newScraper(sys.scrapeTargets(), ScrapeInterval)
+	stopScraping := scr.start(ctx)
+	defer stopScraping()
+	sys.onRestart = scr.scrapeAll
+
 	key, err := sys.wallet.CreateKey(ctx, "admin")
 	if err != nil {
 		return rep, fmt.Errorf("create an API key: %w", err)
@@ -190,6 +196,8 @@ func Run(ctx context.Context, opts Options, out io.Writer) (rep *Report, err err
 		}
 		rep.Drain = drain
 	}
+	stopScraping() // the last scrape: the end of the run
+	rep.Metrics = measureMetrics(ctx, sys, meter, scr, rep, out)
 	rep.Targets = targets(rep)
 	return rep, nil
 }
@@ -497,6 +505,7 @@ func measureDrain(ctx context.Context, sys *system, meter *cpuMeter, n int, time
 	if err := sys.wallet.Start(); err != nil {
 		return nil, err
 	}
+	defer sys.afterRestart(ctx, sys.wallet)()
 	var pending, posted atomic.Int64
 	pending.Store(int64(n))
 	stop := progress(ctx, out, tty, func() string {

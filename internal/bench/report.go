@@ -16,21 +16,22 @@ import (
 
 // Report is everything one run measured.
 type Report struct {
-	RunID   string       `json:"run_id"`
-	Started time.Time    `json:"started"`
-	Elapsed string       `json:"elapsed"`
-	Cores   int          `json:"cores"`
-	Host    Host         `json:"host"`
-	Options Options      `json:"options"`
-	WorkDir string       `json:"work_dir,omitempty"`
-	Limits  Limits       `json:"limits"`
-	Closed  *Phase       `json:"closed_loop,omitempty"`
-	Open    *Phase       `json:"open_loop,omitempty"`
-	Alone   *WalletAlone `json:"wallet_alone,omitempty"`
-	Drain   *Drain       `json:"backlog,omitempty"`
-	Memory  []Memory     `json:"memory,omitempty"` // after both load phases
-	Targets []Target     `json:"targets"`
-	Notes   []string     `json:"notes,omitempty"`
+	RunID   string          `json:"run_id"`
+	Started time.Time       `json:"started"`
+	Elapsed string          `json:"elapsed"`
+	Cores   int             `json:"cores"`
+	Host    Host            `json:"host"`
+	Options Options         `json:"options"`
+	WorkDir string          `json:"work_dir,omitempty"`
+	Limits  Limits          `json:"limits"`
+	Closed  *Phase          `json:"closed_loop,omitempty"`
+	Open    *Phase          `json:"open_loop,omitempty"`
+	Alone   *WalletAlone    `json:"wallet_alone,omitempty"`
+	Drain   *Drain          `json:"backlog,omitempty"`
+	Memory  []Memory        `json:"memory,omitempty"`  // after both load phases
+	Metrics *MetricsSection `json:"metrics,omitempty"` // both services' /metrics over the run
+	Targets []Target        `json:"targets"`
+	Notes   []string        `json:"notes,omitempty"`
 }
 
 // Host describes the machine of the run.
@@ -181,6 +182,9 @@ func targets(r *Report) []Target {
 				Figure: fmt.Sprintf("%.0f events/s (%.2fs)", r.Drain.PostRate, r.Drain.PostSeconds), Target: "≥ 20000/s",
 				Value: r.Drain.PostRate, Met: r.Drain.PostRate >= 20000, Known: r.Drain.PostRate > 0})
 	}
+	if t, ok := metricsTarget(r.Metrics); ok {
+		ts = append(ts, t)
+	}
 	for _, m := range r.Memory {
 		if m.Name == "nats-server" {
 			continue
@@ -205,6 +209,9 @@ func (r *Report) PrintTable(w io.Writer) {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", t.Name, t.Figure, t.Target, t.verdict())
 	}
 	tw.Flush()
+	if r.Metrics != nil {
+		r.Metrics.print(w)
+	}
 	for _, n := range r.Notes {
 		fmt.Fprintln(w, "note:", n)
 	}
@@ -334,6 +341,9 @@ func (r *Report) Markdown() string {
 	b.WriteString("\n| target | figure | target | verdict |\n|---|---|---|---|\n")
 	for _, t := range r.Targets {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", t.Name, t.Figure, t.Target, t.verdict())
+	}
+	if r.Metrics != nil {
+		r.Metrics.markdown(&b)
 	}
 	if len(r.Notes) > 0 {
 		b.WriteString("\n")

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -25,6 +26,12 @@ type system struct {
 	walletDB, glDB         *pgxpool.Pool
 	admin                  *pgxpool.Pool // the server's maintenance database
 	walletDBName, glDBName string
+	// The services' GET /metrics without API keys (WALLET_METRICS_ADDR, GL_METRICS_ADDR), as a
+	// Prometheus scrapes them.
+	walletMetrics, glMetrics string
+	// onRestart runs once a service the bench stopped answers again (Run scrapes both then: the
+	// backlog, or what the GL missed, is still there to be seen).
+	onRestart func(ctx context.Context)
 }
 
 func startSystem(ctx context.Context, opts Options, runID, dir string, bins harness.Binaries, natsBin string) (*system, error) {
@@ -54,10 +61,18 @@ func startSystem(ctx context.Context, opts Options, runID, dir string, bins harn
 		// One key drives the whole load: its allowance must not be what the bench measures.
 		"WALLET_RATE_LIMIT=1000000:1000000",
 	}
-	if s.wallet, err = harness.Service("wallet", bins.Wallet, "WALLET", s.walletURL, dir, slices.Concat(keys.Env(events.SourceWallet), common, opts.WalletEnv)); err != nil {
+	if s.walletMetrics, err = harness.FreeAddr(); err != nil {
 		return s, err
 	}
-	if s.gl, err = harness.Service("gl", bins.GL, "GL", s.glURL, dir, slices.Concat(keys.Env(events.SourceGL), common, opts.GLEnv)); err != nil {
+	if s.glMetrics, err = harness.FreeAddr(); err != nil {
+		return s, err
+	}
+	walletEnv := slices.Concat(keys.Env(events.SourceWallet), common, []string{"WALLET_METRICS_ADDR=" + s.walletMetrics}, opts.WalletEnv)
+	if s.wallet, err = harness.Service("wallet", bins.Wallet, "WALLET", s.walletURL, dir, walletEnv); err != nil {
+		return s, err
+	}
+	glEnv := slices.Concat(keys.Env(events.SourceGL), common, []string{"GL_METRICS_ADDR=" + s.glMetrics}, opts.GLEnv)
+	if s.gl, err = harness.Service("gl", bins.GL, "GL", s.glURL, dir, glEnv); err != nil {
 		return s, err
 	}
 	for _, p := range []*harness.Process{s.wallet, s.gl} {
@@ -95,6 +110,53 @@ func (s *system) pids() map[string]int {
 		m["nats-server"] = s.broker.PID()
 	}
 	return m
+}
+
+// afterRestart calls onRestart when p, just started again, is healthy, without holding up the
+// caller; wait waits for it.
+func (s *system) afterRestart(ctx context.Context, p *harness.Process) (wait func()) {
+	if s.onRestart == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		if p.WaitHealthy(ctx) == nil {
+			s.onRestart(ctx)
+		}
+	}()
+	return func() { <-done }
+}
+
+// waitAcknowledged waits until no outbox row of either service waits for the other, or
+// timeout: after the backlog phase, whose rows have no transfer, waitQuiet's totals never agree.
+func (s *system) waitAcknowledged(ctx context.Context, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		wallet, err := unacknowledged(ctx, s.walletDB)
+		gl, glErr := unacknowledged(ctx, s.glDB)
+		if err == nil && glErr == nil && wallet+gl == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("outbox rows not acknowledged after %s: wallet %d, gl %d (%v)", timeout, wallet, gl, errors.Join(err, glErr))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// scrapeTargets are the services' metrics endpoints.
+func (s *system) scrapeTargets() []scrapeTarget {
+	return []scrapeTarget{
+		{service: "wallet", url: "http://" + s.walletMetrics + "/metrics"},
+		{service: "gl", url: "http://" + s.glMetrics + "/metrics"},
+	}
 }
 
 // stop stops the services and the broker gracefully and closes the pools.
@@ -159,11 +221,17 @@ func (s *system) entriesSince(ctx context.Context, t time.Time) (int64, error) {
 	return n, nil
 }
 
-// unacknowledged counts the wallet's outbox rows the GL has not acknowledged yet (through the
-// outbox's partial indexes: the statuses the relay still works on, and dispatched).
+// unacknowledged counts the wallet's outbox rows the GL has not acknowledged yet.
 func (s *system) unacknowledged(ctx context.Context) (int64, error) {
+	return unacknowledged(ctx, s.walletDB)
+}
+
+// unacknowledged counts the outbox rows of a service's database the other service has not
+// acknowledged yet (through the outbox's partial indexes: the statuses the relay still works
+// on, and dispatched).
+func unacknowledged(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
 	var n int64
-	err := s.walletDB.QueryRow(ctx, `SELECT (SELECT count(*) FROM outbox WHERE status IN ('pending', 'dispatching', 'failed'))
+	err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM outbox WHERE status IN ('pending', 'dispatching', 'failed'))
 		+ (SELECT count(*) FROM outbox WHERE status = 'dispatched')`).Scan(&n)
 	return n, err
 }
