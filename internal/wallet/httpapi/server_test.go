@@ -241,8 +241,10 @@ func TestCreateTransferAndReplay(t *testing.T) {
 	res.Decode(t, &fields)
 	require.Len(t, fields, 8, "the creation answer has exactly the contract's fields: %s", res.Body)
 
+	require.Empty(t, res.Header.Get("Idempotency-Replayed"), "a first answer is no replay")
 	res = b.transfer(t, "order-1", body)
-	require.Equal(t, http.StatusOK, res.Status, res.Body)
+	require.Equal(t, http.StatusCreated, res.Status, "a replay answers the first request's status: %s", res.Body)
+	require.Equal(t, "true", res.Header.Get("Idempotency-Replayed"))
 	var replayed transferBody
 	res.Decode(t, &replayed)
 	require.Equal(t, created, replayed)
@@ -414,4 +416,40 @@ func TestATransferRecordsTheKeyThatMadeIt(t *testing.T) {
 		"SELECT created_by_key::text FROM transfers WHERE idempotency_key = 'by-key'").Scan(&madeBy))
 	require.NoError(t, b.pool.QueryRow(context.Background(), "SELECT id::text FROM api_keys WHERE name = 'test'").Scan(&keyID))
 	require.Equal(t, keyID, madeBy)
+}
+
+// A request whose Idempotency-Key another request is still using is answered 409 at once, with
+// Retry-After; once the first has finished, the key replays it.
+func TestAKeyInFlightIsAnswered409WithRetryAfter(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	body := `{"from_wallet_id":"alice","to_wallet_id":"bob","amount":5,"currency":"USD"}`
+
+	// Hold alice's row: the first request waits in its transaction for it.
+	hold, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = hold.Rollback(ctx) }()
+	_, err = hold.Exec(ctx, "SELECT 1 FROM wallets WHERE id = 'alice' FOR UPDATE")
+	require.NoError(t, err)
+	first := make(chan webtest.Response, 1)
+	go func() { first <- webtest.Do(t, http.MethodPost, b.url+"/v1/transfers", http.Header{"Idempotency-Key": {"busy"}, "Authorization": {"Bearer " + b.key}}, body) }()
+	require.Eventually(t, func() bool {
+		var waiting int
+		require.NoError(t, b.pool.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'").Scan(&waiting))
+		return waiting > 0
+	}, 10*time.Second, 20*time.Millisecond, "the first request waits for alice's row")
+
+	res := b.transfer(t, "busy", body)
+	res.RequireProblem(t, http.StatusConflict, "idempotency-key-in-flight")
+	require.Equal(t, "1", res.Header.Get("Retry-After"))
+
+	require.NoError(t, hold.Rollback(ctx))
+	created := <-first
+	require.Equal(t, http.StatusCreated, created.Status, created.Body)
+	require.Empty(t, created.Header.Get("Idempotency-Replayed"))
+	again := b.transfer(t, "busy", body)
+	require.Equal(t, http.StatusCreated, again.Status, again.Body)
+	require.Equal(t, "true", again.Header.Get("Idempotency-Replayed"))
+	require.JSONEq(t, created.Body, again.Body)
 }

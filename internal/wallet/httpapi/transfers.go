@@ -3,6 +3,7 @@ package httpapi
 import (
 	"errors"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -39,7 +40,43 @@ func toTransferJSON(t wallet.Transfer, withOutbox bool) transferJSON {
 	return out
 }
 
+// The headers of the transfer's idempotency answers.
+const (
+	// HeaderIdempotencyReplayed is "true" on an answer that replays an earlier request with the
+	// same Idempotency-Key and body.
+	HeaderIdempotencyReplayed = "Idempotency-Replayed"
+	// inFlightRetryAfter is the Retry-After, in seconds, of a 409 idempotency-key-in-flight: a
+	// transfer commits within a few milliseconds, so a second is plenty.
+	inFlightRetryAfter = "1"
+)
+
+// inFlight holds the Idempotency-Keys whose requests this process is still answering: another
+// request with one of them is answered 409 at once instead of waiting for the first (another
+// instance's request with the key waits for it in the database and then replays it).
+type inFlight struct {
+	mu   sync.Mutex
+	keys map[string]struct{}
+}
+
+func newInFlight() *inFlight { return &inFlight{keys: map[string]struct{}{}} }
+
+// claim marks key in flight until release is called; false when it already is.
+func (f *inFlight) claim(key string) (release func(), ok bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, busy := f.keys[key]; busy {
+		return nil, false
+	}
+	f.keys[key] = struct{}{}
+	return func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		delete(f.keys, key)
+	}, true
+}
+
 func handleCreateTransfer(service wallet.Service, m *metrics.Wallet) http.Handler {
+	keys := newInFlight()
 	type request struct {
 		FromWalletID string `json:"from_wallet_id"`
 		ToWalletID   string `json:"to_wallet_id"`
@@ -52,30 +89,48 @@ func handleCreateTransfer(service wallet.Service, m *metrics.Wallet) http.Handle
 			web.WriteProblem(w, r, err)
 			return
 		}
+		key := r.Header.Get("Idempotency-Key")
+		if key != "" { // a missing key is the store's invalid request
+			release, ok := keys.claim(key)
+			if !ok {
+				m.Transfer(transferResult(wallet.ErrIdempotencyKeyInFlight))
+				writeInFlight(w, r, problem.Newf(wallet.ErrIdempotencyKeyInFlight, "a request with this Idempotency-Key is still being processed; retry after %s s", inFlightRetryAfter))
+				return
+			}
+			defer release()
+		}
 		p, _ := auth.FromContext(r.Context())
 		t, replayed, err := service.CreateTransfer(r.Context(), wallet.TransferRequest{
-			IdempotencyKey: r.Header.Get("Idempotency-Key"),
+			IdempotencyKey: key,
 			FromWalletID:   req.FromWalletID, ToWalletID: req.ToWalletID,
 			Amount: req.Amount, Currency: req.Currency, KeyID: p.KeyID,
 		})
 		if err != nil {
 			m.Transfer(transferResult(err))
-			web.WriteProblem(w, r, err)
+			writeInFlight(w, r, err)
 			return
 		}
 		logger := zerolog.Ctx(r.Context())
 		logger.UpdateContext(func(c zerolog.Context) zerolog.Context { return c.Str("transfer_id", t.ID.String()) })
-		status := http.StatusCreated
 		if replayed {
-			status = http.StatusOK
+			// The first request's answer again: its status, and a header saying it is a replay.
+			w.Header().Set(HeaderIdempotencyReplayed, "true")
 			m.Transfer("replayed")
 			logger.Debug().Msg("transfer replayed")
 		} else {
 			m.Transfer("created")
 			logger.Info().Str("event_id", t.EventID.String()).Msg("transfer created")
 		}
-		web.Encode(w, r, status, toTransferJSON(t, false))
+		web.Encode(w, r, http.StatusCreated, toTransferJSON(t, false))
 	})
+}
+
+// writeInFlight writes err's problem, with a Retry-After when it says the key is in flight.
+func writeInFlight(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, wallet.ErrIdempotencyKeyInFlight) {
+		w.Header().Set("Retry-After", inFlightRetryAfter)
+	}
+	web.WriteProblem(w, r, err)
 }
 
 func handleGetTransfer(service wallet.Service) http.Handler {
