@@ -23,6 +23,9 @@ type Deps struct {
 	// API's requests.
 	Metrics      *metrics.Metrics
 	MetricsOnAPI bool
+	// Console, when set, serves the operator console under /console/ (package console); it
+	// checks its own sessions and scopes.
+	Console http.Handler
 }
 
 // NewServer returns the GL's HTTP handler.

@@ -27,6 +27,9 @@ type Deps struct {
 	// API's requests and transfers.
 	Metrics      *metrics.Metrics
 	MetricsOnAPI bool
+	// Console, when set, serves the operator console under /console/ (package console); it
+	// checks its own sessions and scopes.
+	Console http.Handler
 }
 
 // Auditor records an administrative action (auth.Keys does, in the audit trail).
