@@ -110,7 +110,7 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
-	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Referrer-Policy", "same-origin") // "no-referrer" makes a browser send Origin: null with forms
 	if _, pattern := c.mux.Handler(r); pattern == "" {
 		c.renderError(w, r, nil, problem.Newf(errNotFound, "there is no console page at %s", r.URL.Path))
 		return
