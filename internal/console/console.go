@@ -134,11 +134,11 @@ func (c *Console) Run(ctx context.Context) error {
 
 // Problems of the console's own.
 var (
-	errNotFound     = problem.New(problem.NotFound, "not-found", "there is no such page")
-	errInvalid      = problem.New(problem.Invalid, "invalid-request", "the request is not acceptable")
-	errForbidden    = problem.New(problem.Forbidden, "forbidden", "the request was refused")
-	errUnavailable  = problem.New(problem.Unavailable, "unavailable", "the service's database cannot be reached now; retry later")
-	errBadForm      = problem.New(problem.Invalid, "invalid-form", "the form could not be read")
+	errNotFound    = problem.New(problem.NotFound, "not-found", "there is no such page")
+	errInvalid     = problem.New(problem.Invalid, "invalid-request", "the request is not acceptable")
+	errForbidden   = problem.New(problem.Forbidden, "forbidden", "the request was refused")
+	errUnavailable = problem.New(problem.Unavailable, "unavailable", "the service's database cannot be reached now; retry later")
+	errBadForm     = problem.New(problem.Invalid, "invalid-form", "the form could not be read")
 )
 
 // maxFormBytes bounds a form's body: the largest is a requeue of a page of ids.

@@ -20,11 +20,11 @@ type pipeline struct {
 	metrics *metrics.Metrics
 	remote  func(ctx context.Context) (metrics.Totals, error)
 
-	mu            sync.Mutex
-	older, newer  metrics.Totals // readings at least rateWindow apart, for the rates
-	remoteOlder   metrics.Totals
-	remoteNewer   metrics.Totals
-	remoteLast    metrics.Totals
+	mu           sync.Mutex
+	older, newer metrics.Totals // readings at least rateWindow apart, for the rates
+	remoteOlder  metrics.Totals
+	remoteNewer  metrics.Totals
+	remoteLast   metrics.Totals
 }
 
 // pipelineView is the header as shown.
