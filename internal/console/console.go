@@ -22,7 +22,6 @@ import (
 	"walletgl/internal/auth"
 	"walletgl/internal/metrics"
 	"walletgl/internal/problem"
-	"walletgl/internal/web"
 )
 
 // Prefix is where the console is served.
@@ -201,23 +200,19 @@ func (c *Console) handle(p Page) http.Handler {
 // refuse answers a request without a usable session or scope: a page goes to the login page,
 // a fragment (the script's poll) gets its status, anything else the error page.
 func (c *Console) refuse(w http.ResponseWriter, r *http.Request, sess session, err error) {
-	if errors.Is(err, auth.ErrUnauthenticated) {
-		if r.Method == http.MethodGet && !isFragment(r) {
-			target := Prefix + "login"
-			if _, cerr := r.Cookie(c.cookie); cerr == nil {
-				target += "?" + sessionExpiredQ + "=1"
-			}
-			http.Redirect(w, r, target, http.StatusSeeOther)
-			return
+	if errors.Is(err, auth.ErrUnauthenticated) && r.Method == http.MethodGet && !isFragment(r) {
+		target := Prefix + "login"
+		if _, cerr := r.Cookie(c.cookie); cerr == nil {
+			target += "?" + sessionExpiredQ + "=1"
 		}
+		http.Redirect(w, r, target, http.StatusSeeOther)
+		return
+	}
+	if sess.id == "" || errors.Is(err, auth.ErrUnauthenticated) {
 		c.renderError(w, r, nil, err)
 		return
 	}
-	if sess.id == "" {
-		c.renderError(w, r, nil, err)
-		return
-	}
-	c.renderError(w, r, &sess, err)
+	c.renderError(w, r, &sess, err) // the layout keeps the navigation and the logout form
 }
 
 // checkForm reads a POST's form and checks it came from a console page of this session: the
@@ -266,8 +261,3 @@ func (c *Console) flashOf(sess *session) string {
 
 // problemTitle is a problem's status as words.
 func problemTitle(status int) string { return fmt.Sprintf("%d %s", status, http.StatusText(status)) }
-
-// errorOf is the public problem of err (logged as web.WriteProblem logs it).
-func errorOf(r *http.Request, err error) (int, web.Problem) { return web.ProblemOf(r, err) }
-
-func zerologCtx(ctx context.Context) *zerolog.Logger { return zerolog.Ctx(ctx) }

@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -23,6 +24,7 @@ import (
 	"walletgl/internal/events"
 	"walletgl/internal/metrics"
 	"walletgl/internal/testenv"
+	"walletgl/internal/wallet/postgres"
 	"walletgl/internal/web"
 )
 
@@ -39,9 +41,10 @@ func setup(t *testing.T) *testBundle {
 	t.Helper()
 	pool, _ := testenv.MigratedPool(t, "wallet")
 	keys, guard, secret := authtest.Key(t, pool, auth.WalletScopes)
+	inbox := events.NewInbox(events.ConsumerWallet, postgres.NewAcknowledgments()) // as wallet serve's
 	ev := console.Events{
 		Admin: events.NewAdmin(pool), Audit: keys,
-		Retry: func(context.Context, ...string) []events.Retried { return nil },
+		Retry: func(ctx context.Context, ids ...string) []events.Retried { return inbox.Retry(ctx, pool, ids...) },
 		View:  "outbox:admin", Requeue: "outbox:admin", RetryScope: "inbox:admin",
 	}
 	c, err := console.New(console.Config{Service: "wallet", Guard: guard, Metrics: metrics.New("wallet"), Pages: ev.Pages()})
@@ -205,6 +208,9 @@ func TestAKeyWithoutTheScopeIsForbiddenToLookAndToAct(t *testing.T) {
 	a = b.post(t, c, "/console/outbox/requeue", url.Values{"csrf": {csrfOf(t, errPage.body)}, "id": {id.String()}, "confirm": {"yes"}})
 	require.Equal(t, http.StatusForbidden, a.status)
 	requireStatus(t, b.pool, id, "dead_letter")
+	a = b.post(t, c, "/console/inbox/retry", url.Values{"csrf": {csrfOf(t, errPage.body)}, "id": {"wallet:x"}, "confirm": {"yes"}})
+	require.Equal(t, http.StatusForbidden, a.status)
+	require.Contains(t, a.body, "inbox:admin")
 }
 
 func TestARequeueNeedsTheSessionsTokenAndAConfirmation(t *testing.T) {
@@ -303,4 +309,37 @@ func requireStatus(t *testing.T, pool *pgxpool.Pool, id uuid.UUID, want string) 
 	row, err := events.NewAdmin(pool).GetOutbox(context.Background(), id)
 	require.NoError(t, err)
 	require.Equal(t, want, row.Status)
+}
+
+func TestAFailedInboxEventIsRetriedWithTheServicesHandler(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	row := insertDeadLetter(t, b.pool)
+	ackID := uuid.Must(uuid.NewV7()).String()
+	payload := fmt.Sprintf(`{"specversion":"1.0","id":%q,"source":"gl","type":"TransferPosted.v1","time":"2026-11-30T12:00:00Z",`+
+		`"datacontenttype":"application/json","data":{"transfer_id":"t-1","source_event_id":%q,"entry_id":"e-1","posted_at":"2026-11-30T12:00:00Z"}}`, ackID, row)
+	inboxID := events.ConsumerWallet + ":" + ackID
+	_, err := b.pool.Exec(context.Background(), `
+		INSERT INTO inbox (id, consumer, event_id, event_type, status, reason, detail, payload, attempts)
+		VALUES ($1, $2, $3, 'TransferPosted.v1', 'failed', 'exhausted', 'database said no', $4, 10)`,
+		inboxID, events.ConsumerWallet, ackID, []byte(payload))
+	require.NoError(t, err)
+
+	c := b.browser(t)
+	b.login(t, c, b.admin)
+	page := b.get(t, c, "/console/inbox/"+inboxID)
+	require.Equal(t, http.StatusOK, page.status)
+	require.Contains(t, page.body, "exhausted")
+	require.Contains(t, page.body, "source_event_id", "the raw payload is shown")
+	form := url.Values{"csrf": {csrfOf(t, page.body)}, "id": {inboxID}, "back": {"/console/inbox/" + inboxID}}
+	confirm := b.post(t, c, "/console/inbox/retry", form)
+	require.Equal(t, http.StatusOK, confirm.status)
+	require.Contains(t, confirm.body, "Retry 1 failed inbox events?")
+	form.Set("confirm", "yes")
+	done := b.post(t, c, "/console/inbox/retry", form)
+	require.Equal(t, http.StatusSeeOther, done.status)
+	after := b.get(t, c, done.header.Get("Location"))
+	require.Contains(t, after.body, "Processed 1 of 1 events.")
+	require.Contains(t, after.body, `data-field="status">processed<`)
+	requireStatus(t, b.pool, row, "acknowledged")
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
+	"github.com/rs/zerolog"
 
 	"walletgl/internal/auth"
 	"walletgl/internal/events"
@@ -290,7 +291,7 @@ func (e Events) retry(ctx context.Context, req *Request) (View, error) {
 // the rows did move.
 func (e Events) record(ctx context.Context, req *Request, action, target string, detail any) {
 	if err := e.Audit.Record(ctx, auth.ActorOf(req.Principal), action, target, detail); err != nil {
-		zerologCtx(ctx).Error().Err(err).Str("action", action).Msg("console action not recorded in the audit trail")
+		zerolog.Ctx(ctx).Error().Err(err).Str("action", action).Msg("console action not recorded in the audit trail")
 	}
 }
 

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"walletgl/internal/web"
 )
 
 //go:embed templates/*.html
@@ -137,7 +139,7 @@ type errorData struct {
 
 // renderError answers with the problem of err as a page (a fragment gets the bare status).
 func (c *Console) renderError(w http.ResponseWriter, r *http.Request, sess *session, err error) {
-	status, doc := errorOf(r, err)
+	status, doc := web.ProblemOf(r, err)
 	if isFragment(r) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")

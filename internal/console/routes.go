@@ -3,6 +3,8 @@ package console
 import (
 	"context"
 	"net/http"
+
+	"walletgl/internal/web"
 )
 
 // routes lists every route of the console: its own (login, logout, the pipeline header, the
@@ -64,7 +66,7 @@ func (c *Console) handleLogin() http.Handler {
 		secret := r.PostForm.Get("key")
 		p, err := c.cfg.Guard.Authorize(r.Context(), secret, "")
 		if err != nil {
-			status, doc := errorOf(r, err)
+			status, doc := web.ProblemOf(r, err)
 			c.renderLogin(w, r, status, "Refused: "+doc.Detail)
 			return
 		}

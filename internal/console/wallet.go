@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
+	"github.com/rs/zerolog"
 
 	"walletgl/internal/auth"
 	"walletgl/internal/events"
@@ -125,7 +126,7 @@ func (t Trace) trace(ctx context.Context, req *Request) (View, error) {
 		d.Outbox = &row
 	}
 	if d.Entries, err = t.GL.EntriesOfTransfer(ctx, tr.ID.String()); err != nil {
-		zerologCtx(ctx).Warn().Err(err).Msg("console: trace: ask the GL")
+		zerolog.Ctx(ctx).Warn().Err(err).Msg("console: trace: ask the GL")
 		d.GLError = "the GL's API could not be asked (GL_URL, GL_API_KEY with ledger:read): the service's log has why"
 	}
 	d.Steps = steps(d)
