@@ -87,7 +87,7 @@ func glConsole(deps *serve.Deps, ledger *postgres.Ledger, poster events.Handler,
 		Retry: func(ctx context.Context, ids ...string) []events.Retried { return inbox.Retry(ctx, deps.Pool, ids...) },
 		View:  httpapi.ScopeLedgerRead, RetryScope: httpapi.ScopeInboxAdmin,
 	}
-	books := console.Books{Ledger: ledger, Scope: httpapi.ScopeLedgerRead}
+	books := httpapi.Books{Ledger: ledger, Scope: httpapi.ScopeLedgerRead}
 	return console.New(console.Config{Service: "gl", Guard: guard, Metrics: deps.Metrics, Pages: slices.Concat(ev.Pages(), books.Pages())})
 }
 

@@ -95,7 +95,7 @@ func walletConsole(cfg *Config, deps *serve.Deps, store *postgres.Store, guard *
 		Retry: func(ctx context.Context, ids ...string) []events.Retried { return inbox.Retry(ctx, deps.Pool, ids...) },
 		View:  httpapi.ScopeOutboxAdmin, Requeue: httpapi.ScopeOutboxAdmin, RetryScope: httpapi.ScopeInboxAdmin,
 	}
-	trace := console.Trace{Transfers: store, Admin: admin, GL: glAPI, Stream: deps.Topology.StreamName(events.SourceWallet), Scope: httpapi.ScopeTransfersRead}
+	trace := httpapi.Trace{Transfers: store, Admin: admin, GL: glAPI, Stream: deps.Topology.StreamName(events.SourceWallet), Scope: httpapi.ScopeTransfersRead}
 	return console.New(console.Config{
 		Service: "wallet", Guard: guard, Metrics: deps.Metrics, Pages: slices.Concat(ev.Pages(), trace.Pages()),
 		RemoteTotals: glAPI.Totals,

@@ -6,6 +6,10 @@
 // HttpOnly, SameSite=Strict cookie. Every request checks the key again with the service's guard
 // (revocation, the page's scope, the rate limit), and every form that changes something carries
 // the session's CSRF token and needs the admin scope of the matching HTTP or CLI operation.
+//
+// The outbox and inbox pages, the same in both services, are here (Events); each service adds
+// its own pages beside its HTTP API (internal/wallet/httpapi Trace, internal/gl/httpapi Books),
+// so that neither binary carries the other's code. Every page's template is in templates/.
 package console
 
 import (
@@ -130,6 +134,9 @@ func (c *Console) Run(ctx context.Context) error {
 		}
 	}
 }
+
+// ErrInvalid is the problem of a request a page cannot answer as asked (its detail says why).
+var ErrInvalid = errInvalid
 
 // Problems of the console's own.
 var (

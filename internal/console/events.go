@@ -32,8 +32,8 @@ type Auditor interface {
 	Record(ctx context.Context, actor auth.Actor, action, target string, detail any) error
 }
 
-// pageSize is how many rows a console list shows.
-const pageSize = 50
+// PageSize is how many rows a console list shows.
+const PageSize = 50
 
 // Pages are the outbox and inbox pages.
 func (e Events) Pages() []Page {
@@ -97,7 +97,7 @@ func browseOf(req *Request, def string) (events.Browse, error) {
 	if err != nil {
 		return events.Browse{}, err
 	}
-	b := events.Browse{Status: q.Get("status"), Filter: strings.TrimSpace(q.Get("q")), After: q.Get("after"), Limit: pageSize}
+	b := events.Browse{Status: q.Get("status"), Filter: strings.TrimSpace(q.Get("q")), After: q.Get("after"), Limit: PageSize}
 	if b.Status == "" {
 		b.Status = def
 	}
@@ -208,7 +208,7 @@ type confirmData struct {
 }
 
 // maxActionIDs bounds the rows one form may act on: a page of a list.
-const maxActionIDs = pageSize
+const maxActionIDs = PageSize
 
 // formIDs are the ids a form names (the checked rows), at least one.
 func formIDs(form url.Values) ([]string, error) {
@@ -302,6 +302,9 @@ func backTo(back, def string) string {
 	}
 	return def
 }
+
+// EventsError is adminError for the services' own pages, which read the operator API too.
+func EventsError(err error) error { return adminError(err) }
 
 // adminError turns the operator API's errors into the console's problems: an operator's
 // mistake is shown with its explanation, an unreachable database as unavailable; anything

@@ -1,6 +1,7 @@
 // Package httpapi is the GL's read-only HTTP API: journal entries (by transfer, by event, by
 // posting time), account balances (also as of a time) and statements, and the trial balance,
-// plus the health check. Errors are problem+json (the plumbing is package web's).
+// plus the health check. Errors are problem+json (the plumbing is package web's). Its ledger
+// pages of the operator console (console.go) read the same ledger, served under /console/.
 package httpapi
 
 import (

@@ -1,4 +1,4 @@
-package console
+package httpapi
 
 import (
 	"context"
@@ -10,12 +10,15 @@ import (
 	"github.com/rs/zerolog"
 
 	"walletgl/internal/auth"
+	"walletgl/internal/console"
 	"walletgl/internal/events"
 	"walletgl/internal/problem"
 	"walletgl/internal/wallet"
 	"walletgl/internal/wallet/glapi"
 	"walletgl/internal/web"
 )
+
+// The wallet's console pages (package console serves them with its outbox and inbox pages).
 
 // Transfers is what the wallet's transfer pages read: its store.
 type Transfers interface {
@@ -35,8 +38,8 @@ type Trace struct {
 }
 
 // Pages are the transfer list and the trace.
-func (t Trace) Pages() []Page {
-	return []Page{
+func (t Trace) Pages() []console.Page {
+	return []console.Page{
 		{Pattern: "GET /console/transfers", Scope: t.Scope, Nav: "Transfers", Path: "/console/transfers", Func: t.list},
 		{Pattern: "GET /console/transfers/{id}", Scope: t.Scope, Func: t.trace},
 	}
@@ -50,31 +53,31 @@ type transfersData struct {
 
 // list shows the transfers in commit order, or finds the one a search names (its id or its
 // Idempotency-Key) and goes to its trace.
-func (t Trace) list(ctx context.Context, req *Request) (View, error) {
+func (t Trace) list(ctx context.Context, req *console.Request) (console.View, error) {
 	q, err := web.Query(req.Request)
 	if err != nil {
-		return View{}, err
+		return console.View{}, err
 	}
 	if find := strings.TrimSpace(q.Get("q")); find != "" {
 		tr, err := t.find(ctx, find)
 		if err != nil {
-			return View{}, err
+			return console.View{}, err
 		}
-		return View{Redirect: "/console/transfers/" + tr.ID.String()}, nil
+		return console.View{Redirect: "/console/transfers/" + tr.ID.String()}, nil
 	}
 	after, err := wallet.ParseCursor(q.Get("after"))
 	if err != nil {
-		return View{}, err
+		return console.View{}, err
 	}
-	page, err := t.Transfers.ListTransfers(ctx, after, pageSize)
+	page, err := t.Transfers.ListTransfers(ctx, after, console.PageSize)
 	if err != nil {
-		return View{}, err
+		return console.View{}, err
 	}
 	d := transfersData{Transfers: page.Transfers}
 	if next := page.Next.String(); next != "" {
 		d.NextURL = "/console/transfers?" + url.Values{"after": {next}}.Encode()
 	}
-	return View{Template: "transfers", Title: "Transfers", Data: d}, nil
+	return console.View{Template: "transfers", Title: "Transfers", Data: d}, nil
 }
 
 // find looks a transfer up by id, then by Idempotency-Key (a key may look like a UUID).
@@ -107,21 +110,21 @@ type step struct {
 	Name, State, Note string
 }
 
-func (t Trace) trace(ctx context.Context, req *Request) (View, error) {
+func (t Trace) trace(ctx context.Context, req *console.Request) (console.View, error) {
 	id, err := wallet.ParseTransferID(req.PathValue("id"))
 	if err != nil {
-		return View{}, err
+		return console.View{}, err
 	}
 	tr, err := t.Transfers.GetTransfer(ctx, id)
 	if err != nil {
-		return View{}, err
+		return console.View{}, err
 	}
 	d := traceData{Transfer: tr, Stream: t.Stream}
 	row, err := t.Admin.GetOutbox(ctx, tr.EventID)
 	switch {
 	case errors.Is(err, events.ErrNotFound):
 	case err != nil:
-		return View{}, adminError(err)
+		return console.View{}, console.EventsError(err)
 	default:
 		d.Outbox = &row
 	}
@@ -130,7 +133,7 @@ func (t Trace) trace(ctx context.Context, req *Request) (View, error) {
 		d.GLError = "the GL's API could not be asked (GL_URL, GL_API_KEY with ledger:read): the service's log has why"
 	}
 	d.Steps = steps(d)
-	return View{Template: "trace", Title: "Transfer " + tr.ID.String(), Data: d}, nil
+	return console.View{Template: "trace", Title: "Transfer " + tr.ID.String(), Data: d}, nil
 }
 
 // steps says how far the transfer got: committed, published, stored, posted, acknowledged.
@@ -142,7 +145,7 @@ func steps(d traceData) []step {
 		out = append(out, step{"outbox row", "done", "removed by retention after its acknowledgment"},
 			step{"stored in the stream", "done", "(the row is gone; its sequence with it)"})
 	case row.Status == "failed" || row.Status == "dead_letter":
-		out = append(out, step{"outbox row", "failed", row.Status + ": " + clip(row.LastError, 160)})
+		out = append(out, step{"outbox row", "failed", row.Status + ": " + clipped(row.LastError, 160)})
 	case row.StreamSeq == nil:
 		out = append(out, step{"outbox row", "waiting", row.Status}, step{"stored in the stream", "waiting", "not published yet"})
 	default:
@@ -163,4 +166,11 @@ func steps(d traceData) []step {
 		out = append(out, step{"acknowledged", "waiting", "no acknowledgment yet"})
 	}
 	return out
+}
+
+func clipped(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
 }

@@ -1,16 +1,16 @@
-package console
+package httpapi
 
 import (
 	"context"
 	"errors"
 	"net/url"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
 
 	"walletgl/internal/auth"
+	"walletgl/internal/console"
 	"walletgl/internal/gl"
 	"walletgl/internal/problem"
 	"walletgl/internal/web"
@@ -31,20 +31,20 @@ type Books struct {
 }
 
 // Pages are the ledger pages.
-func (b Books) Pages() []Page {
-	return []Page{
+func (b Books) Pages() []console.Page {
+	return []console.Page{
 		{Pattern: "GET /console/trial-balance", Scope: b.Scope, Nav: "Trial balance", Path: "/console/trial-balance", Func: b.trialBalance},
 		{Pattern: "GET /console/accounts", Scope: b.Scope, Nav: "Accounts", Path: "/console/accounts", Func: b.account},
 		{Pattern: "GET /console/entries", Scope: b.Scope, Nav: "Entries", Path: "/console/entries", Func: b.entries},
 	}
 }
 
-func (b Books) trialBalance(ctx context.Context, _ *Request) (View, error) {
+func (b Books) trialBalance(ctx context.Context, _ *console.Request) (console.View, error) {
 	tb, err := b.Ledger.TrialBalance(ctx)
 	if err != nil {
-		return View{}, err
+		return console.View{}, err
 	}
-	return View{Template: "trial_balance", Title: "Trial balance", Data: tb}, nil
+	return console.View{Template: "trial_balance", Title: "Trial balance", Data: tb}, nil
 }
 
 type accountData struct {
@@ -58,42 +58,40 @@ type accountData struct {
 	FirstURL  string
 }
 
-var currencyCode = regexp.MustCompile(`^[A-Z]{3}$`)
-
 // account shows an account's balance as of a time (none: now) and a page of its statement.
-func (b Books) account(ctx context.Context, req *Request) (View, error) {
+func (b Books) account(ctx context.Context, req *console.Request) (console.View, error) {
 	q, err := web.Query(req.Request)
 	if err != nil {
-		return View{}, err
+		return console.View{}, err
 	}
 	d := accountData{Code: q.Get("code"), Currency: strings.ToUpper(strings.TrimSpace(q.Get("currency"))), AsOf: q.Get("as_of")}
 	if d.Accounts, err = b.Ledger.Accounts(ctx); err != nil {
-		return View{}, err
+		return console.View{}, err
 	}
 	if d.Currency == "" {
 		d.Currency = "USD"
 	}
-	view := View{Template: "account", Title: "Accounts", Data: &d}
+	view := console.View{Template: "account", Title: "Accounts", Data: &d}
 	if d.Code == "" {
 		return view, nil
 	}
 	if !currencyCode.MatchString(d.Currency) {
-		return View{}, problem.Newf(errInvalid, "the currency must be three upper-case letters, got %q", d.Currency)
+		return console.View{}, problem.Newf(console.ErrInvalid, "the currency must be three upper-case letters, got %q", d.Currency)
 	}
 	asOf, err := parseAsOf(d.AsOf)
 	if err != nil {
-		return View{}, err
+		return console.View{}, err
 	}
 	bal, err := b.Ledger.AccountBalance(ctx, d.Code, d.Currency, asOf)
 	if errors.Is(err, gl.ErrAccountNotFound) {
-		return View{}, problem.Newf(gl.ErrAccountNotFound, "account %q is not in the chart of accounts", d.Code)
+		return console.View{}, problem.Newf(gl.ErrAccountNotFound, "account %q is not in the chart of accounts", d.Code)
 	}
 	if err != nil {
-		return View{}, err
+		return console.View{}, err
 	}
-	st, err := b.Ledger.Statement(ctx, gl.StatementQuery{AccountCode: d.Code, Currency: d.Currency, After: q.Get("after"), Limit: pageSize})
+	st, err := b.Ledger.Statement(ctx, gl.StatementQuery{AccountCode: d.Code, Currency: d.Currency, After: q.Get("after"), Limit: console.PageSize})
 	if err != nil {
-		return View{}, err
+		return console.View{}, err
 	}
 	d.Balance, d.Statement = &bal, &st
 	base := url.Values{"code": {d.Code}, "currency": {d.Currency}}
@@ -121,7 +119,7 @@ func parseAsOf(s string) (*time.Time, error) {
 			return &t, nil
 		}
 	}
-	return nil, problem.Newf(errInvalid, "the time must be such as 2026-01-02T15:04:05Z (UTC), got %q", s)
+	return nil, problem.Newf(console.ErrInvalid, "the time must be such as 2026-01-02T15:04:05Z (UTC), got %q", s)
 }
 
 type entriesData struct {
@@ -133,17 +131,17 @@ type entriesData struct {
 }
 
 // entries shows the entry of a transfer or an event id, or a page of entries by posting time.
-func (b Books) entries(ctx context.Context, req *Request) (View, error) {
+func (b Books) entries(ctx context.Context, req *console.Request) (console.View, error) {
 	q, err := web.Query(req.Request)
 	if err != nil {
-		return View{}, err
+		return console.View{}, err
 	}
 	d := entriesData{ID: strings.TrimSpace(q.Get("id"))}
-	view := View{Template: "entries", Title: "Entries", Data: &d}
+	view := console.View{Template: "entries", Title: "Entries", Data: &d}
 	if d.ID == "" {
-		page, err := b.Ledger.Entries(ctx, gl.EntryQuery{After: q.Get("after"), Limit: pageSize})
+		page, err := b.Ledger.Entries(ctx, gl.EntryQuery{After: q.Get("after"), Limit: console.PageSize})
 		if err != nil {
-			return View{}, err
+			return console.View{}, err
 		}
 		d.Recent, d.Entries = true, page.Entries
 		if page.NextCursor != "" {
@@ -152,15 +150,15 @@ func (b Books) entries(ctx context.Context, req *Request) (View, error) {
 		return view, nil
 	}
 	if _, err := uuid.Parse(d.ID); err != nil || len(d.ID) != 36 {
-		return View{}, problem.Newf(errInvalid, "a transfer or event id is a UUID such as 0193a5c2-7e41-7d7b-8f7e-2f4f7c1a9b10, got %q", d.ID)
+		return console.View{}, problem.Newf(console.ErrInvalid, "a transfer or event id is a UUID such as 0193a5c2-7e41-7d7b-8f7e-2f4f7c1a9b10, got %q", d.ID)
 	}
 	if d.Entries, err = b.Ledger.EntriesByTransfer(ctx, d.ID); err != nil {
-		return View{}, err
+		return console.View{}, err
 	}
 	d.Found = "transfer"
 	if len(d.Entries) == 0 {
 		if d.Entries, err = b.Ledger.EntriesByEvent(ctx, d.ID); err != nil {
-			return View{}, err
+			return console.View{}, err
 		}
 		d.Found = "event"
 	}
