@@ -73,15 +73,36 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	// One line for people and scripts alike (scripts read it from here): the keys of the
 	// README's try-it session, each with admin on its service.
 	fmt.Fprintf(stdout, "export WALLET_API_KEY=%s GL_API_KEY=%s\n", keys["wallet"], keys["gl"])
+	printConsoles(stdout, getenv)
+	// The wallet's console traces transfers through the GL's API with the GL's key.
+	serviceEnv := map[string][]string{"wallet": {"GL_API_KEY=" + keys["gl"]}}
 	g, gctx := errgroup.WithContext(ctx)
 	for i, bin := range args {
 		service := []string{"wallet", "gl"}[i]
 		label := []string{"wallet", "gl    "}[i]
 		g.Go(func() error {
-			return runService(gctx, bin, label, append(slices.Clip(env), eventKeys[service]...), out)
+			return runService(gctx, bin, label, slices.Concat(env, eventKeys[service], serviceEnv[service]), out)
 		})
 	}
 	return g.Wait()
+}
+
+// printConsoles prints where each service's operator console is and which key opens it.
+func printConsoles(stdout io.Writer, getenv func(string) string) {
+	addr := func(name, def string) string {
+		if a := getenv(name); a != "" {
+			return a
+		}
+		return def
+	}
+	scheme := func(cert string) string {
+		if getenv(cert) != "" {
+			return "https"
+		}
+		return "http"
+	}
+	fmt.Fprintf(stdout, "console: %s://%s/console/ (wallet: log in with $WALLET_API_KEY)  %s://%s/console/ (gl: log in with $GL_API_KEY)\n",
+		scheme("WALLET_TLS_CERT"), addr("WALLET_HTTP_ADDR", "127.0.0.1:8080"), scheme("GL_TLS_CERT"), addr("GL_HTTP_ADDR", "127.0.0.1:8081"))
 }
 
 // consoleFormat is the log format for the services' output as devrun shows it on stdout:

@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"walletgl/internal/auth"
 	"walletgl/internal/cli"
+	"walletgl/internal/console"
 	"walletgl/internal/events"
 	"walletgl/internal/gl"
 	"walletgl/internal/gl/httpapi"
@@ -56,10 +58,16 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}
+	cons, err := glConsole(deps, ledger, poster, guard, keys)
+	if err != nil {
+		return err
+	}
 	handler := httpapi.NewServer(log, httpapi.Deps{
 		Ledger: ledger, Guard: guard, Health: deps.Health(relay, consumer), Metrics: deps.Metrics, MetricsOnAPI: cfg.MetricsAddr == "",
+		Console: cons,
 	})
 	workers := []serve.Worker{
+		{Name: "console sessions", Run: cons.Run},
 		{Name: "transfer consumer", Run: consumer.Run},
 		{Name: "acknowledgment relay", Run: relay.Run},
 		{Name: "API key use", Run: keys.Run},
@@ -71,6 +79,19 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 		workers = append(workers, serve.MetricsWorker(cfg.MetricsAddr, deps.Metrics, log))
 	}
 	return serve.Run(ctx, cfg.Listen(), handler, workers, log)
+}
+
+// glConsole is the GL's operator console: its inbox (retry with the consumer's own poster), its
+// outbox of acknowledgments (to look at), and the ledger's reads.
+func glConsole(deps *serve.Deps, ledger *postgres.Ledger, poster events.Handler, guard *auth.Guard, keys *auth.Keys) (*console.Console, error) {
+	inbox := events.NewInbox(events.ConsumerGL, poster)
+	ev := console.Events{
+		Admin: events.NewAdmin(deps.Pool), Audit: keys,
+		Retry: func(ctx context.Context, ids ...string) []events.Retried { return inbox.Retry(ctx, deps.Pool, ids...) },
+		View:  httpapi.ScopeLedgerRead, RetryScope: httpapi.ScopeInboxAdmin,
+	}
+	books := httpapi.Books{Ledger: ledger, Scope: httpapi.ScopeLedgerRead}
+	return console.New(console.Config{Service: "gl", Guard: guard, Metrics: deps.Metrics, Pages: slices.Concat(ev.Pages(), books.Pages())})
 }
 
 func migrateCmd(ctx context.Context, env cli.Env, args []string) error {

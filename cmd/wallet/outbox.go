@@ -2,18 +2,15 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
 	"walletgl/internal/cli"
 	"walletgl/internal/config"
 	"walletgl/internal/events"
+	"walletgl/internal/wallet/glapi"
 )
 
 // The wallet's own outbox commands, beside those every outbox has (cli.Service.Outbox).
@@ -24,8 +21,8 @@ func outboxReconcileCmd(ctx context.Context, env cli.Env, args []string) error {
 		s.Flags().BoolVar(&dryRun, "dry-run", false, "print what would change and change nothing")
 	}
 	return service.Run(ctx, env, args, cli.ReadWrite, own, func(c cli.Call[*Config]) error {
-		gl := &glClient{base: strings.TrimRight(c.Settings.GLURL, "/"), key: c.Settings.GLAPIKey, http: &http.Client{Timeout: 10 * time.Second}}
-		report, err := events.NewAdmin(c.Pool).Reconcile(ctx, gl.posted, dryRun)
+		gl := glapi.New(c.Settings.GLURL, c.Settings.GLAPIKey)
+		report, err := events.NewAdmin(c.Pool).Reconcile(ctx, glPosted(gl), dryRun)
 		if err != nil {
 			return err
 		}
@@ -50,46 +47,19 @@ func outboxReconcileCmd(ctx context.Context, env cli.Env, args []string) error {
 	})
 }
 
-// glClient asks the GL's HTTP API what it posted: the GL's database is the GL's alone.
-type glClient struct {
-	base string
-	key  string // GL_API_KEY, with ledger:read
-	http *http.Client
-}
-
-// posted reports whether the GL holds a journal entry for the transfer of the outbox row.
-func (c *glClient) posted(ctx context.Context, row events.OutboxRow) (bool, string, error) {
-	u := c.base + "/v1/entries?transfer_id=" + url.QueryEscape(row.AggregateID)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return false, "", fmt.Errorf("ask the GL: %w", err)
+// glPosted asks the GL's HTTP API whether it holds a journal entry for the transfer of the
+// outbox row: the GL's database is the GL's alone.
+func glPosted(gl *glapi.Client) events.PostedFunc {
+	return func(ctx context.Context, row events.OutboxRow) (bool, string, error) {
+		entries, err := gl.EntriesOfTransfer(ctx, row.AggregateID)
+		if err != nil {
+			return false, "", err
+		}
+		if len(entries) == 0 {
+			return false, "", nil
+		}
+		return true, "GL entry " + entries[0].ID, nil
 	}
-	req.Header.Set("Authorization", "Bearer "+c.key)
-	res, err := c.http.Do(req)
-	if err != nil {
-		return false, "", fmt.Errorf("ask the GL: %w", err)
-	}
-	defer res.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
-	if err != nil {
-		return false, "", fmt.Errorf("read the GL's answer: %w", err)
-	}
-	if res.StatusCode != http.StatusOK {
-		return false, "", fmt.Errorf("ask the GL for transfer %s: %s: %s", row.AggregateID, res.Status, cli.Clip(string(body), 200))
-	}
-	var out struct {
-		Entries []struct {
-			ID      string `json:"id"`
-			EventID string `json:"event_id"`
-		} `json:"entries"`
-	}
-	if err := json.Unmarshal(body, &out); err != nil {
-		return false, "", fmt.Errorf("decode the GL's entries of transfer %s: %w", row.AggregateID, err)
-	}
-	if len(out.Entries) == 0 {
-		return false, "", nil
-	}
-	return true, "GL entry " + out.Entries[0].ID, nil
 }
 
 // outboxRepublishCmd sends the acknowledged rows created in a period back to pending, so the

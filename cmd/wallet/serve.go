@@ -3,12 +3,15 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"walletgl/internal/auth"
 	"walletgl/internal/cli"
+	"walletgl/internal/console"
 	"walletgl/internal/events"
 	"walletgl/internal/serve"
 	"walletgl/internal/wallet"
+	"walletgl/internal/wallet/glapi"
 	"walletgl/internal/wallet/httpapi"
 	"walletgl/internal/wallet/postgres"
 )
@@ -56,11 +59,16 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}
+	cons, err := walletConsole(cfg, deps, store, guard, keys)
+	if err != nil {
+		return err
+	}
 	handler := httpapi.NewServer(log, httpapi.Deps{
 		Service: store, Admin: events.NewAdmin(pool), Guard: guard, Audit: keys, Health: deps.Health(relay, acks),
-		Metrics: deps.Metrics, MetricsOnAPI: cfg.MetricsAddr == "",
+		Metrics: deps.Metrics, MetricsOnAPI: cfg.MetricsAddr == "", Console: cons,
 	})
 	workers := []serve.Worker{
+		{Name: "console sessions", Run: cons.Run},
 		{Name: "relay", Run: relay.Run},
 		{Name: "acknowledgment consumer", Run: acks.Run},
 		{Name: "API key use", Run: keys.Run},
@@ -73,6 +81,25 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 		workers = append(workers, serve.Worker{Name: "transfer batcher", Run: store.Run})
 	}
 	return serve.Run(ctx, cfg.Listen(), handler, workers, log)
+}
+
+// walletConsole is the wallet's operator console: its outbox and inbox (requeue, retry), and
+// its transfers traced through the GL's API (GL_URL, GL_API_KEY), whose metrics also give the
+// pipeline header its commit → posted latency.
+func walletConsole(cfg *Config, deps *serve.Deps, store *postgres.Store, guard *auth.Guard, keys *auth.Keys) (*console.Console, error) {
+	glAPI := glapi.New(cfg.GLURL, cfg.GLAPIKey)
+	inbox := events.NewInbox(events.ConsumerWallet, postgres.NewAcknowledgments())
+	admin := events.NewAdmin(deps.Pool)
+	ev := console.Events{
+		Admin: admin, Audit: keys,
+		Retry: func(ctx context.Context, ids ...string) []events.Retried { return inbox.Retry(ctx, deps.Pool, ids...) },
+		View:  httpapi.ScopeOutboxAdmin, Requeue: httpapi.ScopeOutboxAdmin, RetryScope: httpapi.ScopeInboxAdmin,
+	}
+	trace := httpapi.Trace{Transfers: store, Admin: admin, GL: glAPI, Stream: deps.Topology.StreamName(events.SourceWallet), Scope: httpapi.ScopeTransfersRead}
+	return console.New(console.Config{
+		Service: "wallet", Guard: guard, Metrics: deps.Metrics, Pages: slices.Concat(ev.Pages(), trace.Pages()),
+		RemoteTotals: glAPI.Totals,
+	})
 }
 
 func migrateCmd(ctx context.Context, env cli.Env, args []string) error {

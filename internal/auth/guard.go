@@ -102,6 +102,24 @@ func (g *Guard) Require(scope Scope, h http.Handler) http.Handler {
 	})
 }
 
+// Authorize checks a secret the caller already holds (the operator console keeps a session's
+// key on the server) as Require checks a bearer token: the key must be valid, hold scope and
+// be within its rate limit; an empty scope asks for a valid key only. Errors are problems, as
+// Require answers them.
+func (g *Guard) Authorize(ctx context.Context, secret string, scope Scope) (Principal, error) {
+	p, err := g.lookup(ctx, secret)
+	if err != nil {
+		return Principal{}, err
+	}
+	if scope != "" && !p.Has(scope) {
+		return p, problem.Newf(ErrForbidden, "the API key %q does not hold the scope %s", p.Name, scope)
+	}
+	if wait, ok := g.allow(p.KeyID); !ok {
+		return p, problem.Newf(ErrRateLimited, "the API key %q is over its rate limit; retry in %s", p.Name, wait.Round(time.Millisecond))
+	}
+	return p, nil
+}
+
 func (g *Guard) authenticate(r *http.Request) (Principal, error) {
 	header := r.Header.Get("Authorization")
 	scheme, secret, ok := strings.Cut(header, " ")
@@ -111,7 +129,13 @@ func (g *Guard) authenticate(r *http.Request) (Principal, error) {
 	case !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(secret) == "":
 		return Principal{}, problem.Newf(ErrUnauthenticated, "the Authorization header must be: Bearer <key>")
 	}
-	p, err := g.keys.Authenticate(r.Context(), strings.TrimSpace(secret))
+	return g.lookup(r.Context(), strings.TrimSpace(secret))
+}
+
+// lookup finds the principal of secret: the service's unavailable problem when the key store
+// cannot be reached, unauthenticated for an unknown or revoked key.
+func (g *Guard) lookup(ctx context.Context, secret string) (Principal, error) {
+	p, err := g.keys.Authenticate(ctx, secret)
 	if errors.Is(err, ErrUnavailable) {
 		return Principal{}, fmt.Errorf("%w: %w", g.unavailable, err)
 	}

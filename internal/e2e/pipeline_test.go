@@ -68,7 +68,8 @@ func startSystemOn(t *testing.T, natsURL string, waitHealthy bool, extraEnv ...s
 	s := &system{
 		wallet: &harness.Process{Name: "wallet", Bin: bins.Wallet, Args: []string{"serve"}, Addr: walletAddr,
 			Log: filepath.Join(dir, "wallet.log"),
-			Env: slices.Concat([]string{"WALLET_DATABASE_URL=" + walletURL, "WALLET_HTTP_ADDR=" + walletAddr}, keys.Env(events.SourceWallet), common)},
+			Env: slices.Concat([]string{"WALLET_DATABASE_URL=" + walletURL, "WALLET_HTTP_ADDR=" + walletAddr, "GL_URL=http://" + glAddr},
+				keys.Env(events.SourceWallet), common)},
 		gl: &harness.Process{Name: "gl", Bin: bins.GL, Args: []string{"serve"}, Addr: glAddr,
 			Log: filepath.Join(dir, "gl.log"),
 			Env: slices.Concat([]string{"GL_DATABASE_URL=" + glURL, "GL_HTTP_ADDR=" + glAddr}, keys.Env(events.SourceGL), common)},

@@ -62,6 +62,13 @@ var errInternal = problem.New(problem.Internal, SlugInternal,
 // with a generic detail. An unavailable dependency is logged too, since its cause (the
 // driver's error, naming host, user and database) stays out of the answer.
 func WriteProblem(w http.ResponseWriter, r *http.Request, err error) {
+	status, doc := ProblemOf(r, err)
+	writeProblem(w, status, doc)
+}
+
+// ProblemOf is the answer WriteProblem gives for err, its status and document, logged as
+// WriteProblem logs it: for a handler that answers in another form (the console's HTML).
+func ProblemOf(r *http.Request, err error) (int, Problem) {
 	log := zerolog.Ctx(r.Context())
 	var appErr *problem.Error
 	if !errors.As(err, &appErr) {
@@ -80,7 +87,7 @@ func WriteProblem(w http.ResponseWriter, r *http.Request, err error) {
 		// A refused request, with the reason its client was given.
 		log.Info().Int("status", status).Str("problem", appErr.Slug).Str("detail", appErr.Detail).Msg("request refused")
 	}
-	writeProblem(w, status, newProblem(r, status, appErr.Slug, appErr.Detail))
+	return status, newProblem(r, status, appErr.Slug, appErr.Detail)
 }
 
 func newProblem(r *http.Request, status int, slug, detail string) Problem {

@@ -22,6 +22,9 @@ func addRoutes(mux *http.ServeMux, d Deps) {
 	mux.Handle("GET /v1/accounts/{code}/balance", read(handleAccountBalance(ledger)))
 	mux.Handle("GET /v1/accounts/{code}/statement", read(handleAccountStatement(ledger)))
 	mux.Handle("GET /v1/trial-balance", read(handleTrialBalance(ledger)))
+	if d.Console != nil {
+		mux.Handle("/console/", d.Console) // HTML for people, outside the OpenAPI document
+	}
 }
 
 // The GL's scopes (auth.GLScopes).

@@ -1,6 +1,7 @@
 // Package httpapi is the GL's read-only HTTP API: journal entries (by transfer, by event, by
 // posting time), account balances (also as of a time) and statements, and the trial balance,
-// plus the health check. Errors are problem+json (the plumbing is package web's).
+// plus the health check. Errors are problem+json (the plumbing is package web's). Its ledger
+// pages of the operator console (console.go) read the same ledger, served under /console/.
 package httpapi
 
 import (
@@ -23,6 +24,9 @@ type Deps struct {
 	// API's requests.
 	Metrics      *metrics.Metrics
 	MetricsOnAPI bool
+	// Console, when set, serves the operator console under /console/ (package console); it
+	// checks its own sessions and scopes.
+	Console http.Handler
 }
 
 // NewServer returns the GL's HTTP handler.

@@ -24,6 +24,9 @@ func addRoutes(mux *http.ServeMux, d Deps) {
 	mux.Handle("GET /v1/transfers", need(ScopeTransfersRead, handleListTransfers(d.Service)))
 	mux.Handle("GET /v1/admin/outbox", need(ScopeOutboxAdmin, handleAdminOutbox(d.Admin)))
 	mux.Handle("POST /v1/admin/outbox/requeue", need(ScopeOutboxAdmin, handleAdminRequeue(d.Admin, d.Audit)))
+	if d.Console != nil {
+		mux.Handle("/console/", d.Console) // HTML for people, outside the OpenAPI document
+	}
 }
 
 // The wallet's scopes (auth.WalletScopes).
@@ -34,4 +37,5 @@ const (
 	ScopeTransfersRead  auth.Scope = "transfers:read"
 	ScopeTransfersWrite auth.Scope = "transfers:write"
 	ScopeOutboxAdmin    auth.Scope = "outbox:admin"
+	ScopeInboxAdmin     auth.Scope = "inbox:admin" // the console's retry of failed inbox events
 )

@@ -1,6 +1,7 @@
 // Package httpapi is the wallet service's HTTP interface: JSON in, JSON out, and every error as
 // application/problem+json with a stable type (the plumbing is package web's). It knows the
-// domain (package wallet), never the storage behind it.
+// domain (package wallet), never the storage behind it. It also holds the wallet's own pages of
+// the operator console (console.go: the transfers and their trace), served under /console/.
 package httpapi
 
 import (
@@ -27,6 +28,9 @@ type Deps struct {
 	// API's requests and transfers.
 	Metrics      *metrics.Metrics
 	MetricsOnAPI bool
+	// Console, when set, serves the operator console under /console/ (package console); it
+	// checks its own sessions and scopes.
+	Console http.Handler
 }
 
 // Auditor records an administrative action (auth.Keys does, in the audit trail).

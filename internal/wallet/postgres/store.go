@@ -345,6 +345,18 @@ func (s *Store) GetTransfer(ctx context.Context, id uuid.UUID) (wallet.Transfer,
 	return toTransfer(row.Transfer, row.OutboxStatus), nil
 }
 
+// TransferByIdempotencyKey returns the transfer the key created and where its event is.
+func (s *Store) TransferByIdempotencyKey(ctx context.Context, key string) (wallet.Transfer, error) {
+	row, err := s.queries.GetTransferByIdempotencyKey(ctx, key)
+	switch err := interpretError(err); {
+	case errors.Is(err, errNoRow):
+		return wallet.Transfer{}, problem.Newf(wallet.ErrTransferNotFound, "no transfer has the Idempotency-Key %q", key)
+	case err != nil:
+		return wallet.Transfer{}, fmt.Errorf("get transfer by idempotency key: %w", err)
+	}
+	return toTransfer(row.Transfer, row.OutboxStatus), nil
+}
+
 // ListTransfers returns up to limit transfers after the cursor, oldest first. A limit out of
 // range is brought into 1..wallet.MaxListLimit (0 means wallet.DefaultListLimit).
 func (s *Store) ListTransfers(ctx context.Context, after wallet.Cursor, limit int) (wallet.Page, error) {

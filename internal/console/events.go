@@ -1,0 +1,322 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/rs/zerolog"
+
+	"walletgl/internal/auth"
+	"walletgl/internal/events"
+	"walletgl/internal/problem"
+	"walletgl/internal/web"
+)
+
+// Events is what the outbox and inbox pages, the same in both services, read and change.
+type Events struct {
+	Admin *events.Admin
+	// Retry processes failed inbox events again with the service's own handler
+	// (events.Inbox.Retry on the service's pool).
+	Retry func(ctx context.Context, ids ...string) []events.Retried
+	Audit Auditor
+	// The scopes: to look, to requeue outbox rows ("": no requeue offered), to retry inbox rows.
+	View, Requeue, RetryScope auth.Scope
+}
+
+// Auditor records an administrative action (auth.Keys does, in the audit trail).
+type Auditor interface {
+	Record(ctx context.Context, actor auth.Actor, action, target string, detail any) error
+}
+
+// PageSize is how many rows a console list shows.
+const PageSize = 50
+
+// Pages are the outbox and inbox pages.
+func (e Events) Pages() []Page {
+	pages := []Page{
+		{Pattern: "GET /console/{$}", Scope: e.View, Nav: "Overview", Path: "/console/", Func: e.home},
+		{Pattern: "GET /console/outbox", Scope: e.View, Nav: "Outbox", Path: "/console/outbox?status=dead_letter", Func: e.outboxList},
+		{Pattern: "GET /console/outbox/{id}", Scope: e.View, Func: e.outboxRow},
+		{Pattern: "GET /console/inbox", Scope: e.View, Nav: "Inbox", Path: "/console/inbox?status=failed", Func: e.inboxList},
+		{Pattern: "GET /console/inbox/{id}", Scope: e.View, Func: e.inboxRow},
+		{Pattern: "POST /console/inbox/retry", Scope: e.RetryScope, Func: e.retry},
+	}
+	if e.Requeue != "" {
+		pages = append(pages, Page{Pattern: "POST /console/outbox/requeue", Scope: e.Requeue, Func: e.requeue})
+	}
+	return pages
+}
+
+// overview is the counts of both tables, the home page's and the lists' live part.
+type overview struct {
+	Outbox        events.OutboxStats
+	OutboxStatus  []string
+	Inbox         events.InboxStats
+	InboxStatus   []string
+	Reasons       []string
+	LastError     *events.OutboxError
+	LastFailure   *events.InboxFailure
+	CanRequeue    bool
+	RequeueStatus []string
+}
+
+func (e Events) overview(ctx context.Context) (overview, error) {
+	o := overview{OutboxStatus: events.OutboxStatuses, InboxStatus: events.InboxStatuses, Reasons: events.FailureReasons,
+		CanRequeue: e.Requeue != "", RequeueStatus: events.RequeueStatuses}
+	var err error
+	if o.Outbox, err = e.Admin.OutboxStats(ctx); err != nil {
+		return o, adminError(err)
+	}
+	if o.Inbox, err = e.Admin.InboxStats(ctx); err != nil {
+		return o, adminError(err)
+	}
+	if o.LastError, err = e.Admin.LastOutboxError(ctx); err != nil {
+		return o, adminError(err)
+	}
+	if o.LastFailure, err = e.Admin.LastInboxFailure(ctx); err != nil {
+		return o, adminError(err)
+	}
+	return o, nil
+}
+
+func (e Events) home(ctx context.Context, _ *Request) (View, error) {
+	o, err := e.overview(ctx)
+	if err != nil {
+		return View{}, err
+	}
+	return View{Template: "home", Title: "Overview", Data: o}, nil
+}
+
+// browseOf reads a list page's query: status (default def), filter q, cursor after.
+func browseOf(req *Request, def string) (events.Browse, error) {
+	q, err := web.Query(req.Request)
+	if err != nil {
+		return events.Browse{}, err
+	}
+	b := events.Browse{Status: q.Get("status"), Filter: strings.TrimSpace(q.Get("q")), After: q.Get("after"), Limit: PageSize}
+	if b.Status == "" {
+		b.Status = def
+	}
+	return b, nil
+}
+
+// listData is a list page: the counts above it, the query, the rows and the next page's link.
+type listData struct {
+	overview
+	Browse     events.Browse
+	OutboxRows []events.OutboxRow
+	InboxRows  []events.InboxRow
+	NextURL    string
+	FirstURL   string
+	Action     bool // rows of this status can be requeued / retried
+}
+
+func (e Events) outboxList(ctx context.Context, req *Request) (View, error) {
+	b, err := browseOf(req, "dead_letter")
+	if err != nil {
+		return View{}, err
+	}
+	o, err := e.overview(ctx)
+	if err != nil {
+		return View{}, err
+	}
+	page, err := e.Admin.BrowseOutbox(ctx, b)
+	if err != nil {
+		return View{}, adminError(err)
+	}
+	d := listData{overview: o, Browse: b, OutboxRows: page.Rows, Action: e.Requeue != "" && contains(events.RequeueStatuses, b.Status)}
+	d.NextURL, d.FirstURL = pageURLs("/console/outbox", b, page.Next)
+	return View{Template: "outbox", Title: "Outbox: " + b.Status, Data: d}, nil
+}
+
+func (e Events) inboxList(ctx context.Context, req *Request) (View, error) {
+	b, err := browseOf(req, "failed")
+	if err != nil {
+		return View{}, err
+	}
+	o, err := e.overview(ctx)
+	if err != nil {
+		return View{}, err
+	}
+	page, err := e.Admin.BrowseInbox(ctx, b)
+	if err != nil {
+		return View{}, adminError(err)
+	}
+	d := listData{overview: o, Browse: b, InboxRows: page.Rows, Action: b.Status == "failed"}
+	d.NextURL, d.FirstURL = pageURLs("/console/inbox", b, page.Next)
+	return View{Template: "inbox", Title: "Inbox: " + b.Status, Data: d}, nil
+}
+
+// pageURLs are the links to the next page (none on the last) and to the first.
+func pageURLs(path string, b events.Browse, next string) (string, string) {
+	q := url.Values{"status": {b.Status}}
+	if b.Filter != "" {
+		q.Set("q", b.Filter)
+	}
+	first := path + "?" + q.Encode()
+	if next == "" {
+		return "", first
+	}
+	q.Set("after", next)
+	return path + "?" + q.Encode(), first
+}
+
+type outboxRowData struct {
+	Row        events.OutboxRow
+	CanRequeue bool
+}
+
+func (e Events) outboxRow(ctx context.Context, req *Request) (View, error) {
+	id, err := uuid.Parse(req.PathValue("id"))
+	if err != nil {
+		return View{}, problem.Newf(errNotFound, "%q is not an outbox id", req.PathValue("id"))
+	}
+	row, err := e.Admin.GetOutbox(ctx, id)
+	if err != nil {
+		return View{}, adminError(err)
+	}
+	return View{Template: "outbox_row", Title: "Outbox row " + id.String(), Data: outboxRowData{
+		Row: row, CanRequeue: e.Requeue != "" && contains(events.RequeueStatuses, row.Status),
+	}}, nil
+}
+
+type inboxRowData struct {
+	Row      events.InboxRow
+	CanRetry bool
+}
+
+func (e Events) inboxRow(ctx context.Context, req *Request) (View, error) {
+	row, err := e.Admin.GetInbox(ctx, req.PathValue("id"))
+	if err != nil {
+		return View{}, adminError(err)
+	}
+	return View{Template: "inbox_row", Title: "Inbox row " + row.ID, Data: inboxRowData{Row: row, CanRetry: row.Status == "failed"}}, nil
+}
+
+// confirmData is the confirmation page of a requeue or a retry: what will be done to which rows.
+type confirmData struct {
+	Action  string // the form's target
+	Verb    string // "Requeue", "Retry"
+	What    string
+	IDs     []string
+	Back    string
+	Explain string
+}
+
+// maxActionIDs bounds the rows one form may act on: a page of a list.
+const maxActionIDs = PageSize
+
+// formIDs are the ids a form names (the checked rows), at least one.
+func formIDs(form url.Values) ([]string, error) {
+	ids := form["id"]
+	switch {
+	case len(ids) == 0:
+		return nil, problem.Newf(errInvalid, "choose at least one row")
+	case len(ids) > maxActionIDs:
+		return nil, problem.Newf(errInvalid, "at most %d rows at once", maxActionIDs)
+	}
+	return ids, nil
+}
+
+// requeue sends failed or dead-lettered outbox rows back to pending, after a confirmation
+// page: the form without confirm=yes shows what will happen, with it the rows move.
+func (e Events) requeue(ctx context.Context, req *Request) (View, error) {
+	raw, err := formIDs(req.Form)
+	if err != nil {
+		return View{}, err
+	}
+	ids, err := events.ParseOutboxIDs(raw)
+	if err != nil {
+		return View{}, problem.Newf(errInvalid, "%s", err.Error())
+	}
+	back := backTo(req.Form.Get("back"), "/console/outbox?status=dead_letter")
+	if req.Form.Get("confirm") != "yes" {
+		return View{Template: "confirm", Title: "Requeue outbox rows", Data: confirmData{
+			Action: "/console/outbox/requeue", Verb: "Requeue", What: "outbox rows", IDs: raw, Back: back,
+			Explain: "Each row goes back to pending with its attempts reset; the relay publishes it again under the same id, and the consumer's inbox makes sure it is applied once. Rows that are not failed or dead_letter are refused.",
+		}}, nil
+	}
+	out, err := e.Admin.RequeueOutbox(ctx, ids...)
+	if err != nil {
+		return View{}, adminError(err)
+	}
+	e.record(ctx, req, "outbox.requeue", strings.Join(raw, ","), out)
+	msg := fmt.Sprintf("Requeued %d of %d outbox rows.", len(out.IDs), len(ids))
+	for _, r := range out.Refused {
+		status := r.Status
+		if status == "" {
+			status = "no such row"
+		}
+		msg += fmt.Sprintf(" Refused %s (%s).", r.ID, status)
+	}
+	return View{Redirect: back, Flash: msg}, nil
+}
+
+// retry processes failed inbox events again with the service's handler, after a confirmation.
+func (e Events) retry(ctx context.Context, req *Request) (View, error) {
+	ids, err := formIDs(req.Form)
+	if err != nil {
+		return View{}, err
+	}
+	back := backTo(req.Form.Get("back"), "/console/inbox?status=failed")
+	if req.Form.Get("confirm") != "yes" {
+		return View{Template: "confirm", Title: "Retry inbox events", Data: confirmData{
+			Action: "/console/inbox/retry", Verb: "Retry", What: "failed inbox events", IDs: ids, Back: back,
+			Explain: "Each event is processed again from its stored payload with the service's own handler, in one transaction; one that fails again stays failed. Events recorded unauthenticated are never retried.",
+		}}, nil
+	}
+	out := e.Retry(ctx, ids...)
+	e.record(ctx, req, "inbox.retry", strings.Join(ids, ","), out)
+	processed := 0
+	var failed []string
+	for _, r := range out {
+		if r.Error == "" {
+			processed++
+		} else {
+			failed = append(failed, r.ID)
+		}
+	}
+	msg := fmt.Sprintf("Processed %d of %d events.", processed, len(out))
+	if len(failed) > 0 {
+		msg += " Still failed: " + strings.Join(failed, ", ") + " (the service's log has why)."
+	}
+	return View{Redirect: back, Flash: msg}, nil
+}
+
+// record writes an administrative action to the audit trail; a failure is logged, not shown:
+// the rows did move.
+func (e Events) record(ctx context.Context, req *Request, action, target string, detail any) {
+	if err := e.Audit.Record(ctx, auth.ActorOf(req.Principal), action, target, detail); err != nil {
+		zerolog.Ctx(ctx).Error().Err(err).Str("action", action).Msg("console action not recorded in the audit trail")
+	}
+}
+
+// backTo is where a form returns: a console path it names, or def.
+func backTo(back, def string) string {
+	if strings.HasPrefix(back, Prefix) && !strings.HasPrefix(back, "//") && !strings.ContainsAny(back, "\\\r\n") {
+		return back
+	}
+	return def
+}
+
+// EventsError is adminError for the services' own pages, which read the operator API too.
+func EventsError(err error) error { return adminError(err) }
+
+// adminError turns the operator API's errors into the console's problems: an operator's
+// mistake is shown with its explanation, an unreachable database as unavailable; anything
+// else stays internal (logged, never shown).
+func adminError(err error) error {
+	switch {
+	case errors.Is(err, events.ErrInvalidStatus), errors.Is(err, events.ErrInvalidCursor):
+		return problem.Newf(errInvalid, "%s", err.Error())
+	case errors.Is(err, events.ErrNotFound):
+		return problem.Newf(errNotFound, "no such row")
+	case errors.Is(err, events.ErrUnavailable):
+		return fmt.Errorf("%w: %w", errUnavailable, err)
+	}
+	return err
+}
