@@ -12,6 +12,7 @@ import (
 	"walletgl/internal/database"
 	"walletgl/internal/events"
 	"walletgl/internal/metrics"
+	"walletgl/internal/tracing"
 )
 
 // TransferPoster turns each TransferCompleted event into a journal entry and acknowledges it
@@ -84,12 +85,14 @@ func (p *TransferPoster) post(ctx context.Context, tx pgx.Tx, envs []events.Enve
 	p.observeOnCommit(tx, postings)
 	acks := make([]events.Event, len(entries))
 	for i, posting := range postings {
-		if err := p.checkPosting(ctx, entries[i], posting, answering); err != nil {
+		if err := p.checkPosting(ctx, entries[i], posting, answering, envs[i].TraceParent); err != nil {
 			return err
 		}
 		if acks[i], err = acknowledgment(entries[i].EventID, posting.Entry); err != nil {
 			return err
 		}
+		// The acknowledgment continues the transfer's trace from the span posting it.
+		acks[i].TraceParent = envs[i].TraceParent
 	}
 	if _, err := p.outbox.AddBatch(ctx, tx, acks); err != nil {
 		return fmt.Errorf("acknowledge %d transfers: %w", len(acks), err)
@@ -120,8 +123,9 @@ func (p *TransferPoster) observeOnCommit(tx pgx.Tx, postings []Posting) {
 
 // checkPosting refuses, as a conflict, an entry whose transfer was posted before with another
 // amount, currency or wallets: a forged or corrupted event. The same transfer posted by another
-// event with the same figures is acknowledged, with a warning.
-func (p *TransferPoster) checkPosting(ctx context.Context, e Entry, posting Posting, answering bool) error {
+// event with the same figures is acknowledged, with a warning. traceParent is the event's trace
+// context, whose trace id its log lines carry.
+func (p *TransferPoster) checkPosting(ctx context.Context, e Entry, posting Posting, answering bool, traceParent string) error {
 	stored := posting.Entry
 	switch {
 	case posting.Created:
@@ -131,9 +135,9 @@ func (p *TransferPoster) checkPosting(ctx context.Context, e Entry, posting Post
 			e.TransferID, posting.Amount, stored.Currency, stored.Description, stored.EventID,
 			e.EventID, e.Debits(), e.Currency, e.Description))
 	case stored.EventID == e.EventID && answering:
-		p.log(ctx).Debug().Str("transfer_id", e.TransferID).Str("event_id", e.EventID).Msg("duplicate of a posted event; acknowledging it again")
+		tracing.LogTraceID(p.log(ctx).Debug(), tracing.TraceIDOf(traceParent)).Str("transfer_id", e.TransferID).Str("event_id", e.EventID).Msg("duplicate of a posted event; acknowledging it again")
 	default:
-		p.log(ctx).Warn().Str("transfer_id", e.TransferID).Str("event_id", e.EventID).Str("entry_id", stored.ID.String()).
+		tracing.LogTraceID(p.log(ctx).Warn(), tracing.TraceIDOf(traceParent)).Str("transfer_id", e.TransferID).Str("event_id", e.EventID).Str("entry_id", stored.ID.String()).
 			Msg("transfer already posted by another event with the same figures; acknowledging")
 	}
 	return nil
