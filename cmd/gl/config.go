@@ -15,6 +15,7 @@ import (
 	"walletgl/internal/gl"
 	"walletgl/internal/gl/postgres"
 	"walletgl/internal/serve"
+	"walletgl/internal/tracing"
 )
 
 // service is the GL as its commands see it: its settings, the handler of its inbox (the
@@ -33,6 +34,7 @@ type Config struct {
 	Rule   gl.PostingRule
 	Events config.Events
 	Log    config.Log
+	Traces tracing.Config // the standard OTEL_* variables: where traces go, if anywhere
 
 	// The owner's URL for migrations (empty: DatabaseURL), which grant DatabaseURL's user what
 	// the service needs; and whether serve migrates at start.
@@ -45,6 +47,7 @@ func (c *Config) Bind(s *config.Set) {
 	s.String(&c.Rule.CreditAccount, "GL_TRANSFER_CREDIT_ACCOUNT", "transfer-credit-account", gl.DefaultPostingRule.CreditAccount, "account credited for each TransferCompleted.v1")
 	config.BindEvents(s, &c.Events)
 	config.BindLog(s, &c.Log)
+	config.BindTraces(s, &c.Traces)
 }
 
 // Logging is what the commands both binaries share read of the logging settings.
@@ -56,7 +59,7 @@ func (c *Config) Validate() error {
 	if c.Rule.DebitAccount == "" || c.Rule.CreditAccount == "" {
 		errs = append(errs, errors.New("GL_TRANSFER_DEBIT_ACCOUNT and GL_TRANSFER_CREDIT_ACCOUNT must be set"))
 	}
-	return errors.Join(append(errs, c.Settings.Validate(), c.Events.Validate())...)
+	return errors.Join(append(errs, c.Settings.Validate(), c.Events.Validate(), c.Traces.Validate())...)
 }
 
 // transferPoster is the handler gl inbox retry posts failed events with, as serve's consumer

@@ -11,6 +11,7 @@ import (
 	"walletgl/internal/auth"
 	"walletgl/internal/gl"
 	"walletgl/internal/metrics"
+	"walletgl/internal/tracing"
 	"walletgl/internal/web"
 )
 
@@ -23,11 +24,13 @@ type Deps struct {
 	// API's requests.
 	Metrics      *metrics.Metrics
 	MetricsOnAPI bool
+	// Tracing gives each request a server span, continuing its traceparent (nil: off).
+	Tracing *tracing.Provider
 }
 
 // NewServer returns the GL's HTTP handler.
 func NewServer(logger zerolog.Logger, d Deps) http.Handler {
 	mux := http.NewServeMux()
 	addRoutes(mux, d)
-	return web.Handler(logger, mux, d.Metrics.ObserveHTTP)
+	return web.Handler(logger, mux, d.Tracing, d.Metrics.ObserveHTTP)
 }

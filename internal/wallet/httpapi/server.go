@@ -12,6 +12,7 @@ import (
 	"walletgl/internal/auth"
 	"walletgl/internal/events"
 	"walletgl/internal/metrics"
+	"walletgl/internal/tracing"
 	"walletgl/internal/wallet"
 	"walletgl/internal/web"
 )
@@ -27,6 +28,8 @@ type Deps struct {
 	// API's requests and transfers.
 	Metrics      *metrics.Metrics
 	MetricsOnAPI bool
+	// Tracing gives each request a server span, continuing its traceparent (nil: off).
+	Tracing *tracing.Provider
 }
 
 // Auditor records an administrative action (auth.Keys does, in the audit trail).
@@ -38,5 +41,5 @@ type Auditor interface {
 func NewServer(logger zerolog.Logger, d Deps) http.Handler {
 	mux := http.NewServeMux()
 	addRoutes(mux, d)
-	return web.Handler(logger, mux, d.Metrics.ObserveHTTP)
+	return web.Handler(logger, mux, d.Tracing, d.Metrics.ObserveHTTP)
 }
