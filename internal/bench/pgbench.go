@@ -142,7 +142,8 @@ func WalletScript(fsys fs.FS, users int, payload string) (Script, error) {
 		{"events", "InsertOutboxBatchClaimed", map[string]string{
 			"ids": "ARRAY[" + eid + "]", "event_types": "ARRAY['" + events.TypeTransferCompleted + "']",
 			"aggregate_ids": "ARRAY[" + tid + "::text]", "payloads": "ARRAY[(:payload)::jsonb]",
-			"owner": "'pgbench'", "lease_seconds": "30",
+			"trace_contexts": "ARRAY['']", // untraced, as the services write with tracing off
+			"owner":          "'pgbench'", "lease_seconds": "30",
 		}},
 	}
 	var b strings.Builder
@@ -204,7 +205,7 @@ func GLScript(fsys fs.FS, batch int, payload string) (Script, error) {
 		}},
 		{"events", "InsertOutboxBatchClaimed", map[string]string{
 			"ids": each("md5('p' || g)::uuid"), "event_types": each("'" + events.TypeTransferPosted + "'"),
-			"aggregate_ids": each(transfer), "payloads": each("(:payload)::jsonb"),
+			"aggregate_ids": each(transfer), "payloads": each("(:payload)::jsonb"), "trace_contexts": each("''"),
 			"owner": "'pgbench'", "lease_seconds": "30",
 		}},
 		{"events", "MarkInboxProcessedBatch", map[string]string{"ids": each(inbox)}},
