@@ -16,6 +16,7 @@ import (
 	"walletgl/internal/gl"
 	"walletgl/internal/gl/postgres"
 	"walletgl/internal/serve"
+	"walletgl/internal/tracing"
 )
 
 // service is the GL as its commands see it: its settings, the handler of its inbox (the
@@ -36,6 +37,7 @@ type Config struct {
 	Log    config.Log
 	// CheckpointInterval is how often serve takes a balance checkpoint (GL_CHECKPOINT_INTERVAL).
 	CheckpointInterval time.Duration
+	Traces             tracing.Config // the standard OTEL_* variables: where traces go, if anywhere
 
 	// The owner's URL for migrations (empty: DatabaseURL), which grant DatabaseURL's user what
 	// the service needs; and whether serve migrates at start.
@@ -50,6 +52,7 @@ func (c *Config) Bind(s *config.Set) {
 		"how often serve totals every account's balance up to now, so that balance reads add only the lines after it")
 	config.BindEvents(s, &c.Events)
 	config.BindLog(s, &c.Log)
+	config.BindTraces(s, &c.Traces)
 }
 
 // Logging is what the commands both binaries share read of the logging settings.
@@ -64,7 +67,7 @@ func (c *Config) Validate() error {
 	if c.CheckpointInterval < time.Second || c.CheckpointInterval > time.Hour {
 		errs = append(errs, fmt.Errorf("GL_CHECKPOINT_INTERVAL %s: want 1s to 1h", c.CheckpointInterval))
 	}
-	return errors.Join(append(errs, c.Settings.Validate(), c.Events.Validate())...)
+	return errors.Join(append(errs, c.Settings.Validate(), c.Events.Validate(), c.Traces.Validate())...)
 }
 
 // transferPoster is the handler gl inbox retry posts failed events with, as serve's consumer

@@ -25,7 +25,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	deps, err := serve.Open(ctx, "gl", cfg.Postgres(), cfg.Events, log)
+	deps, err := serve.Open(ctx, "gl", cfg.Postgres(), cfg.Events, cfg.Traces, log)
 	if err != nil {
 		return err
 	}
@@ -36,7 +36,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	}
 	// The GL's acknowledgments are done once the wallet's consumer acknowledged them.
 	relayCfg := cfg.Events.Relay(events.SourceGL, events.ConsumerWallet, deps.Faults, eventKeys.Signer)
-	relayCfg.Metrics = deps.Metrics.Relay
+	relayCfg.Metrics, relayCfg.Tracing = deps.Metrics.Relay, deps.Tracing
 	relay, err := events.NewRelay(relayCfg, deps.Topology, deps.RelayPool, deps.NATS, log)
 	if err != nil {
 		return err
@@ -49,7 +49,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	consCfg.Metrics = deps.Metrics.Consumer
+	consCfg.Metrics, consCfg.Tracing = deps.Metrics.Consumer, deps.Tracing
 	consumer, err := events.NewConsumer(consCfg, deps.Topology, deps.NATS, deps.Pool, poster, log)
 	if err != nil {
 		return err
@@ -64,7 +64,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	}
 	handler := httpapi.NewServer(log, httpapi.Deps{
 		Ledger: ledger, Guard: guard, Health: deps.Health(relay, consumer), Metrics: deps.Metrics, MetricsOnAPI: cfg.MetricsAddr == "",
-		Console: cons,
+		Console: cons, Tracing: deps.Tracing,
 	})
 	workers := []serve.Worker{
 		{Name: "console sessions", Run: cons.Run},

@@ -13,6 +13,7 @@ import (
 	"walletgl/internal/config"
 	"walletgl/internal/events"
 	"walletgl/internal/serve"
+	"walletgl/internal/tracing"
 	"walletgl/internal/wallet"
 	"walletgl/internal/wallet/postgres"
 )
@@ -40,6 +41,7 @@ type Config struct {
 	BatchWorkers int
 	Events       config.Events
 	Log          config.Log
+	Traces       tracing.Config // the standard OTEL_* variables: where traces go, if anywhere
 
 	// The owner's URL for migrations (empty: DatabaseURL), which grant DatabaseURL's user what
 	// the service needs; and whether serve migrates at start.
@@ -54,6 +56,7 @@ func (c *Config) Bind(s *config.Set) {
 	s.Int(&c.BatchWorkers, "WALLET_BATCH_WORKERS", "batch-workers", postgres.DefaultBatchWorkers, "transfer batches committing at once; 0 gives each request a transaction of its own")
 	config.BindEvents(s, &c.Events)
 	config.BindLog(s, &c.Log)
+	config.BindTraces(s, &c.Traces)
 }
 
 // Logging is what the commands both binaries share read of the logging settings.
@@ -68,7 +71,7 @@ func (c *Config) Validate() error {
 	if c.BatchWorkers < 0 {
 		errs = append(errs, fmt.Errorf("WALLET_BATCH_WORKERS must be 0 or more, got %d", c.BatchWorkers))
 	}
-	return errors.Join(append(errs, c.Settings.Validate(), c.Events.Validate())...)
+	return errors.Join(append(errs, c.Settings.Validate(), c.Events.Validate(), c.Traces.Validate())...)
 }
 
 // verifyChecks runs the wallet's invariant checks (wallet verify).

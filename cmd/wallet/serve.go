@@ -26,21 +26,21 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	deps, err := serve.Open(ctx, "wallet", cfg.Postgres(), cfg.Events, log)
+	deps, err := serve.Open(ctx, "wallet", cfg.Postgres(), cfg.Events, cfg.Traces, log)
 	if err != nil {
 		return err
 	}
 	defer deps.Close()
 	pool, fs := deps.Pool, deps.Faults
 	relayCfg := cfg.Events.Relay(events.SourceWallet, "", fs, eventKeys.Signer)
-	relayCfg.Metrics = deps.Metrics.Relay
+	relayCfg.Metrics, relayCfg.Tracing = deps.Metrics.Relay, deps.Tracing
 	relay, err := events.NewRelay(relayCfg, deps.Topology, deps.RelayPool, deps.NATS, log)
 	if err != nil {
 		return err
 	}
 	opts := postgres.Options{
 		Batch: postgres.BatchConfig{MaxSize: cfg.BatchMax, Workers: cfg.BatchWorkers}, Log: log, Faults: fs,
-		Metrics: deps.Metrics.Wallet,
+		Metrics: deps.Metrics.Wallet, Tracer: deps.Tracing.Tracer("walletgl/internal/wallet/postgres"),
 	}
 	if cfg.Events.PublishOnCommit {
 		opts.PublishOnCommit = relay
@@ -50,7 +50,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	ackCfg.Metrics = deps.Metrics.Consumer
+	ackCfg.Metrics, ackCfg.Tracing = deps.Metrics.Consumer, deps.Tracing
 	acks, err := events.NewConsumer(ackCfg, deps.Topology, deps.NATS, pool, postgres.NewAcknowledgments(), log)
 	if err != nil {
 		return err
@@ -65,7 +65,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	}
 	handler := httpapi.NewServer(log, httpapi.Deps{
 		Service: store, Admin: events.NewAdmin(pool), Guard: guard, Audit: keys, Health: deps.Health(relay, acks),
-		Metrics: deps.Metrics, MetricsOnAPI: cfg.MetricsAddr == "", Console: cons,
+		Metrics: deps.Metrics, MetricsOnAPI: cfg.MetricsAddr == "", Console: cons, Tracing: deps.Tracing,
 	})
 	workers := []serve.Worker{
 		{Name: "console sessions", Run: cons.Run},

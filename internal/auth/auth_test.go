@@ -124,7 +124,7 @@ func TestTheGuardRefusesWhatTheKeyDoesNotAllow(t *testing.T) {
 		web.Encode(w, r, http.StatusCreated, map[string]string{"key": p.Name})
 	})))
 	var logs bytes.Buffer
-	srv := httptest.NewServer(web.Handler(zerolog.New(&logs).Level(zerolog.DebugLevel), mux))
+	srv := httptest.NewServer(web.Handler(zerolog.New(&logs).Level(zerolog.DebugLevel), mux, nil))
 	t.Cleanup(srv.Close)
 	post := func(authorization string) webtest.Response {
 		h := http.Header{}

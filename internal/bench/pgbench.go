@@ -142,7 +142,8 @@ func WalletScript(fsys fs.FS, users int, payload string) (Script, error) {
 		{"events", "InsertOutboxBatchClaimed", map[string]string{
 			"ids": "ARRAY[" + eid + "]", "event_types": "ARRAY['" + events.TypeTransferCompleted + "']",
 			"aggregate_ids": "ARRAY[" + tid + "::text]", "payloads": "ARRAY[(:payload)::jsonb]",
-			"owner": "'pgbench'", "lease_seconds": "30",
+			"trace_contexts": "ARRAY['']", // untraced, as the services write with tracing off
+			"owner":          "'pgbench'", "lease_seconds": "30",
 		}},
 	}
 	var b strings.Builder
@@ -205,7 +206,7 @@ func GLScript(fsys fs.FS, batch int, payload string) (Script, error) {
 		}},
 		{"events", "InsertOutboxBatchClaimed", map[string]string{
 			"ids": "ARRAY[md5('p' || :b)::uuid]", "event_types": "ARRAY['" + events.TypeTransferPostedV2 + "']",
-			"aggregate_ids": "ARRAY[md5('t' || (:b::bigint + 1))::uuid::text]", "payloads": "ARRAY[(:payload)::jsonb]",
+			"aggregate_ids": "ARRAY[md5('t' || (:b::bigint + 1))::uuid::text]", "payloads": "ARRAY[(:payload)::jsonb]", "trace_contexts": "ARRAY['']",
 			"owner": "'pgbench'", "lease_seconds": "30",
 		}},
 		{"events", "MarkInboxProcessedBatch", map[string]string{"ids": each(inbox)}},

@@ -53,7 +53,7 @@ func TestWalletScriptRunsTheTransfersStatements(t *testing.T) {
 		"ON CONFLICT (idempotency_key) DO NOTHING",
 		"FOR NO KEY UPDATE;",
 		"UPDATE wallets w",
-		"INSERT INTO outbox (id, event_type, aggregate_id, payload, status, attempts, lease_owner, lease_until)",
+		"INSERT INTO outbox (id, event_type, aggregate_id, payload, trace_context, status, attempts, lease_owner, lease_until)",
 		"ARRAY[(:payload)::jsonb]",
 		"COMMIT;",
 	} {

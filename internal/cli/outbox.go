@@ -166,6 +166,7 @@ func writeOutboxRow(env Env, row events.OutboxRow) error {
 		{"next_attempt_at", at(row.NextAttemptAt)}, {"lease_owner", OrDash(row.LeaseOwner)},
 		{"lease_until", at(row.LeaseUntil)}, {"stream_seq", seq}, {"created_at", at(&created)},
 		{"dispatched_at", at(row.DispatchedAt)}, {"acknowledged_at", at(row.AcknowledgedAt)},
+		{"trace_context", OrDash(row.TraceContext)},
 	})
 	if err != nil {
 		return err

@@ -89,6 +89,13 @@ func (s *Set) Secret(p *string, env, usage string) {
 	*p = s.getenv(env)
 }
 
+// Env binds a setting from the environment alone: a standard variable that other programs read
+// too (OTEL_*), which keeps its one name and has no flag.
+func (s *Set) Env(p *string, env, usage string) {
+	s.docs = append(s.docs, Doc{Env: env, Usage: usage + " (environment only)"})
+	*p = s.getenv(env)
+}
+
 // Int binds an integer setting.
 func (s *Set) Int(p *int, env, flagName string, def int, usage string) {
 	raw := s.lookup(env, flagName, strconv.Itoa(def), usage)

@@ -51,7 +51,7 @@ func setup(t *testing.T) *testBundle {
 	require.NoError(t, err)
 	mux := http.NewServeMux()
 	mux.Handle("/console/", c)
-	srv := httptest.NewServer(web.Handler(zerolog.Nop(), mux))
+	srv := httptest.NewServer(web.Handler(zerolog.Nop(), mux, nil))
 	t.Cleanup(srv.Close)
 	return &testBundle{srv: srv, pool: pool, keys: keys, admin: secret}
 }

@@ -89,6 +89,9 @@ type OutboxRow struct {
 	AcknowledgedAt *time.Time      `json:"acknowledged_at,omitempty"`
 	UpdatedAt      time.Time       `json:"updated_at"`
 	Payload        json.RawMessage `json:"payload"`
+	// TraceContext is the W3C traceparent of the span that wrote the row: its trace is the
+	// transfer's (docs/operations.md#traces). Empty when the row was written untraced.
+	TraceContext string `json:"trace_context,omitempty"`
 }
 
 // Refusal names an id that was not moved and why: its status, or "" when no such row exists.
@@ -433,7 +436,7 @@ func toOutboxRow(r eventsdb.Outbox) OutboxRow {
 		Attempts: r.Attempts, PublishCount: r.PublishCount, LastError: deref(r.LastError),
 		NextAttemptAt: r.NextAttemptAt, LeaseOwner: deref(r.LeaseOwner), LeaseUntil: r.LeaseUntil,
 		StreamSeq: r.StreamSeq, CreatedAt: r.CreatedAt, DispatchedAt: r.DispatchedAt,
-		AcknowledgedAt: r.AcknowledgedAt, UpdatedAt: r.UpdatedAt, Payload: r.Payload,
+		AcknowledgedAt: r.AcknowledgedAt, UpdatedAt: r.UpdatedAt, Payload: r.Payload, TraceContext: deref(r.TraceContext),
 	}
 }
 

@@ -17,11 +17,13 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 
 	"walletgl/internal/database"
 	"walletgl/internal/faults"
 	"walletgl/internal/metrics"
+	"walletgl/internal/tracing"
 )
 
 // The consumer loop's settings when a ConsumerConfig leaves them zero; the delivery settings
@@ -43,6 +45,10 @@ type ConsumerConfig struct {
 	// it, as signed by the producer of EventType (Producer): required (AcceptUnsigned says so
 	// when events are not to be verified).
 	Trust *Trust
+	// Tracing continues the trace a message's headers carry with a consume span and a span for
+	// the transaction that applies it (nil: no spans; the trace context still reaches the
+	// handler, which writes it on).
+	Tracing *tracing.Provider
 }
 
 func (c ConsumerConfig) withDefaults() ConsumerConfig {
@@ -78,6 +84,7 @@ type Consumer struct {
 	producer string        // the one service whose events it accepts (Producer of EventType)
 	batches  *watchdog     // batches in flight, to report a loop that no longer ends one
 	failing  *failureCount // deliveries whose handler ran and failed, per event
+	tracing  eventTracing
 
 	processed       atomic.Int64
 	duplicates      atomic.Int64
@@ -113,6 +120,7 @@ func NewConsumer(cfg ConsumerConfig, topo Topology, nc *nats.Conn, pool *pgxpool
 		log:     log.With().Str("component", "consumer").Str("consumer", cfg.Name).Logger(),
 		batches: newWatchdog(stallAfter(cfg.AckWait + bookkeepingTimeout)),
 		failing: newFailureCount(failureCountLimit),
+		tracing: newEventTracing(cfg.Tracing),
 	}, nil
 }
 
@@ -268,6 +276,10 @@ type delivery struct {
 	msg       jetstream.Msg
 	delivered uint64
 	err       error // why the envelope is unusable
+	// span is the consume span when the message carries a trace context (nil otherwise), and
+	// traceID its trace id for the log.
+	span    trace.Span
+	traceID string
 }
 
 // inspect reads a fetched message: its producer is verified first, before anything of it is
@@ -292,7 +304,7 @@ func (c *Consumer) inspect(msg jetstream.Msg) delivery {
 	if d.err == nil {
 		d.err = c.expectType(d.Env)
 	}
-	return d
+	return c.startConsume(d) // only a verified message's trace context is believed
 }
 
 // unauthenticated is the delivery of a message whose producer could not be verified. Its inbox
@@ -430,6 +442,8 @@ func (c *Consumer) processTx(ctx context.Context, ds []delivery) (fresh []bool, 
 	for i, d := range ds {
 		events[i] = d.Inbound
 	}
+	spans := c.startApply(ds, events)
+	defer func() { endApply(spans, err) }()
 	return database.RetrySerialization(ctx, database.DefaultSerializationAttempts, func() ([]bool, error) {
 		return database.WithTxV(ctx, c.pool, func(tx pgx.Tx) ([]bool, error) {
 			fresh, err := c.inbox.Apply(ctx, tx, events)
@@ -452,7 +466,7 @@ func (c *Consumer) acknowledge(ctx context.Context, ds []delivery, fresh []bool,
 			n++
 		} else {
 			dups++
-			c.log.Debug().Str("event_id", d.EventID).Uint64("delivered", d.delivered).Msg("duplicate event skipped")
+			tracing.LogTraceID(c.log.Debug(), d.traceID).Str("event_id", d.EventID).Uint64("delivered", d.delivered).Msg("duplicate event skipped")
 		}
 	}
 	c.processed.Add(int64(n))
@@ -465,12 +479,13 @@ func (c *Consumer) acknowledge(ctx context.Context, ds []delivery, fresh []bool,
 		ackCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.AckWait)
 		defer cancel()
 		var wg sync.WaitGroup
-		for _, d := range ds {
+		for i, d := range ds {
 			wg.Go(func() {
 				if err := d.msg.DoubleAck(ackCtx); err != nil {
 					// Committed already: a redelivery will be recognised as a duplicate.
-					c.log.Debug().Err(err).Str("event_id", d.EventID).Msg("ack not confirmed")
+					tracing.LogTraceID(c.log.Debug(), d.traceID).Err(err).Str("event_id", d.EventID).Msg("ack not confirmed")
 				}
+				endConsume(d, outcomeOf(fresh[i]), nil)
 			})
 		}
 		wg.Wait()
@@ -513,11 +528,12 @@ func (c *Consumer) retry(d delivery, err error) {
 	c.retried.Add(1)
 	delay := backoff(int(d.delivered), c.cfg.RetryDelay, time.Minute)
 	if err != nil {
-		c.log.Warn().Err(err).Str("event_id", d.EventID).Uint64("delivered", d.delivered).Int64("retry_in_ms", delay.Milliseconds()).Msg("event failed; will be delivered again")
+		tracing.LogTraceID(c.log.Warn(), d.traceID).Err(err).Str("event_id", d.EventID).Uint64("delivered", d.delivered).Int64("retry_in_ms", delay.Milliseconds()).Msg("event failed; will be delivered again")
 	}
 	if err := d.msg.NakWithDelay(delay); err != nil {
-		c.log.Debug().Err(err).Str("event_id", d.EventID).Msg("nak not sent; the ack wait will redeliver")
+		tracing.LogTraceID(c.log.Debug(), d.traceID).Err(err).Str("event_id", d.EventID).Msg("nak not sent; the ack wait will redeliver")
 	}
+	endConsume(d, "redelivered", err)
 }
 
 // deadLetter records the event as failed in the inbox, with its reason, the cause and the raw
@@ -529,7 +545,7 @@ func (c *Consumer) deadLetter(ctx context.Context, d delivery, reason string, ca
 	defer cancel()
 	f := Failure{Reason: reason, Cause: cause, Payload: d.msg.Data(), Attempts: int32(d.delivered)}
 	if err := c.inbox.RecordFailure(ctx, c.pool, d.Inbound, f); err != nil {
-		c.log.Error().Err(err).Str("event_id", d.EventID).Msg("record failed event; leaving it for redelivery")
+		tracing.LogTraceID(c.log.Error(), d.traceID).Err(err).Str("event_id", d.EventID).Msg("record failed event; leaving it for redelivery")
 		c.retry(d, nil)
 		return
 	}
@@ -540,10 +556,11 @@ func (c *Consumer) deadLetter(ctx context.Context, d delivery, reason string, ca
 		c.unauthenticated.Add(1)
 		c.lastForged.Store(time.Now().UnixNano())
 	}
-	c.log.Error().Err(cause).Str("reason", reason).Str("event_id", d.EventID).Uint64("stream_seq", d.StreamSeq).Msg("event dead-lettered in the inbox")
+	tracing.LogTraceID(c.log.Error(), d.traceID).Err(cause).Str("reason", reason).Str("event_id", d.EventID).Uint64("stream_seq", d.StreamSeq).Msg("event dead-lettered in the inbox")
 	if err := d.msg.Term(); err != nil {
-		c.log.Debug().Err(err).Str("event_id", d.EventID).Msg("term not sent")
+		tracing.LogTraceID(c.log.Debug(), d.traceID).Err(err).Str("event_id", d.EventID).Msg("term not sent")
 	}
+	endConsume(d, "failed", cause)
 }
 
 // failureCountLimit bounds how many failing events a consumer keeps count of; past it, one

@@ -35,6 +35,10 @@ type Envelope struct {
 	Time            time.Time       `json:"time"`
 	DataContentType string          `json:"datacontenttype"`
 	Data            json.RawMessage `json:"data"`
+	// TraceParent is not part of the body: the consumer sets it, for the handler, to the
+	// traceparent of the span of the transaction applying the event, so that an event the
+	// handler writes in answer (Event.TraceParent) continues the trace. Empty: untraced.
+	TraceParent string `json:"-"`
 }
 
 // ErrMalformed is the reason for an event that can never be processed: it is recorded as

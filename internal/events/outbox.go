@@ -19,6 +19,9 @@ type Event struct {
 	AggregateID string // what the event is about, e.g. the transfer id
 	Time        time.Time
 	Data        any
+	// TraceParent is the W3C traceparent of the span that wrote the event (tracing.TraceParent),
+	// stored in the row's trace_context; the relay's publish span continues it. Empty: untraced.
+	TraceParent string
 }
 
 // Outbox writes a service's events into its outbox table.
@@ -55,10 +58,11 @@ func (o *Outbox) AddBatch(ctx context.Context, db database.Executor, evs []Event
 		return StatusPending, nil
 	}
 	p := eventsdb.InsertOutboxBatchParams{
-		Ids:          make([]uuid.UUID, len(evs)),
-		EventTypes:   make([]string, len(evs)),
-		AggregateIds: make([]string, len(evs)),
-		Payloads:     make([]json.RawMessage, len(evs)),
+		Ids:           make([]uuid.UUID, len(evs)),
+		EventTypes:    make([]string, len(evs)),
+		AggregateIds:  make([]string, len(evs)),
+		Payloads:      make([]json.RawMessage, len(evs)),
+		TraceContexts: make([]string, len(evs)),
 	}
 	for i, ev := range evs {
 		body, err := o.envelope(ev)
@@ -66,6 +70,7 @@ func (o *Outbox) AddBatch(ctx context.Context, db database.Executor, evs []Event
 			return "", err
 		}
 		p.Ids[i], p.EventTypes[i], p.AggregateIds[i], p.Payloads[i] = ev.ID, ev.Type, ev.AggregateID, body
+		p.TraceContexts[i] = ev.TraceParent
 	}
 	status, n, err := o.insert(ctx, db, p)
 	if err != nil {
@@ -91,14 +96,14 @@ func (o *Outbox) insert(ctx context.Context, db database.Executor, p eventsdb.In
 	}
 	rows := make([]claimedRow, len(p.Ids))
 	for i := range rows {
-		rows[i] = claimedRow{id: p.Ids[i], eventType: p.EventTypes[i], payload: p.Payloads[i], attempts: 1}
+		rows[i] = claimedRow{id: p.Ids[i], eventType: p.EventTypes[i], payload: p.Payloads[i], attempts: 1, traceParent: p.TraceContexts[i]}
 	}
 	if !database.AfterCommit(db, func() { o.relay.handOff(rows) }) {
 		n, err := q.InsertOutboxBatch(ctx, p)
 		return StatusPending, n, err
 	}
 	n, err := q.InsertOutboxBatchClaimed(ctx, eventsdb.InsertOutboxBatchClaimedParams{
-		Ids: p.Ids, EventTypes: p.EventTypes, AggregateIds: p.AggregateIds, Payloads: p.Payloads,
+		Ids: p.Ids, EventTypes: p.EventTypes, AggregateIds: p.AggregateIds, Payloads: p.Payloads, TraceContexts: p.TraceContexts,
 		Owner: claim.owner, LeaseSeconds: claim.lease.Seconds(),
 	})
 	return StatusDispatching, n, err

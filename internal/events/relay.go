@@ -20,6 +20,7 @@ import (
 	"walletgl/internal/events/internal/eventsdb"
 	"walletgl/internal/faults"
 	"walletgl/internal/metrics"
+	"walletgl/internal/tracing"
 )
 
 // The relay's settings when a RelayConfig leaves them zero (the seed's where it names one).
@@ -63,6 +64,9 @@ type RelayConfig struct {
 	Faults *faults.Set
 	// Metrics records what the relay publishes (nil: nothing).
 	Metrics *metrics.Relay
+	// Tracing continues the trace a row stores with a publish span (nil: no spans; a row's
+	// trace context still goes into its message's headers).
+	Tracing *tracing.Provider
 }
 
 func (c RelayConfig) withDefaults() RelayConfig {
@@ -102,6 +106,7 @@ type Relay struct {
 	q    *eventsdb.Queries
 	log  zerolog.Logger
 	wake chan struct{}
+	tr   eventTracing
 
 	// Rows written already claimed by this relay (Outbox.PublishOnCommit), queued by their
 	// transaction's commit for the hand-off loops.
@@ -137,7 +142,7 @@ func NewRelay(cfg RelayConfig, topo Topology, pool *pgxpool.Pool, nc *nats.Conn,
 		cfg: cfg, topo: topo, pool: pool, nc: nc, js: js, q: eventsdb.New(pool),
 		log:  log.With().Str("component", "relay").Str("source", cfg.Source).Logger(),
 		wake: make(chan struct{}, 1), handOffWake: make(chan struct{}, 1),
-		rounds: newWatchdog(stallAfter(cfg.PublishTimeout)),
+		rounds: newWatchdog(stallAfter(cfg.PublishTimeout)), tr: newEventTracing(cfg.Tracing),
 	}
 	r.needTopology.Store(true)
 	return r, nil
@@ -240,7 +245,7 @@ func (r *Relay) DispatchOnce(ctx context.Context) (int, error) {
 	}
 	claimed := make([]claimedRow, len(rows))
 	for i, row := range rows {
-		claimed[i] = claimedRow{id: row.ID, eventType: row.EventType, payload: row.Payload, attempts: row.Attempts}
+		claimed[i] = claimedRow{id: row.ID, eventType: row.EventType, payload: row.Payload, attempts: row.Attempts, traceParent: deref(row.TraceContext)}
 	}
 	return len(rows), r.publish(ctx, claimed, false)
 }
@@ -361,7 +366,7 @@ func (r *Relay) CatchUpOnce(ctx context.Context) (int, error) {
 	}
 	claimed := make([]claimedRow, len(rows))
 	for i, row := range rows {
-		claimed[i] = claimedRow{id: row.ID, eventType: row.EventType, payload: row.Payload, attempts: row.Attempts}
+		claimed[i] = claimedRow{id: row.ID, eventType: row.EventType, payload: row.Payload, attempts: row.Attempts, traceParent: deref(row.TraceContext)}
 	}
 	if len(rows) > 0 {
 		r.log.Info().Int("rows", len(rows)).Str("ack_timeout", r.cfg.AckTimeout.String()).Msg("catch-up: re-publishing unacknowledged events")
@@ -388,6 +393,8 @@ type claimedRow struct {
 	eventType string
 	payload   []byte
 	attempts  int32
+	// traceParent is the trace context the row stores (its trace_context), "" when untraced.
+	traceParent string
 }
 
 type publishOutcome struct {
@@ -473,9 +480,12 @@ func (r *Relay) send(ctx context.Context, rows []claimedRow) []publishOutcome {
 	outcomes := make([]publishOutcome, len(rows))
 	futures := make([]jetstream.PubAckFuture, len(rows))
 	extra := make([]jetstream.PubAckFuture, len(rows)) // second copies sent by the publish_twice fault
+	var spans publishSpans
+	defer func() { spans.end(outcomes) }()
 	for i, row := range rows {
 		msg := nats.NewMsg(r.topo.Subject(r.cfg.Source, row.eventType))
 		msg.Data = row.payload
+		spans.start(ctx, r.tr, rows, i, msg)
 		if r.cfg.Signer != nil {
 			r.cfg.Signer.Sign(msg)
 		}
@@ -581,7 +591,7 @@ func (r *Relay) markFailed(ctx context.Context, row claimedRow, cause error) {
 	if err != nil {
 		log = r.log.Error().Err(fmt.Errorf("mark outbox %s failed: %w (publish: %w)", row.id, err, cause))
 	}
-	log.Msg("publish refused by the broker")
+	tracing.LogTraceID(log, tracing.TraceIDOf(row.traceParent)).Msg("publish refused by the broker")
 }
 
 func (r *Relay) maintenanceLoop(ctx context.Context) error {

@@ -12,6 +12,7 @@ import (
 	"walletgl/internal/database"
 	"walletgl/internal/events"
 	"walletgl/internal/metrics"
+	"walletgl/internal/tracing"
 )
 
 // TransferPoster turns each TransferCompleted event into a journal entry and acknowledges it
@@ -84,7 +85,7 @@ func (p *TransferPoster) post(ctx context.Context, tx pgx.Tx, envs []events.Enve
 	}
 	p.observeOnCommit(tx, postings)
 	for i, posting := range postings {
-		if err := p.checkPosting(ctx, entries[i], posting, answering); err != nil {
+		if err := p.checkPosting(ctx, entries[i], posting, answering, envs[i].TraceParent); err != nil {
 			return err
 		}
 	}
@@ -92,10 +93,23 @@ func (p *TransferPoster) post(ctx context.Context, tx pgx.Tx, envs []events.Enve
 	if err != nil {
 		return err
 	}
+	// The batch's one acknowledgment continues the trace of its first traced event, from the
+	// span posting it: that transfer's trace goes on to the wallet's acknowledge span.
+	ack.TraceParent = firstTraceParent(envs)
 	if _, err := p.outbox.AddBatch(ctx, tx, []events.Event{ack}); err != nil {
 		return fmt.Errorf("acknowledge %d transfers: %w", len(entries), err)
 	}
 	return nil
+}
+
+// firstTraceParent is the trace context of the first traced event of envs ("": none is).
+func firstTraceParent(envs []events.Envelope) string {
+	for _, env := range envs {
+		if env.TraceParent != "" {
+			return env.TraceParent
+		}
+	}
+	return ""
 }
 
 // observeOnCommit records the commit-to-posted time of the postings tx creates, once it has
@@ -121,8 +135,9 @@ func (p *TransferPoster) observeOnCommit(tx pgx.Tx, postings []Posting) {
 
 // checkPosting refuses, as a conflict, an entry whose transfer was posted before with another
 // amount, currency or wallets: a forged or corrupted event. The same transfer posted by another
-// event with the same figures is acknowledged, with a warning.
-func (p *TransferPoster) checkPosting(ctx context.Context, e Entry, posting Posting, answering bool) error {
+// event with the same figures is acknowledged, with a warning. traceParent is the event's trace
+// context, whose trace id its log lines carry.
+func (p *TransferPoster) checkPosting(ctx context.Context, e Entry, posting Posting, answering bool, traceParent string) error {
 	stored := posting.Entry
 	switch {
 	case posting.Created:
@@ -132,9 +147,9 @@ func (p *TransferPoster) checkPosting(ctx context.Context, e Entry, posting Post
 			e.TransferID, posting.Amount, stored.Currency, stored.Description, stored.EventID,
 			e.EventID, e.Debits(), e.Currency, e.Description))
 	case stored.EventID == e.EventID && answering:
-		p.log(ctx).Debug().Str("transfer_id", e.TransferID).Str("event_id", e.EventID).Msg("duplicate of a posted event; acknowledging it again")
+		tracing.LogTraceID(p.log(ctx).Debug(), tracing.TraceIDOf(traceParent)).Str("transfer_id", e.TransferID).Str("event_id", e.EventID).Msg("duplicate of a posted event; acknowledging it again")
 	default:
-		p.log(ctx).Warn().Str("transfer_id", e.TransferID).Str("event_id", e.EventID).Str("entry_id", stored.ID.String()).
+		tracing.LogTraceID(p.log(ctx).Warn(), tracing.TraceIDOf(traceParent)).Str("transfer_id", e.TransferID).Str("event_id", e.EventID).Str("entry_id", stored.ID.String()).
 			Msg("transfer already posted by another event with the same figures; acknowledging")
 	}
 	return nil

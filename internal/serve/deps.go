@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
@@ -15,12 +16,13 @@ import (
 	"walletgl/internal/faults"
 	"walletgl/internal/metrics"
 	"walletgl/internal/problem"
+	"walletgl/internal/tracing"
 	"walletgl/internal/web"
 )
 
 // Deps is what both services open before wiring their own parts: the database (created and
 // migrated when needed), the relay's bookkeeping pool, the NATS connection, the armed fault
-// points and the JetStream topology.
+// points, the JetStream topology and the TracerProvider.
 type Deps struct {
 	Service   string
 	Pool      *pgxpool.Pool
@@ -29,10 +31,14 @@ type Deps struct {
 	Faults    *faults.Set
 	Topology  events.Topology
 	Metrics   *metrics.Metrics
+	// Tracing is the service's TracerProvider, built from the OTEL_* variables (off when no
+	// endpoint is set); Close flushes it.
+	Tracing *tracing.Provider
+	log     zerolog.Logger
 }
 
 // Open opens the service's dependencies; Close releases them.
-func Open(ctx context.Context, service string, db Database, ev config.Events, log zerolog.Logger) (*Deps, error) {
+func Open(ctx context.Context, service string, db Database, ev config.Events, tr tracing.Config, log zerolog.Logger) (*Deps, error) {
 	fs, err := ev.FaultSet()
 	if err != nil {
 		return nil, fmt.Errorf("configuration: %w", err)
@@ -40,7 +46,10 @@ func Open(ctx context.Context, service string, db Database, ev config.Events, lo
 	if fs != nil {
 		log.Warn().Str("faults", ev.Faults).Msg("fault points armed")
 	}
-	d := &Deps{Service: service, Faults: fs, Topology: ev.Topology(log), Metrics: metrics.New(service)}
+	d := &Deps{Service: service, Faults: fs, Topology: ev.Topology(log), Metrics: metrics.New(service), log: log}
+	if d.Tracing, err = tracing.New(ctx, service, tr, log); err != nil {
+		return nil, fmt.Errorf("configuration: %w", err)
+	}
 	if d.Pool, err = OpenDatabase(ctx, db, service, log); err != nil {
 		return nil, err
 	}
@@ -84,8 +93,17 @@ func Keys(pool *pgxpool.Pool, scopes []auth.Scope, rateLimit string, unavailable
 	return keys, auth.NewGuard(keys, limit, unavailable), nil
 }
 
-// Close closes what Open opened.
+// tracingFlushTimeout bounds how long Close waits for the last spans to be exported.
+const tracingFlushTimeout = 5 * time.Second
+
+// Close closes what Open opened, and exports the spans still buffered: it runs after the
+// service's workers stopped, when every span has ended.
 func (d *Deps) Close() {
+	ctx, cancel := context.WithTimeout(context.Background(), tracingFlushTimeout)
+	defer cancel()
+	if err := d.Tracing.Shutdown(ctx); err != nil {
+		d.log.Warn().Err(err).Msg("spans not exported at shutdown")
+	}
 	if d.NATS != nil {
 		d.NATS.Close()
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"walletgl/internal/problem"
+	"walletgl/internal/tracing"
 )
 
 // RequestIDHeader carries a request's id both ways: the client's when it sent a sane one, a
@@ -25,7 +26,12 @@ const maxRequestIDLen = 128
 // of the mux's plain text, keeping the mux's choice between 404 and 405 and its Allow header.
 //
 // Each observer hears every answered request (metrics.HTTP.Observe is one).
-func Handler(logger zerolog.Logger, mux *http.ServeMux, observers ...Observer) http.Handler {
+//
+// With tracing on (tr enabled), each request has a server span named by its route pattern, the
+// child of the request's traceparent or the root of a new trace, and its logger carries the
+// trace_id; with it off, nothing of this is done.
+func Handler(logger zerolog.Logger, mux *http.ServeMux, tr *tracing.Provider, observers ...Observer) http.Handler {
+	spans := newServerSpans(tr)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sent := r.Header.Get(RequestIDHeader)
@@ -34,13 +40,14 @@ func Handler(logger zerolog.Logger, mux *http.ServeMux, observers ...Observer) h
 			id = uuid.NewString()
 		}
 		w.Header().Set(RequestIDHeader, id)
-		reqLogger := logger.With().Str("request_id", id).Str("method", r.Method).Str("path", r.URL.Path).Logger()
-		r = r.WithContext(reqLogger.WithContext(r.Context()))
-
-		rec := &statusRecorder{ResponseWriter: w}
 		// A second lookup, which the mux repeats: its Handler method alone tells routed from
 		// unrouted and names the pattern, and only its ServeHTTP sets the path values.
 		_, route := mux.Handler(r)
+		ctx, span := spans.start(r, route)
+		reqLogger := tracing.Logger(ctx, logger.With().Str("request_id", id).Str("method", r.Method).Str("path", r.URL.Path).Logger())
+		r = r.WithContext(reqLogger.WithContext(ctx))
+
+		rec := &statusRecorder{ResponseWriter: w}
 		if sent != "" && id != sent {
 			WriteProblem(rec, r, problem.Newf(errInvalidRequestID,
 				"the %s header must be 1 to %d printable ASCII characters without spaces", RequestIDHeader, maxRequestIDLen))
@@ -56,6 +63,7 @@ func Handler(logger zerolog.Logger, mux *http.ServeMux, observers ...Observer) h
 		for _, o := range observers {
 			o(route, r.Method, rec.Status(), took)
 		}
+		endServerSpan(span, rec.Status())
 	})
 }
 

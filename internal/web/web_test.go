@@ -24,7 +24,7 @@ func serve(t *testing.T, mux *http.ServeMux, req *http.Request) (*httptest.Respo
 	t.Helper()
 	var logs bytes.Buffer
 	rec := httptest.NewRecorder()
-	web.Handler(zerolog.New(&logs).Level(zerolog.DebugLevel), mux).ServeHTTP(rec, req)
+	web.Handler(zerolog.New(&logs).Level(zerolog.DebugLevel), mux, nil).ServeHTTP(rec, req)
 	var lines []map[string]any
 	dec := json.NewDecoder(&logs)
 	for dec.More() {

@@ -1,15 +1,18 @@
 -- name: InsertOutboxBatch :execrows
 -- InsertOutboxBatch writes many events in one statement (one NOTIFY: the trigger is per statement).
-INSERT INTO outbox (id, event_type, aggregate_id, payload)
-SELECT unnest(@ids::uuid[]), unnest(@event_types::text[]), unnest(@aggregate_ids::text[]), unnest(@payloads::jsonb[]);
+-- An empty trace context is stored NULL (the row was written untraced).
+INSERT INTO outbox (id, event_type, aggregate_id, payload, trace_context)
+SELECT unnest(@ids::uuid[]), unnest(@event_types::text[]), unnest(@aggregate_ids::text[]), unnest(@payloads::jsonb[]),
+       nullif(unnest(@trace_contexts::text[]), '');
 
 -- name: InsertOutboxBatchClaimed :execrows
 -- InsertOutboxBatchClaimed writes events already claimed by the relay of the writing process
 -- (publish on commit): the claim is part of the insert, so the happy path costs no claim
 -- round trip and no second version of the row. If that process dies before it publishes, the
 -- lease runs out and any relay's ClaimOutbox takes the rows, as for any other claim.
-INSERT INTO outbox (id, event_type, aggregate_id, payload, status, attempts, lease_owner, lease_until)
+INSERT INTO outbox (id, event_type, aggregate_id, payload, trace_context, status, attempts, lease_owner, lease_until)
 SELECT unnest(@ids::uuid[]), unnest(@event_types::text[]), unnest(@aggregate_ids::text[]), unnest(@payloads::jsonb[]),
+       nullif(unnest(@trace_contexts::text[]), ''),
        'dispatching', 1, @owner::text, clock_timestamp() + make_interval(secs => @lease_seconds::float8);
 
 -- name: ClaimOutbox :many
@@ -33,7 +36,7 @@ FROM (
     FOR UPDATE SKIP LOCKED
 ) due
 WHERE o.id = due.id
-RETURNING o.id, o.event_type, o.payload, o.attempts;
+RETURNING o.id, o.event_type, o.payload, o.attempts, o.trace_context;
 
 -- name: ClaimUnacknowledged :many
 -- ClaimUnacknowledged is the catch-up: rows published longer ago than the acknowledgment
@@ -52,7 +55,7 @@ FROM (
     FOR UPDATE SKIP LOCKED
 ) due
 WHERE o.id = due.id
-RETURNING o.id, o.event_type, o.payload, o.attempts;
+RETURNING o.id, o.event_type, o.payload, o.attempts, o.trace_context;
 
 -- name: MarkDispatched :execrows
 UPDATE outbox o

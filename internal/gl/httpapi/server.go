@@ -12,6 +12,7 @@ import (
 	"walletgl/internal/auth"
 	"walletgl/internal/gl"
 	"walletgl/internal/metrics"
+	"walletgl/internal/tracing"
 	"walletgl/internal/web"
 )
 
@@ -27,11 +28,13 @@ type Deps struct {
 	// Console, when set, serves the operator console under /console/ (package console); it
 	// checks its own sessions and scopes.
 	Console http.Handler
+	// Tracing gives each request a server span, continuing its traceparent (nil: off).
+	Tracing *tracing.Provider
 }
 
 // NewServer returns the GL's HTTP handler.
 func NewServer(logger zerolog.Logger, d Deps) http.Handler {
 	mux := http.NewServeMux()
 	addRoutes(mux, d)
-	return web.Handler(logger, mux, d.Metrics.ObserveHTTP)
+	return web.Handler(logger, mux, d.Tracing, d.Metrics.ObserveHTTP)
 }

@@ -13,6 +13,7 @@ import (
 	"walletgl/internal/auth"
 	"walletgl/internal/events"
 	"walletgl/internal/metrics"
+	"walletgl/internal/tracing"
 	"walletgl/internal/wallet"
 	"walletgl/internal/web"
 )
@@ -31,6 +32,8 @@ type Deps struct {
 	// Console, when set, serves the operator console under /console/ (package console); it
 	// checks its own sessions and scopes.
 	Console http.Handler
+	// Tracing gives each request a server span, continuing its traceparent (nil: off).
+	Tracing *tracing.Provider
 }
 
 // Auditor records an administrative action (auth.Keys does, in the audit trail).
@@ -42,5 +45,5 @@ type Auditor interface {
 func NewServer(logger zerolog.Logger, d Deps) http.Handler {
 	mux := http.NewServeMux()
 	addRoutes(mux, d)
-	return web.Handler(logger, mux, d.Metrics.ObserveHTTP)
+	return web.Handler(logger, mux, d.Tracing, d.Metrics.ObserveHTTP)
 }

@@ -433,7 +433,9 @@ func TestAKeyInFlightIsAnswered409WithRetryAfter(t *testing.T) {
 	_, err = hold.Exec(ctx, "SELECT 1 FROM wallets WHERE id = 'alice' FOR UPDATE")
 	require.NoError(t, err)
 	first := make(chan webtest.Response, 1)
-	go func() { first <- webtest.Do(t, http.MethodPost, b.url+"/v1/transfers", http.Header{"Idempotency-Key": {"busy"}, "Authorization": {"Bearer " + b.key}}, body) }()
+	go func() {
+		first <- webtest.Do(t, http.MethodPost, b.url+"/v1/transfers", http.Header{"Idempotency-Key": {"busy"}, "Authorization": {"Bearer " + b.key}}, body)
+	}()
 	require.Eventually(t, func() bool {
 		var waiting int
 		require.NoError(t, b.pool.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'").Scan(&waiting))

@@ -73,6 +73,7 @@ type batchOutcome struct {
 // so one request can never fail its neighbours.
 func (s *Store) writeTransfers(ctx context.Context, batch []*pendingTransfer, answer func(int, transferResult, error)) {
 	outcomes, err := s.commitBatch(ctx, batch)
+	noteBatch(batch, err != nil)
 	if err != nil {
 		s.counts.fallbacks.Add(1)
 		level := zerolog.WarnLevel
@@ -373,24 +374,25 @@ func (w *batchTx) addToBalances(ctx context.Context, accepted []int) error {
 // their transfers, and answers the accepted requests; it returns the owners of the keys they
 // took.
 func (w *batchTx) addEvents(ctx context.Context, accepted []int, rows []walletdb.Transfer) (map[string]keyOwner, error) {
+	byID := make(map[uuid.UUID]int, len(accepted))
+	for _, i := range accepted {
+		byID[w.batch[i].transferID] = i
+	}
 	evs := make([]events.Event, len(rows))
 	for j, row := range rows {
-		evs[j] = transferCompleted(row)
+		i, ok := byID[row.ID]
+		if !ok {
+			return nil, fmt.Errorf("insert transfers: unexpected transfer %s", row.ID)
+		}
+		evs[j] = transferCompleted(row, w.batch[i].traceParent)
 	}
 	status, err := w.outbox.AddBatch(ctx, w.tx, evs)
 	if err != nil {
 		return nil, err
 	}
-	byID := make(map[uuid.UUID]int, len(accepted))
-	for _, i := range accepted {
-		byID[w.batch[i].transferID] = i
-	}
 	created := make(map[string]keyOwner, len(rows))
 	for _, row := range rows {
-		i, ok := byID[row.ID]
-		if !ok {
-			return nil, fmt.Errorf("insert transfers: unexpected transfer %s", row.ID)
-		}
+		i := byID[row.ID]
 		w.out[i].transfer = toTransfer(row, status)
 		created[row.IdempotencyKey] = keyOwner{transfer: w.out[i].transfer, hash: row.RequestHash}
 	}

@@ -18,6 +18,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"walletgl/internal/database"
 	"walletgl/internal/events"
@@ -37,6 +39,7 @@ type Store struct {
 	faults  *faults.Set
 	log     zerolog.Logger
 	metrics *metrics.Wallet
+	tracer  trace.Tracer
 	batch   *batcher[*pendingTransfer, transferResult]
 	counts  batchCounters
 	// lookupFirst: the last batch held a replay or a refusal, so the next one looks its keys
@@ -62,13 +65,19 @@ type Options struct {
 	PublishOnCommit *events.Relay
 	// Metrics records the size of each committed batch (nil: nothing).
 	Metrics *metrics.Wallet
+	// Tracer makes the commit span of each traced transfer request, whose traceparent its
+	// outbox row stores (nil: a no-op tracer; the row still stores the request's trace context).
+	Tracer trace.Tracer
 }
 
 // NewStore returns a Store on pool, whose database has the "wallet" migrations applied.
 func NewStore(pool *pgxpool.Pool, opts Options) *Store {
 	s := &Store{
 		pool: pool, queries: walletdb.New(pool), outbox: events.NewOutbox(events.SourceWallet),
-		faults: opts.Faults, log: opts.Log, metrics: opts.Metrics,
+		faults: opts.Faults, log: opts.Log, metrics: opts.Metrics, tracer: opts.Tracer,
+	}
+	if s.tracer == nil {
+		s.tracer = noop.NewTracerProvider().Tracer("")
 	}
 	if opts.PublishOnCommit != nil {
 		s.outbox.PublishOnCommit(opts.PublishOnCommit)
@@ -126,10 +135,12 @@ func (s *Store) CreateTransfer(ctx context.Context, req wallet.TransferRequest) 
 	}
 	// A caller that stops waiting gets ctx's error, while its batch may still commit the
 	// transfer; a retry with the same key finds it.
+	ctx = s.startCommit(ctx, p)
 	r, batched, err := s.batch.do(ctx, p)
 	if !batched {
 		r, err = s.createOne(ctx, p)
 	}
+	p.endCommit(r, err)
 	if err != nil {
 		return wallet.Transfer{}, false, fmt.Errorf("create transfer: %w", interpretError(err))
 	}
@@ -147,6 +158,10 @@ type pendingTransfer struct {
 	// The ids exist before any transaction so that a retried transaction (deadlock,
 	// serialization failure, a batch run again one by one) writes the same transfer and event.
 	transferID, eventID uuid.UUID
+	// The commit span of a traced request (nil: untraced) and its traceparent, which the
+	// event's outbox row stores, fixed before any transaction as the ids are.
+	span        trace.Span
+	traceParent string
 }
 
 // transferResult is a request's answer: its transfer, and whether an earlier request with the
@@ -223,7 +238,7 @@ func (s *Store) writeOne(ctx context.Context, tx pgx.Tx, p *pendingTransfer) (tr
 	}
 
 	// (d) The event commits or rolls back with the transfer.
-	status, err := s.outbox.Add(ctx, tx, transferCompleted(row))
+	status, err := s.outbox.Add(ctx, tx, transferCompleted(row, p.traceParent))
 	if err != nil {
 		return transferResult{}, err
 	}
@@ -262,9 +277,10 @@ func answerFromOwner(req wallet.TransferRequest, hash []byte, owner keyOwner) (w
 	return owner.transfer, nil
 }
 
-// transferCompleted is the event of a transfer just written.
-func transferCompleted(row walletdb.Transfer) events.Event {
+// transferCompleted is the event of a transfer just written, in the trace of traceParent.
+func transferCompleted(row walletdb.Transfer, traceParent string) events.Event {
 	return events.Event{
+		TraceParent: traceParent,
 		ID:          row.EventID,
 		Type:        events.TypeTransferCompleted,
 		AggregateID: row.ID.String(),

@@ -47,4 +47,6 @@ type Outbox struct {
 	AcknowledgedAt   *time.Time
 	UpdatedAt        time.Time
 	BrokerDuplicates int32
+	// W3C traceparent of the span that wrote the row; NULL when untraced
+	TraceContext *string
 }

@@ -86,7 +86,7 @@ FROM (
     FOR UPDATE SKIP LOCKED
 ) due
 WHERE o.id = due.id
-RETURNING o.id, o.event_type, o.payload, o.attempts
+RETURNING o.id, o.event_type, o.payload, o.attempts, o.trace_context
 `
 
 type ClaimOutboxParams struct {
@@ -97,10 +97,11 @@ type ClaimOutboxParams struct {
 }
 
 type ClaimOutboxRow struct {
-	ID        uuid.UUID
-	EventType string
-	Payload   json.RawMessage
-	Attempts  int32
+	ID           uuid.UUID
+	EventType    string
+	Payload      json.RawMessage
+	Attempts     int32
+	TraceContext *string
 }
 
 // ClaimOutbox takes rows that are due for a publish: new ones, failed ones whose backoff ran
@@ -125,6 +126,7 @@ func (q *Queries) ClaimOutbox(ctx context.Context, arg ClaimOutboxParams) ([]Cla
 			&i.EventType,
 			&i.Payload,
 			&i.Attempts,
+			&i.TraceContext,
 		); err != nil {
 			return nil, err
 		}
@@ -151,7 +153,7 @@ FROM (
     FOR UPDATE SKIP LOCKED
 ) due
 WHERE o.id = due.id
-RETURNING o.id, o.event_type, o.payload, o.attempts
+RETURNING o.id, o.event_type, o.payload, o.attempts, o.trace_context
 `
 
 type ClaimUnacknowledgedParams struct {
@@ -162,10 +164,11 @@ type ClaimUnacknowledgedParams struct {
 }
 
 type ClaimUnacknowledgedRow struct {
-	ID        uuid.UUID
-	EventType string
-	Payload   json.RawMessage
-	Attempts  int32
+	ID           uuid.UUID
+	EventType    string
+	Payload      json.RawMessage
+	Attempts     int32
+	TraceContext *string
 }
 
 // ClaimUnacknowledged is the catch-up: rows published longer ago than the acknowledgment
@@ -189,6 +192,7 @@ func (q *Queries) ClaimUnacknowledged(ctx context.Context, arg ClaimUnacknowledg
 			&i.EventType,
 			&i.Payload,
 			&i.Attempts,
+			&i.TraceContext,
 		); err != nil {
 			return nil, err
 		}
@@ -245,7 +249,7 @@ func (q *Queries) DeleteAcknowledged(ctx context.Context, arg DeleteAcknowledged
 }
 
 const getOutbox = `-- name: GetOutbox :one
-SELECT id, event_type, aggregate_id, payload, status, attempts, publish_count, last_error, next_attempt_at, lease_owner, lease_until, stream_seq, created_at, dispatched_at, acknowledged_at, updated_at, broker_duplicates FROM outbox WHERE id = $1
+SELECT id, event_type, aggregate_id, payload, status, attempts, publish_count, last_error, next_attempt_at, lease_owner, lease_until, stream_seq, created_at, dispatched_at, acknowledged_at, updated_at, broker_duplicates, trace_context FROM outbox WHERE id = $1
 `
 
 func (q *Queries) GetOutbox(ctx context.Context, id uuid.UUID) (Outbox, error) {
@@ -269,29 +273,34 @@ func (q *Queries) GetOutbox(ctx context.Context, id uuid.UUID) (Outbox, error) {
 		&i.AcknowledgedAt,
 		&i.UpdatedAt,
 		&i.BrokerDuplicates,
+		&i.TraceContext,
 	)
 	return i, err
 }
 
 const insertOutboxBatch = `-- name: InsertOutboxBatch :execrows
-INSERT INTO outbox (id, event_type, aggregate_id, payload)
-SELECT unnest($1::uuid[]), unnest($2::text[]), unnest($3::text[]), unnest($4::jsonb[])
+INSERT INTO outbox (id, event_type, aggregate_id, payload, trace_context)
+SELECT unnest($1::uuid[]), unnest($2::text[]), unnest($3::text[]), unnest($4::jsonb[]),
+       nullif(unnest($5::text[]), '')
 `
 
 type InsertOutboxBatchParams struct {
-	Ids          []uuid.UUID
-	EventTypes   []string
-	AggregateIds []string
-	Payloads     []json.RawMessage
+	Ids           []uuid.UUID
+	EventTypes    []string
+	AggregateIds  []string
+	Payloads      []json.RawMessage
+	TraceContexts []string
 }
 
 // InsertOutboxBatch writes many events in one statement (one NOTIFY: the trigger is per statement).
+// An empty trace context is stored NULL (the row was written untraced).
 func (q *Queries) InsertOutboxBatch(ctx context.Context, arg InsertOutboxBatchParams) (int64, error) {
 	result, err := q.db.Exec(ctx, insertOutboxBatch,
 		arg.Ids,
 		arg.EventTypes,
 		arg.AggregateIds,
 		arg.Payloads,
+		arg.TraceContexts,
 	)
 	if err != nil {
 		return 0, err
@@ -300,18 +309,20 @@ func (q *Queries) InsertOutboxBatch(ctx context.Context, arg InsertOutboxBatchPa
 }
 
 const insertOutboxBatchClaimed = `-- name: InsertOutboxBatchClaimed :execrows
-INSERT INTO outbox (id, event_type, aggregate_id, payload, status, attempts, lease_owner, lease_until)
+INSERT INTO outbox (id, event_type, aggregate_id, payload, trace_context, status, attempts, lease_owner, lease_until)
 SELECT unnest($1::uuid[]), unnest($2::text[]), unnest($3::text[]), unnest($4::jsonb[]),
-       'dispatching', 1, $5::text, clock_timestamp() + make_interval(secs => $6::float8)
+       nullif(unnest($5::text[]), ''),
+       'dispatching', 1, $6::text, clock_timestamp() + make_interval(secs => $7::float8)
 `
 
 type InsertOutboxBatchClaimedParams struct {
-	Ids          []uuid.UUID
-	EventTypes   []string
-	AggregateIds []string
-	Payloads     []json.RawMessage
-	Owner        string
-	LeaseSeconds float64
+	Ids           []uuid.UUID
+	EventTypes    []string
+	AggregateIds  []string
+	Payloads      []json.RawMessage
+	TraceContexts []string
+	Owner         string
+	LeaseSeconds  float64
 }
 
 // InsertOutboxBatchClaimed writes events already claimed by the relay of the writing process
@@ -324,6 +335,7 @@ func (q *Queries) InsertOutboxBatchClaimed(ctx context.Context, arg InsertOutbox
 		arg.EventTypes,
 		arg.AggregateIds,
 		arg.Payloads,
+		arg.TraceContexts,
 		arg.Owner,
 		arg.LeaseSeconds,
 	)
@@ -375,7 +387,7 @@ func (q *Queries) ListDispatchedUpTo(ctx context.Context, arg ListDispatchedUpTo
 }
 
 const listOutbox = `-- name: ListOutbox :many
-SELECT id, event_type, aggregate_id, payload, status, attempts, publish_count, last_error, next_attempt_at, lease_owner, lease_until, stream_seq, created_at, dispatched_at, acknowledged_at, updated_at, broker_duplicates FROM outbox
+SELECT id, event_type, aggregate_id, payload, status, attempts, publish_count, last_error, next_attempt_at, lease_owner, lease_until, stream_seq, created_at, dispatched_at, acknowledged_at, updated_at, broker_duplicates, trace_context FROM outbox
 WHERE status = $1
 ORDER BY id
 LIMIT $2
@@ -413,6 +425,7 @@ func (q *Queries) ListOutbox(ctx context.Context, arg ListOutboxParams) ([]Outbo
 			&i.AcknowledgedAt,
 			&i.UpdatedAt,
 			&i.BrokerDuplicates,
+			&i.TraceContext,
 		); err != nil {
 			return nil, err
 		}
@@ -425,7 +438,7 @@ func (q *Queries) ListOutbox(ctx context.Context, arg ListOutboxParams) ([]Outbo
 }
 
 const listOutboxAfter = `-- name: ListOutboxAfter :many
-SELECT id, event_type, aggregate_id, payload, status, attempts, publish_count, last_error, next_attempt_at, lease_owner, lease_until, stream_seq, created_at, dispatched_at, acknowledged_at, updated_at, broker_duplicates FROM outbox
+SELECT id, event_type, aggregate_id, payload, status, attempts, publish_count, last_error, next_attempt_at, lease_owner, lease_until, stream_seq, created_at, dispatched_at, acknowledged_at, updated_at, broker_duplicates, trace_context FROM outbox
 WHERE status = ANY ($1::text[])
   AND id > $2::uuid
 ORDER BY id
@@ -467,6 +480,7 @@ func (q *Queries) ListOutboxAfter(ctx context.Context, arg ListOutboxAfterParams
 			&i.AcknowledgedAt,
 			&i.UpdatedAt,
 			&i.BrokerDuplicates,
+			&i.TraceContext,
 		); err != nil {
 			return nil, err
 		}

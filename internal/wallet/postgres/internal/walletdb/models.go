@@ -67,6 +67,8 @@ type Outbox struct {
 	AcknowledgedAt   *time.Time
 	UpdatedAt        time.Time
 	BrokerDuplicates int32
+	// W3C traceparent of the span that wrote the row; NULL when untraced
+	TraceContext *string
 }
 
 // Versioned read-only contract for the GL's reconciliation (gl reconcile); columns never change, see db/schema/wallet/00002_reconcile_transfers_v1.sql
