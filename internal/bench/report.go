@@ -334,6 +334,10 @@ func (r *Report) Markdown() string {
 	fmt.Fprintf(&b, "# walletgl benchmark, %s\n\n", r.Started.Format("2006-01-02 15:04 MST"))
 	fmt.Fprintf(&b, "%d cores%s, %s; load average at start %s; synchronous_commit=%s. Elapsed %s.\n\n",
 		r.Cores, quickNote(r), firstWords(r.Host.PostgreSQL, 2), r.Host.LoadAvg, r.Host.SynchronousCommit, r.Elapsed)
+	if len(r.Options.WalletEnv)+len(r.Options.GLEnv) > 0 {
+		// A run with settings of its own (an unsigned run of a pair, a larger batch) says so.
+		fmt.Fprintf(&b, "Settings added: wallet `%s`; gl `%s`.\n\n", strings.Join(r.Options.WalletEnv, ","), strings.Join(r.Options.GLEnv, ","))
+	}
 	b.WriteString("| measure | figure | compared with |\n|---|---|---|\n")
 	for _, row := range r.figures() {
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", strings.TrimSpace(row[0]), row[1], row[2])
