@@ -161,7 +161,7 @@ func steps(d traceData) []step {
 	}
 	switch {
 	case row == nil || row.Status == "acknowledged":
-		out = append(out, step{"acknowledged", "done", "the GL's TransferPosted.v1 came back"})
+		out = append(out, step{"acknowledged", "done", "the GL's TransferPosted.v2 came back"})
 	default:
 		out = append(out, step{"acknowledged", "waiting", "no acknowledgment yet"})
 	}
