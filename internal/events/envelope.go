@@ -148,9 +148,10 @@ func (t TransferPosted) Validate() error {
 	return nil
 }
 
-// MaxPostingsPerEvent bounds a TransferPosted.v2: more than a consumer batch can hold is not an
-// acknowledgment the GL writes.
-const MaxPostingsPerEvent = 10_000
+// MaxPostingsPerEvent bounds a TransferPosted.v2: the GL splits a larger batch's acknowledgment
+// into several, so that a message stays far below the broker's 1 MB default payload limit
+// (a posting is about 170 bytes of JSON).
+const MaxPostingsPerEvent = 1000
 
 // TransferPostings is the data of TransferPosted.v2: the postings of one GL batch, each as a
 // TransferPosted.v1 would name it.

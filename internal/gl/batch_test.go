@@ -75,3 +75,28 @@ func TestABatchWithAnInvalidEventWritesNothing(t *testing.T) {
 	require.Zero(t, entries)
 	require.Empty(t, b.acknowledgments(t))
 }
+
+// A batch larger than one acknowledgment may name (EVENTS_BATCH_SIZE has no upper bound) is
+// acknowledged by several, each within the limit the wallet accepts, naming every event once.
+func TestABatchLargerThanOneAcknowledgmentIsAcknowledgedBySeveral(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	poster := gl.NewTransferPoster(gl.DefaultPostingRule, b.ledger, zerolog.Nop())
+	envs := make([]events.Envelope, events.MaxPostingsPerEvent+1)
+	for i := range envs {
+		envs[i] = transferCompleted(t, newTransferID(), 1, "USD")
+	}
+	require.NoError(t, b.handleBatch(t, poster, envs))
+
+	acks := b.acknowledgmentEvents(t)
+	require.Len(t, acks, 2)
+	named := map[string]bool{}
+	for _, postings := range acks {
+		require.LessOrEqual(t, len(postings), events.MaxPostingsPerEvent)
+		for _, p := range postings {
+			require.False(t, named[p.SourceEventID], "event %s acknowledged twice", p.SourceEventID)
+			named[p.SourceEventID] = true
+		}
+	}
+	require.Len(t, named, len(envs))
+}

@@ -89,17 +89,32 @@ func (p *TransferPoster) post(ctx context.Context, tx pgx.Tx, envs []events.Enve
 			return err
 		}
 	}
-	ack, err := acknowledgment(entries, postings)
+	acks, err := acknowledgments(envs, entries, postings)
 	if err != nil {
 		return err
 	}
-	// The batch's one acknowledgment continues the trace of its first traced event, from the
-	// span posting it: that transfer's trace goes on to the wallet's acknowledge span.
-	ack.TraceParent = firstTraceParent(envs)
-	if _, err := p.outbox.AddBatch(ctx, tx, []events.Event{ack}); err != nil {
+	if _, err := p.outbox.AddBatch(ctx, tx, acks); err != nil {
 		return fmt.Errorf("acknowledge %d transfers: %w", len(entries), err)
 	}
 	return nil
+}
+
+// acknowledgments are the TransferPosted.v2 events of a batch: one, or one per
+// events.MaxPostingsPerEvent postings when a batch is larger (EVENTS_BATCH_SIZE has no upper
+// bound, and the wallet refuses a longer list). Each continues the trace of its first traced
+// event, from the span posting it: that transfer's trace goes on to the wallet's acknowledge span.
+func acknowledgments(envs []events.Envelope, entries []Entry, postings []Posting) ([]events.Event, error) {
+	acks := make([]events.Event, 0, (len(postings)+events.MaxPostingsPerEvent-1)/events.MaxPostingsPerEvent)
+	for from := 0; from < len(postings); from += events.MaxPostingsPerEvent {
+		to := min(from+events.MaxPostingsPerEvent, len(postings))
+		ack, err := acknowledgment(entries[from:to], postings[from:to])
+		if err != nil {
+			return nil, err
+		}
+		ack.TraceParent = firstTraceParent(envs[from:to])
+		acks = append(acks, ack)
+	}
+	return acks, nil
 }
 
 // firstTraceParent is the trace context of the first traced event of envs ("": none is).
