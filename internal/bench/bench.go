@@ -336,7 +336,7 @@ func measureLimits(ctx context.Context, opts Options, runID, dir string, out io.
 		fmt.Fprintln(out, lim.Error)
 		return lim
 	}
-	walletPayload := samplePayload(events.TypeTransferCompleted)
+	walletPayload := sampleTransferCompleted()
 	walletScript, err := WalletScript(db.Queries(), opts.Users, walletPayload)
 	if err != nil {
 		lim.Error = err.Error()
@@ -463,22 +463,26 @@ func scratchDatabase(ctx context.Context, url, service string, users int) error 
 	return nil
 }
 
-// samplePayload is an envelope of the size the services write, for the pgbench scripts.
-func samplePayload(eventType string) string {
-	id := "0193a5c1-7f00-7000-8000-000000000000"
-	var data any = events.TransferCompleted{TransferID: id, FromWalletID: "u1", ToWalletID: "u2", Amount: 42, Currency: "USD", CreatedAt: time.Now().UTC()}
-	raw, _ := json.Marshal(data)
-	body, _ := json.Marshal(events.Envelope{SpecVersion: "1.0", ID: id, Source: "wallet", Type: eventType, Subject: id,
-		Time: time.Now().UTC(), DataContentType: "application/json", Data: raw})
-	return string(body)
+// sampleTransferCompleted is the envelope of a TransferCompleted.v1 of the size the wallet
+// writes, for the pgbench scripts.
+func sampleTransferCompleted() string {
+	return sampleEnvelope(events.SourceWallet, events.TypeTransferCompleted, events.TransferCompleted{
+		TransferID: sampleID, FromWalletID: "u1", ToWalletID: "u2", Amount: 42, Currency: "USD", CreatedAt: time.Now().UTC()})
 }
 
 // sampleAcknowledgment is the envelope of a TransferPosted.v2 for a GL batch of n postings.
 func sampleAcknowledgment(n int) string {
-	id := "0193a5c1-7f00-7000-8000-000000000000"
-	posted := events.TransferPosted{TransferID: id, SourceEventID: id, EntryID: id, PostedAt: time.Now().UTC()}
-	raw, _ := json.Marshal(events.TransferPostings{Postings: slices.Repeat([]events.TransferPosted{posted}, max(n, 1))})
-	body, _ := json.Marshal(events.Envelope{SpecVersion: "1.0", ID: id, Source: events.SourceGL, Type: events.TypeTransferPostedV2, Subject: id,
+	posted := events.TransferPosted{TransferID: sampleID, SourceEventID: sampleID, EntryID: sampleID, PostedAt: time.Now().UTC()}
+	return sampleEnvelope(events.SourceGL, events.TypeTransferPostedV2,
+		events.TransferPostings{Postings: slices.Repeat([]events.TransferPosted{posted}, max(n, 1))})
+}
+
+// sampleID stands for every id of the sample envelopes.
+const sampleID = "0193a5c1-7f00-7000-8000-000000000000"
+
+func sampleEnvelope(source, eventType string, data any) string {
+	raw, _ := json.Marshal(data)
+	body, _ := json.Marshal(events.Envelope{SpecVersion: "1.0", ID: sampleID, Source: source, Type: eventType, Subject: sampleID,
 		Time: time.Now().UTC(), DataContentType: "application/json", Data: raw})
 	return string(body)
 }

@@ -190,7 +190,7 @@ func TestScriptsRunInPostgres(t *testing.T) {
 	}
 	t.Run("wallet", func(t *testing.T) {
 		t.Parallel()
-		s, err := WalletScript(db.Queries(), 3, samplePayload(events.TypeTransferCompleted))
+		s, err := WalletScript(db.Queries(), 3, sampleTransferCompleted())
 		require.NoError(t, err)
 		pool := run(t, s, "wallet", 3, nil)
 		assert.Equal(t, 2, count(t, pool, "SELECT count(*) FROM transfers"))
@@ -218,7 +218,7 @@ func TestScriptsRunInPostgres(t *testing.T) {
 		s, err := RelayScript(db.Queries(), RelayBatch)
 		require.NoError(t, err)
 		pool := run(t, s, "wallet", 0, func(pool *pgxpool.Pool) {
-			require.NoError(t, fillOutbox(context.Background(), pool, 2*RelayBatch+50, samplePayload(events.TypeTransferCompleted)))
+			require.NoError(t, fillOutbox(context.Background(), pool, 2*RelayBatch+50, sampleTransferCompleted()))
 		})
 		assert.Equal(t, 2*RelayBatch, count(t, pool, "SELECT count(*) FROM outbox WHERE status = 'dispatched' AND publish_count = 1 AND attempts = 1 AND lease_owner IS NULL AND stream_seq > 0"))
 		assert.Equal(t, 50, count(t, pool, "SELECT count(*) FROM outbox WHERE status = 'pending'"))
