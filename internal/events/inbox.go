@@ -68,19 +68,17 @@ func (in *Inbox) Apply(ctx context.Context, tx pgx.Tx, events []Inbound) (fresh 
 	}
 	fresh = make([]bool, len(events))
 	var envs, processedBefore []Envelope
-	var claimed []string
 	for _, row := range rows {
 		i := first[row.ID]
 		switch {
-		case row.Inserted:
+		case row.Inserted: // written processed: it commits with the handler's writes or not at all
 			fresh[i] = true
 			envs = append(envs, events[i].Env)
-			claimed = append(claimed, row.ID)
 		case row.Status == StatusProcessed:
 			processedBefore = append(processedBefore, events[i].Env)
 		}
 	}
-	if err := in.handle(ctx, tx, envs, claimed); err != nil {
+	if err := in.apply(ctx, tx, envs); err != nil {
 		return nil, err
 	}
 	if err := in.answerDuplicates(ctx, tx, processedBefore); err != nil {
@@ -89,16 +87,13 @@ func (in *Inbox) Apply(ctx context.Context, tx pgx.Tx, events []Inbound) (fresh 
 	return fresh, nil
 }
 
-// handle applies claimed events and marks their rows processed.
-func (in *Inbox) handle(ctx context.Context, tx pgx.Tx, envs []Envelope, ids []string) error {
+// apply hands claimed events to the handler.
+func (in *Inbox) apply(ctx context.Context, tx pgx.Tx, envs []Envelope) error {
 	if len(envs) == 0 {
 		return nil
 	}
 	if err := in.handler.Handle(ctx, tx, envs); err != nil {
 		return fmt.Errorf("handle %d events: %w", len(envs), err)
-	}
-	if _, err := eventsdb.New(tx).MarkInboxProcessedBatch(ctx, ids); err != nil {
-		return fmt.Errorf("mark %d inbox rows processed: %w", len(ids), err)
 	}
 	return nil
 }
@@ -201,7 +196,13 @@ func (in *Inbox) retryOne(ctx context.Context, tx pgx.Tx, id string) error {
 	if err != nil {
 		return fmt.Errorf("decode inbox %s: %w", id, err)
 	}
-	return in.handle(ctx, tx, []Envelope{env}, []string{id})
+	if err := in.apply(ctx, tx, []Envelope{env}); err != nil {
+		return err
+	}
+	if _, err := eventsdb.New(tx).MarkInboxProcessedBatch(ctx, []string{id}); err != nil {
+		return fmt.Errorf("mark inbox %s processed: %w", id, err)
+	}
+	return nil
 }
 
 // notFailed explains why an inbox row could not be reclaimed for a retry.

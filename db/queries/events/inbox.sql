@@ -45,9 +45,12 @@ WHERE id = @id AND status = 'failed'
 RETURNING *;
 
 -- name: ClaimInboxBatch :many
--- ClaimInbox for a whole fetched batch in one statement (ids must be distinct).
-INSERT INTO inbox (id, consumer, event_id, event_type, status, stream_seq)
-SELECT c.id, @consumer::text, c.event_id, c.event_type, 'processing', c.stream_seq
+-- ClaimInboxBatch claims a whole fetched batch in one statement (ids must be distinct). A new
+-- row is written processed at once: the claim, the handler's writes and the row commit or roll
+-- back together, so no other transaction can see it in between, and a second UPDATE of every
+-- row to mark it processed would only cost the database a new version of each.
+INSERT INTO inbox (id, consumer, event_id, event_type, status, stream_seq, processed_at)
+SELECT c.id, @consumer::text, c.event_id, c.event_type, 'processed', c.stream_seq, clock_timestamp()
 FROM (SELECT unnest(@ids::text[]) AS id, unnest(@event_ids::text[]) AS event_id,
              unnest(@event_types::text[]) AS event_type, unnest(@stream_seqs::bigint[]) AS stream_seq) AS c
 ON CONFLICT (id) DO UPDATE
@@ -56,6 +59,7 @@ SET duplicates        = inbox.duplicates + 1,
 RETURNING inbox.id, (xmax = 0)::boolean AS inserted, inbox.status;
 
 -- name: MarkInboxProcessedBatch :execrows
+-- MarkInboxProcessedBatch ends an operator's retry of failed rows (ReclaimFailedInbox).
 UPDATE inbox
 SET status = 'processed', processed_at = clock_timestamp(), updated_at = clock_timestamp()
 WHERE id = ANY (@ids::text[]) AND status = 'processing';
