@@ -95,22 +95,21 @@ func TestGLScriptRunsTheBatchPostingStatements(t *testing.T) {
 	assert.Equal(t, "gl-batch-3", s.Name)
 	assert.Equal(t, 1, strings.Count(s.Text, "BEGIN;"), "one transaction per batch")
 	assert.Equal(t, 1, strings.Count(s.Text, "COMMIT;"))
-	// processBatchTx's claim, PostBatch's two inserts, the acknowledgments' insert (publish on
-	// commit), the mark: once each, in this order, between BEGIN and COMMIT.
+	// processBatchTx's claim (written processed), PostBatch's two inserts, the acknowledgments'
+	// insert (publish on commit): once each, in this order, between BEGIN and COMMIT.
 	last := strings.Index(s.Text, "BEGIN;")
 	for _, q := range []struct{ set, name string }{
 		{"events", "ClaimInboxBatch"},
 		{"gl", "InsertEntriesBatch"},
 		{"gl", "InsertLinesBatch"},
 		{"events", "InsertOutboxBatchClaimed"},
-		{"events", "MarkInboxProcessedBatch"},
 	} {
 		at := assertVerbatim(t, s.Text, q.set, q.name)
 		assert.Greater(t, at, last, "%s comes after the statement before it", q.name)
 		last = at
 	}
 	assert.Greater(t, strings.Index(s.Text, "COMMIT;"), last)
-	for _, stmt := range []string{"INSERT INTO inbox", "INSERT INTO journal_entries", "INSERT INTO journal_lines", "INSERT INTO outbox", "UPDATE inbox"} {
+	for _, stmt := range []string{"INSERT INTO inbox", "INSERT INTO journal_entries", "INSERT INTO journal_lines", "INSERT INTO outbox"} {
 		assert.Equal(t, 1, strings.Count(s.Text, stmt), "one statement for the whole batch: %s", stmt)
 	}
 	assert.Contains(t, s.Text, "ARRAY['"+events.TypeTransferPostedV2+"']", "one acknowledgment for the whole batch")

@@ -195,6 +195,47 @@ func TestDatabaseRefusesUnbalancedEntry(t *testing.T) {
 		})
 	}
 
+	t.Run("a line added later to a posted entry must balance on its own", func(t *testing.T) {
+		t.Parallel()
+		e := entry("t-later-line", "USD", 9)
+		created, err := b.post(t, e)
+		require.NoError(t, err)
+		require.True(t, created)
+		var id uuid.UUID
+		require.NoError(t, b.pool.QueryRow(ctx, "SELECT id FROM journal_entries WHERE transfer_id = 't-later-line'").Scan(&id))
+		err = gldb.New(b.pool).InsertLines(ctx, gldb.InsertLinesParams{
+			EntryID: id, AccountCodes: []string{"1010"}, Directions: []string{"debit"}, Amounts: []int64{1},
+			Currency: "USD", PostedAt: time.Now(),
+		})
+		require.ErrorContains(t, err, "does not balance")
+	})
+
+	t.Run("an entry's lines split over two statements are refused at the first", func(t *testing.T) {
+		t.Parallel()
+		// The check runs per statement (db/schema/gl/00005): each INSERT must leave every entry
+		// it wrote lines for balanced, as every writer of the GL does.
+		id := uuid.Must(uuid.NewV7())
+		err := database.WithTx(ctx, b.pool, func(tx pgx.Tx) error {
+			q := gldb.New(tx)
+			row, err := q.InsertEntry(ctx, gldb.InsertEntryParams{
+				ID: id, EventID: id.String(), TransferID: id.String(), Currency: "USD", OccurredAt: time.Now(),
+			})
+			if err != nil {
+				return err
+			}
+			for _, dir := range []string{"debit", "credit"} {
+				if err := q.InsertLines(ctx, gldb.InsertLinesParams{
+					EntryID: id, AccountCodes: []string{"1010"}, Directions: []string{dir}, Amounts: []int64{3},
+					Currency: row.Currency, PostedAt: row.PostedAt,
+				}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		require.ErrorContains(t, err, "does not balance")
+	})
+
 	t.Run("entries cannot be rewritten", func(t *testing.T) {
 		t.Parallel()
 		created, err := b.post(t, entry("t-history", "USD", 7))
