@@ -3,7 +3,7 @@ GO       ?= go
 BIN      := bin
 PACKAGES := ./...
 
-.PHONY: run test test-race vulncheck fuzz chaos chaos-short bench build generate check-generate vet check-deploy fmt-check ci clean
+.PHONY: run test test-race vulncheck fuzz chaos chaos-short bench peer-watermill build generate check-generate vet check-deploy fmt-check ci clean
 
 ## run: both services in the foreground against the local PostgreSQL and NATS (starts a
 ## JetStream server of its own when none answers); Ctrl-C stops them gracefully.
@@ -35,6 +35,22 @@ chaos-short:
 ARGS ?=
 bench:
 	$(GO) run ./cmd/bench $(ARGS)
+
+## peer-watermill: the backlog phase's Watermill peer (peers/watermill, a module of its own, not
+## part of make test): Watermill's SQL forwarder draining PEER_ROWS rows into JetStream; prints
+## {"rows":…,"seconds":…,"events_per_second":…}. It runs in a scratch database, created here on
+## the server PEER_PG and dropped afterwards, with a stream named after this shell's pid.
+## PEER_ARGS adds flags (e.g. PEER_ARGS='-batch-size 1000').
+PEER_ROWS     ?= 100000
+PEER_PG       ?= postgres://postgres@127.0.0.1:5432
+PEER_NATS_URL ?= nats://127.0.0.1:4222
+PEER_ARGS     ?=
+peer-watermill:
+	@db=peer_watermill_$$$$; \
+	psql -X -q "$(PEER_PG)/postgres" -c "CREATE DATABASE $$db" || exit 1; \
+	$(GO) -C peers/watermill run . -rows $(PEER_ROWS) -database-url "$(PEER_PG)/$$db?sslmode=disable" \
+		-nats-url "$(PEER_NATS_URL)" -stream PEER_WATERMILL_$$$$ $(PEER_ARGS); rc=$$?; \
+	psql -X -q "$(PEER_PG)/postgres" -c "DROP DATABASE IF EXISTS $$db WITH (FORCE)"; exit $$rc
 
 build:
 	$(GO) build -o $(BIN)/wallet ./cmd/wallet
