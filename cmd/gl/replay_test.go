@@ -59,7 +59,7 @@ type replayBundle struct {
 }
 
 // newReplayBundle gives the test its own streams and a connection to them.
-func newReplayBundle(t *testing.T) *replayBundle {
+func newReplayBundle(t testing.TB) *replayBundle {
 	t.Helper()
 	b := &replayBundle{natsURL: testenv.NATSURL(t), keys: testenv.NewEventKeys(t)}
 	b.ns = testenv.Namespace(t, b.natsURL)
@@ -88,7 +88,7 @@ func (b *replayBundle) env(dbURL string) map[string]string {
 }
 
 // publishRaw sends body on the wallet's subject under msgID, signed by signer (nil: unsigned).
-func (b *replayBundle) publishRaw(t *testing.T, body []byte, msgID string, signer *events.SigningKey) {
+func (b *replayBundle) publishRaw(t testing.TB, body []byte, msgID string, signer *events.SigningKey) {
 	t.Helper()
 	msg := nats.NewMsg(b.topo.Subject(events.SourceWallet, events.TypeTransferCompleted))
 	msg.Data = body
@@ -100,7 +100,7 @@ func (b *replayBundle) publishRaw(t *testing.T, body []byte, msgID string, signe
 }
 
 // publish sends a TransferCompleted envelope as the wallet's relay would, under msgID.
-func (b *replayBundle) publish(t *testing.T, eventID uuid.UUID, transfer events.TransferCompleted, msgID string) {
+func (b *replayBundle) publish(t testing.TB, eventID uuid.UUID, transfer events.TransferCompleted, msgID string) {
 	t.Helper()
 	data, err := json.Marshal(transfer)
 	require.NoError(t, err)
