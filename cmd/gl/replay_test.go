@@ -78,7 +78,7 @@ func (b *replayBundle) env(dbURL string) map[string]string {
 	env := map[string]string{
 		"GL_DATABASE_URL": dbURL, "NATS_URL": b.natsURL, "EVENTS_NAMESPACE": b.ns, "EVENTS_STREAM_MAX_BYTES": "16777216",
 		"WALLET_URL": b.walletURL,
-		"LOG_FORMAT": "json", "EVENTS_BATCH_SIZE": "7", // small batches: many rounds
+		"LOG_FORMAT": "json", "EVENTS_BATCH_SIZE": "7", // the live consumer's; a replay has --batch
 	}
 	for _, kv := range b.keys.Env(events.SourceGL) {
 		k, v, _ := strings.Cut(kv, "=")
@@ -194,7 +194,9 @@ func TestReplayRebuildsTheLiveLedger(t *testing.T) {
 
 	t.Run("into an empty database it rebuilds the same postings", func(t *testing.T) {
 		target := testenv.DatabaseURL(t)
-		out, _, err := runGL(t, b.env(b.liveURL), "replay", "--from-start", "--into", target)
+		// Small batches, three transactions in flight: many rounds, copies and bad events in
+		// batches committing at the same time.
+		out, _, err := runGL(t, b.env(b.liveURL), "replay", "--from-start", "--batch", "3", "--concurrency", "3", "--into", target)
 		require.NoError(t, err)
 		t.Log(out)
 		require.Contains(t, out, "events read          38\n") // 30 + 6 republished + 1 poison + 1 forged
@@ -256,6 +258,11 @@ func TestReplayRebuildsTheLiveLedger(t *testing.T) {
 		delete(env, "EVENTS_TRUSTED_KEYS")
 		_, _, err := runGL(t, env, "replay", "--from-start", "--into", testenv.DatabaseURL(t))
 		require.ErrorContains(t, err, "EVENTS_TRUSTED_KEYS is not set")
+	})
+
+	t.Run("a batch or a concurrency below 1 is refused", func(t *testing.T) {
+		_, _, err := runGL(t, b.env(b.liveURL), "replay", "--from-start", "--batch", "0", "--into", testenv.DatabaseURL(t))
+		require.ErrorContains(t, err, "--batch (0) and --concurrency (2) must be at least 1")
 	})
 
 	t.Run("without --from-start it refuses to guess", func(t *testing.T) {
