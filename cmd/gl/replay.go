@@ -25,11 +25,14 @@ import (
 )
 
 const replayHelp = "rebuild the GL from the wallet's stream into an empty database, then check it against the wallet: " +
-	"--from-start [--into URL] [--no-reconcile]; exit 1 when the stream no longer holds the whole history"
+	"--from-start [--into URL] [--batch N] [--concurrency N] [--no-reconcile]; exit 1 when the stream no longer holds the whole history"
 
 // replayCmd rebuilds the GL as a projection of the wallet's event stream: every
-// TransferCompleted.v1 still on the stream goes, in stream order, through the same inbox claim
-// and TransferPoster as live posting, into an empty GL database. It reads the stream through a
+// TransferCompleted.v1 still on the stream goes, verified as live consumption verifies it,
+// through the same inbox claim and TransferPoster as live posting, into an empty GL database:
+// in batches of --batch events, --concurrency of them committing at once while the next is
+// fetched and verified (Consumer.Replay), so not strictly in stream order; the inbox still
+// posts each event once. It reads the stream through a
 // consumer of its own (ephemeral, deleted at the end) and never touches the live "gl" consumer,
 // the live GL database or the GL's stream: the acknowledgments the poster writes stay in the
 // target's outbox, unpublished, since the wallet has had its acknowledgments from the live GL.
@@ -45,10 +48,13 @@ const replayHelp = "rebuild the GL from the wallet's stream into an empty databa
 func replayCmd(ctx context.Context, env cli.Env, args []string) error {
 	var fromStart, noReconcile bool
 	var into string
+	var opts events.ReplayOptions
 	var wallet walletSource
 	cfg, _, err := service.Parse(env, args, func(s *config.Set) {
 		s.Flags().BoolVar(&fromStart, "from-start", false, "replay from the stream's first event (required: the only mode)")
 		s.Flags().StringVar(&into, "into", "", "URL of the empty GL database to rebuild into (default: a new database <current>_replay_<timestamp>)")
+		s.Flags().IntVar(&opts.BatchSize, "batch", events.DefaultReplayBatchSize, "events verified and posted per transaction (several acknowledgment events past 1000)")
+		s.Flags().IntVar(&opts.Concurrency, "concurrency", events.DefaultReplayConcurrency, "batch transactions in flight at once, while the next batch is fetched and verified")
 		s.Flags().BoolVar(&noReconcile, "no-reconcile", false, "skip the check of the rebuild against the wallet's transfers (by default the replay ends with it and fails on any difference)")
 		wallet.bind(s)
 	})
@@ -57,6 +63,9 @@ func replayCmd(ctx context.Context, env cli.Env, args []string) error {
 	}
 	if !fromStart {
 		return errors.New("replay: say --from-start: a replay rebuilds the GL from the stream's first event")
+	}
+	if opts.BatchSize < 1 || opts.Concurrency < 1 {
+		return fmt.Errorf("replay: --batch (%d) and --concurrency (%d) must be at least 1", opts.BatchSize, opts.Concurrency)
 	}
 	started := time.Now()
 	target := into
@@ -138,7 +147,7 @@ func replayCmd(ctx context.Context, env cli.Env, args []string) error {
 	}
 	log.Info().Str("stream", stream).Str("target", targetName).Msg("replay started")
 	progress := newProgress(env.Stderr, log, time.Now())
-	err = handler.Replay(ctx, progress.update)
+	err = handler.Replay(ctx, opts, progress.update)
 	progress.finish()
 	if err != nil {
 		return fmt.Errorf("replay stopped after %d events; drop database %s before replaying again: %w", progress.done, targetName, err)

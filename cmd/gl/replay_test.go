@@ -59,7 +59,7 @@ type replayBundle struct {
 }
 
 // newReplayBundle gives the test its own streams and a connection to them.
-func newReplayBundle(t *testing.T) *replayBundle {
+func newReplayBundle(t testing.TB) *replayBundle {
 	t.Helper()
 	b := &replayBundle{natsURL: testenv.NATSURL(t), keys: testenv.NewEventKeys(t)}
 	b.ns = testenv.Namespace(t, b.natsURL)
@@ -78,7 +78,7 @@ func (b *replayBundle) env(dbURL string) map[string]string {
 	env := map[string]string{
 		"GL_DATABASE_URL": dbURL, "NATS_URL": b.natsURL, "EVENTS_NAMESPACE": b.ns, "EVENTS_STREAM_MAX_BYTES": "16777216",
 		"WALLET_URL": b.walletURL,
-		"LOG_FORMAT": "json", "EVENTS_BATCH_SIZE": "7", // small batches: many rounds
+		"LOG_FORMAT": "json", "EVENTS_BATCH_SIZE": "7", // the live consumer's; a replay has --batch
 	}
 	for _, kv := range b.keys.Env(events.SourceGL) {
 		k, v, _ := strings.Cut(kv, "=")
@@ -88,7 +88,7 @@ func (b *replayBundle) env(dbURL string) map[string]string {
 }
 
 // publishRaw sends body on the wallet's subject under msgID, signed by signer (nil: unsigned).
-func (b *replayBundle) publishRaw(t *testing.T, body []byte, msgID string, signer *events.SigningKey) {
+func (b *replayBundle) publishRaw(t testing.TB, body []byte, msgID string, signer *events.SigningKey) {
 	t.Helper()
 	msg := nats.NewMsg(b.topo.Subject(events.SourceWallet, events.TypeTransferCompleted))
 	msg.Data = body
@@ -100,7 +100,7 @@ func (b *replayBundle) publishRaw(t *testing.T, body []byte, msgID string, signe
 }
 
 // publish sends a TransferCompleted envelope as the wallet's relay would, under msgID.
-func (b *replayBundle) publish(t *testing.T, eventID uuid.UUID, transfer events.TransferCompleted, msgID string) {
+func (b *replayBundle) publish(t testing.TB, eventID uuid.UUID, transfer events.TransferCompleted, msgID string) {
 	t.Helper()
 	data, err := json.Marshal(transfer)
 	require.NoError(t, err)
@@ -194,7 +194,9 @@ func TestReplayRebuildsTheLiveLedger(t *testing.T) {
 
 	t.Run("into an empty database it rebuilds the same postings", func(t *testing.T) {
 		target := testenv.DatabaseURL(t)
-		out, _, err := runGL(t, b.env(b.liveURL), "replay", "--from-start", "--into", target)
+		// Small batches, three transactions in flight: many rounds, copies and bad events in
+		// batches committing at the same time.
+		out, _, err := runGL(t, b.env(b.liveURL), "replay", "--from-start", "--batch", "3", "--concurrency", "3", "--into", target)
 		require.NoError(t, err)
 		t.Log(out)
 		require.Contains(t, out, "events read          38\n") // 30 + 6 republished + 1 poison + 1 forged
@@ -256,6 +258,11 @@ func TestReplayRebuildsTheLiveLedger(t *testing.T) {
 		delete(env, "EVENTS_TRUSTED_KEYS")
 		_, _, err := runGL(t, env, "replay", "--from-start", "--into", testenv.DatabaseURL(t))
 		require.ErrorContains(t, err, "EVENTS_TRUSTED_KEYS is not set")
+	})
+
+	t.Run("a batch or a concurrency below 1 is refused", func(t *testing.T) {
+		_, _, err := runGL(t, b.env(b.liveURL), "replay", "--from-start", "--batch", "0", "--into", testenv.DatabaseURL(t))
+		require.ErrorContains(t, err, "--batch (0) and --concurrency (2) must be at least 1")
 	})
 
 	t.Run("without --from-start it refuses to guess", func(t *testing.T) {

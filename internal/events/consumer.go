@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -173,10 +174,10 @@ func (c *Consumer) Unauthenticated(context.Context) error {
 // consume is one fetch-commit-ack loop; Run runs Workers of them on the durable consumer.
 // Events are independent, so while one loop waits for its commit another fetches and posts.
 func (c *Consumer) consume(ctx context.Context) error {
-	// acking holds the confirmed acks of this loop's last committed batch while it fetches and
+	// acks holds the confirmed acks of this loop's last committed batch while it fetches and
 	// commits the next one: one batch of acks in flight at most.
-	var acking sync.WaitGroup
-	defer acking.Wait()
+	acks := &acks{confirm: true}
+	defer acks.wait()
 	failures := 0
 	var cons jetstream.Consumer
 	checked := time.Now()
@@ -190,7 +191,7 @@ func (c *Consumer) consume(ctx context.Context) error {
 				continue
 			}
 		}
-		msgs, err := c.fetch(cons)
+		msgs, err := c.fetch(cons, c.cfg.BatchSize)
 		if err != nil {
 			failures++
 			c.logFailure(err, failures).Msg("fetch events")
@@ -215,7 +216,7 @@ func (c *Consumer) consume(ctx context.Context) error {
 		}
 		if len(msgs) > 0 {
 			// Finish the batch even if ctx is cancelled meanwhile.
-			c.handleBatch(context.WithoutCancel(ctx), msgs, &acking)
+			c.handleBatch(context.WithoutCancel(ctx), c.inspectAll(msgs, 1), acks)
 		}
 	}
 	return nil
@@ -237,8 +238,8 @@ func (c *Consumer) logFailure(err error, failures int) *zerolog.Event {
 // the first message to arrive within a second followed by whatever came with it. Every pull
 // request is complete when fetch returns, so no message is left parked in a request nobody
 // reads, and nothing is buffered ahead to outlive its ack wait.
-func (c *Consumer) fetch(cons jetstream.Consumer) ([]jetstream.Msg, error) {
-	msgs, err := collect(cons.FetchNoWait(c.cfg.BatchSize))
+func (c *Consumer) fetch(cons jetstream.Consumer, size int) ([]jetstream.Msg, error) {
+	msgs, err := collect(cons.FetchNoWait(size))
 	if err != nil || len(msgs) > 0 {
 		return msgs, err
 	}
@@ -246,8 +247,8 @@ func (c *Consumer) fetch(cons jetstream.Consumer) ([]jetstream.Msg, error) {
 	if err != nil || len(msgs) == 0 {
 		return msgs, err
 	}
-	if c.cfg.BatchSize > 1 {
-		if rest, err := collect(cons.FetchNoWait(c.cfg.BatchSize - 1)); err == nil {
+	if size > 1 {
+		if rest, err := collect(cons.FetchNoWait(size - 1)); err == nil {
 			msgs = append(msgs, rest...)
 		}
 	}
@@ -307,6 +308,31 @@ func (c *Consumer) inspect(msg jetstream.Msg) delivery {
 	return c.startConsume(d) // only a verified message's trace context is believed
 }
 
+// inspectAll inspects msgs in order, split among up to parallel goroutines: verifying a
+// signature is most of a replay's work outside the database.
+func (c *Consumer) inspectAll(msgs []jetstream.Msg, parallel int) []delivery {
+	ds := make([]delivery, len(msgs))
+	parallel = min(max(parallel, 1), len(msgs))
+	if parallel <= 1 {
+		for i, msg := range msgs {
+			ds[i] = c.inspect(msg)
+		}
+		return ds
+	}
+	var wg sync.WaitGroup
+	per := (len(msgs) + parallel - 1) / parallel
+	for from := 0; from < len(msgs); from += per {
+		to := min(from+per, len(msgs))
+		wg.Go(func() {
+			for i := from; i < to; i++ {
+				ds[i] = c.inspect(msgs[i])
+			}
+		})
+	}
+	wg.Wait()
+	return ds
+}
+
 // unauthenticated is the delivery of a message whose producer could not be verified. Its inbox
 // row is not the event id it claims but one of its own, made from its bytes and signature
 // headers: a forgery must never take the inbox row of the real event it names, which would
@@ -330,43 +356,139 @@ func unauthenticated(d delivery, cause error) delivery {
 	return d
 }
 
+// The replay's settings when ReplayOptions leaves them zero: one acknowledgment event per
+// transaction, and a transaction committing while the next one is written.
+const (
+	DefaultReplayBatchSize   = MaxPostingsPerEvent
+	DefaultReplayConcurrency = 2
+)
+
+// ReplayOptions are the settings of Consumer.Replay; zero values take the defaults.
+type ReplayOptions struct {
+	BatchSize   int // events fetched, verified and committed together (DefaultReplayBatchSize)
+	Concurrency int // batch transactions in flight at once (DefaultReplayConcurrency)
+}
+
+func (o ReplayOptions) withDefaults() ReplayOptions {
+	o.BatchSize = int(orDefault(int64(o.BatchSize), DefaultReplayBatchSize))
+	o.Concurrency = int(orDefault(int64(o.Concurrency), DefaultReplayConcurrency))
+	return o
+}
+
 // Replay applies every event still in the stream of the consumer's durable consumer, from the
-// first, through the same fetches, inbox and handler as the live loop, but through a broker
-// consumer of its own (Topology.CreateReplayConsumer): gl replay rebuilds a ledger with it. It
-// returns once nothing is pending or waiting for an ack; progress hears the events done and
-// the total known so far (events published meanwhile join the replay).
-func (c *Consumer) Replay(ctx context.Context, progress func(done, total uint64)) error {
-	cons, err := c.topo.CreateReplayConsumer(ctx, c.js, c.cfg.ConsumerSpec)
+// first, through the same verification, inbox and handler as the live loop, but through a
+// broker consumer of its own (Topology.CreateReplayConsumer): gl replay rebuilds a ledger with
+// it. It returns once nothing is pending or waiting for an ack; progress hears the events done
+// and the total known so far (events published meanwhile join the replay).
+//
+// It is the live loop pipelined: while Concurrency batch transactions commit, the next batch
+// is fetched and its signatures verified on every core. Batches may commit out of stream order:
+// each event's inbox claim is what makes it applied once, a copy in a batch committing at the
+// same time waits for the first claim and is skipped as a duplicate. Acknowledgments to the
+// broker are not awaited: they only serve the replay's end and a lost one brings a redelivery
+// the inbox skips. A cancelled replay stops fetching, finishes the transactions in flight and
+// returns: every batch is committed whole or not at all.
+func (c *Consumer) Replay(ctx context.Context, opts ReplayOptions, progress func(done, total uint64)) error {
+	opts = opts.withDefaults()
+	spec := c.cfg.ConsumerSpec
+	// Fetched and not yet acknowledged: the batches committing, those queued, the one fetched.
+	spec.MaxAckPending = max(spec.MaxAckPending, opts.BatchSize*(2*opts.Concurrency+2))
+	cons, err := c.topo.CreateReplayConsumer(ctx, c.js, spec)
 	if err != nil {
 		return err
 	}
 	defer c.deleteReplayConsumer(ctx, cons.CachedInfo().Name)
 	total := cons.CachedInfo().NumPending
-	var acking sync.WaitGroup
-	defer acking.Wait()
+
+	batches := make(chan []delivery, opts.Concurrency)
+	var inFlight atomic.Int64     // events fetched and not yet done with
+	var unfinished sync.WaitGroup // batches fetched and not yet done with
+	var workers sync.WaitGroup
+	acks := &acks{}
+	for range opts.Concurrency {
+		workers.Go(func() {
+			for ds := range batches {
+				if ctx.Err() == nil { // cancelled: leave the rest unapplied, the broker forgets it
+					c.handleBatch(context.WithoutCancel(ctx), ds, acks)
+				}
+				inFlight.Add(-int64(len(ds)))
+				unfinished.Done()
+			}
+		})
+	}
+	defer workers.Wait()
+	defer close(batches)
+
+	report := func(pending uint64) {
+		s := c.Stats()
+		done := uint64(s.Processed + s.Duplicates + s.Failed)
+		total = max(total, done+uint64(inFlight.Load())+pending)
+		progress(done, total)
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		msgs, err := c.fetch(cons)
+		msgs, err := c.fetch(cons, opts.BatchSize)
 		if err != nil {
 			return err
 		}
+		// What was still waiting when the batch's last message left the broker: nothing after
+		// an empty fetch, something when its metadata cannot tell.
+		pending := uint64(0)
 		if len(msgs) > 0 {
-			c.handleBatch(context.WithoutCancel(ctx), msgs, &acking)
-			acking.Wait() // the ack floor below must count this batch
+			pending = 1
+			if meta, err := msgs[len(msgs)-1].Metadata(); err == nil {
+				pending = meta.NumPending
+			}
+			ds := c.inspectAll(msgs, runtime.GOMAXPROCS(0))
+			inFlight.Add(int64(len(ds)))
+			unfinished.Add(1)
+			select {
+			case batches <- ds:
+			case <-ctx.Done():
+				inFlight.Add(-int64(len(ds)))
+				unfinished.Done()
+				return ctx.Err()
+			}
 		}
-		info, err := cons.Info(ctx)
+		report(pending)
+		if pending > 0 {
+			continue
+		}
+		// Perhaps the end: once everything fetched is done, the broker tells.
+		unfinished.Wait()
+		finished, err := c.replayFinished(ctx, cons)
 		if err != nil {
-			return fmt.Errorf("replay consumer state: %w", err)
+			return err
 		}
-		s := c.Stats()
-		done := uint64(s.Processed + s.Duplicates + s.Failed)
-		total = max(total, done+info.NumPending+uint64(info.NumAckPending))
-		progress(done, total)
-		if info.NumPending == 0 && info.NumAckPending == 0 {
+		report(0)
+		if finished {
 			return nil
 		}
+	}
+}
+
+// replayFinished reports whether the replay consumer has nothing left: nothing pending and no
+// message waiting for an ack. The acks just sent are flushed first; the broker may take a
+// moment to count them, so it is asked again a few times before a message still waiting for
+// its ack is taken for one to be redelivered (a nak, a lost ack), which the next fetch gets.
+func (c *Consumer) replayFinished(ctx context.Context, cons jetstream.Consumer) (bool, error) {
+	if err := c.nc.FlushTimeout(bookkeepingTimeout); err != nil {
+		return false, fmt.Errorf("replay: flush acks: %w", err)
+	}
+	for wait := 10 * time.Millisecond; ; wait *= 2 {
+		info, err := cons.Info(ctx)
+		if err != nil {
+			return false, fmt.Errorf("replay consumer state: %w", err)
+		}
+		if info.NumPending == 0 && info.NumAckPending == 0 {
+			return true, nil
+		}
+		if info.NumPending > 0 || wait > 500*time.Millisecond {
+			return false, nil
+		}
+		sleep(ctx, wait)
 	}
 }
 
@@ -378,18 +500,17 @@ func (c *Consumer) deleteReplayConsumer(ctx context.Context, name string) {
 	}
 }
 
-// handleBatch processes fetched messages. Poison messages are dead-lettered one by one; the
+// handleBatch processes inspected messages. Poison messages are dead-lettered one by one; the
 // rest are tried in one transaction, and if that fails for a reason of its own events, one
 // transaction each, so one bad event fails alone and the others still commit. A database that
 // is slow or away fails the whole batch back to the broker instead: trying each event alone
 // would only wait out the same deadline again for every one of them.
-func (c *Consumer) handleBatch(ctx context.Context, msgs []jetstream.Msg, acking *sync.WaitGroup) {
+func (c *Consumer) handleBatch(ctx context.Context, ds []delivery, acks *acks) {
 	defer c.batches.begin()()
 	started := time.Now()
 	defer func() { c.cfg.Metrics.Batch(time.Since(started)) }()
 	var good []delivery
-	for _, msg := range msgs {
-		d := c.inspect(msg)
+	for _, d := range ds {
 		if d.err != nil {
 			c.deadLetter(ctx, d, failureReason(d.err), d.err)
 			continue
@@ -399,7 +520,7 @@ func (c *Consumer) handleBatch(ctx context.Context, msgs []jetstream.Msg, acking
 	if len(good) > 1 {
 		fresh, err := c.processTx(ctx, good)
 		if err == nil {
-			c.committed(ctx, good, fresh, acking)
+			c.committed(ctx, good, fresh, acks)
 			return
 		}
 		if database.IsTransient(err) {
@@ -418,17 +539,17 @@ func (c *Consumer) handleBatch(ctx context.Context, msgs []jetstream.Msg, acking
 			c.handleFailure(ctx, d, err)
 			continue
 		}
-		c.committed(ctx, []delivery{d}, fresh, acking)
+		c.committed(ctx, []delivery{d}, fresh, acks)
 	}
 }
 
 // committed follows a commit: the fault point, then the acknowledgment to the broker.
-func (c *Consumer) committed(ctx context.Context, ds []delivery, fresh []bool, acking *sync.WaitGroup) {
+func (c *Consumer) committed(ctx context.Context, ds []delivery, fresh []bool, acks *acks) {
 	for _, d := range ds {
 		c.failing.forget(d.EventID)
 	}
 	_ = c.cfg.Faults.Hit(c.cfg.Name + faults.ConsumerAfterCommit)
-	c.acknowledge(ctx, ds, fresh, acking)
+	c.acknowledge(ctx, ds, fresh, acks)
 }
 
 // processTx applies the deliveries through the inbox in one transaction, which must commit
@@ -455,11 +576,23 @@ func (c *Consumer) processTx(ctx context.Context, ds []delivery) (fresh []bool, 
 	})
 }
 
-// acknowledge confirms committed deliveries to the broker with double acks, sent in parallel
-// while the loop goes on to the next batch: the commit is what counts, and a lost ack only
-// brings a redelivery that the inbox recognises as a duplicate. It first waits for the acks
-// of the batch before, so at most one batch of acks is in flight.
-func (c *Consumer) acknowledge(ctx context.Context, ds []delivery, fresh []bool, acking *sync.WaitGroup) {
+// acks is how a loop acknowledges its committed deliveries to the broker.
+//
+// Confirmed (the live loop): double acks, sent in parallel while the loop goes on to the next
+// batch, the acks of one batch in flight at most. Otherwise (a replay): plain acks, awaited by
+// nobody; they only tell the replay's own consumer how far it got.
+//
+// Either way the commit is what counts, and a lost ack only brings a redelivery that the inbox
+// recognises as a duplicate.
+type acks struct {
+	confirm bool
+	sending sync.WaitGroup
+}
+
+func (a *acks) wait() { a.sending.Wait() }
+
+// acknowledge counts committed deliveries and acknowledges them as acks says.
+func (c *Consumer) acknowledge(ctx context.Context, ds []delivery, fresh []bool, acks *acks) {
 	n, dups := 0, 0
 	for i, d := range ds {
 		if fresh[i] {
@@ -472,10 +605,19 @@ func (c *Consumer) acknowledge(ctx context.Context, ds []delivery, fresh []bool,
 	c.processed.Add(int64(n))
 	c.duplicates.Add(int64(dups))
 	c.cfg.Metrics.Processed(c.cfg.EventType, n, dups)
-	acking.Wait()
-	acking.Add(1)
+	if !acks.confirm {
+		for i, d := range ds {
+			if err := d.msg.Ack(); err != nil {
+				tracing.LogTraceID(c.log.Debug(), d.traceID).Err(err).Str("event_id", d.EventID).Msg("ack not sent")
+			}
+			endConsume(d, outcomeOf(fresh[i]), nil)
+		}
+		return
+	}
+	acks.sending.Wait()
+	acks.sending.Add(1)
 	go func() {
-		defer acking.Done()
+		defer acks.sending.Done()
 		ackCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.AckWait)
 		defer cancel()
 		var wg sync.WaitGroup
