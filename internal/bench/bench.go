@@ -39,6 +39,9 @@ type Options struct {
 	OpenDuration  time.Duration // open loop's length
 	Users         int           // user wallets
 	Backlog       int           // outbox rows of the drain measurement (0: skip it)
+	ScaleLines    int           // the GL's reads timed at 100k lines and at this many (0: skip the scale phase)
+	Replay        bool          // time gl replay of the stream after the backlog phase
+	PeerWatermill bool          // drain the backlog's rows with Watermill's forwarder (peers/watermill)
 	DrainTimeout  time.Duration // how long the drain is watched; a partial drain is reported as such
 	PgbenchTime   time.Duration // each pgbench run's length
 	Pgbench       string        // the pgbench binary ("" or missing: limits not measured)
@@ -59,7 +62,7 @@ func Default(dbURL string) Options {
 	return Options{
 		DatabaseURL: dbURL, Clients: 16, Duration: 40 * time.Second, Warmup: 8 * time.Second,
 		OpenDuration: 20 * time.Second, Users: 1000, Backlog: 100_000, DrainTimeout: 75 * time.Second, PgbenchTime: 10 * time.Second,
-		Pgbench: "pgbench", GLBatch: 100,
+		Pgbench: "pgbench", GLBatch: 100, ScaleLines: 10_000_000, Replay: true, PeerWatermill: true,
 	}
 }
 
@@ -68,6 +71,7 @@ func Quick(dbURL string) Options {
 	o := Default(dbURL)
 	o.Duration, o.Warmup, o.OpenDuration, o.PgbenchTime, o.Quick = 12*time.Second, 3*time.Second, 8*time.Second, 5*time.Second, true
 	o.Backlog, o.DrainTimeout = 20_000, 25*time.Second
+	o.ScaleLines, o.PeerWatermill = 1_000_000, false
 	return o
 }
 
