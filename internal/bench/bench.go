@@ -199,9 +199,27 @@ func Run(ctx context.Context, opts Options, out io.Writer) (rep *Report, err err
 			return rep, err
 		}
 		rep.Drain = drain
+		// The stream now holds every event of the run: the rebuild's rate (target 5).
+		if opts.Replay {
+			fmt.Fprintln(out, "replay: gl replay --from-start of the wallet's stream into a new database …")
+			rep.Replay = measureReplay(ctx, sys, opts, runID, out)
+		}
+		// Another forwarder on the same rows (target 2).
+		if opts.PeerWatermill {
+			rep.Peer = measureWatermill(ctx, opts, runID, sys.broker.URL(), opts.Backlog, out)
+		}
 	}
 	stopScraping() // the last scrape: the end of the run
 	rep.Metrics = measureMetrics(ctx, sys, meter, scr, rep, out)
+	if opts.ScaleLines > 0 {
+		// Last, with the services idle: the load would be in the other phases' CPU figures.
+		sc, err := measureScale(ctx, opts, runID, out)
+		if err != nil {
+			sc = &Scale{Error: firstLine(err.Error())}
+			fmt.Fprintln(out, "  scale:", err)
+		}
+		rep.Scale = sc
+	}
 	rep.Targets = targets(rep)
 	return rep, nil
 }
