@@ -201,6 +201,10 @@ func Run(ctx context.Context, opts Options, out io.Writer) (rep *Report, err err
 		rep.Drain = drain
 		// The stream now holds every event of the run: the rebuild's rate (target 5).
 		if opts.Replay {
+			// A partial drain leaves the GL posting: the replay would share the machine with it.
+			if err := sys.waitAcknowledged(ctx, 3*time.Minute); err != nil {
+				rep.Notes = append(rep.Notes, "replay: started before the backlog was posted: "+err.Error())
+			}
 			fmt.Fprintln(out, "replay: gl replay --from-start of the wallet's stream into a new database …")
 			rep.Replay = measureReplay(ctx, sys, opts, runID, out)
 		}
