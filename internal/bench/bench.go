@@ -592,7 +592,7 @@ func measureDrain(ctx context.Context, sys *system, meter *cpuMeter, n int, time
 		d.DispatchSeconds = round(dispatchedAt.Sub(t0).Seconds(), 3)
 		d.DispatchRate = round(float64(n)/d.DispatchSeconds, 1)
 	} else {
-		d.Partial = true
+		d.Partial, d.DispatchPartial = true, true
 		d.DispatchSeconds = round(watched, 3)
 		d.DispatchRate = round(float64(int64(n)-pending.Load())/watched, 1)
 		d.Notes = append(d.Notes, fmt.Sprintf("not all dispatched within %s: %d left; the rate is of the rows done", timeout, pending.Load()))
@@ -601,7 +601,7 @@ func measureDrain(ctx context.Context, sys *system, meter *cpuMeter, n int, time
 		d.PostSeconds = round(lastPosted.Sub(t0).Seconds(), 3)
 		d.PostRate = round(float64(n)/d.PostSeconds, 1)
 	} else {
-		d.Partial = true
+		d.Partial, d.PostPartial = true, true
 		d.PostSeconds = round(watched, 3)
 		d.PostRate = round(float64(posted.Load())/watched, 1)
 		d.Notes = append(d.Notes, fmt.Sprintf("not all posted within %s: %d of %d; the rate is of the entries posted", timeout, posted.Load(), n))

@@ -70,6 +70,11 @@ func TestTheBacklogTargetsUseTheTwoClientLimits(t *testing.T) {
 	require.False(t, peer.Known)
 	require.Equal(t, "not measured: peers/watermill missing", peer.Figure)
 
+	rep.Drain.Partial, rep.Drain.PostPartial = true, true
+	require.True(t, find("relay's pgbench").Met, "the relay finished: only the posting was partial")
+	require.False(t, find("GL's pgbench").Met)
+	rep.Drain.Partial, rep.Drain.PostPartial = false, false
+
 	rep.Peer = &Peer{Rows: 100_000, EventsPerSecond: 1_000}
 	peer = find("Watermill")
 	require.True(t, peer.Known)
