@@ -45,6 +45,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		users     = fs.Int("users", 0, "user wallets (default 1000)")
 		backlog   = fs.Int("backlog", -1, "outbox rows of the drain measurement, 0 to skip (default 100000, quick 20000)")
 		drainTime = fs.Duration("drain-timeout", 0, "how long the backlog drain is watched before its rate is reported as partial (default 75s, quick 25s)")
+		scale     = fs.Int("scale-lines", -1, "the GL's reads timed at 100k lines and again after growing the ledger to this many, 0 to skip (default 10000000, quick 1000000)")
+		replay    = fs.Bool("replay", true, "after the backlog, time gl replay --from-start of the wallet's stream")
+		watermill = fs.Bool("peer-watermill", false, "after the backlog, drain as many rows with Watermill's SQL forwarder (peers/watermill) (default true, quick false)")
 		pgTime    = fs.Duration("pgbench-time", 0, "each pgbench run's length (default 10s, quick 5s)")
 		pgbench   = fs.String("pgbench", "pgbench", "the pgbench binary; empty to skip the limits")
 		results   = fs.String("results", "bench/results", "directory of the JSON report, Markdown summary and plot; empty for none")
@@ -69,6 +72,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if *backlog >= 0 {
 		opts.Backlog = *backlog
 	}
+	if *scale >= 0 {
+		opts.ScaleLines = *scale
+	}
+	fs.Visit(func(f *flag.Flag) { // its default depends on -quick
+		if f.Name == "peer-watermill" {
+			opts.PeerWatermill = *watermill
+		}
+	})
+	opts.Replay = *replay
 	opts.Rate, opts.Pgbench, opts.Plot, opts.Keep = *rate, *pgbench, *plot, *keep
 	opts.Warmup = min(opts.Warmup, opts.Duration/3)
 	opts.WalletEnv, opts.GLEnv = splitEnv(*walletEnv), splitEnv(*glEnv)
@@ -78,6 +90,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	if opts.Users < 2 || opts.Clients < 1 {
 		return fmt.Errorf("need at least 2 users and 1 client")
+	}
+	if opts.ScaleLines > 0 && opts.ScaleLines < bench.ScaleMinLines {
+		return fmt.Errorf("-scale-lines: 0 to skip, or at least %d", bench.ScaleMinLines)
 	}
 
 	rep, err := bench.Run(ctx, opts, stdout)

@@ -49,7 +49,7 @@ func TestBenchEndToEnd(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	err := run(context.Background(), []string{
 		"-clients", "4", "-users", "10", "-duration", "3s", "-open-duration", "2s", "-rate", "50",
-		"-backlog", "300", "-pgbench-time", "1s", "-pgbench", pgbench, "-results", results, "-plot",
+		"-backlog", "300", "-scale-lines", "30000", "-peer-watermill=false", "-pgbench-time", "1s", "-pgbench", pgbench, "-results", results, "-plot",
 	}, getenv, &stdout, &stderr)
 	require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
 	assert.Contains(t, stdout.String(), "targets")
@@ -76,6 +76,14 @@ func TestBenchEndToEnd(t *testing.T) {
 	assert.Positive(t, rep.Drain.PostRate)
 	assert.NotEmpty(t, rep.Memory)
 	assert.NotEmpty(t, rep.Targets)
+	require.NotNil(t, rep.Replay, "gl replay ran after the backlog")
+	assert.Empty(t, rep.Replay.Error)
+	assert.Positive(t, rep.Replay.Events)
+	assert.Nil(t, rep.Peer, "-peer-watermill=false")
+	require.NotNil(t, rep.Scale)
+	assert.Empty(t, rep.Scale.Error)
+	require.Len(t, rep.Scale.Sizes, 1, "one size: 30k lines, below 100k")
+	assert.Equal(t, 200, rep.Scale.Sizes[0].Reads["trial balance"].Count)
 	if pgbench != "" {
 		assert.Positive(t, rep.Limits.Wallet.TPS, "pgbench ran the wallet script: %s", rep.Limits.Wallet.Error)
 		assert.Positive(t, rep.Limits.GL.EventsPerSec, "pgbench ran the GL script: %s", rep.Limits.GL.Error)

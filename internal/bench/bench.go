@@ -39,6 +39,9 @@ type Options struct {
 	OpenDuration  time.Duration // open loop's length
 	Users         int           // user wallets
 	Backlog       int           // outbox rows of the drain measurement (0: skip it)
+	ScaleLines    int           // the GL's reads timed at 100k lines and at this many (0: skip the scale phase)
+	Replay        bool          // time gl replay of the stream after the backlog phase
+	PeerWatermill bool          // drain the backlog's rows with Watermill's forwarder (peers/watermill)
 	DrainTimeout  time.Duration // how long the drain is watched; a partial drain is reported as such
 	PgbenchTime   time.Duration // each pgbench run's length
 	Pgbench       string        // the pgbench binary ("" or missing: limits not measured)
@@ -59,7 +62,7 @@ func Default(dbURL string) Options {
 	return Options{
 		DatabaseURL: dbURL, Clients: 16, Duration: 40 * time.Second, Warmup: 8 * time.Second,
 		OpenDuration: 20 * time.Second, Users: 1000, Backlog: 100_000, DrainTimeout: 75 * time.Second, PgbenchTime: 10 * time.Second,
-		Pgbench: "pgbench", GLBatch: 100,
+		Pgbench: "pgbench", GLBatch: 100, ScaleLines: 10_000_000, Replay: true, PeerWatermill: true,
 	}
 }
 
@@ -68,6 +71,7 @@ func Quick(dbURL string) Options {
 	o := Default(dbURL)
 	o.Duration, o.Warmup, o.OpenDuration, o.PgbenchTime, o.Quick = 12*time.Second, 3*time.Second, 8*time.Second, 5*time.Second, true
 	o.Backlog, o.DrainTimeout = 20_000, 25*time.Second
+	o.ScaleLines, o.PeerWatermill = 1_000_000, false
 	return o
 }
 
@@ -195,9 +199,31 @@ func Run(ctx context.Context, opts Options, out io.Writer) (rep *Report, err err
 			return rep, err
 		}
 		rep.Drain = drain
+		// The stream now holds every event of the run: the rebuild's rate (target 5).
+		if opts.Replay {
+			// A partial drain leaves the GL posting: the replay would share the machine with it.
+			if err := sys.waitAcknowledged(ctx, 3*time.Minute); err != nil {
+				rep.Notes = append(rep.Notes, "replay: started before the backlog was posted: "+err.Error())
+			}
+			fmt.Fprintln(out, "replay: gl replay --from-start of the wallet's stream into a new database …")
+			rep.Replay = measureReplay(ctx, sys, opts, runID, out)
+		}
+		// Another forwarder on the same rows (target 2).
+		if opts.PeerWatermill {
+			rep.Peer = measureWatermill(ctx, opts, runID, sys.broker.URL(), opts.Backlog, out)
+		}
 	}
 	stopScraping() // the last scrape: the end of the run
 	rep.Metrics = measureMetrics(ctx, sys, meter, scr, rep, out)
+	if opts.ScaleLines > 0 {
+		// Last, with the services idle: the load would be in the other phases' CPU figures.
+		sc, err := measureScale(ctx, opts, runID, out)
+		if err != nil {
+			sc = &Scale{Error: firstLine(err.Error())}
+			fmt.Fprintln(out, "  scale:", err)
+		}
+		rep.Scale = sc
+	}
 	rep.Targets = targets(rep)
 	return rep, nil
 }
@@ -566,7 +592,7 @@ func measureDrain(ctx context.Context, sys *system, meter *cpuMeter, n int, time
 		d.DispatchSeconds = round(dispatchedAt.Sub(t0).Seconds(), 3)
 		d.DispatchRate = round(float64(n)/d.DispatchSeconds, 1)
 	} else {
-		d.Partial = true
+		d.Partial, d.DispatchPartial = true, true
 		d.DispatchSeconds = round(watched, 3)
 		d.DispatchRate = round(float64(int64(n)-pending.Load())/watched, 1)
 		d.Notes = append(d.Notes, fmt.Sprintf("not all dispatched within %s: %d left; the rate is of the rows done", timeout, pending.Load()))
@@ -575,7 +601,7 @@ func measureDrain(ctx context.Context, sys *system, meter *cpuMeter, n int, time
 		d.PostSeconds = round(lastPosted.Sub(t0).Seconds(), 3)
 		d.PostRate = round(float64(n)/d.PostSeconds, 1)
 	} else {
-		d.Partial = true
+		d.Partial, d.PostPartial = true, true
 		d.PostSeconds = round(watched, 3)
 		d.PostRate = round(float64(posted.Load())/watched, 1)
 		d.Notes = append(d.Notes, fmt.Sprintf("not all posted within %s: %d of %d; the rate is of the entries posted", timeout, posted.Load(), n))

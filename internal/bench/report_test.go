@@ -20,3 +20,96 @@ func TestTheSummaryNamesTheSettingsARunAdded(t *testing.T) {
 	require.Contains(t, md, "Settings added: wallet `EVENTS_SIGNING_KEY_FILE=,EVENTS_INSECURE_UNSIGNED=true`; gl `EVENTS_INSECURE_UNSIGNED=true`.\n")
 	require.Less(t, strings.Index(md, "Settings added"), strings.Index(md, "| measure |"))
 }
+
+// Every one of issue 16's targets has its line, in the issue's order; a run that measured none
+// of them says "not measured" with the flag that would, and never passes one.
+func TestEveryTargetHasALineAndNoneUnmeasuredPasses(t *testing.T) {
+	t.Parallel()
+	rep := &Report{Options: Options{ScaleLines: 0}}
+	ts := targets(rep)
+	var numbers []string
+	for _, tg := range ts {
+		numbers = append(numbers, tg.Name[:2])
+		require.False(t, tg.Known, tg.Name)
+		require.False(t, tg.Met, tg.Name)
+		require.Equal(t, "not measured", tg.verdict(), tg.Name)
+		require.True(t, strings.HasPrefix(tg.Figure, "not measured: "), tg.Name)
+	}
+	require.Equal(t, []string{"1.", "1.", "2.", "2.", "2.", "3.", "4.", "4.", "4.", "5.", "6.", "6."}, numbers)
+	require.Contains(t, ts[2].Figure, "-backlog")
+	require.Contains(t, ts[6].Figure, "-scale-lines 0")
+}
+
+// The backlog's ratios use the 2-client limits (the relay's two rounds, the consumer's two
+// loops), and a missing Watermill peer is reported, not judged.
+func TestTheBacklogTargetsUseTheTwoClientLimits(t *testing.T) {
+	t.Parallel()
+	rep := &Report{
+		Limits: Limits{
+			Relay: PgbenchResult{EventsPerSec: 20_000}, RelayTwoClients: PgbenchResult{EventsPerSec: 25_000},
+			GL: PgbenchResult{EventsPerSec: 12_000}, GLTwoClients: PgbenchResult{EventsPerSec: 10_000},
+		},
+		Drain: &Drain{Rows: 100_000, DispatchRate: 21_000, PostRate: 7_000},
+		Peer:  &Peer{Error: "peers/watermill missing"},
+	}
+	find := func(part string) Target {
+		for _, tg := range targets(rep) {
+			if strings.Contains(tg.Name, part) {
+				return tg
+			}
+		}
+		t.Fatalf("no target names %q", part)
+		return Target{}
+	}
+	dispatched, posted, peer := find("relay's pgbench"), find("GL's pgbench"), find("Watermill")
+	require.True(t, dispatched.Known)
+	require.InDelta(t, 0.84, dispatched.Value, 0.001, "21k ÷ the 2-client 25k")
+	require.True(t, dispatched.Met)
+	require.InDelta(t, 0.7, posted.Value, 0.001, "7k ÷ the 2-client 10k")
+	require.False(t, posted.Met)
+	require.False(t, peer.Known)
+	require.Equal(t, "not measured: peers/watermill missing", peer.Figure)
+
+	rep.Drain.Partial, rep.Drain.PostPartial = true, true
+	require.True(t, find("relay's pgbench").Met, "the relay finished: only the posting was partial")
+	require.False(t, find("GL's pgbench").Met)
+	rep.Drain.Partial, rep.Drain.PostPartial = false, false
+
+	rep.Peer = &Peer{Rows: 100_000, EventsPerSecond: 1_000}
+	peer = find("Watermill")
+	require.True(t, peer.Known)
+	require.True(t, peer.Met, "7k ÷ 1k = 7×")
+}
+
+// The scale targets: p99 under 10 ms at the large size and within 2× of 100k; a run that
+// loaded fewer than 10M lines says how many.
+func TestTheScaleTargetsJudgeP99AndTheRatio(t *testing.T) {
+	t.Parallel()
+	lat := func(p99 float64) map[string]Latency {
+		return map[string]Latency{readBalance: {P99: p99}, readBalanceAs: {P99: p99}, readTrial: {P99: p99 * 3}}
+	}
+	rep := &Report{Scale: &Scale{
+		Sizes:  []ScaleSize{{Lines: 100_000, Reads: lat(1)}, {Lines: 1_000_000, Reads: lat(1.5)}},
+		Ratios: map[string]float64{readBalance: 1.5, readBalanceAs: 1.5, readTrial: 1.5},
+	}}
+	ts := scaleTargets(rep)
+	require.Len(t, ts, 3)
+	require.Contains(t, ts[0].Name, "1,000,000 lines (not 10M)")
+	require.True(t, ts[0].Met)
+	require.True(t, ts[1].Met)
+	require.True(t, ts[2].Met, "4.5 ms, 1.5×")
+	rep.Scale.Ratios[readTrial] = 2.5
+	require.False(t, scaleTargets(rep)[2].Met, "under 10 ms but 2.5× the small ledger's")
+}
+
+func TestParseReplayReadsTheSummary(t *testing.T) {
+	t.Parallel()
+	out := "gl replay: rebuilt database x from stream bench_wallet in 2.1s\n" +
+		"  events read          20300\n  entries posted       20300\n  rate                 9876 events/s\n"
+	events, rate, err := ParseReplay(out)
+	require.NoError(t, err)
+	require.Equal(t, int64(20300), events)
+	require.Equal(t, 9876.0, rate)
+	_, _, err = ParseReplay("gl replay: nothing\n")
+	require.Error(t, err)
+}

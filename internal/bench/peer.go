@@ -1,0 +1,82 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"walletgl/internal/database"
+	"walletgl/internal/harness"
+)
+
+// Peer is another outbox forwarder draining the same number of rows on the same machine (issue
+// 16, target 2): Watermill's SQL forwarder into JetStream, a module of its own in peers/watermill.
+type Peer struct {
+	Rows            int     `json:"rows"`
+	Seconds         float64 `json:"seconds"`
+	EventsPerSecond float64 `json:"events_per_second"`
+	Error           string  `json:"error,omitempty"` // not measured, and why
+}
+
+// measureWatermill runs `go -C peers/watermill run .` on rows rows, with a scratch database of
+// its own (dropped afterwards) and a fresh stream on the bench's broker; the peer prints one
+// JSON line, {"rows":N,"seconds":S,"events_per_second":R}.
+func measureWatermill(ctx context.Context, opts Options, runID, natsURL string, rows int, out io.Writer) *Peer {
+	p := &Peer{Rows: rows}
+	root, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+	if err != nil {
+		p.Error = fmt.Sprintf("find the module: %v", err)
+		return p
+	}
+	dir := filepath.Join(filepath.Dir(strings.TrimSpace(string(root))), "peers", "watermill")
+	if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
+		p.Error = "peers/watermill missing"
+		return p
+	}
+	url, err := harness.DatabaseURL(opts.DatabaseURL, runID+"_peer_watermill")
+	if err != nil {
+		p.Error = err.Error()
+		return p
+	}
+	_ = database.Drop(ctx, url)
+	if err := database.EnsureExists(ctx, url); err != nil {
+		p.Error = fmt.Sprintf("create the peer's database: %v", err)
+		return p
+	}
+	defer func() {
+		if !opts.Keep {
+			_ = database.Drop(context.WithoutCancel(ctx), url)
+		}
+	}()
+	stream := "PEER_WATERMILL_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	fmt.Fprintf(out, "watermill: draining %d rows with its SQL forwarder into stream %s …\n", rows, stream)
+	cmd := exec.CommandContext(ctx, "go", "-C", dir, "run", ".",
+		"-rows", strconv.Itoa(rows), "-database-url", url, "-nats-url", natsURL, "-stream", stream)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		p.Error = fmt.Sprintf("peers/watermill: %v: %s", err, firstLine(strings.TrimSpace(stderr.String())))
+		return p
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	var res struct {
+		Rows            int     `json:"rows"`
+		Seconds         float64 `json:"seconds"`
+		EventsPerSecond float64 `json:"events_per_second"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil || res.EventsPerSecond <= 0 {
+		p.Error = fmt.Sprintf("peers/watermill printed no result line: %q", lines[len(lines)-1])
+		return p
+	}
+	p.Rows, p.Seconds, p.EventsPerSecond = res.Rows, res.Seconds, res.EventsPerSecond
+	fmt.Fprintf(out, "  watermill drained %d rows in %.2fs, %.0f/s\n", p.Rows, p.Seconds, p.EventsPerSecond)
+	return p
+}

@@ -1,0 +1,46 @@
+package bench
+
+import (
+	"context"
+	"io"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"walletgl/internal/gl/postgres"
+	"walletgl/internal/testenv"
+)
+
+// The scale phase's loaded ledger passes every check of gl verify (the guards' triggers are
+// skipped while it loads), and each size ends with the same tail after its latest checkpoint.
+func TestTheScaleLoadIsALedgerGLVerifyAccepts(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("loads a ledger into PostgreSQL")
+	}
+	ctx := context.Background()
+	pool, _ := testenv.MigratedPool(t, "gl")
+	l, err := newScaleLoader(ctx, pool, io.Discard, false)
+	require.NoError(t, err)
+	ledger := postgres.NewLedger(pool)
+	for _, size := range []int64{50_000, 90_000} {
+		s, err := l.growTo(ctx, size)
+		require.NoError(t, err)
+		require.Equal(t, size, s.Lines)
+		var after int64
+		require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM journal_lines WHERE posted_at > (SELECT max(through) FROM balance_checkpoints)").Scan(&after))
+		require.Equal(t, int64(scaleTailLines), after, "the tail the reads add to the latest checkpoint")
+		checks, err := ledger.Verify(ctx)
+		require.NoError(t, err)
+		for _, c := range checks {
+			require.True(t, c.Passed(), "%s: %d failures, e.g. %v", c.Name, c.Failures, c.Offenders)
+			require.Positive(t, c.Checked, c.Name)
+		}
+		reads, err := l.timeReads(ctx)
+		require.NoError(t, err)
+		for _, r := range ScaleReads {
+			require.Equal(t, scaleReads, reads[r].Count, r)
+		}
+	}
+	require.Equal(t, int64(4), l.checkpoints.Load(), "a checkpoint after each chunk of 20k or less: 40k, then 30k more after the first tail")
+}
