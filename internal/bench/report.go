@@ -220,7 +220,8 @@ func targets(r *Report) []Target {
 		default:
 			ratio := Ratio(d.PostRate, p.EventsPerSecond)
 			ts = append(ts, Target{Name: peerName + rows,
-				Figure: fmt.Sprintf("%.0f/s ÷ %.0f/s = %.2f×", d.PostRate, p.EventsPerSecond, ratio), Target: peerTarget,
+				Figure: fmt.Sprintf("%.0f/s ÷ %.0f/s = %.2f× (dispatched alone: %.2f×)", d.PostRate, p.EventsPerSecond, ratio,
+					Ratio(d.DispatchRate, p.EventsPerSecond)), Target: peerTarget,
 				Value: ratio, Met: ratio >= 5 && !d.PostPartial, Known: true})
 		}
 	}
