@@ -308,7 +308,7 @@ func TestVerify(t *testing.T) {
 		b := setup(t)
 		out, _, err := b.run(t, "verify")
 		require.NoError(t, err, out)
-		require.Equal(t, 5, strings.Count(out, "  PASS  "), out)
+		require.Equal(t, 6, strings.Count(out, "  PASS  "), out)
 		require.Contains(t, out, "  PASS  every transfer has exactly one outbox row: 3 transfers checked, 0 failing\n")
 		require.True(t, strings.HasSuffix(out, "verdict: PASS, all 6 checks hold\n"), out)
 	})
@@ -354,7 +354,7 @@ func TestVerify(t *testing.T) {
 		require.Error(t, err)
 		report := clitest.Verification(t, out)
 		require.False(t, report.OK)
-		require.Len(t, report.Checks, 5)
+		require.Len(t, report.Checks, 6)
 		require.Equal(t, cli.Check{Name: "no balance below its floor", OK: false, Checked: 3, Failed: 1, Sample: []string{"bob"},
 			Detail: "3 wallets checked, 1 failing"}, report.Checks[4])
 	})
