@@ -131,7 +131,7 @@ func TestReconcileReportsEachDifferenceFromTheAPIAndTheDatabase(t *testing.T) {
 	}{
 		{"api", map[string]string{"GL_DATABASE_URL": glURL, "WALLET_URL": apiURL}, "wallet API " + apiURL},
 		{"database", map[string]string{"GL_DATABASE_URL": glURL, "GL_RECONCILE_WALLET_DATABASE_URL": walletURL},
-			"wallet database " + dbName(t, walletURL) + " (view reconcile_transfers_v1)"},
+			"wallet database " + dbName(t, walletURL) + " (view reconcile_transfers_v2)"},
 	}
 	for _, src := range sources {
 		t.Run("reading the wallet's "+src.name, func(t *testing.T) {

@@ -4,8 +4,9 @@
 -- changed; never deleted.
 GRANT SELECT, INSERT, UPDATE ON wallets TO :"runtime_role";
 
--- A transfer is written once and never changed.
+-- A transfer is written once; only the running total of its reversals changes after.
 GRANT SELECT, INSERT ON transfers TO :"runtime_role";
+GRANT UPDATE (reversed_amount) ON transfers TO :"runtime_role";
 
--- reconcile_transfers_v1 is for the GL's reconcile, which reads it with a role of its own
+-- reconcile_transfers_v1 and _v2 are for the GL's reconcile, which reads it with a role of its own
 -- (docs/database-roles.md): the wallet itself never reads it.

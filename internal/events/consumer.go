@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -111,9 +112,9 @@ func NewConsumer(cfg ConsumerConfig, topo Topology, nc *nats.Conn, pool *pgxpool
 	case producer != cfg.Source:
 		return nil, fmt.Errorf("consumer %s: %s comes from %s, not from %s's stream", cfg.Name, cfg.EventType, producer, cfg.Source)
 	}
-	for _, older := range cfg.Accepts {
-		if Producer(older) != producer {
-			return nil, fmt.Errorf("consumer %s: %s does not come from %s as %s does", cfg.Name, older, producer, cfg.EventType)
+	for _, other := range append(slices.Clone(cfg.Accepts), cfg.Also...) {
+		if Producer(other) != producer {
+			return nil, fmt.Errorf("consumer %s: %s does not come from %s as %s does", cfg.Name, other, producer, cfg.EventType)
 		}
 	}
 	return &Consumer{
@@ -642,11 +643,16 @@ const bookkeepingTimeout = 10 * time.Second
 // handleFailure decides what a failed delivery becomes. A permanent cause (an event that can
 // never be applied, or one that contradicts what was applied) is recorded failed at once. A
 // handler that ran and failed counts toward MaxDeliver, after which the event is recorded
-// failed as exhausted. Anything else is delivered again after a growing delay, for as long as
+// failed as exhausted; one that waits for another event (ErrNotYet) does not count. Anything
+// else is delivered again after a growing delay, for as long as
 // it takes: a database that is slow or away never makes an event fail.
 func (c *Consumer) handleFailure(ctx context.Context, d delivery, err error) {
 	if errors.Is(err, ErrMalformed) || errors.Is(err, ErrConflict) {
 		c.deadLetter(ctx, d, failureReason(err), err)
+		return
+	}
+	if errors.Is(err, ErrNotYet) {
+		c.retry(d, err)
 		return
 	}
 	if n := c.failing.add(d.EventID); n >= c.cfg.MaxDeliver {

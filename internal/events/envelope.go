@@ -11,6 +11,9 @@ import (
 // Event types, with their version. The subject of a message ends in its type.
 const (
 	TypeTransferCompleted = "TransferCompleted.v1"
+	// TypeTransferReversed is the wallet's event of a reversal: part or all of a completed
+	// transfer moved back. The GL's consumer takes it beside TransferCompleted.v1.
+	TypeTransferReversed = "TransferReversed.v1"
 	// TypeTransferPosted is the acknowledgment of one posting, as GLs before TransferPosted.v2
 	// published it; the wallet still accepts it (TransferPostings).
 	TypeTransferPosted = "TransferPosted.v1"
@@ -55,6 +58,16 @@ var ErrConflict = errors.New("conflicting event")
 
 // Conflict marks err as a conflict (see ErrConflict).
 func Conflict(err error) error { return fmt.Errorf("%w: %w", ErrConflict, err) }
+
+// ErrNotYet is the reason for an event that needs another one applied first (a reversal
+// whose transfer is not posted yet: the stream does not promise their order across a
+// re-publish). It is rolled back and delivered again after a growing delay, without counting
+// toward MaxDeliver: the event it waits for comes, since its producer publishes it until it is
+// acknowledged, and an event that only waits must never be recorded failed for it.
+var ErrNotYet = errors.New("event waits for another")
+
+// NotYet marks err as ErrNotYet.
+func NotYet(err error) error { return fmt.Errorf("%w: %w", ErrNotYet, err) }
 
 // The reasons a failed inbox row gives, one stable word each (the inbox's reason column).
 const (
@@ -132,7 +145,32 @@ func (t TransferCompleted) Validate() error {
 	return nil
 }
 
-// TransferPosted is the GL's acknowledgment: the transfer's journal entry is committed.
+// TransferReversed is the wallet's event of a reversal: Amount of transfer TransferID moved
+// back. FromWalletID and ToWalletID are the reversal's direction (the original's receiver and
+// sender); ReversalID is the movement's own id, the transfer_id of its GL entry.
+type TransferReversed struct {
+	ReversalID   string    `json:"reversal_id"`
+	TransferID   string    `json:"transfer_id"`
+	FromWalletID string    `json:"from_wallet_id"`
+	ToWalletID   string    `json:"to_wallet_id"`
+	Amount       int64     `json:"amount"`
+	Currency     string    `json:"currency"`
+	CreatedAt    time.Time `json:"created_at"`
+}
+
+// Validate reports why the event can never be posted, as a permanent error.
+func (t TransferReversed) Validate() error {
+	if t.ReversalID == "" || t.ReversalID == t.TransferID {
+		return Permanent(fmt.Errorf("reversal_id %q is empty or the transfer's own id", t.ReversalID))
+	}
+	return TransferCompleted{
+		TransferID: t.TransferID, FromWalletID: t.FromWalletID, ToWalletID: t.ToWalletID,
+		Amount: t.Amount, Currency: t.Currency, CreatedAt: t.CreatedAt,
+	}.Validate()
+}
+
+// TransferPosted is the GL's acknowledgment: the transfer's journal entry is committed. For a
+// reversal, TransferID is the reversal's id and SourceEventID its TransferReversed event.
 type TransferPosted struct {
 	TransferID    string    `json:"transfer_id"`
 	SourceEventID string    `json:"source_event_id"`

@@ -43,6 +43,7 @@ func Unauthenticated(err error) error { return fmt.Errorf("%w: %w", ErrUnauthent
 // producers names the one service that may publish each event type.
 var producers = map[string]string{
 	TypeTransferCompleted: SourceWallet,
+	TypeTransferReversed:  SourceWallet,
 	TypeTransferPosted:    SourceGL,
 	TypeTransferPostedV2:  SourceGL,
 }

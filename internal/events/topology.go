@@ -53,13 +53,13 @@ type Topology struct {
 
 // The durable consumers: each service's name is also its inbox prefix ("gl:<event id>").
 const (
-	ConsumerGL     = "gl"     // reads TransferCompleted.v1 from the wallet's stream
+	ConsumerGL     = "gl"     // reads TransferCompleted.v1 and TransferReversed.v1 from the wallet's stream
 	ConsumerWallet = "wallet" // reads TransferPosted.v2 (and .v1) from the GL's stream
 )
 
 // durables declares the pipeline's durable consumers: who reads which event from whose stream.
 var durables = []ConsumerSpec{
-	{Name: ConsumerGL, Source: SourceWallet, EventType: TypeTransferCompleted},
+	{Name: ConsumerGL, Source: SourceWallet, EventType: TypeTransferCompleted, Also: []string{TypeTransferReversed}},
 	{Name: ConsumerWallet, Source: SourceGL, EventType: TypeTransferPostedV2, Accepts: []string{TypeTransferPosted}},
 }
 
@@ -195,6 +195,11 @@ type ConsumerSpec struct {
 	// them), so the producer may be upgraded before or after it. With any, the consumer's
 	// filter is every version of the type ("<prefix>.TransferPosted.*").
 	Accepts []string
+	// Also are other event types of the same producer the consumer takes, each a movement of
+	// its own that its handler applies (the GL's TransferReversed.v1). With any, the
+	// consumer's filter is every event of the stream ("<prefix>.*.*": a type is Name.vN), and
+	// an event of a type it does not take is recorded failed (malformed) at once.
+	Also    []string
 	AckWait time.Duration
 	// MaxDeliver is how many deliveries whose handler ran and failed make the consumer loop
 	// record an event failed. The broker itself never gives up on a message (its MaxDeliver
@@ -251,6 +256,11 @@ func (t Topology) consumerConfig(spec ConsumerSpec) jetstream.ConsumerConfig {
 // filterSubject is the subject spec's consumer reads: its event type's, or every version of
 // it when it accepts earlier ones.
 func (t Topology) filterSubject(spec ConsumerSpec) string {
+	if len(spec.Also) > 0 {
+		// Only single-token wildcards: nats.go puts the filter into the create request's
+		// subject, as for Accepts.
+		return t.subjectPrefix(spec.Source) + ".*.*"
+	}
 	if len(spec.Accepts) == 0 {
 		return t.Subject(spec.Source, spec.EventType)
 	}
@@ -260,7 +270,7 @@ func (t Topology) filterSubject(spec ConsumerSpec) string {
 
 // Takes reports whether the consumer of spec handles events of eventType.
 func (spec ConsumerSpec) Takes(eventType string) bool {
-	return eventType == spec.EventType || slices.Contains(spec.Accepts, eventType)
+	return eventType == spec.EventType || slices.Contains(spec.Accepts, eventType) || slices.Contains(spec.Also, eventType)
 }
 
 // isTopologyMissing reports whether err says a stream or consumer does not exist (for

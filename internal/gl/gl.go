@@ -41,6 +41,11 @@ type Entry struct {
 	OccurredAt  time.Time // when the transfer happened in the wallet
 	PostedAt    time.Time // when the GL committed the entry; set by the ledger
 	Lines       []Line
+	// ReversesEntryID is, for a reversal's entry, the entry it reverses (uuid.Nil otherwise).
+	ReversesEntryID uuid.UUID
+	// ReversedBy are the entries reversing this one, oldest first, where the ledger reads
+	// entries (not set by a posting).
+	ReversedBy []uuid.UUID
 }
 
 // Line is one amount on one account, in the entry's currency and in minor units.
@@ -113,6 +118,9 @@ type Poster interface {
 	// posting that holds its transfer: the entry just inserted, or the one posted before. An
 	// entry whose event id was posted for another transfer fails the call with ErrEventTaken.
 	PostBatch(ctx context.Context, tx pgx.Tx, entries []Entry) ([]Posting, error)
+	// PostedEntries returns, by transfer id, the entries (with their lines) posted for these
+	// transfers as tx sees them; a transfer not posted is missing from the map.
+	PostedEntries(ctx context.Context, tx pgx.Tx, transferIDs []string) (map[string]Entry, error)
 }
 
 // Posting is where a transfer's posting is: the stored entry (without lines), the total of its

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sort"
+
+	"github.com/google/uuid"
 )
 
 // SourceTransfer is a transfer as the wallet recorded it: what the GL must hold an entry for.
@@ -11,11 +13,14 @@ type SourceTransfer struct {
 	ID       string
 	Amount   int64
 	Currency string
+	// ReversesTransferID is set on a reversal: the transfer it reverses, whose entry its own
+	// must reverse.
+	ReversesTransferID string
 }
 
 // TransferSource is the wallet's side of a reconciliation. The GL never imports the wallet:
 // adapters read what the wallet publishes (walletapi: its HTTP API; postgres.WalletView: the
-// versioned read-only view reconcile_transfers_v1 of its database).
+// versioned read-only view reconcile_transfers_v2 of its database).
 type TransferSource interface {
 	// Transfers returns every transfer the wallet holds.
 	Transfers(ctx context.Context) ([]SourceTransfer, error)
@@ -113,7 +118,9 @@ func (r Reconciliation) Agree() bool { return len(r.Differences) == 0 }
 
 // Reconcile compares the wallet's transfers with the GL's entries: every transfer must have
 // exactly one entry with its amount and currency, posted by rule (one debit line on the debit
-// account and one credit line on the credit account), and the GL must hold nothing else.
+// account and one credit line on the credit account; a reversal the other way round, linked to
+// its original's entry), and the GL must hold nothing else. A transfer's reversals total at
+// most its amount.
 func Reconcile(rule PostingRule, transfers []SourceTransfer, entries []Entry) Reconciliation {
 	r := Reconciliation{Transfers: len(transfers), Entries: len(entries), Differences: []Difference{}}
 	byTransfer := map[string][]Entry{}
@@ -130,11 +137,12 @@ func Reconcile(rule PostingRule, transfers []SourceTransfer, entries []Entry) Re
 		case len(posted) > 1:
 			r.add(DiffDuplicate, t.ID, entryIDs(posted), "transfer posted %d times", len(posted))
 		default:
-			if why := mismatch(rule, t, posted[0]); why != "" {
+			if why := mismatch(rule, t, posted[0], byTransfer[t.ReversesTransferID]); why != "" {
 				r.add(DiffMismatch, t.ID, entryIDs(posted), "%s", why)
 			}
 		}
 	}
+	r.reversalTotals(transfers)
 	for transferID, posted := range byTransfer {
 		if !known[transferID] {
 			r.add(DiffExtra, transferID, entryIDs(posted), "GL entry for a transfer the wallet does not have")
@@ -151,11 +159,44 @@ func (r *Reconciliation) add(kind, transferID string, entries []string, format s
 	r.Differences = append(r.Differences, Difference{Kind: kind, TransferID: transferID, EntryIDs: entries, Detail: fmt.Sprintf(format, args...)})
 }
 
-func mismatch(rule PostingRule, t SourceTransfer, e Entry) string {
+// reversalTotals reports a transfer whose reversals, as the wallet lists them, total more than
+// its amount.
+func (r *Reconciliation) reversalTotals(transfers []SourceTransfer) {
+	amounts := map[string]int64{}
+	reversed := map[string]int64{}
+	for _, t := range transfers {
+		if t.ReversesTransferID == "" {
+			amounts[t.ID] = t.Amount
+		} else {
+			reversed[t.ReversesTransferID] += t.Amount
+		}
+	}
+	for id, total := range reversed {
+		if amount, ok := amounts[id]; ok && total > amount {
+			r.add(DiffMismatch, id, nil, "reversals total %d, the transfer moved %d", total, amount)
+		}
+	}
+}
+
+// mismatch explains how e differs from what t must be posted as: a transfer by rule, a
+// reversal with rule's accounts swapped and linked to its original's entry (originals: the
+// entries of the transfer it reverses).
+func mismatch(rule PostingRule, t SourceTransfer, e Entry, originals []Entry) string {
 	if e.Currency != t.Currency {
 		return fmt.Sprintf("currency %s in the wallet, %s in the GL", t.Currency, e.Currency)
 	}
 	want := map[Direction]string{Debit: rule.DebitAccount, Credit: rule.CreditAccount}
+	if t.ReversesTransferID != "" {
+		want = map[Direction]string{Debit: rule.CreditAccount, Credit: rule.DebitAccount}
+		switch {
+		case len(originals) != 1:
+			return fmt.Sprintf("reversal of transfer %s, which has %d GL entries", t.ReversesTransferID, len(originals))
+		case e.ReversesEntryID != originals[0].ID:
+			return fmt.Sprintf("reversal entry reverses entry %s, transfer %s's entry is %s", e.ReversesEntryID, t.ReversesTransferID, originals[0].ID)
+		}
+	} else if e.ReversesEntryID != uuid.Nil {
+		return fmt.Sprintf("a transfer in the wallet, a reversal of entry %s in the GL", e.ReversesEntryID)
+	}
 	if len(e.Lines) != 2 {
 		return fmt.Sprintf("entry has %d lines, the posting rule makes 2", len(e.Lines))
 	}

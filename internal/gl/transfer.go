@@ -15,9 +15,10 @@ import (
 	"walletgl/internal/tracing"
 )
 
-// TransferPoster turns each TransferCompleted event into a journal entry and acknowledges it
-// with a TransferPosted.v2 event in the GL's outbox (one per batch), both in the consumer's
-// transaction.
+// TransferPoster turns each TransferCompleted event into a journal entry, and each
+// TransferReversed event into an entry reversing its transfer's (reversal.go), and
+// acknowledges them with a TransferPosted.v2 event in the GL's outbox (one per batch), all in
+// the consumer's transaction.
 type TransferPoster struct {
 	rule    PostingRule
 	ledger  Poster
@@ -31,7 +32,7 @@ var (
 	_ events.DuplicateHandler = (*TransferPoster)(nil)
 )
 
-// NewTransferPoster returns the handler for TransferCompleted events. Check the rule against
+// NewTransferPoster returns the handler for TransferCompleted and TransferReversed events. Check the rule against
 // the chart of accounts (PostingRule.Check) before consuming.
 func NewTransferPoster(rule PostingRule, ledger Poster, logger zerolog.Logger) *TransferPoster {
 	return &TransferPoster{rule: rule, ledger: ledger, outbox: events.NewOutbox(events.SourceGL), logger: logger}
@@ -69,19 +70,37 @@ func (p *TransferPoster) HandleDuplicates(ctx context.Context, tx pgx.Tx, envs [
 
 func (p *TransferPoster) post(ctx context.Context, tx pgx.Tx, envs []events.Envelope, answering bool) error {
 	entries := make([]Entry, len(envs))
+	var transfers, reversals []int // indexes into envs
+	reversed := map[int]events.TransferReversed{}
 	for i, env := range envs {
+		if env.Type == events.TypeTransferReversed {
+			data, err := decodeReversal(env)
+			if err != nil {
+				return err
+			}
+			reversed[i] = data
+			reversals = append(reversals, i)
+			continue
+		}
 		entry, err := p.entryFor(env)
 		if err != nil {
 			return err
 		}
 		entries[i] = entry
+		transfers = append(transfers, i)
 	}
-	postings, err := p.ledger.PostBatch(ctx, tx, entries)
-	if errors.Is(err, ErrEventTaken) {
-		return events.Conflict(err)
+	postings := make([]Posting, len(envs))
+	// Transfers first: a reversal of the batch may reverse one of them.
+	if err := p.postSome(ctx, tx, entries, postings, transfers); err != nil {
+		return err
 	}
-	if err != nil {
-		return fmt.Errorf("post %d transfers: %w", len(entries), err)
+	if len(reversals) > 0 {
+		if err := p.reversalEntries(ctx, tx, reversals, reversed, envs, entries); err != nil {
+			return err
+		}
+		if err := p.postSome(ctx, tx, entries, postings, reversals); err != nil {
+			return err
+		}
 	}
 	p.observeOnCommit(tx, postings)
 	for i, posting := range postings {
@@ -95,6 +114,29 @@ func (p *TransferPoster) post(ctx context.Context, tx pgx.Tx, envs []events.Enve
 	}
 	if _, err := p.outbox.AddBatch(ctx, tx, acks); err != nil {
 		return fmt.Errorf("acknowledge %d transfers: %w", len(entries), err)
+	}
+	return nil
+}
+
+// postSome posts the entries at indexes idx in one PostBatch and puts their postings at the
+// same indexes.
+func (p *TransferPoster) postSome(ctx context.Context, tx pgx.Tx, entries []Entry, postings []Posting, idx []int) error {
+	if len(idx) == 0 {
+		return nil
+	}
+	some := make([]Entry, len(idx))
+	for j, i := range idx {
+		some[j] = entries[i]
+	}
+	posted, err := p.ledger.PostBatch(ctx, tx, some)
+	if errors.Is(err, ErrEventTaken) {
+		return events.Conflict(err)
+	}
+	if err != nil {
+		return fmt.Errorf("post %d movements: %w", len(some), err)
+	}
+	for j, i := range idx {
+		postings[i] = posted[j]
 	}
 	return nil
 }

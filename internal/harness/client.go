@@ -25,6 +25,7 @@ func NewClient(addr string) *Client {
 // Response is a status code and a raw body.
 type Response struct {
 	Status int
+	Header http.Header
 	Body   []byte
 }
 
@@ -68,7 +69,7 @@ func (c *Client) Do(ctx context.Context, method, path string, body any, headers 
 	if err != nil {
 		return Response{}, fmt.Errorf("read %s %s: %w", method, path, err)
 	}
-	return Response{Status: resp.StatusCode, Body: data}, nil
+	return Response{Status: resp.StatusCode, Header: resp.Header, Body: data}, nil
 }
 
 // TransferRequest is the body of POST /v1/transfers.

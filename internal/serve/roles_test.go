@@ -158,6 +158,7 @@ func TestTheWalletTransfersAsItsRuntimeRoleAndCannotReachTheGL(t *testing.T) {
 		"CREATE TABLE t (id int)",
 		"CREATE FUNCTION f() RETURNS int LANGUAGE sql AS 'SELECT 1'",
 		"SELECT * FROM reconcile_transfers_v1",
+		"SELECT * FROM reconcile_transfers_v2",
 	)
 
 	// The GL's database keeps every other role out, the wallet's included.

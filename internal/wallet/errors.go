@@ -17,6 +17,10 @@ var (
 	ErrSameWallet        = problem.New(problem.Unprocessable, "same-wallet", "a wallet cannot transfer to itself")
 	ErrBalanceOutOfRange = problem.New(problem.Unprocessable, "balance-out-of-range",
 		"the transfer would take a balance beyond what a wallet can hold")
+	ErrReversalExceedsTransfer = problem.New(problem.Unprocessable, "reversal-exceeds-transfer",
+		"the transfer's reversals would total more than its amount")
+	ErrReversalOfReversal = problem.New(problem.Unprocessable, "transfer-is-reversal",
+		"a reversal cannot be reversed; make a new transfer instead")
 	ErrIdempotencyKeyReused = problem.New(problem.Unprocessable, "idempotency-key-reused",
 		"this Idempotency-Key was used for a different transfer")
 	ErrIdempotencyKeyInFlight = problem.New(problem.Conflict, "idempotency-key-in-flight",

@@ -16,8 +16,9 @@ import (
 	"walletgl/internal/problem"
 )
 
-// Transfer statuses. A transfer is written only when it succeeds, so it has one status today;
-// the field exists so that clients need not change when reversals arrive.
+// Transfer statuses. A transfer is written only when it succeeds, so it has one status; a
+// reversal is a completed movement of its own (Transfer.ReversesTransferID), and a transfer's
+// reversals show in ReversedAmount and Reversals, not in its status.
 const StatusCompleted = "completed"
 
 // Wallet holds money in one currency, as int64 minor units.
@@ -54,7 +55,18 @@ type Transfer struct {
 	OutboxStatus string
 	EventID      uuid.UUID
 	CreatedAt    time.Time
+	// ReversesTransferID is, for a reversal, the transfer it reverses (uuid.Nil otherwise). A
+	// reversal moves money the other way: its FromWalletID is the original's ToWalletID.
+	ReversesTransferID uuid.UUID
+	// ReversedAmount is the total of the transfer's reversals so far, at most Amount.
+	ReversedAmount int64
+	// Reversals are the transfer's reversals, oldest first, where a transfer is read alone
+	// (GetTransfer); nil elsewhere.
+	Reversals []Transfer
 }
+
+// IsReversal reports whether t reverses another transfer.
+func (t Transfer) IsReversal() bool { return t.ReversesTransferID != uuid.Nil }
 
 // Cursor is the position after t in the list of transfers.
 func (t Transfer) Cursor() Cursor { return Cursor{CreatedAt: t.CreatedAt, ID: t.ID} }
@@ -99,6 +111,27 @@ func (r TransferRequest) Validate() error {
 	return nil
 }
 
+// ReversalRequest asks to move Amount of a completed transfer back, from the wallet that
+// received it to the wallet that sent it. The IdempotencyKey works as a transfer's does (one
+// key space with transfers).
+type ReversalRequest struct {
+	IdempotencyKey string
+	TransferID     uuid.UUID // the transfer to reverse
+	Amount         int64     // in minor units; the reversals of a transfer total at most its amount
+	KeyID          uuid.UUID // the API key that asks (uuid.Nil: none), as in TransferRequest
+}
+
+// Validate reports why r can never succeed, whatever the state of the transfer and wallets.
+func (r ReversalRequest) Validate() error {
+	if err := validateIdempotencyKey(r.IdempotencyKey); err != nil {
+		return err
+	}
+	if r.Amount <= 0 || r.Amount > MaxAmount {
+		return problem.Newf(ErrInvalid, "amount must be a whole number of minor units from 1 to %d, got %d", int64(MaxAmount), r.Amount)
+	}
+	return nil
+}
+
 // Service is what the HTTP interface needs; postgres.Store implements it.
 type Service interface {
 	CreateWallet(ctx context.Context, w Wallet) (Wallet, error)
@@ -106,7 +139,14 @@ type Service interface {
 	// CreateTransfer moves the money, or returns the transfer an earlier request with the same
 	// key created (replayed is then true).
 	CreateTransfer(ctx context.Context, req TransferRequest) (t Transfer, replayed bool, err error)
+	// GetTransfer returns the transfer (or reversal) with this id, with its reversals.
 	GetTransfer(ctx context.Context, id uuid.UUID) (Transfer, error)
+	// ReverseTransfer moves the money of a reversal back and records it with its
+	// TransferReversed event, or returns the reversal an earlier request with the same key
+	// created (replayed is then true).
+	ReverseTransfer(ctx context.Context, req ReversalRequest) (r Transfer, replayed bool, err error)
+	// ListReversals returns the reversals of a transfer, oldest first.
+	ListReversals(ctx context.Context, transferID uuid.UUID) ([]Transfer, error)
 	// ListTransfers returns up to limit transfers after the cursor, oldest first.
 	ListTransfers(ctx context.Context, after Cursor, limit int) (Page, error)
 }

@@ -170,18 +170,21 @@ RETURNING *;
 -- name: InsertEntriesBatch :many
 -- InsertEntry for a whole batch; rows that conflict (event or transfer already posted, also
 -- earlier in the same batch) are skipped and missing from the result.
-INSERT INTO journal_entries (id, event_id, transfer_id, currency, description, occurred_at)
-SELECT e.id, e.event_id, e.transfer_id, e.currency, e.description, e.occurred_at
+-- A reverses_entry_id of the zero uuid stands for none (NULL).
+INSERT INTO journal_entries (id, event_id, transfer_id, currency, description, occurred_at, reverses_entry_id)
+SELECT e.id, e.event_id, e.transfer_id, e.currency, e.description, e.occurred_at,
+       nullif(e.reverses_entry_id, '00000000-0000-0000-0000-000000000000'::uuid)
 FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@event_ids::text[]) AS event_id,
              unnest(@transfer_ids::text[]) AS transfer_id, unnest(@currencies::text[]) AS currency,
-             unnest(@descriptions::text[]) AS description, unnest(@occurred_ats::timestamptz[]) AS occurred_at) AS e
+             unnest(@descriptions::text[]) AS description, unnest(@occurred_ats::timestamptz[]) AS occurred_at,
+             unnest(@reverses_entry_ids::uuid[]) AS reverses_entry_id) AS e
 ON CONFLICT DO NOTHING
 RETURNING *;
 
 -- name: GetEntriesByTransfers :many
 -- The entries holding these transfers' postings, each with the total of its debit lines (the
 -- transfer's amount), to compare with an event that names the same transfer.
-SELECT e.id, e.event_id, e.transfer_id, e.currency, e.description, e.occurred_at, e.posted_at,
+SELECT e.id, e.event_id, e.transfer_id, e.currency, e.description, e.occurred_at, e.posted_at, e.reverses_entry_id,
        (SELECT coalesce(sum(l.amount), 0) FROM journal_lines l
         WHERE l.entry_id = e.id AND l.direction = 'debit')::numeric AS debits
 FROM journal_entries e
@@ -193,3 +196,11 @@ SELECT l.entry_id, l.account_code, l.direction, l.amount, l.currency, l.posted_a
 FROM (SELECT unnest(@entry_ids::uuid[]) AS entry_id, unnest(@account_codes::text[]) AS account_code,
              unnest(@directions::text[]) AS direction, unnest(@amounts::bigint[]) AS amount,
              unnest(@currencies::text[]) AS currency, unnest(@posted_ats::timestamptz[]) AS posted_at) AS l;
+
+-- name: ListReversingEntries :many
+-- The entries that reverse these entries (reverses_entry_id), to show each original's
+-- reversals beside it.
+SELECT id, reverses_entry_id::uuid AS reverses_entry_id
+FROM journal_entries
+WHERE reverses_entry_id = ANY (@entry_ids::uuid[])
+ORDER BY posted_at, id;

@@ -24,13 +24,13 @@ LIMIT @row_limit;
 -- name: CountProcessedInbox :one
 SELECT count(*)::bigint
 FROM inbox
-WHERE consumer = @consumer AND event_type = @event_type AND status = 'processed';
+WHERE consumer = @consumer AND event_type = ANY (@event_types::text[]) AND status = 'processed';
 
 -- name: ProcessedInboxWithoutEntry :many
 -- An event the inbox says was handled, but no journal entry carries its id.
 SELECT i.id, i.event_id, count(*) OVER ()::bigint AS total
 FROM inbox i
-WHERE i.consumer = @consumer AND i.event_type = @event_type AND i.status = 'processed'
+WHERE i.consumer = @consumer AND i.event_type = ANY (@event_types::text[]) AND i.status = 'processed'
   AND NOT EXISTS (SELECT 1 FROM journal_entries e WHERE e.event_id = i.event_id)
 ORDER BY i.received_at, i.id
 LIMIT @row_limit;
@@ -70,3 +70,27 @@ FROM stored s FULL JOIN summed m ON m.account_code = s.account_code AND m.curren
 WHERE s.debits IS DISTINCT FROM m.debits OR s.credits IS DISTINCT FROM m.credits
 ORDER BY 1
 LIMIT @row_limit;
+
+-- name: ReversalsBeyondOriginal :many
+-- An original entry whose reversals' debits total more than its own, or a reversal entry
+-- whose original is itself a reversal or in another currency.
+WITH debits AS (
+    SELECT l.entry_id, sum(l.amount) AS amount FROM journal_lines l WHERE l.direction = 'debit' GROUP BY l.entry_id
+), bad AS (
+    SELECT o.id, o.posted_at
+    FROM journal_entries o
+    JOIN journal_entries r ON r.reverses_entry_id = o.id
+    LEFT JOIN debits rd ON rd.entry_id = r.id
+    LEFT JOIN debits od ON od.entry_id = o.id
+    GROUP BY o.id, o.posted_at, o.currency, o.reverses_entry_id, od.amount
+    HAVING coalesce(sum(rd.amount), 0) > coalesce(od.amount, 0)
+        OR bool_or(r.currency <> o.currency)
+        OR o.reverses_entry_id IS NOT NULL
+)
+SELECT b.id, count(*) OVER ()::bigint AS total
+FROM bad b
+ORDER BY b.posted_at, b.id
+LIMIT @row_limit;
+
+-- name: CountReversedEntries :one
+SELECT count(DISTINCT reverses_entry_id)::bigint FROM journal_entries WHERE reverses_entry_id IS NOT NULL;

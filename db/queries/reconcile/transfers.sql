@@ -1,12 +1,13 @@
 -- name: ReconcileTransfers :many
--- ReconcileTransfers pages through every transfer in id order (the primary key's index).
-SELECT id, amount, currency
-FROM reconcile_transfers_v1
+-- ReconcileTransfers pages through every transfer and reversal in id order (the primary key's
+-- index).
+SELECT id, amount, currency, reverses_transfer_id
+FROM reconcile_transfers_v2
 WHERE id > @after::uuid
 ORDER BY id
 LIMIT @row_limit;
 
 -- name: ReconcileTransfer :one
-SELECT id, amount, currency
-FROM reconcile_transfers_v1
+SELECT id, amount, currency, reverses_transfer_id
+FROM reconcile_transfers_v2
 WHERE id = @id;

@@ -46,3 +46,36 @@ LEFT JOIN outbox o ON o.id = t.event_id
 WHERE (t.created_at, t.id) > (@after_created_at::timestamptz, @after_id::uuid)
 ORDER BY t.created_at, t.id
 LIMIT @row_limit;
+
+-- name: GetTransfer :one
+-- The transfer a reversal names, read before its wallets are locked: its wallets, amount and
+-- currency never change.
+SELECT * FROM transfers WHERE id = @id;
+
+-- name: LockTransferForReversal :one
+-- Every reversal of a transfer locks it after the wallets (the order all writers take), so
+-- concurrent reversals of one transfer see each other's reversed_amount. NO KEY UPDATE leaves
+-- the KEY SHARE lock of the reversal row's foreign key alone.
+SELECT * FROM transfers WHERE id = @id FOR NO KEY UPDATE;
+
+-- name: InsertReversal :one
+-- InsertReversal claims the idempotency key as InsertTransfer does: a conflict returns no row.
+INSERT INTO transfers (id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key, reverses_transfer_id)
+VALUES (@id, @idempotency_key, @request_hash, @from_wallet_id, @to_wallet_id, @amount, @currency, @event_id,
+        sqlc.narg('created_by_key')::uuid, @reverses_transfer_id)
+ON CONFLICT (idempotency_key) DO NOTHING
+RETURNING *;
+
+-- name: AddReversedAmount :one
+-- The check transfers_reversed_within_amount refuses a total beyond the original's amount.
+UPDATE transfers SET reversed_amount = reversed_amount + @amount
+WHERE id = @id
+RETURNING reversed_amount;
+
+-- name: ListReversals :many
+-- The reversals of a transfer, oldest first.
+SELECT sqlc.embed(t), coalesce(o.status, 'acknowledged')::text AS outbox_status
+FROM transfers t
+LEFT JOIN outbox o ON o.id = t.event_id
+WHERE t.reverses_transfer_id = @transfer_id
+ORDER BY t.created_at, t.id;

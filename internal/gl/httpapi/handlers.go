@@ -34,13 +34,16 @@ var currencyCode = regexp.MustCompile(`^[A-Z]{3}$`)
 
 // entryJSON is an entry as the API shows it.
 type entryJSON struct {
-	ID         string     `json:"id"`
-	EventID    string     `json:"event_id"`
-	TransferID string     `json:"transfer_id"`
-	Currency   string     `json:"currency"`
-	OccurredAt time.Time  `json:"occurred_at"`
-	PostedAt   time.Time  `json:"posted_at"`
-	Lines      []lineJSON `json:"lines"`
+	ID         string    `json:"id"`
+	EventID    string    `json:"event_id"`
+	TransferID string    `json:"transfer_id"`
+	Currency   string    `json:"currency"`
+	OccurredAt time.Time `json:"occurred_at"`
+	PostedAt   time.Time `json:"posted_at"`
+	// ReversesEntryID is set on a reversal's entry, ReversedBy on an entry reversed.
+	ReversesEntryID *string    `json:"reverses_entry_id,omitempty"`
+	ReversedBy      []string   `json:"reversed_by,omitempty"`
+	Lines           []lineJSON `json:"lines"`
 }
 
 type lineJSON struct {
@@ -58,6 +61,13 @@ func entriesJSON(entries []gl.Entry) []entryJSON {
 		}
 		for _, l := range e.Lines {
 			j.Lines = append(j.Lines, lineJSON{AccountCode: l.AccountCode, Direction: l.Direction, Amount: l.Amount})
+		}
+		if e.ReversesEntryID != uuid.Nil {
+			id := e.ReversesEntryID.String()
+			j.ReversesEntryID = &id
+		}
+		for _, id := range e.ReversedBy {
+			j.ReversedBy = append(j.ReversedBy, id.String())
 		}
 		out = append(out, j)
 	}

@@ -28,6 +28,7 @@ func (l *Ledger) PostBatch(ctx context.Context, tx pgx.Tx, entries []gl.Entry) (
 		params.Currencies = append(params.Currencies, e.Currency)
 		params.Descriptions = append(params.Descriptions, e.Description)
 		params.OccurredAts = append(params.OccurredAts, e.OccurredAt)
+		params.ReversesEntryIds = append(params.ReversesEntryIds, e.ReversesEntryID)
 	}
 	rows, err := q.InsertEntriesBatch(ctx, params)
 	if err != nil {
@@ -61,6 +62,7 @@ func (l *Ledger) PostBatch(ctx context.Context, tx pgx.Tx, entries []gl.Entry) (
 		postings[i] = gl.Posting{Entry: entryFromRow(gldb.JournalEntry{
 			ID: row.ID, EventID: row.EventID, TransferID: row.TransferID, Currency: row.Currency,
 			Description: row.Description, OccurredAt: row.OccurredAt, PostedAt: row.PostedAt,
+			ReversesEntryID: row.ReversesEntryID,
 		}), Amount: amount}
 	}
 	return postings, nil
@@ -111,4 +113,31 @@ func (l *Ledger) heldBy(ctx context.Context, q *gldb.Queries, entries []gl.Entry
 		held[row.TransferID] = row
 	}
 	return held, nil
+}
+
+// PostedEntries returns, by transfer id, the entries posted for these transfers, with their
+// lines, as tx sees them: a reversal's entry is built from its original's.
+func (l *Ledger) PostedEntries(ctx context.Context, tx pgx.Tx, transferIDs []string) (map[string]gl.Entry, error) {
+	q := l.queries.WithTx(tx)
+	rows, err := q.GetEntriesByTransfers(ctx, transferIDs)
+	if err != nil {
+		return nil, fmt.Errorf("find entries of %d transfers: %w", len(transferIDs), interpretError(err))
+	}
+	plain := make([]gldb.JournalEntry, len(rows))
+	for i, row := range rows {
+		plain[i] = gldb.JournalEntry{
+			ID: row.ID, EventID: row.EventID, TransferID: row.TransferID, Currency: row.Currency,
+			Description: row.Description, OccurredAt: row.OccurredAt, PostedAt: row.PostedAt,
+			ReversesEntryID: row.ReversesEntryID,
+		}
+	}
+	entries, err := withLines(ctx, q, plain)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]gl.Entry, len(entries))
+	for _, e := range entries {
+		out[e.TransferID] = e
+	}
+	return out, nil
 }

@@ -89,8 +89,13 @@ func (l *Ledger) Entries(ctx context.Context, q gl.EntryQuery) (gl.EntryPage, er
 	return page, err
 }
 
-// withLines converts rows to entries and loads their lines in one query.
+// withLines converts rows to entries and loads their lines in one query, and the entries that
+// reverse them in another.
 func (l *Ledger) withLines(ctx context.Context, rows []gldb.JournalEntry) ([]gl.Entry, error) {
+	return withLines(ctx, l.queries, rows)
+}
+
+func withLines(ctx context.Context, q *gldb.Queries, rows []gldb.JournalEntry) ([]gl.Entry, error) {
 	entries := make([]gl.Entry, 0, len(rows))
 	if len(rows) == 0 {
 		return entries, nil
@@ -102,7 +107,7 @@ func (l *Ledger) withLines(ctx context.Context, rows []gldb.JournalEntry) ([]gl.
 		ids = append(ids, row.ID)
 		byID[row.ID] = i
 	}
-	lines, err := l.queries.ListLinesByEntries(ctx, ids)
+	lines, err := q.ListLinesByEntries(ctx, ids)
 	if err != nil {
 		return nil, fmt.Errorf("list lines of %d entries: %w", len(ids), interpretError(err))
 	}
@@ -111,6 +116,14 @@ func (l *Ledger) withLines(ctx context.Context, rows []gldb.JournalEntry) ([]gl.
 		entries[i].Lines = append(entries[i].Lines, gl.Line{
 			AccountCode: line.AccountCode, Direction: gl.Direction(line.Direction), Amount: line.Amount,
 		})
+	}
+	reversing, err := q.ListReversingEntries(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("list reversals of %d entries: %w", len(ids), interpretError(err))
+	}
+	for _, r := range reversing {
+		i := byID[r.ReversesEntryID]
+		entries[i].ReversedBy = append(entries[i].ReversedBy, r.ID)
 	}
 	return entries, nil
 }
@@ -264,5 +277,6 @@ func entryFromRow(row gldb.JournalEntry) gl.Entry {
 	return gl.Entry{
 		ID: row.ID, EventID: row.EventID, TransferID: row.TransferID, Currency: row.Currency,
 		Description: row.Description, OccurredAt: row.OccurredAt, PostedAt: row.PostedAt,
+		ReversesEntryID: row.ReversesEntryID.UUID,
 	}
 }

@@ -17,12 +17,13 @@ type offender struct {
 
 // Verify checks the GL's invariants on the live database: every entry balances, the trial
 // balance nets to zero per currency, and the inbox and the entries agree both ways (each
-// processed TransferCompleted.v1 has its entry, each entry its processed inbox row). It reads
+// processed TransferCompleted.v1 or TransferReversed.v1 has its entry, each entry its processed inbox row). It reads
 // without locking; run it on a quiet ledger or accept that an entry committing meanwhile may
 // show in one check and not yet in another.
 func (l *Ledger) Verify(ctx context.Context) ([]gl.Check, error) {
 	q := l.queries
-	const consumer, eventType = events.ConsumerGL, events.TypeTransferCompleted
+	const consumer = events.ConsumerGL
+	eventTypes := []string{events.TypeTransferCompleted, events.TypeTransferReversed}
 	counts, err := q.CountLedger(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("count entries: %w", interpretError(err))
@@ -54,12 +55,12 @@ func (l *Ledger) Verify(ctx context.Context) ([]gl.Check, error) {
 	}
 	checks = append(checks, check("the trial balance nets to zero in every currency", int64(len(tb.Currencies)), rows))
 
-	processed, err := q.CountProcessedInbox(ctx, gldb.CountProcessedInboxParams{Consumer: consumer, EventType: eventType})
+	processed, err := q.CountProcessedInbox(ctx, gldb.CountProcessedInboxParams{Consumer: consumer, EventTypes: eventTypes})
 	if err != nil {
 		return nil, fmt.Errorf("count processed inbox rows: %w", interpretError(err))
 	}
 	missing, err := q.ProcessedInboxWithoutEntry(ctx, gldb.ProcessedInboxWithoutEntryParams{
-		Consumer: consumer, EventType: eventType, RowLimit: gl.MaxOffenders,
+		Consumer: consumer, EventTypes: eventTypes, RowLimit: gl.MaxOffenders,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("find processed events without entry: %w", interpretError(err))
@@ -68,7 +69,21 @@ func (l *Ledger) Verify(ctx context.Context) ([]gl.Check, error) {
 	for _, r := range missing {
 		rows = append(rows, offender{r.ID, r.Total})
 	}
-	checks = append(checks, check("every processed "+eventType+" in the inbox has its entry", processed, rows))
+	checks = append(checks, check("every processed TransferCompleted.v1 and TransferReversed.v1 in the inbox has its entry", processed, rows))
+
+	reversed, err := q.CountReversedEntries(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("count reversed entries: %w", interpretError(err))
+	}
+	beyond, err := q.ReversalsBeyondOriginal(ctx, gl.MaxOffenders)
+	if err != nil {
+		return nil, fmt.Errorf("find reversals beyond their original: %w", interpretError(err))
+	}
+	rows = rows[:0]
+	for _, r := range beyond {
+		rows = append(rows, offender{r.ID.String(), r.Total})
+	}
+	checks = append(checks, check("every reversed entry's reversals total at most its amount, in its currency, and reverse no reversal", reversed, rows))
 
 	orphans, err := q.EntriesWithoutInbox(ctx, gldb.EntriesWithoutInboxParams{Consumer: consumer, RowLimit: gl.MaxOffenders})
 	if err != nil {
@@ -124,7 +139,7 @@ func (l *Ledger) Size(ctx context.Context) (entries, processedEvents int64, err 
 		return 0, 0, fmt.Errorf("count entries: %w", interpretError(err))
 	}
 	processed, err := l.queries.CountProcessedInbox(ctx, gldb.CountProcessedInboxParams{
-		Consumer: events.ConsumerGL, EventType: events.TypeTransferCompleted,
+		Consumer: events.ConsumerGL, EventTypes: []string{events.TypeTransferCompleted, events.TypeTransferReversed},
 	})
 	if err != nil {
 		return 0, 0, fmt.Errorf("count processed inbox rows: %w", interpretError(err))

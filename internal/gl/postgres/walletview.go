@@ -14,8 +14,8 @@ import (
 )
 
 // WalletViewName is the view of the wallet's database a WalletView reads: a versioned,
-// read-only contract the wallet publishes (db/schema/wallet/00002_reconcile_transfers_v1.sql).
-const WalletViewName = "reconcile_transfers_v1"
+// read-only contract the wallet publishes (db/schema/wallet/00004_reversals.sql; v1 without the reversals: 00002).
+const WalletViewName = "reconcile_transfers_v2"
 
 // WalletView reads the wallet's transfers from the wallet's database for a reconciliation,
 // through the view WalletViewName and nothing else, over read-only transactions: a replica
@@ -61,7 +61,7 @@ func (v *WalletView) Transfers(ctx context.Context) ([]gl.SourceTransfer, error)
 			return nil, viewError(err, "read the wallet's transfers")
 		}
 		for _, r := range rows {
-			out = append(out, gl.SourceTransfer{ID: r.ID.String(), Amount: r.Amount, Currency: r.Currency})
+			out = append(out, sourceTransfer(r.ID, r.Amount, r.Currency, r.ReversesTransferID))
 			after = r.ID
 		}
 		if len(rows) < walletViewPage {
@@ -83,7 +83,15 @@ func (v *WalletView) Transfer(ctx context.Context, id string) (gl.SourceTransfer
 	case err != nil:
 		return gl.SourceTransfer{}, false, viewError(err, "read the wallet's transfer %s", id)
 	}
-	return gl.SourceTransfer{ID: r.ID.String(), Amount: r.Amount, Currency: r.Currency}, true, nil
+	return sourceTransfer(r.ID, r.Amount, r.Currency, r.ReversesTransferID), true, nil
+}
+
+func sourceTransfer(id uuid.UUID, amount int64, currency string, reverses uuid.NullUUID) gl.SourceTransfer {
+	t := gl.SourceTransfer{ID: id.String(), Amount: amount, Currency: currency}
+	if reverses.Valid {
+		t.ReversesTransferID = reverses.UUID.String()
+	}
+	return t
 }
 
 // viewError names the likely cause when the view is missing: a wallet database older than the

@@ -60,6 +60,6 @@ func TestWalletViewReadsTheWalletsPublishedView(t *testing.T) {
 		require.NoError(t, err)
 		t.Cleanup(other.Close)
 		_, err = other.Transfers(ctx)
-		require.ErrorContains(t, err, "the database has no view reconcile_transfers_v1")
+		require.ErrorContains(t, err, "the database has no view reconcile_transfers_v2")
 	})
 }

@@ -47,6 +47,8 @@ type transfer struct {
 	ID       string `json:"id"`
 	Amount   int64  `json:"amount"`
 	Currency string `json:"currency"`
+	// ReversesTransferID is set on a reversal (a wallet before reversals never sends it).
+	ReversesTransferID string `json:"reverses_transfer_id"`
 }
 
 // page is one answer of GET /v1/transfers: transfers oldest first, and the opaque cursor of
@@ -60,7 +62,7 @@ func (t transfer) source() (gl.SourceTransfer, error) {
 	if t.ID == "" || t.Currency == "" {
 		return gl.SourceTransfer{}, fmt.Errorf("the wallet answered a transfer without an id or a currency: %+v", t)
 	}
-	return gl.SourceTransfer{ID: t.ID, Amount: t.Amount, Currency: t.Currency}, nil
+	return gl.SourceTransfer{ID: t.ID, Amount: t.Amount, Currency: t.Currency, ReversesTransferID: t.ReversesTransferID}, nil
 }
 
 // Transfers pages through GET /v1/transfers until a page comes back shorter than asked.

@@ -22,6 +22,8 @@ func addRoutes(mux *http.ServeMux, d Deps) {
 	mux.Handle("POST /v1/transfers", need(ScopeTransfersWrite, handleCreateTransfer(d.Service, d.Metrics.Transfers())))
 	mux.Handle("GET /v1/transfers/{id}", need(ScopeTransfersRead, handleGetTransfer(d.Service)))
 	mux.Handle("GET /v1/transfers", need(ScopeTransfersRead, handleListTransfers(d.Service)))
+	mux.Handle("POST /v1/transfers/{id}/reversal", need(ScopeTransfersWrite, handleReverseTransfer(d.Service)))
+	mux.Handle("GET /v1/transfers/{id}/reversals", need(ScopeTransfersRead, handleListReversals(d.Service)))
 	mux.Handle("GET /v1/admin/outbox", need(ScopeOutboxAdmin, handleAdminOutbox(d.Admin)))
 	mux.Handle("POST /v1/admin/outbox/requeue", need(ScopeOutboxAdmin, handleAdminRequeue(d.Admin, d.Audit)))
 	if d.Console != nil {

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -454,4 +455,84 @@ func TestAKeyInFlightIsAnswered409WithRetryAfter(t *testing.T) {
 	require.Equal(t, http.StatusCreated, again.Status, again.Body)
 	require.Equal(t, "true", again.Header.Get("Idempotency-Replayed"))
 	require.JSONEq(t, created.Body, again.Body)
+}
+
+func TestReverseTransferInPartsWithReplayAndRefusals(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	res := b.transfer(t, "pay", `{"from_wallet_id":"alice","to_wallet_id":"bob","amount":400,"currency":"USD"}`)
+	require.Equal(t, http.StatusCreated, res.Status, res.Body)
+	var tr transferBody
+	res.Decode(t, &tr)
+	reverse := func(id, key, body string) webtest.Response {
+		t.Helper()
+		return b.do(t, http.MethodPost, "/v1/transfers/"+id+"/reversal", http.Header{"Idempotency-Key": {key}}, body)
+	}
+
+	res = reverse(tr.ID, "undo-1", `{"amount":150}`)
+	require.Equal(t, http.StatusCreated, res.Status, res.Body)
+	require.Empty(t, res.Header.Get("Idempotency-Replayed"))
+	var first struct {
+		ID                 string `json:"id"`
+		FromWalletID       string `json:"from_wallet_id"`
+		ToWalletID         string `json:"to_wallet_id"`
+		Amount             int64  `json:"amount"`
+		ReversesTransferID string `json:"reverses_transfer_id"`
+	}
+	res.Decode(t, &first)
+	require.Equal(t, tr.ID, first.ReversesTransferID)
+	require.Equal(t, []string{"bob", "alice"}, []string{first.FromWalletID, first.ToWalletID})
+	again := reverse(tr.ID, "undo-1", `{"amount":150}`)
+	require.Equal(t, http.StatusCreated, again.Status, again.Body)
+	require.Equal(t, "true", again.Header.Get("Idempotency-Replayed"))
+	require.JSONEq(t, res.Body, again.Body, "a replay answers the first reversal")
+
+	tests := []struct {
+		name, id, key, body string
+		status              int
+		slug                string
+		invalid             bool
+	}{
+		{"the same key with another amount is refused", tr.ID, "undo-1", `{"amount":151}`, 422, "idempotency-key-reused", false},
+		{"more than what is left exceeds the transfer", tr.ID, "undo-2", `{"amount":251}`, 422, "reversal-exceeds-transfer", false},
+		{"an unknown transfer is not found", "0190b3c2-7a4e-7c5e-9d1a-2b3c4d5e6f70", "undo-3", `{"amount":1}`, 404, "transfer-not-found", false},
+		{"a reversal is not reversed", first.ID, "undo-4", `{"amount":1}`, 422, "transfer-is-reversal", false},
+		{"a zero amount is invalid", tr.ID, "undo-5", `{"amount":0}`, 400, "invalid-request", true},
+		{"an unknown field is invalid", tr.ID, "undo-6", `{"amount":1,"memo":"x"}`, 400, "invalid-request", true},
+	}
+	for _, tt := range tests {
+		header := http.Header{"Idempotency-Key": {tt.key}}
+		if tt.invalid {
+			header = openapitest.Invalid(header, tt.name)
+		}
+		b.do(t, http.MethodPost, "/v1/transfers/"+tt.id+"/reversal", header, tt.body).RequireProblem(t, tt.status, tt.slug)
+	}
+
+	res = reverse(tr.ID, "undo-7", `{"amount":250}`)
+	require.Equal(t, http.StatusCreated, res.Status, res.Body)
+	res = b.do(t, http.MethodGet, "/v1/transfers/"+tr.ID, nil, "")
+	require.Equal(t, http.StatusOK, res.Status, res.Body)
+	var got struct {
+		ReversedAmount int64 `json:"reversed_amount"`
+		Reversals      []struct {
+			ID     string `json:"id"`
+			Amount int64  `json:"amount"`
+		} `json:"reversals"`
+	}
+	res.Decode(t, &got)
+	require.Equal(t, int64(400), got.ReversedAmount)
+	require.Len(t, got.Reversals, 2)
+	require.Equal(t, first.ID, got.Reversals[0].ID)
+
+	res = b.do(t, http.MethodGet, "/v1/transfers/"+tr.ID+"/reversals", nil, "")
+	require.Equal(t, http.StatusOK, res.Status, res.Body)
+	var list struct {
+		Reversals []json.RawMessage `json:"reversals"`
+	}
+	res.Decode(t, &list)
+	require.Len(t, list.Reversals, 2)
+	b.do(t, http.MethodGet, "/v1/transfers/0190b3c2-7a4e-7c5e-9d1a-2b3c4d5e6f70/reversals", nil, "").RequireProblem(t, 404, "transfer-not-found")
+
+	res = b.do(t, http.MethodGet, "/v1/wallets/bob", nil, "")
+	require.JSONEq(t, `{"id":"bob","currency":"USD","balance":0,"allow_negative":false}`, res.Body)
 }

@@ -26,6 +26,21 @@ type transferJSON struct {
 	CreatedAt      time.Time `json:"created_at"`
 	// OutboxStatus is shown where a transfer is read, not where it is created.
 	OutboxStatus *string `json:"outbox_status,omitempty"`
+	// ReversesTransferID is set on a reversal: the transfer it reverses.
+	ReversesTransferID *string `json:"reverses_transfer_id,omitempty"`
+	// ReversedAmount is the total of the transfer's reversals, shown where a transfer (not a
+	// reversal) is read.
+	ReversedAmount *int64 `json:"reversed_amount,omitempty"`
+	// Reversals are shown where one transfer is read (GET /v1/transfers/{id}).
+	Reversals []reversalJSON `json:"reversals,omitempty"`
+}
+
+// reversalJSON is a reversal as its transfer lists it; the whole reversal is a transfer of its
+// own (GET /v1/transfers/{reversal id}).
+type reversalJSON struct {
+	ID        string    `json:"id"`
+	Amount    int64     `json:"amount"`
+	CreatedAt time.Time `json:"created_at"`
 }
 
 func toTransferJSON(t wallet.Transfer, withOutbox bool) transferJSON {
@@ -36,6 +51,16 @@ func toTransferJSON(t wallet.Transfer, withOutbox bool) transferJSON {
 	}
 	if withOutbox {
 		out.OutboxStatus = &t.OutboxStatus
+		if !t.IsReversal() {
+			out.ReversedAmount = &t.ReversedAmount
+		}
+	}
+	if t.IsReversal() {
+		id := t.ReversesTransferID.String()
+		out.ReversesTransferID = &id
+	}
+	for _, r := range t.Reversals {
+		out.Reversals = append(out.Reversals, reversalJSON{ID: r.ID.String(), Amount: r.Amount, CreatedAt: r.CreatedAt.UTC()})
 	}
 	return out
 }
@@ -122,6 +147,80 @@ func handleCreateTransfer(service wallet.Service, m *metrics.Wallet) http.Handle
 			logger.Info().Str("event_id", t.EventID.String()).Msg("transfer created")
 		}
 		web.Encode(w, r, http.StatusCreated, toTransferJSON(t, false))
+	})
+}
+
+// handleReverseTransfer reverses a completed transfer in full or in part. Its Idempotency-Key
+// answers as a transfer's does: the first answer again (201, Idempotency-Replayed: true) for
+// the same key and body, idempotency-key-reused for another body, 409 while in flight here.
+func handleReverseTransfer(service wallet.Service) http.Handler {
+	keys := newInFlight()
+	type request struct {
+		Amount int64 `json:"amount"`
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		transferID, err := wallet.ParseTransferID(r.PathValue("id"))
+		if err != nil {
+			web.WriteProblem(w, r, err)
+			return
+		}
+		req, err := web.Decode[request](w, r)
+		if err != nil {
+			web.WriteProblem(w, r, err)
+			return
+		}
+		key := r.Header.Get("Idempotency-Key")
+		if key != "" { // a missing key is the store's invalid request
+			release, ok := keys.claim(key)
+			if !ok {
+				writeInFlight(w, r, problem.Newf(wallet.ErrIdempotencyKeyInFlight, "a request with this Idempotency-Key is still being processed; retry after %s s", inFlightRetryAfter))
+				return
+			}
+			defer release()
+		}
+		p, _ := auth.FromContext(r.Context())
+		t, replayed, err := service.ReverseTransfer(r.Context(), wallet.ReversalRequest{
+			IdempotencyKey: key, TransferID: transferID, Amount: req.Amount, KeyID: p.KeyID,
+		})
+		if err != nil {
+			writeInFlight(w, r, err)
+			return
+		}
+		logger := zerolog.Ctx(r.Context())
+		logger.UpdateContext(func(c zerolog.Context) zerolog.Context {
+			return c.Str("transfer_id", transferID.String()).Str("reversal_id", t.ID.String())
+		})
+		if replayed {
+			w.Header().Set(HeaderIdempotencyReplayed, "true")
+			logger.Debug().Msg("reversal replayed")
+		} else {
+			logger.Info().Str("event_id", t.EventID.String()).Int64("amount", t.Amount).Msg("transfer reversed")
+		}
+		web.Encode(w, r, http.StatusCreated, toTransferJSON(t, false))
+	})
+}
+
+// handleListReversals lists a transfer's reversals, oldest first, each a whole transfer.
+func handleListReversals(service wallet.Service) http.Handler {
+	type response struct {
+		Reversals []transferJSON `json:"reversals"`
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := wallet.ParseTransferID(r.PathValue("id"))
+		if err != nil {
+			web.WriteProblem(w, r, err)
+			return
+		}
+		reversals, err := service.ListReversals(r.Context(), id)
+		if err != nil {
+			web.WriteProblem(w, r, err)
+			return
+		}
+		out := response{Reversals: make([]transferJSON, 0, len(reversals))}
+		for _, t := range reversals {
+			out.Reversals = append(out.Reversals, toTransferJSON(t, true))
+		}
+		web.Encode(w, r, http.StatusOK, out)
 	})
 }
 

@@ -1,5 +1,6 @@
-// Package postgres stores wallets and transfers in PostgreSQL and writes each transfer's
-// TransferCompleted event to the outbox in the same transaction. The sqlc code in walletdb
+// Package postgres stores wallets, transfers and reversals in PostgreSQL and writes each
+// transfer's TransferCompleted event (a reversal's TransferReversed) to the outbox in the same
+// transaction. The sqlc code in walletdb
 // stays behind this package: callers see wallet types and wallet errors only.
 package postgres
 
@@ -358,7 +359,14 @@ func (s *Store) GetTransfer(ctx context.Context, id uuid.UUID) (wallet.Transfer,
 	case err != nil:
 		return wallet.Transfer{}, fmt.Errorf("get transfer %s: %w", id, err)
 	}
-	return toTransfer(row.Transfer, row.OutboxStatus), nil
+	t := toTransfer(row.Transfer, row.OutboxStatus)
+	if t.IsReversal() {
+		return t, nil
+	}
+	if t.Reversals, err = s.reversals(ctx, id); err != nil {
+		return wallet.Transfer{}, err
+	}
+	return t, nil
 }
 
 // TransferByIdempotencyKey returns the transfer the key created and where its event is.
@@ -438,5 +446,6 @@ func toTransfer(t walletdb.Transfer, outboxStatus string) wallet.Transfer {
 		FromWalletID: t.FromWalletID, ToWalletID: t.ToWalletID,
 		Amount: t.Amount, Currency: t.Currency, Status: t.Status,
 		OutboxStatus: outboxStatus, EventID: t.EventID, CreatedAt: t.CreatedAt.UTC(),
+		ReversesTransferID: t.ReversesTransferID.UUID, ReversedAmount: t.ReversedAmount,
 	}
 }

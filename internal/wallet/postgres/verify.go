@@ -12,7 +12,8 @@ import (
 
 // Verify checks the wallet's invariants on the data in pool as it is: each transfer has exactly
 // one outbox row and each outbox row its transfer, every balance is what its transfers add up
-// to, every currency's balances sum to zero, and no balance is below its floor.
+// to, every currency's balances sum to zero, no balance is below its floor, and every reversal
+// moves its transfer's money back, the reversals of a transfer totalling at most its amount.
 func Verify(ctx context.Context, pool *pgxpool.Pool, opts wallet.VerifyOptions) ([]wallet.Check, error) {
 	q := walletdb.New(pool)
 	type result = struct {
@@ -44,6 +45,10 @@ func Verify(ctx context.Context, pool *pgxpool.Pool, opts wallet.VerifyOptions) 
 		}},
 		{"no balance below its floor", "wallets", func() (result, error) {
 			r, err := q.VerifyBalanceFloors(ctx, n)
+			return result(r), err
+		}},
+		{"every reversal moves its transfer's money back, and reversals total at most the transfer", "transfers", func() (result, error) {
+			r, err := q.VerifyReversals(ctx, n)
 			return result(r), err
 		}},
 	}

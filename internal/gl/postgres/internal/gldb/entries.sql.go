@@ -197,7 +197,7 @@ func (q *Queries) GetAccount(ctx context.Context, code string) (Account, error) 
 }
 
 const getEntriesByTransfers = `-- name: GetEntriesByTransfers :many
-SELECT e.id, e.event_id, e.transfer_id, e.currency, e.description, e.occurred_at, e.posted_at,
+SELECT e.id, e.event_id, e.transfer_id, e.currency, e.description, e.occurred_at, e.posted_at, e.reverses_entry_id,
        (SELECT coalesce(sum(l.amount), 0) FROM journal_lines l
         WHERE l.entry_id = e.id AND l.direction = 'debit')::numeric AS debits
 FROM journal_entries e
@@ -205,14 +205,15 @@ WHERE e.transfer_id = ANY ($1::text[])
 `
 
 type GetEntriesByTransfersRow struct {
-	ID          uuid.UUID
-	EventID     string
-	TransferID  string
-	Currency    string
-	Description string
-	OccurredAt  time.Time
-	PostedAt    time.Time
-	Debits      pgtype.Numeric
+	ID              uuid.UUID
+	EventID         string
+	TransferID      string
+	Currency        string
+	Description     string
+	OccurredAt      time.Time
+	PostedAt        time.Time
+	ReversesEntryID uuid.NullUUID
+	Debits          pgtype.Numeric
 }
 
 // The entries holding these transfers' postings, each with the total of its debit lines (the
@@ -234,6 +235,7 @@ func (q *Queries) GetEntriesByTransfers(ctx context.Context, transferIds []strin
 			&i.Description,
 			&i.OccurredAt,
 			&i.PostedAt,
+			&i.ReversesEntryID,
 			&i.Debits,
 		); err != nil {
 			return nil, err
@@ -247,7 +249,7 @@ func (q *Queries) GetEntriesByTransfers(ctx context.Context, transferIds []strin
 }
 
 const getEntryByTransfer = `-- name: GetEntryByTransfer :one
-SELECT id, event_id, transfer_id, currency, description, occurred_at, posted_at FROM journal_entries WHERE transfer_id = $1
+SELECT id, event_id, transfer_id, currency, description, occurred_at, posted_at, reverses_entry_id FROM journal_entries WHERE transfer_id = $1
 `
 
 func (q *Queries) GetEntryByTransfer(ctx context.Context, transferID string) (JournalEntry, error) {
@@ -261,6 +263,7 @@ func (q *Queries) GetEntryByTransfer(ctx context.Context, transferID string) (Jo
 		&i.Description,
 		&i.OccurredAt,
 		&i.PostedAt,
+		&i.ReversesEntryID,
 	)
 	return i, err
 }
@@ -299,26 +302,30 @@ func (q *Queries) InsertAccount(ctx context.Context, arg InsertAccountParams) (A
 }
 
 const insertEntriesBatch = `-- name: InsertEntriesBatch :many
-INSERT INTO journal_entries (id, event_id, transfer_id, currency, description, occurred_at)
-SELECT e.id, e.event_id, e.transfer_id, e.currency, e.description, e.occurred_at
+INSERT INTO journal_entries (id, event_id, transfer_id, currency, description, occurred_at, reverses_entry_id)
+SELECT e.id, e.event_id, e.transfer_id, e.currency, e.description, e.occurred_at,
+       nullif(e.reverses_entry_id, '00000000-0000-0000-0000-000000000000'::uuid)
 FROM (SELECT unnest($1::uuid[]) AS id, unnest($2::text[]) AS event_id,
              unnest($3::text[]) AS transfer_id, unnest($4::text[]) AS currency,
-             unnest($5::text[]) AS description, unnest($6::timestamptz[]) AS occurred_at) AS e
+             unnest($5::text[]) AS description, unnest($6::timestamptz[]) AS occurred_at,
+             unnest($7::uuid[]) AS reverses_entry_id) AS e
 ON CONFLICT DO NOTHING
-RETURNING id, event_id, transfer_id, currency, description, occurred_at, posted_at
+RETURNING id, event_id, transfer_id, currency, description, occurred_at, posted_at, reverses_entry_id
 `
 
 type InsertEntriesBatchParams struct {
-	Ids          []uuid.UUID
-	EventIds     []string
-	TransferIds  []string
-	Currencies   []string
-	Descriptions []string
-	OccurredAts  []time.Time
+	Ids              []uuid.UUID
+	EventIds         []string
+	TransferIds      []string
+	Currencies       []string
+	Descriptions     []string
+	OccurredAts      []time.Time
+	ReversesEntryIds []uuid.UUID
 }
 
 // InsertEntry for a whole batch; rows that conflict (event or transfer already posted, also
 // earlier in the same batch) are skipped and missing from the result.
+// A reverses_entry_id of the zero uuid stands for none (NULL).
 func (q *Queries) InsertEntriesBatch(ctx context.Context, arg InsertEntriesBatchParams) ([]JournalEntry, error) {
 	rows, err := q.db.Query(ctx, insertEntriesBatch,
 		arg.Ids,
@@ -327,6 +334,7 @@ func (q *Queries) InsertEntriesBatch(ctx context.Context, arg InsertEntriesBatch
 		arg.Currencies,
 		arg.Descriptions,
 		arg.OccurredAts,
+		arg.ReversesEntryIds,
 	)
 	if err != nil {
 		return nil, err
@@ -343,6 +351,7 @@ func (q *Queries) InsertEntriesBatch(ctx context.Context, arg InsertEntriesBatch
 			&i.Description,
 			&i.OccurredAt,
 			&i.PostedAt,
+			&i.ReversesEntryID,
 		); err != nil {
 			return nil, err
 		}
@@ -358,7 +367,7 @@ const insertEntry = `-- name: InsertEntry :one
 INSERT INTO journal_entries (id, event_id, transfer_id, currency, description, occurred_at)
 VALUES ($1, $2, $3, $4, $5, $6)
 ON CONFLICT DO NOTHING
-RETURNING id, event_id, transfer_id, currency, description, occurred_at, posted_at
+RETURNING id, event_id, transfer_id, currency, description, occurred_at, posted_at, reverses_entry_id
 `
 
 type InsertEntryParams struct {
@@ -390,6 +399,7 @@ func (q *Queries) InsertEntry(ctx context.Context, arg InsertEntryParams) (Journ
 		&i.Description,
 		&i.OccurredAt,
 		&i.PostedAt,
+		&i.ReversesEntryID,
 	)
 	return i, err
 }
@@ -482,7 +492,7 @@ func (q *Queries) ListAccounts(ctx context.Context) ([]Account, error) {
 }
 
 const listEntriesByEvent = `-- name: ListEntriesByEvent :many
-SELECT id, event_id, transfer_id, currency, description, occurred_at, posted_at FROM journal_entries WHERE event_id = $1 ORDER BY posted_at, id
+SELECT id, event_id, transfer_id, currency, description, occurred_at, posted_at, reverses_entry_id FROM journal_entries WHERE event_id = $1 ORDER BY posted_at, id
 `
 
 func (q *Queries) ListEntriesByEvent(ctx context.Context, eventID string) ([]JournalEntry, error) {
@@ -502,6 +512,7 @@ func (q *Queries) ListEntriesByEvent(ctx context.Context, eventID string) ([]Jou
 			&i.Description,
 			&i.OccurredAt,
 			&i.PostedAt,
+			&i.ReversesEntryID,
 		); err != nil {
 			return nil, err
 		}
@@ -514,7 +525,7 @@ func (q *Queries) ListEntriesByEvent(ctx context.Context, eventID string) ([]Jou
 }
 
 const listEntriesByTransfer = `-- name: ListEntriesByTransfer :many
-SELECT id, event_id, transfer_id, currency, description, occurred_at, posted_at FROM journal_entries WHERE transfer_id = $1 ORDER BY posted_at, id
+SELECT id, event_id, transfer_id, currency, description, occurred_at, posted_at, reverses_entry_id FROM journal_entries WHERE transfer_id = $1 ORDER BY posted_at, id
 `
 
 func (q *Queries) ListEntriesByTransfer(ctx context.Context, transferID string) ([]JournalEntry, error) {
@@ -534,6 +545,7 @@ func (q *Queries) ListEntriesByTransfer(ctx context.Context, transferID string) 
 			&i.Description,
 			&i.OccurredAt,
 			&i.PostedAt,
+			&i.ReversesEntryID,
 		); err != nil {
 			return nil, err
 		}
@@ -546,7 +558,7 @@ func (q *Queries) ListEntriesByTransfer(ctx context.Context, transferID string) 
 }
 
 const listEntriesPosted = `-- name: ListEntriesPosted :many
-SELECT e.id, e.event_id, e.transfer_id, e.currency, e.description, e.occurred_at, e.posted_at FROM journal_entries e
+SELECT e.id, e.event_id, e.transfer_id, e.currency, e.description, e.occurred_at, e.posted_at, e.reverses_entry_id FROM journal_entries e
 WHERE ($1::timestamptz IS NULL OR e.posted_at >= $1::timestamptz)
   AND ($2::timestamptz IS NULL OR e.posted_at < $2::timestamptz)
   AND ($3::uuid IS NULL
@@ -586,6 +598,7 @@ func (q *Queries) ListEntriesPosted(ctx context.Context, arg ListEntriesPostedPa
 			&i.Description,
 			&i.OccurredAt,
 			&i.PostedAt,
+			&i.ReversesEntryID,
 		); err != nil {
 			return nil, err
 		}
@@ -619,6 +632,40 @@ func (q *Queries) ListLinesByEntries(ctx context.Context, entryIds []uuid.UUID) 
 			&i.Currency,
 			&i.PostedAt,
 		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listReversingEntries = `-- name: ListReversingEntries :many
+SELECT id, reverses_entry_id::uuid AS reverses_entry_id
+FROM journal_entries
+WHERE reverses_entry_id = ANY ($1::uuid[])
+ORDER BY posted_at, id
+`
+
+type ListReversingEntriesRow struct {
+	ID              uuid.UUID
+	ReversesEntryID uuid.UUID
+}
+
+// The entries that reverse these entries (reverses_entry_id), to show each original's
+// reversals beside it.
+func (q *Queries) ListReversingEntries(ctx context.Context, entryIds []uuid.UUID) ([]ListReversingEntriesRow, error) {
+	rows, err := q.db.Query(ctx, listReversingEntries, entryIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListReversingEntriesRow
+	for rows.Next() {
+		var i ListReversingEntriesRow
+		if err := rows.Scan(&i.ID, &i.ReversesEntryID); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

@@ -65,13 +65,14 @@ type Inbox struct {
 }
 
 type JournalEntry struct {
-	ID          uuid.UUID
-	EventID     string
-	TransferID  string
-	Currency    string
-	Description string
-	OccurredAt  time.Time
-	PostedAt    time.Time
+	ID              uuid.UUID
+	EventID         string
+	TransferID      string
+	Currency        string
+	Description     string
+	OccurredAt      time.Time
+	PostedAt        time.Time
+	ReversesEntryID uuid.NullUUID
 }
 
 type JournalLine struct {

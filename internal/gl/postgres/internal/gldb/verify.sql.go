@@ -95,16 +95,27 @@ func (q *Queries) CountLedger(ctx context.Context) (CountLedgerRow, error) {
 const countProcessedInbox = `-- name: CountProcessedInbox :one
 SELECT count(*)::bigint
 FROM inbox
-WHERE consumer = $1 AND event_type = $2 AND status = 'processed'
+WHERE consumer = $1 AND event_type = ANY ($2::text[]) AND status = 'processed'
 `
 
 type CountProcessedInboxParams struct {
-	Consumer  string
-	EventType string
+	Consumer   string
+	EventTypes []string
 }
 
 func (q *Queries) CountProcessedInbox(ctx context.Context, arg CountProcessedInboxParams) (int64, error) {
-	row := q.db.QueryRow(ctx, countProcessedInbox, arg.Consumer, arg.EventType)
+	row := q.db.QueryRow(ctx, countProcessedInbox, arg.Consumer, arg.EventTypes)
+	var column_1 int64
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
+const countReversedEntries = `-- name: CountReversedEntries :one
+SELECT count(DISTINCT reverses_entry_id)::bigint FROM journal_entries WHERE reverses_entry_id IS NOT NULL
+`
+
+func (q *Queries) CountReversedEntries(ctx context.Context) (int64, error) {
+	row := q.db.QueryRow(ctx, countReversedEntries)
 	var column_1 int64
 	err := row.Scan(&column_1)
 	return column_1, err
@@ -155,16 +166,16 @@ func (q *Queries) EntriesWithoutInbox(ctx context.Context, arg EntriesWithoutInb
 const processedInboxWithoutEntry = `-- name: ProcessedInboxWithoutEntry :many
 SELECT i.id, i.event_id, count(*) OVER ()::bigint AS total
 FROM inbox i
-WHERE i.consumer = $1 AND i.event_type = $2 AND i.status = 'processed'
+WHERE i.consumer = $1 AND i.event_type = ANY ($2::text[]) AND i.status = 'processed'
   AND NOT EXISTS (SELECT 1 FROM journal_entries e WHERE e.event_id = i.event_id)
 ORDER BY i.received_at, i.id
 LIMIT $3
 `
 
 type ProcessedInboxWithoutEntryParams struct {
-	Consumer  string
-	EventType string
-	RowLimit  int32
+	Consumer   string
+	EventTypes []string
+	RowLimit   int32
 }
 
 type ProcessedInboxWithoutEntryRow struct {
@@ -175,7 +186,7 @@ type ProcessedInboxWithoutEntryRow struct {
 
 // An event the inbox says was handled, but no journal entry carries its id.
 func (q *Queries) ProcessedInboxWithoutEntry(ctx context.Context, arg ProcessedInboxWithoutEntryParams) ([]ProcessedInboxWithoutEntryRow, error) {
-	rows, err := q.db.Query(ctx, processedInboxWithoutEntry, arg.Consumer, arg.EventType, arg.RowLimit)
+	rows, err := q.db.Query(ctx, processedInboxWithoutEntry, arg.Consumer, arg.EventTypes, arg.RowLimit)
 	if err != nil {
 		return nil, err
 	}
@@ -184,6 +195,53 @@ func (q *Queries) ProcessedInboxWithoutEntry(ctx context.Context, arg ProcessedI
 	for rows.Next() {
 		var i ProcessedInboxWithoutEntryRow
 		if err := rows.Scan(&i.ID, &i.EventID, &i.Total); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const reversalsBeyondOriginal = `-- name: ReversalsBeyondOriginal :many
+WITH debits AS (
+    SELECT l.entry_id, sum(l.amount) AS amount FROM journal_lines l WHERE l.direction = 'debit' GROUP BY l.entry_id
+), bad AS (
+    SELECT o.id, o.posted_at
+    FROM journal_entries o
+    JOIN journal_entries r ON r.reverses_entry_id = o.id
+    LEFT JOIN debits rd ON rd.entry_id = r.id
+    LEFT JOIN debits od ON od.entry_id = o.id
+    GROUP BY o.id, o.posted_at, o.currency, o.reverses_entry_id, od.amount
+    HAVING coalesce(sum(rd.amount), 0) > coalesce(od.amount, 0)
+        OR bool_or(r.currency <> o.currency)
+        OR o.reverses_entry_id IS NOT NULL
+)
+SELECT b.id, count(*) OVER ()::bigint AS total
+FROM bad b
+ORDER BY b.posted_at, b.id
+LIMIT $1
+`
+
+type ReversalsBeyondOriginalRow struct {
+	ID    uuid.UUID
+	Total int64
+}
+
+// An original entry whose reversals' debits total more than its own, or a reversal entry
+// whose original is itself a reversal or in another currency.
+func (q *Queries) ReversalsBeyondOriginal(ctx context.Context, rowLimit int32) ([]ReversalsBeyondOriginalRow, error) {
+	rows, err := q.db.Query(ctx, reversalsBeyondOriginal, rowLimit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ReversalsBeyondOriginalRow
+	for rows.Next() {
+		var i ReversalsBeyondOriginalRow
+		if err := rows.Scan(&i.ID, &i.Total); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

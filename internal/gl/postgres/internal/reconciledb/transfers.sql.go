@@ -12,27 +12,33 @@ import (
 )
 
 const reconcileTransfer = `-- name: ReconcileTransfer :one
-SELECT id, amount, currency
-FROM reconcile_transfers_v1
+SELECT id, amount, currency, reverses_transfer_id
+FROM reconcile_transfers_v2
 WHERE id = $1
 `
 
 type ReconcileTransferRow struct {
-	ID       uuid.UUID
-	Amount   int64
-	Currency string
+	ID                 uuid.UUID
+	Amount             int64
+	Currency           string
+	ReversesTransferID uuid.NullUUID
 }
 
 func (q *Queries) ReconcileTransfer(ctx context.Context, id uuid.UUID) (ReconcileTransferRow, error) {
 	row := q.db.QueryRow(ctx, reconcileTransfer, id)
 	var i ReconcileTransferRow
-	err := row.Scan(&i.ID, &i.Amount, &i.Currency)
+	err := row.Scan(
+		&i.ID,
+		&i.Amount,
+		&i.Currency,
+		&i.ReversesTransferID,
+	)
 	return i, err
 }
 
 const reconcileTransfers = `-- name: ReconcileTransfers :many
-SELECT id, amount, currency
-FROM reconcile_transfers_v1
+SELECT id, amount, currency, reverses_transfer_id
+FROM reconcile_transfers_v2
 WHERE id > $1::uuid
 ORDER BY id
 LIMIT $2
@@ -44,12 +50,14 @@ type ReconcileTransfersParams struct {
 }
 
 type ReconcileTransfersRow struct {
-	ID       uuid.UUID
-	Amount   int64
-	Currency string
+	ID                 uuid.UUID
+	Amount             int64
+	Currency           string
+	ReversesTransferID uuid.NullUUID
 }
 
-// ReconcileTransfers pages through every transfer in id order (the primary key's index).
+// ReconcileTransfers pages through every transfer and reversal in id order (the primary key's
+// index).
 func (q *Queries) ReconcileTransfers(ctx context.Context, arg ReconcileTransfersParams) ([]ReconcileTransfersRow, error) {
 	rows, err := q.db.Query(ctx, reconcileTransfers, arg.After, arg.RowLimit)
 	if err != nil {
@@ -59,7 +67,12 @@ func (q *Queries) ReconcileTransfers(ctx context.Context, arg ReconcileTransfers
 	var items []ReconcileTransfersRow
 	for rows.Next() {
 		var i ReconcileTransfersRow
-		if err := rows.Scan(&i.ID, &i.Amount, &i.Currency); err != nil {
+		if err := rows.Scan(
+			&i.ID,
+			&i.Amount,
+			&i.Currency,
+			&i.ReversesTransferID,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

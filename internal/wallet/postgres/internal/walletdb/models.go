@@ -71,7 +71,6 @@ type Outbox struct {
 	TraceContext *string
 }
 
-// Versioned read-only contract for the GL's reconciliation (gl reconcile); columns never change, see db/schema/wallet/00002_reconcile_transfers_v1.sql
 type ReconcileTransfersV1 struct {
 	ID        uuid.UUID
 	Amount    int64
@@ -79,18 +78,29 @@ type ReconcileTransfersV1 struct {
 	CreatedAt time.Time
 }
 
+// Versioned read-only contract for the GL's reconciliation (gl reconcile): transfers and reversals; columns never change, see db/schema/wallet/00004_reversals.sql
+type ReconcileTransfersV2 struct {
+	ID                 uuid.UUID
+	Amount             int64
+	Currency           string
+	CreatedAt          time.Time
+	ReversesTransferID uuid.NullUUID
+}
+
 type Transfer struct {
-	ID             uuid.UUID
-	IdempotencyKey string
-	RequestHash    []byte
-	FromWalletID   string
-	ToWalletID     string
-	Amount         int64
-	Currency       string
-	Status         string
-	EventID        uuid.UUID
-	CreatedAt      time.Time
-	CreatedByKey   uuid.NullUUID
+	ID                 uuid.UUID
+	IdempotencyKey     string
+	RequestHash        []byte
+	FromWalletID       string
+	ToWalletID         string
+	Amount             int64
+	Currency           string
+	Status             string
+	EventID            uuid.UUID
+	CreatedAt          time.Time
+	CreatedByKey       uuid.NullUUID
+	ReversesTransferID uuid.NullUUID
+	ReversedAmount     int64
 }
 
 type Wallet struct {

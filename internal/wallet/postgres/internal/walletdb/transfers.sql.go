@@ -12,8 +12,54 @@ import (
 	"github.com/google/uuid"
 )
 
+const addReversedAmount = `-- name: AddReversedAmount :one
+UPDATE transfers SET reversed_amount = reversed_amount + $1
+WHERE id = $2
+RETURNING reversed_amount
+`
+
+type AddReversedAmountParams struct {
+	Amount int64
+	ID     uuid.UUID
+}
+
+// The check transfers_reversed_within_amount refuses a total beyond the original's amount.
+func (q *Queries) AddReversedAmount(ctx context.Context, arg AddReversedAmountParams) (int64, error) {
+	row := q.db.QueryRow(ctx, addReversedAmount, arg.Amount, arg.ID)
+	var reversed_amount int64
+	err := row.Scan(&reversed_amount)
+	return reversed_amount, err
+}
+
+const getTransfer = `-- name: GetTransfer :one
+SELECT id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount FROM transfers WHERE id = $1
+`
+
+// The transfer a reversal names, read before its wallets are locked: its wallets, amount and
+// currency never change.
+func (q *Queries) GetTransfer(ctx context.Context, id uuid.UUID) (Transfer, error) {
+	row := q.db.QueryRow(ctx, getTransfer, id)
+	var i Transfer
+	err := row.Scan(
+		&i.ID,
+		&i.IdempotencyKey,
+		&i.RequestHash,
+		&i.FromWalletID,
+		&i.ToWalletID,
+		&i.Amount,
+		&i.Currency,
+		&i.Status,
+		&i.EventID,
+		&i.CreatedAt,
+		&i.CreatedByKey,
+		&i.ReversesTransferID,
+		&i.ReversedAmount,
+	)
+	return i, err
+}
+
 const getTransferByIdempotencyKey = `-- name: GetTransferByIdempotencyKey :one
-SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, coalesce(o.status, 'acknowledged')::text AS outbox_status
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, coalesce(o.status, 'acknowledged')::text AS outbox_status
 FROM transfers t
 LEFT JOIN outbox o ON o.id = t.event_id
 WHERE t.idempotency_key = $1
@@ -40,13 +86,15 @@ func (q *Queries) GetTransferByIdempotencyKey(ctx context.Context, idempotencyKe
 		&i.Transfer.EventID,
 		&i.Transfer.CreatedAt,
 		&i.Transfer.CreatedByKey,
+		&i.Transfer.ReversesTransferID,
+		&i.Transfer.ReversedAmount,
 		&i.OutboxStatus,
 	)
 	return i, err
 }
 
 const getTransferWithOutbox = `-- name: GetTransferWithOutbox :one
-SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, coalesce(o.status, 'acknowledged')::text AS outbox_status
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, coalesce(o.status, 'acknowledged')::text AS outbox_status
 FROM transfers t
 LEFT JOIN outbox o ON o.id = t.event_id
 WHERE t.id = $1
@@ -73,13 +121,15 @@ func (q *Queries) GetTransferWithOutbox(ctx context.Context, id uuid.UUID) (GetT
 		&i.Transfer.EventID,
 		&i.Transfer.CreatedAt,
 		&i.Transfer.CreatedByKey,
+		&i.Transfer.ReversesTransferID,
+		&i.Transfer.ReversedAmount,
 		&i.OutboxStatus,
 	)
 	return i, err
 }
 
 const getTransfersByIdempotencyKeys = `-- name: GetTransfersByIdempotencyKeys :many
-SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, coalesce(o.status, 'acknowledged')::text AS outbox_status
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, coalesce(o.status, 'acknowledged')::text AS outbox_status
 FROM transfers t
 LEFT JOIN outbox o ON o.id = t.event_id
 WHERE t.idempotency_key = ANY ($1::text[])
@@ -112,6 +162,8 @@ func (q *Queries) GetTransfersByIdempotencyKeys(ctx context.Context, idempotency
 			&i.Transfer.EventID,
 			&i.Transfer.CreatedAt,
 			&i.Transfer.CreatedByKey,
+			&i.Transfer.ReversesTransferID,
+			&i.Transfer.ReversedAmount,
 			&i.OutboxStatus,
 		); err != nil {
 			return nil, err
@@ -124,11 +176,65 @@ func (q *Queries) GetTransfersByIdempotencyKeys(ctx context.Context, idempotency
 	return items, nil
 }
 
+const insertReversal = `-- name: InsertReversal :one
+INSERT INTO transfers (id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key, reverses_transfer_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
+        $9::uuid, $10)
+ON CONFLICT (idempotency_key) DO NOTHING
+RETURNING id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount
+`
+
+type InsertReversalParams struct {
+	ID                 uuid.UUID
+	IdempotencyKey     string
+	RequestHash        []byte
+	FromWalletID       string
+	ToWalletID         string
+	Amount             int64
+	Currency           string
+	EventID            uuid.UUID
+	CreatedByKey       uuid.NullUUID
+	ReversesTransferID uuid.NullUUID
+}
+
+// InsertReversal claims the idempotency key as InsertTransfer does: a conflict returns no row.
+func (q *Queries) InsertReversal(ctx context.Context, arg InsertReversalParams) (Transfer, error) {
+	row := q.db.QueryRow(ctx, insertReversal,
+		arg.ID,
+		arg.IdempotencyKey,
+		arg.RequestHash,
+		arg.FromWalletID,
+		arg.ToWalletID,
+		arg.Amount,
+		arg.Currency,
+		arg.EventID,
+		arg.CreatedByKey,
+		arg.ReversesTransferID,
+	)
+	var i Transfer
+	err := row.Scan(
+		&i.ID,
+		&i.IdempotencyKey,
+		&i.RequestHash,
+		&i.FromWalletID,
+		&i.ToWalletID,
+		&i.Amount,
+		&i.Currency,
+		&i.Status,
+		&i.EventID,
+		&i.CreatedAt,
+		&i.CreatedByKey,
+		&i.ReversesTransferID,
+		&i.ReversedAmount,
+	)
+	return i, err
+}
+
 const insertTransfer = `-- name: InsertTransfer :one
 INSERT INTO transfers (id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::uuid)
 ON CONFLICT (idempotency_key) DO NOTHING
-RETURNING id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key
+RETURNING id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount
 `
 
 type InsertTransferParams struct {
@@ -170,6 +276,8 @@ func (q *Queries) InsertTransfer(ctx context.Context, arg InsertTransferParams) 
 		&i.EventID,
 		&i.CreatedAt,
 		&i.CreatedByKey,
+		&i.ReversesTransferID,
+		&i.ReversedAmount,
 	)
 	return i, err
 }
@@ -180,7 +288,7 @@ SELECT unnest($1::uuid[]), unnest($2::text[]), unnest($3::bytea[]),
        unnest($4::text[]), unnest($5::text[]), unnest($6::bigint[]),
        unnest($7::text[]), unnest($8::uuid[]), nullif(unnest($9::uuid[]), '00000000-0000-0000-0000-000000000000'::uuid)
 ON CONFLICT (idempotency_key) DO NOTHING
-RETURNING id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key
+RETURNING id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount
 `
 
 type InsertTransfersParams struct {
@@ -230,6 +338,57 @@ func (q *Queries) InsertTransfers(ctx context.Context, arg InsertTransfersParams
 			&i.EventID,
 			&i.CreatedAt,
 			&i.CreatedByKey,
+			&i.ReversesTransferID,
+			&i.ReversedAmount,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listReversals = `-- name: ListReversals :many
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, coalesce(o.status, 'acknowledged')::text AS outbox_status
+FROM transfers t
+LEFT JOIN outbox o ON o.id = t.event_id
+WHERE t.reverses_transfer_id = $1
+ORDER BY t.created_at, t.id
+`
+
+type ListReversalsRow struct {
+	Transfer     Transfer
+	OutboxStatus string
+}
+
+// The reversals of a transfer, oldest first.
+func (q *Queries) ListReversals(ctx context.Context, transferID uuid.NullUUID) ([]ListReversalsRow, error) {
+	rows, err := q.db.Query(ctx, listReversals, transferID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListReversalsRow
+	for rows.Next() {
+		var i ListReversalsRow
+		if err := rows.Scan(
+			&i.Transfer.ID,
+			&i.Transfer.IdempotencyKey,
+			&i.Transfer.RequestHash,
+			&i.Transfer.FromWalletID,
+			&i.Transfer.ToWalletID,
+			&i.Transfer.Amount,
+			&i.Transfer.Currency,
+			&i.Transfer.Status,
+			&i.Transfer.EventID,
+			&i.Transfer.CreatedAt,
+			&i.Transfer.CreatedByKey,
+			&i.Transfer.ReversesTransferID,
+			&i.Transfer.ReversedAmount,
+			&i.OutboxStatus,
 		); err != nil {
 			return nil, err
 		}
@@ -242,7 +401,7 @@ func (q *Queries) InsertTransfers(ctx context.Context, arg InsertTransfersParams
 }
 
 const listTransfers = `-- name: ListTransfers :many
-SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, coalesce(o.status, 'acknowledged')::text AS outbox_status
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, coalesce(o.status, 'acknowledged')::text AS outbox_status
 FROM transfers t
 LEFT JOIN outbox o ON o.id = t.event_id
 WHERE (t.created_at, t.id) > ($1::timestamptz, $2::uuid)
@@ -282,6 +441,8 @@ func (q *Queries) ListTransfers(ctx context.Context, arg ListTransfersParams) ([
 			&i.Transfer.EventID,
 			&i.Transfer.CreatedAt,
 			&i.Transfer.CreatedByKey,
+			&i.Transfer.ReversesTransferID,
+			&i.Transfer.ReversedAmount,
 			&i.OutboxStatus,
 		); err != nil {
 			return nil, err
@@ -292,4 +453,32 @@ func (q *Queries) ListTransfers(ctx context.Context, arg ListTransfersParams) ([
 		return nil, err
 	}
 	return items, nil
+}
+
+const lockTransferForReversal = `-- name: LockTransferForReversal :one
+SELECT id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount FROM transfers WHERE id = $1 FOR NO KEY UPDATE
+`
+
+// Every reversal of a transfer locks it after the wallets (the order all writers take), so
+// concurrent reversals of one transfer see each other's reversed_amount. NO KEY UPDATE leaves
+// the KEY SHARE lock of the reversal row's foreign key alone.
+func (q *Queries) LockTransferForReversal(ctx context.Context, id uuid.UUID) (Transfer, error) {
+	row := q.db.QueryRow(ctx, lockTransferForReversal, id)
+	var i Transfer
+	err := row.Scan(
+		&i.ID,
+		&i.IdempotencyKey,
+		&i.RequestHash,
+		&i.FromWalletID,
+		&i.ToWalletID,
+		&i.Amount,
+		&i.Currency,
+		&i.Status,
+		&i.EventID,
+		&i.CreatedAt,
+		&i.CreatedByKey,
+		&i.ReversesTransferID,
+		&i.ReversedAmount,
+	)
+	return i, err
 }

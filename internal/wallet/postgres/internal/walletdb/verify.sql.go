@@ -100,10 +100,12 @@ const verifyOutboxHasTransfers = `-- name: VerifyOutboxHasTransfers :one
 WITH bad AS (
     SELECT o.id
     FROM outbox o
-    WHERE o.event_type = 'TransferCompleted.v1'
-      AND NOT EXISTS (SELECT 1 FROM transfers t WHERE t.event_id = o.id AND t.id::text = o.aggregate_id)
+    WHERE o.event_type IN ('TransferCompleted.v1', 'TransferReversed.v1')
+      AND NOT EXISTS (SELECT 1 FROM transfers t
+                      WHERE t.event_id = o.id AND t.id::text = o.aggregate_id
+                        AND (t.reverses_transfer_id IS NULL) = (o.event_type = 'TransferCompleted.v1'))
 )
-SELECT (SELECT count(*) FROM outbox WHERE event_type = 'TransferCompleted.v1')::bigint AS checked,
+SELECT (SELECT count(*) FROM outbox WHERE event_type IN ('TransferCompleted.v1', 'TransferReversed.v1'))::bigint AS checked,
        (SELECT count(*) FROM bad)::bigint AS failed,
        coalesce((SELECT array_agg(s.id::text ORDER BY s.id)
                  FROM (SELECT id FROM bad ORDER BY id LIMIT $1) s),
@@ -116,10 +118,47 @@ type VerifyOutboxHasTransfersRow struct {
 	Sample  []string
 }
 
-// Each TransferCompleted outbox row belongs to its transfer.
+// Each TransferCompleted outbox row belongs to its transfer, each TransferReversed one to its
+// reversal (a transfer that names the transfer it reverses).
 func (q *Queries) VerifyOutboxHasTransfers(ctx context.Context, sampleSize int32) (VerifyOutboxHasTransfersRow, error) {
 	row := q.db.QueryRow(ctx, verifyOutboxHasTransfers, sampleSize)
 	var i VerifyOutboxHasTransfersRow
+	err := row.Scan(&i.Checked, &i.Failed, &i.Sample)
+	return i, err
+}
+
+const verifyReversals = `-- name: VerifyReversals :one
+WITH sums AS (
+    SELECT reverses_transfer_id AS id, sum(amount)::bigint AS total
+    FROM transfers WHERE reverses_transfer_id IS NOT NULL GROUP BY reverses_transfer_id
+), bad AS (
+    SELECT t.id, t.created_at
+    FROM transfers t
+    LEFT JOIN sums s ON s.id = t.id
+    LEFT JOIN transfers o ON o.id = t.reverses_transfer_id
+    WHERE t.reversed_amount <> coalesce(s.total, 0)
+       OR t.reversed_amount > t.amount
+       OR (o.id IS NOT NULL AND (o.reverses_transfer_id IS NOT NULL OR o.currency <> t.currency
+                                 OR o.from_wallet_id <> t.to_wallet_id OR o.to_wallet_id <> t.from_wallet_id))
+)
+SELECT (SELECT count(*) FROM transfers)::bigint AS checked,
+       (SELECT count(*) FROM bad)::bigint AS failed,
+       coalesce((SELECT array_agg(s.id::text ORDER BY s.created_at, s.id)
+                 FROM (SELECT id, created_at FROM bad ORDER BY created_at, id LIMIT $1) s),
+                '{}')::text[] AS sample
+`
+
+type VerifyReversalsRow struct {
+	Checked int64
+	Failed  int64
+	Sample  []string
+}
+
+// Each reversal moves its original's currency back between its original's wallets, the other
+// way, and each transfer's reversed_amount is the total of its reversals, within its amount.
+func (q *Queries) VerifyReversals(ctx context.Context, sampleSize int32) (VerifyReversalsRow, error) {
+	row := q.db.QueryRow(ctx, verifyReversals, sampleSize)
+	var i VerifyReversalsRow
 	err := row.Scan(&i.Checked, &i.Failed, &i.Sample)
 	return i, err
 }
@@ -132,7 +171,7 @@ WITH bad AS (
     WHERE (t.created_at > clock_timestamp() - make_interval(secs => $2::float8)
            AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.id = t.event_id))
        OR (SELECT count(*) FROM outbox o
-           WHERE o.aggregate_id = t.id::text AND o.event_type = 'TransferCompleted.v1') > 1
+           WHERE o.aggregate_id = t.id::text AND o.event_type IN ('TransferCompleted.v1', 'TransferReversed.v1')) > 1
 )
 SELECT (SELECT count(*) FROM transfers)::bigint AS checked,
        (SELECT count(*) FROM bad)::bigint AS failed,

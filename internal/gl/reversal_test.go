@@ -1,0 +1,178 @@
+package gl_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+
+	"walletgl/internal/events"
+	"walletgl/internal/gl"
+	"walletgl/internal/testenv"
+)
+
+func transferReversed(t *testing.T, reversalID, transferID string, amount int64, currency string) events.Envelope {
+	t.Helper()
+	data, err := json.Marshal(events.TransferReversed{
+		ReversalID: reversalID, TransferID: transferID, FromWalletID: "w-to", ToWalletID: "w-from",
+		Amount: amount, Currency: currency, CreatedAt: time.Date(2025, 3, 2, 12, 0, 0, 0, time.UTC),
+	})
+	require.NoError(t, err)
+	return events.Envelope{
+		SpecVersion: "1.0", ID: uuid.Must(uuid.NewV7()).String(), Source: events.SourceWallet,
+		Type: events.TypeTransferReversed, Subject: reversalID, Time: time.Now().UTC(),
+		DataContentType: "application/json", Data: data,
+	}
+}
+
+func TestReversalPostsTheOriginalsLinesSwappedAndLinksBothWays(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	h := gl.NewTransferPoster(gl.DefaultPostingRule, b.ledger, zerolog.Nop())
+	transferID, reversalID := newTransferID(), newTransferID()
+	require.NoError(t, b.handle(t, h, transferCompleted(t, transferID, 1000, "USD")))
+	rev := transferReversed(t, reversalID, transferID, 400, "USD")
+	require.NoError(t, b.handle(t, h, rev))
+
+	originals, err := b.ledger.EntriesByTransfer(ctx, transferID)
+	require.NoError(t, err)
+	require.Len(t, originals, 1)
+	reversals, err := b.ledger.EntriesByTransfer(ctx, reversalID)
+	require.NoError(t, err)
+	require.Len(t, reversals, 1)
+	orig, r := originals[0], reversals[0]
+	require.True(t, r.Balanced())
+	require.Equal(t, rev.ID, r.EventID)
+	require.Equal(t, orig.ID, r.ReversesEntryID, "the reversal names its original")
+	require.Equal(t, []uuid.UUID{r.ID}, orig.ReversedBy, "the original shows its reversal")
+	require.Equal(t, []gl.Line{
+		{AccountCode: "1010", Direction: gl.Credit, Amount: 400},
+		{AccountCode: "2010", Direction: gl.Debit, Amount: 400},
+	}, r.Lines)
+
+	// The acknowledgment names the reversal's event: the wallet acknowledges its outbox row.
+	acks := b.acknowledgments(t)
+	require.Len(t, acks, 2)
+	require.Equal(t, reversalID, acks[1].TransferID)
+	require.Equal(t, rev.ID, acks[1].SourceEventID)
+	require.Equal(t, r.ID.String(), acks[1].EntryID)
+
+	// The same reversal again (by another event with the same figures, or a redelivery past
+	// the inbox): no second entry.
+	again := transferReversed(t, reversalID, transferID, 400, "USD")
+	require.NoError(t, b.handle(t, h, again))
+	reversals, err = b.ledger.EntriesByTransfer(ctx, reversalID)
+	require.NoError(t, err)
+	require.Len(t, reversals, 1)
+
+	tb, err := b.ledger.TrialBalance(ctx)
+	require.NoError(t, err)
+	require.True(t, tb.Balanced)
+}
+
+func TestReversalBeforeItsTransferWaitsAndConflictsAreRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h := gl.NewTransferPoster(gl.DefaultPostingRule, b.ledger, zerolog.Nop())
+	transferID := newTransferID()
+
+	err := b.handle(t, h, transferReversed(t, newTransferID(), transferID, 10, "USD"))
+	require.ErrorIs(t, err, events.ErrNotYet, "the original is not posted yet: delivered again later")
+	require.NotErrorIs(t, err, events.ErrMalformed)
+
+	require.NoError(t, b.handle(t, h, transferCompleted(t, transferID, 100, "USD")))
+	tests := []struct {
+		name string
+		env  events.Envelope
+	}{
+		{"a reversal in another currency", transferReversed(t, newTransferID(), transferID, 10, "EUR")},
+		{"a reversal beyond the original", transferReversed(t, newTransferID(), transferID, 101, "USD")},
+	}
+	for _, tt := range tests {
+		require.ErrorIs(t, b.handle(t, h, tt.env), events.ErrConflict, tt.name)
+	}
+}
+
+// Through the real consumer, inbox and JetStream: a reversal published before its transfer
+// waits for it, then both are posted exactly once, linked, even when every event is published
+// again under another message id (past the broker's dedupe: only the inbox stops it).
+func TestTheGLConsumerPostsAReversalThatArrivesBeforeItsTransferExactlyOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	natsURL := testenv.NATSURL(t)
+	topo := testenv.Topology(t, natsURL)
+	keys := testenv.NewEventKeys(t)
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	nc, err := events.Connect(ctx, natsURL, t.Name(), log)
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	require.NoError(t, topo.EnsureStreams(ctx, js))
+
+	publish := func(env events.Envelope, msgID string) {
+		body, err := json.Marshal(env)
+		require.NoError(t, err)
+		msg := nats.NewMsg(topo.Subject(events.SourceWallet, env.Type))
+		msg.Data = body
+		keys.Signer(events.SourceWallet).Sign(msg)
+		_, err = js.PublishMsg(ctx, msg, jetstream.WithMsgID(msgID))
+		require.NoError(t, err)
+	}
+	transferID, reversalID := newTransferID(), newTransferID()
+	completed := transferCompleted(t, transferID, 500, "USD")
+	reversed := transferReversed(t, reversalID, transferID, 500, "USD")
+	unknown := completed
+	unknown.ID, unknown.Type = uuid.NewString(), "TransferRefunded.v1"
+	publish(reversed, reversed.ID)
+	publish(unknown, unknown.ID)
+
+	spec, err := topo.Consumer(events.ConsumerGL)
+	require.NoError(t, err)
+	poster := gl.NewTransferPoster(gl.DefaultPostingRule, b.ledger, log)
+	cons, err := events.NewConsumer(events.ConsumerConfig{ConsumerSpec: spec, RetryDelay: 50 * time.Millisecond, Trust: keys.Trust},
+		topo, nc, b.pool, poster, log)
+	require.NoError(t, err)
+	runCtx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { require.NoError(t, cons.Run(runCtx)) })
+	// The reversal alone cannot be posted: it goes back to the broker, without counting
+	// against it, until its transfer comes.
+	require.Eventually(t, func() bool { return cons.Stats().Retried >= 2 }, 60*time.Second, 20*time.Millisecond)
+	require.Zero(t, cons.Stats().Processed)
+	publish(completed, completed.ID)
+	publish(reversed, "again-"+reversed.ID)
+	publish(completed, "again-"+completed.ID)
+	require.Eventually(t, func() bool {
+		s := cons.Stats()
+		return s.Processed == 2 && s.Duplicates == 2 && s.Failed == 1
+	}, 60*time.Second, 20*time.Millisecond)
+	cancel()
+	wg.Wait()
+
+	originals, err := b.ledger.EntriesByTransfer(ctx, transferID)
+	require.NoError(t, err)
+	reversals, err := b.ledger.EntriesByTransfer(ctx, reversalID)
+	require.NoError(t, err)
+	require.Len(t, originals, 1)
+	require.Len(t, reversals, 1)
+	require.Equal(t, originals[0].ID, reversals[0].ReversesEntryID)
+
+	checks, err := b.ledger.Verify(ctx)
+	require.NoError(t, err)
+	for _, c := range checks {
+		require.Zero(t, c.Failures, "%s: %v", c.Name, c.Offenders)
+	}
+	var status string
+	require.NoError(t, b.pool.QueryRow(ctx, "SELECT status FROM inbox WHERE id = $1", "gl:"+unknown.ID).Scan(&status))
+	require.Equal(t, "failed", status, "a type the GL does not take is dead-lettered")
+}

@@ -1,0 +1,206 @@
+package postgres
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"walletgl/internal/database"
+	"walletgl/internal/events"
+	"walletgl/internal/problem"
+	"walletgl/internal/wallet"
+	"walletgl/internal/wallet/postgres/internal/walletdb"
+)
+
+// Reversals do not go through the group commit: they are rare next to transfers, and each
+// locks its original transfer's row, which a batch of unrelated transfers has no reason to
+// wait for. Each has a transaction of its own, which takes its locks in the order every writer
+// of transfers takes them (wallets by id, then the key, through the unique index), plus the
+// original's row after the wallets.
+
+// ReverseTransfer moves Amount of a completed transfer back, from the wallet that received it
+// to the one that sent it, and records the reversal and its TransferReversed event, all in one
+// transaction; or returns the reversal an earlier request with the same key created.
+func (s *Store) ReverseTransfer(ctx context.Context, req wallet.ReversalRequest) (wallet.Transfer, bool, error) {
+	if err := req.Validate(); err != nil {
+		return wallet.Transfer{}, false, err
+	}
+	reversalID, err := uuid.NewV7()
+	if err != nil {
+		return wallet.Transfer{}, false, fmt.Errorf("generate reversal id: %w", err)
+	}
+	eventID, err := uuid.NewV7()
+	if err != nil {
+		return wallet.Transfer{}, false, fmt.Errorf("generate event id: %w", err)
+	}
+	p := pendingReversal{req: req, hash: reversalHash(req), reversalID: reversalID, eventID: eventID}
+	// The commit span and the traceparent the outbox row stores, as a transfer's.
+	span := &pendingTransfer{transferID: reversalID, eventID: eventID}
+	ctx = s.startCommit(ctx, span)
+	p.traceParent = span.traceParent
+	r, err := database.RetrySerialization(ctx, database.DefaultSerializationAttempts, func() (transferResult, error) {
+		return database.WithTxV(ctx, s.pool, func(tx pgx.Tx) (transferResult, error) { return s.writeReversal(ctx, tx, p) })
+	})
+	span.endCommit(r, err)
+	if err != nil {
+		return wallet.Transfer{}, false, fmt.Errorf("reverse transfer %s: %w", req.TransferID, interpretError(err))
+	}
+	return r.transfer, r.replayed, nil
+}
+
+// pendingReversal is a validated reversal request with the ids it will be written under, fixed
+// before the first transaction as a transfer's are.
+type pendingReversal struct {
+	req                 wallet.ReversalRequest
+	hash                []byte
+	reversalID, eventID uuid.UUID
+	traceParent         string
+}
+
+func (s *Store) writeReversal(ctx context.Context, tx pgx.Tx, p pendingReversal) (transferResult, error) {
+	q := s.queries.WithTx(tx)
+	req := p.req
+
+	// (a) The original's wallets, amount and currency never change: read them unlocked.
+	orig, err := q.GetTransfer(ctx, req.TransferID)
+	switch err := interpretError(err); {
+	case errors.Is(err, errNoRow):
+		return transferResult{}, problem.Newf(wallet.ErrTransferNotFound, "transfer %s does not exist", req.TransferID)
+	case err != nil:
+		return transferResult{}, fmt.Errorf("get transfer: %w", err)
+	}
+	// The reversal moves the money back: from the original's receiver to its sender.
+	move := wallet.TransferRequest{
+		IdempotencyKey: req.IdempotencyKey, FromWalletID: orig.ToWalletID, ToWalletID: orig.FromWalletID,
+		Amount: req.Amount, Currency: orig.Currency, KeyID: req.KeyID,
+	}
+
+	// (b) The wallets, in id order as every writer locks them, then the original's row, which
+	// serialises the reversals of one transfer.
+	locked, err := q.LockWallets(ctx, []string{move.FromWalletID, move.ToWalletID})
+	if err != nil {
+		return transferResult{}, fmt.Errorf("lock wallets: %w", err)
+	}
+	orig, err = q.LockTransferForReversal(ctx, req.TransferID)
+	if err != nil {
+		return transferResult{}, fmt.Errorf("lock transfer: %w", interpretError(err))
+	}
+
+	// (c) Claim the key: a replay answers before any rule is applied.
+	row, err := q.InsertReversal(ctx, walletdb.InsertReversalParams{
+		ID: p.reversalID, IdempotencyKey: req.IdempotencyKey, RequestHash: p.hash,
+		FromWalletID: move.FromWalletID, ToWalletID: move.ToWalletID,
+		Amount: req.Amount, Currency: orig.Currency, EventID: p.eventID,
+		CreatedByKey:       uuid.NullUUID{UUID: req.KeyID, Valid: req.KeyID != uuid.Nil},
+		ReversesTransferID: uuid.NullUUID{UUID: orig.ID, Valid: true},
+	})
+	switch err := interpretError(err); {
+	case errors.Is(err, errNoRow):
+		return answerFromKey(ctx, q, &pendingTransfer{req: move, hash: p.hash})
+	case err != nil:
+		return transferResult{}, claimError(move, err)
+	}
+
+	// (d) The rules: a reversal is not reversed, the reversals stay within the original, and
+	// the receiver holds the money unless its wallet may go negative.
+	if orig.ReversesTransferID.Valid {
+		return transferResult{}, problem.Newf(wallet.ErrReversalOfReversal,
+			"%s is a reversal of transfer %s; it cannot be reversed", orig.ID, orig.ReversesTransferID.UUID)
+	}
+	if left := orig.Amount - orig.ReversedAmount; req.Amount > left {
+		return transferResult{}, problem.Newf(wallet.ErrReversalExceedsTransfer,
+			"transfer %s of %d %s has %d reversed; at most %d more can be, not %d",
+			orig.ID, orig.Amount, orig.Currency, orig.ReversedAmount, left, req.Amount)
+	}
+	if err := checkTransfer(move, findLocked(locked, move.FromWalletID), findLocked(locked, move.ToWalletID)); err != nil {
+		return transferResult{}, err
+	}
+
+	// (e) The running total, which the database keeps within the amount (its CHECK), then both
+	// balances and the event, in the same transaction.
+	if _, err := q.AddReversedAmount(ctx, walletdb.AddReversedAmountParams{ID: orig.ID, Amount: req.Amount}); err != nil {
+		return transferResult{}, reversedAmountError(orig, req, err)
+	}
+	n, err := q.AddToBalances(ctx, walletdb.AddToBalancesParams{
+		Ids:    []string{move.FromWalletID, move.ToWalletID},
+		Deltas: []int64{-req.Amount, req.Amount},
+	})
+	if err != nil {
+		return transferResult{}, fmt.Errorf("update balances: %w", err)
+	}
+	if n != 2 {
+		return transferResult{}, fmt.Errorf("update balances: %d wallets changed, want 2", n)
+	}
+	status, err := s.outbox.Add(ctx, tx, transferReversed(row, p.traceParent))
+	if err != nil {
+		return transferResult{}, err
+	}
+	return transferResult{transfer: toTransfer(row, status)}, nil
+}
+
+// reversedAmountError names the database's refusal of a running total beyond the amount.
+func reversedAmountError(orig walletdb.Transfer, req wallet.ReversalRequest, err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23514" && pgErr.ConstraintName == "transfers_reversed_within_amount" {
+		return problem.Newf(wallet.ErrReversalExceedsTransfer,
+			"transfer %s of %d %s cannot be reversed by %d more", orig.ID, orig.Amount, orig.Currency, req.Amount)
+	}
+	return fmt.Errorf("add reversed amount: %w", err)
+}
+
+// transferReversed is the event of a reversal just written, in the trace of traceParent.
+func transferReversed(row walletdb.Transfer, traceParent string) events.Event {
+	return events.Event{
+		TraceParent: traceParent,
+		ID:          row.EventID,
+		Type:        events.TypeTransferReversed,
+		AggregateID: row.ID.String(),
+		Time:        row.CreatedAt,
+		Data: events.TransferReversed{
+			ReversalID:   row.ID.String(),
+			TransferID:   row.ReversesTransferID.UUID.String(),
+			FromWalletID: row.FromWalletID,
+			ToWalletID:   row.ToWalletID,
+			Amount:       row.Amount,
+			Currency:     row.Currency,
+			CreatedAt:    row.CreatedAt.UTC(),
+		},
+	}
+}
+
+// ListReversals returns the reversals of a transfer, oldest first; a transfer that does not
+// exist is wallet.ErrTransferNotFound.
+func (s *Store) ListReversals(ctx context.Context, transferID uuid.UUID) ([]wallet.Transfer, error) {
+	if _, err := s.GetTransfer(ctx, transferID); err != nil {
+		return nil, err
+	}
+	return s.reversals(ctx, transferID)
+}
+
+func (s *Store) reversals(ctx context.Context, transferID uuid.UUID) ([]wallet.Transfer, error) {
+	rows, err := s.queries.ListReversals(ctx, uuid.NullUUID{UUID: transferID, Valid: true})
+	if err != nil {
+		return nil, fmt.Errorf("list reversals of %s: %w", transferID, interpretError(err))
+	}
+	var out []wallet.Transfer // nil when there is none
+	for _, r := range rows {
+		out = append(out, toTransfer(r.Transfer, r.OutboxStatus))
+	}
+	return out, nil
+}
+
+// reversalHash fingerprints a reversal request as requestHash does a transfer's, under another
+// tag: a key used for a transfer never replays as a reversal, nor the other way round.
+func reversalHash(req wallet.ReversalRequest) []byte {
+	h := sha256.New()
+	for _, field := range []string{"reversal.v1", req.TransferID.String(), strconv.FormatInt(req.Amount, 10)} {
+		fmt.Fprintf(h, "%d:%s;", len(field), field)
+	}
+	return h.Sum(nil)
+}
