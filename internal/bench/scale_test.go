@@ -46,5 +46,7 @@ func TestTheScaleLoadIsALedgerGLVerifyAccepts(t *testing.T) {
 			require.Equal(t, scaleReads, reads[r].Count, r)
 		}
 	}
-	require.Equal(t, int64(4), l.checkpoints.Load(), "a checkpoint after each chunk of 20k or less: 40k, then 30k more after the first tail")
+	chunks := func(lines int64) int64 { return (lines + scaleCheckpointLines - 1) / scaleCheckpointLines }
+	require.Equal(t, chunks(50_000-scaleTailLines)+chunks(90_000-scaleTailLines-50_000), l.checkpoints.Load(),
+		"a checkpoint after each chunk of scaleCheckpointLines or less, up to each size's tail")
 }

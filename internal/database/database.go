@@ -52,6 +52,7 @@ func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error
 		cfg.MaxConns = maxConns
 	}
 	planEachExecution(cfg, url)
+	noJIT(cfg, url)
 	// Transfers and postings commit only once their WAL is on disk, whatever the database's or
 	// the role's default says: a synchronous_commit = off there would make them lossy.
 	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
@@ -60,6 +61,25 @@ func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error
 		return nil, fmt.Errorf("open pool %s: %w", cfg.ConnConfig.Database, err)
 	}
 	return pool, nil
+}
+
+// noJIT turns PostgreSQL's JIT compilation off for the services' short statements unless the URL
+// sets jit itself. JIT starts above a plan's estimated cost, not its real one: the GL's trial
+// balance reads a checkpoint's time and the lines after it, which the planner, not knowing the
+// time, estimates at a third of journal_lines; at 10 million lines that estimate crossed
+// jit_above_cost and every trial balance spent about 25 ms compiling a query that runs in 12
+// (docs/bench.md, the scale phase).
+func noJIT(cfg *pgxpool.Config, url string) {
+	if !urlSets(url, "jit") {
+		cfg.ConnConfig.RuntimeParams["jit"] = "off"
+	}
+}
+
+// urlSets reports whether a connection URL sets the server parameter name (options=-c name=…,
+// its '=' escaped or not).
+func urlSets(url, name string) bool {
+	lower := strings.ToLower(url)
+	return strings.Contains(lower, name+"=") || strings.Contains(lower, name+"%3d")
 }
 
 // planEachExecution has the server plan every execution of a prepared statement for its
@@ -87,6 +107,7 @@ func OpenBookkeeping(ctx context.Context, url string, maxConns int32) (*pgxpool.
 	cfg.MaxConns = maxConns
 	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
 	planEachExecution(cfg, url)
+	noJIT(cfg, url)
 	// The relay's statements take the oldest rows of a partial index in id order with a LIMIT.
 	// Without statistics (nothing analyzes a table that just took a backlog), the planner
 	// expects few rows there and prefers a bitmap scan of all of them and a sort, several times

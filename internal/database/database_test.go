@@ -19,7 +19,7 @@ import (
 	"walletgl/internal/testenv"
 )
 
-func planCacheMode(t *testing.T, url string, bookkeeping bool) string {
+func setting(t *testing.T, url string, bookkeeping bool, name string) string {
 	t.Helper()
 	ctx := context.Background()
 	open := database.Open
@@ -29,9 +29,21 @@ func planCacheMode(t *testing.T, url string, bookkeeping bool) string {
 	pool, err := open(ctx, url, 1)
 	require.NoError(t, err)
 	defer pool.Close()
-	var mode string
-	require.NoError(t, pool.QueryRow(ctx, "SHOW plan_cache_mode").Scan(&mode))
-	return mode
+	var value string
+	require.NoError(t, pool.QueryRow(ctx, "SHOW "+name).Scan(&value))
+	return value
+}
+
+func planCacheMode(t *testing.T, url string, bookkeeping bool) string {
+	return setting(t, url, bookkeeping, "plan_cache_mode")
+}
+
+func TestPoolsCompileNoQueryUnlessTheURLSaysOtherwise(t *testing.T) {
+	t.Parallel()
+	url := testenv.DatabaseURL(t)
+	require.Equal(t, "off", setting(t, url, false, "jit"))
+	require.Equal(t, "off", setting(t, url, true, "jit"))
+	require.Equal(t, "on", setting(t, url+"&options=-c%20jit%3Don", false, "jit"))
 }
 
 func TestPoolsPlanEachExecutionUnlessTheURLSaysOtherwise(t *testing.T) {

@@ -245,7 +245,8 @@ func TestAdminInboxStatsAndList(t *testing.T) {
 		_, err := q.ClaimInboxBatch(ctx, p)
 		require.NoError(t, err)
 	}
-	claim("e0", "e1", "e2") // a claim writes its rows processed
+	// A claim writes its rows processed.
+	claim("e0", "e1", "e2")
 	for range 2 { // two duplicates of e0
 		claim("e0")
 	}

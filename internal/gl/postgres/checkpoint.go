@@ -9,8 +9,9 @@ import (
 )
 
 // DefaultCheckpointInterval is how often serve takes a balance checkpoint: a read then adds at
-// most about this long's lines to the latest checkpoint.
-const DefaultCheckpointInterval = 10 * time.Second
+// most about this long's lines (and the second a checkpoint stays behind) to the latest
+// checkpoint. Every 5 s a trial balance stays under 10 ms at 1,000 entries/s (docs/bench.md).
+const DefaultCheckpointInterval = 5 * time.Second
 
 // Checkpoint takes a balance checkpoint (db/schema/gl/00004): the totals of every account and
 // currency up to a second before the oldest transaction open in the database. It reports the
