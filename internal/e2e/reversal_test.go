@@ -113,6 +113,13 @@ func TestAReversalIsPostedLinkedAcknowledgedAndReconciled(t *testing.T) {
 		require.Equal(t, map[string]string{"1010": "credit", "2010": "debit"}[l.AccountCode], l.Direction)
 	}
 
+	// The GL counts what it posted by the event's own type.
+	resp, err = s.glAPI.Do(ctx, http.MethodGet, "/metrics", nil, nil)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.Status)
+	require.Contains(t, string(resp.Body), `walletgl_consumer_processed_total{event_type="TransferReversed.v1",service="gl"} 2`+"\n")
+	require.Contains(t, string(resp.Body), `walletgl_consumer_processed_total{event_type="TransferCompleted.v1",service="gl"} 1`+"\n")
+
 	glEnv := []string{"GL_DATABASE_URL=" + s.glDBURL, "WALLET_URL=http://" + s.walletAddr}
 	reconciled := fmt.Sprintf("verdict: RECONCILED — %d transfers, %d entries", 3, 3)
 	out, err := s.command(t, s.bins.GL, glEnv, "reconcile")

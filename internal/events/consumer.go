@@ -595,9 +595,11 @@ func (a *acks) wait() { a.sending.Wait() }
 // acknowledge counts committed deliveries and acknowledges them as acks says.
 func (c *Consumer) acknowledge(ctx context.Context, ds []delivery, fresh []bool, acks *acks) {
 	n, dups := 0, 0
+	byType := map[string]int{} // fresh events per type: a consumer may take several
 	for i, d := range ds {
 		if fresh[i] {
 			n++
+			byType[d.Env.Type]++
 		} else {
 			dups++
 			tracing.LogTraceID(c.log.Debug(), d.traceID).Str("event_id", d.EventID).Uint64("delivered", d.delivered).Msg("duplicate event skipped")
@@ -605,7 +607,10 @@ func (c *Consumer) acknowledge(ctx context.Context, ds []delivery, fresh []bool,
 	}
 	c.processed.Add(int64(n))
 	c.duplicates.Add(int64(dups))
-	c.cfg.Metrics.Processed(c.cfg.EventType, n, dups)
+	for eventType, fresh := range byType {
+		c.cfg.Metrics.Processed(eventType, fresh, 0)
+	}
+	c.cfg.Metrics.Processed(c.cfg.EventType, 0, dups)
 	if !acks.confirm {
 		for i, d := range ds {
 			if err := d.msg.Ack(); err != nil {

@@ -36,8 +36,8 @@ type Inbound struct {
 	StreamSeq uint64
 }
 
-// Apply claims every event in tx, hands the new ones to the handler in one call, marks them
-// processed, and hands events it had processed before to the handler's HandleDuplicates (when
+// Apply claims every event in tx (a new one's inbox row is written processed: it commits with
+// the handler's writes or not at all), hands the new ones to the handler in one call, and hands events it had processed before to the handler's HandleDuplicates (when
 // it has one): all in tx. fresh[i] reports whether events[i] was new; a second copy of an event
 // within events is a duplicate.
 func (in *Inbox) Apply(ctx context.Context, tx pgx.Tx, events []Inbound) (fresh []bool, err error) {
