@@ -467,6 +467,25 @@ func fillOutbox(ctx context.Context, pool *pgxpool.Pool, n int, payload string) 
 
 // scratchDatabase creates and migrates a database like the service's; the wallet's gets users
 // u1…u<users> that may go negative (the script moves money without the service's checks).
+// runDatabase creates the run's empty database <runID>_<suffix> (dropping one a crashed run
+// left) and returns its URL and what drops it, which -keep makes a no-op.
+func runDatabase(ctx context.Context, opts Options, runID, suffix string) (string, func(), error) {
+	url, err := harness.DatabaseURL(opts.DatabaseURL, runID+"_"+suffix)
+	if err != nil {
+		return "", nil, err
+	}
+	_ = database.Drop(ctx, url)
+	if err := database.EnsureExists(ctx, url); err != nil {
+		return "", nil, fmt.Errorf("create database %s: %w", suffix, err)
+	}
+	drop := func() {
+		if !opts.Keep {
+			_ = database.Drop(context.WithoutCancel(ctx), url)
+		}
+	}
+	return url, drop, nil
+}
+
 func scratchDatabase(ctx context.Context, url, service string, users int) error {
 	_ = database.Drop(ctx, url)
 	if err := database.EnsureExists(ctx, url); err != nil {

@@ -12,9 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"walletgl/internal/database"
-	"walletgl/internal/harness"
 )
 
 // Peer is another outbox forwarder draining the same number of rows on the same machine (issue
@@ -41,21 +38,12 @@ func measureWatermill(ctx context.Context, opts Options, runID, natsURL string, 
 		p.Error = "peers/watermill missing"
 		return p
 	}
-	url, err := harness.DatabaseURL(opts.DatabaseURL, runID+"_peer_watermill")
+	url, drop, err := runDatabase(ctx, opts, runID, "peer_watermill")
 	if err != nil {
 		p.Error = err.Error()
 		return p
 	}
-	_ = database.Drop(ctx, url)
-	if err := database.EnsureExists(ctx, url); err != nil {
-		p.Error = fmt.Sprintf("create the peer's database: %v", err)
-		return p
-	}
-	defer func() {
-		if !opts.Keep {
-			_ = database.Drop(context.WithoutCancel(ctx), url)
-		}
-	}()
+	defer drop()
 	stream := "PEER_WATERMILL_" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	fmt.Fprintf(out, "watermill: draining %d rows with its SQL forwarder into stream %s …\n", rows, stream)
 	cmd := exec.CommandContext(ctx, "go", "-C", dir, "run", ".",

@@ -11,9 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"walletgl/internal/database"
-	"walletgl/internal/harness"
 )
 
 // Replay is `gl replay --from-start` of the wallet's stream as the backlog phase left it (issue
@@ -29,21 +26,12 @@ type Replay struct {
 // database of its own, dropped afterwards.
 func measureReplay(ctx context.Context, sys *system, opts Options, runID string, out io.Writer) *Replay {
 	rp := &Replay{}
-	url, err := harness.DatabaseURL(opts.DatabaseURL, runID+"_replay_gl")
+	url, drop, err := runDatabase(ctx, opts, runID, "replay_gl")
 	if err != nil {
 		rp.Error = err.Error()
 		return rp
 	}
-	_ = database.Drop(ctx, url)
-	if err := database.EnsureExists(ctx, url); err != nil {
-		rp.Error = fmt.Sprintf("create the replay's database: %v", err)
-		return rp
-	}
-	defer func() {
-		if !opts.Keep {
-			_ = database.Drop(context.WithoutCancel(ctx), url)
-		}
-	}()
+	defer drop()
 	cmd := exec.CommandContext(ctx, sys.gl.Bin, "replay", "--from-start", "--no-reconcile", "--into", url)
 	cmd.Env = append(os.Environ(), sys.gl.Env...)
 	var stdout, stderr bytes.Buffer
