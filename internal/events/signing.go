@@ -44,6 +44,9 @@ func Unauthenticated(err error) error { return fmt.Errorf("%w: %w", ErrUnauthent
 var producers = map[string]string{
 	TypeTransferCompleted: SourceWallet,
 	TypeTransferReversed:  SourceWallet,
+	TypeHoldPlaced:        SourceWallet,
+	TypeHoldCaptured:      SourceWallet,
+	TypeHoldVoided:        SourceWallet,
 	TypeTransferPosted:    SourceGL,
 	TypeTransferPostedV2:  SourceGL,
 }
