@@ -25,6 +25,7 @@ type Counts struct {
 	Requests         int64 `json:"requests"`
 	Retried          int64 `json:"retried"`
 	Transfers        int   `json:"transfers"`
+	Reversals        int   `json:"reversals"`
 	Posted           int   `json:"posted"`
 	Republished      int64 `json:"republished"`
 	BrokerDuplicates int64 `json:"broker_duplicates"`
@@ -84,6 +85,7 @@ func verify(ctx context.Context, s *System, load LoadResult, allowDeadLetters bo
 
 	transfers := c.confirmedExactlyOnce(load, &counts)
 	c.postedExactlyOnce(transfers, &counts)
+	c.reversalsLinked(load, &counts)
 	c.outboxesTerminal(allowDeadLetters)
 	c.noRelayStuck()
 	c.inboxesClean(allowDeadLetters)
@@ -190,6 +192,71 @@ func (c *checker) postedExactlyOnce(transfers map[string]transferRow, counts *Co
 	}
 	counts.Posted = len(seen)
 	c.add(name, len(problems) == 0, "%d transfers, %d posted%s", len(transfers), len(seen), list(problems))
+}
+
+// reversalsLinked checks the reversals of the load: each confirmed one reverses the transfer
+// its client named, in the wallet and in the GL (its entry reverses that transfer's entry),
+// and every transfer's reversed_amount is the sum of its reversals.
+func (c *checker) reversalsLinked(load LoadResult, counts *Counts) {
+	const name = "every reversal is linked to its transfer in both services, and its running total is right"
+	wallet, err := c.pairs(c.wallet, `SELECT id::text, reverses_transfer_id::text FROM transfers WHERE reverses_transfer_id IS NOT NULL`)
+	if err != nil {
+		c.failed(name, err)
+		return
+	}
+	gl, err := c.pairs(c.gl, `SELECT r.transfer_id, o.transfer_id FROM journal_entries r
+		JOIN journal_entries o ON o.id = r.reverses_entry_id`)
+	if err != nil {
+		c.failed(name, err)
+		return
+	}
+	var wrongTotals int
+	if err := c.wallet.QueryRow(c.ctx, `SELECT count(*) FROM transfers o WHERE o.reversed_amount <>
+		coalesce((SELECT sum(r.amount) FROM transfers r WHERE r.reverses_transfer_id = o.id), 0)`).Scan(&wrongTotals); err != nil {
+		c.failed(name, err)
+		return
+	}
+	var problems []string
+	for key, original := range load.Reversals {
+		id, ok := load.Confirmed[key]
+		if !ok {
+			continue // refused (funds spent, nothing left to reverse), skipped or unanswered
+		}
+		if want := load.Confirmed[original]; wallet[id] != want {
+			problems = append(problems, fmt.Sprintf("reversal %s reverses %q in the wallet, its client asked for %s", id, wallet[id], want))
+		}
+	}
+	for id, original := range wallet {
+		if gl[id] != original {
+			problems = append(problems, fmt.Sprintf("reversal %s reverses %s in the wallet, %q in the GL", id, original, gl[id]))
+		}
+	}
+	if len(gl) != len(wallet) {
+		problems = append(problems, fmt.Sprintf("%d reversals in the wallet, %d reversing entries in the GL", len(wallet), len(gl)))
+	}
+	if wrongTotals > 0 {
+		problems = append(problems, fmt.Sprintf("%d transfers whose reversed_amount is not the sum of their reversals", wrongTotals))
+	}
+	counts.Reversals = len(wallet)
+	c.add(name, len(problems) == 0, "%d reversals (%d asked, %d skipped: their transfer was not confirmed)%s",
+		len(wallet), len(load.Reversals), load.Skipped, list(problems))
+}
+
+// pairs reads a two-column query of ids into a map from the first to the second.
+func (c *checker) pairs(db *pgxpool.Pool, query string) (map[string]string, error) {
+	rows, err := db.Query(c.ctx, query)
+	if err != nil {
+		return nil, fmt.Errorf("read pairs: %w", err)
+	}
+	m := map[string]string{}
+	for rows.Next() {
+		var a, b string
+		if err := rows.Scan(&a, &b); err != nil {
+			return nil, fmt.Errorf("scan pair: %w", err)
+		}
+		m[a] = b
+	}
+	return m, rows.Err()
 }
 
 func (c *checker) outboxesTerminal(allowDeadLetters bool) {

@@ -26,7 +26,16 @@ type LoadResult struct {
 	Retried   int64             // attempts that were retries of a key
 	GaveUp    int               // keys that never got an answer before the deadline
 	Amounts   map[string]int64  // idempotency key -> amount asked
+	// Reversals are the keys of reversals asked for, each with the key of the transfer it
+	// reverses; Skipped counts reversals not sent because that transfer was not confirmed.
+	Reversals map[string]string
+	Skipped   int
 }
+
+// reversalEvery makes one job in that many, once the first clients' worth of transfers has
+// gone out, a partial reversal of an earlier transfer: the mix of movements the fault
+// scenarios run.
+const reversalEvery = 8
 
 type loadGen struct {
 	targets []*harness.Client
@@ -58,12 +67,21 @@ func setupWallets(ctx context.Context, c *harness.Client, users int) ([]string, 
 func runLoad(ctx context.Context, targets []*harness.Client, users []string, seed uint64, total, clients int, duration time.Duration) LoadResult {
 	g := &loadGen{targets: targets, users: users, rng: rand.New(rand.NewPCG(seed, 99))}
 	g.res = LoadResult{Confirmed: map[string]string{}, Amounts: map[string]int64{}}
-	type job struct {
-		key string
-		req harness.TransferRequest
-	}
+	g.res.Reversals = map[string]string{}
 	jobs := make([]job, total)
 	for i := range jobs {
+		key := fmt.Sprintf("chaos-%d-%d", seed, i)
+		if lag := 2 * clients; i >= lag+len(users) && g.rng.IntN(reversalEvery) == 0 {
+			// An earlier transfer (not a reversal), far enough back to be answered by now.
+			target := g.rng.IntN(i - lag)
+			for jobs[target].reverses != "" {
+				target--
+			}
+			amount := max(jobs[target].req.Amount/2, 1)
+			jobs[i] = job{key: key, reverses: jobs[target].key, req: harness.TransferRequest{Amount: amount}}
+			g.res.Amounts[key], g.res.Reversals[key] = amount, jobs[target].key
+			continue
+		}
 		from := fundingWallet
 		if i >= len(users) && g.rng.IntN(3) > 0 {
 			from = users[g.rng.IntN(len(users))]
@@ -76,8 +94,8 @@ func runLoad(ctx context.Context, targets []*harness.Client, users []string, see
 		if from == fundingWallet {
 			amount *= 10
 		}
-		jobs[i] = job{key: fmt.Sprintf("chaos-%d-%d", seed, i), req: harness.TransferRequest{FromWalletID: from, ToWalletID: to, Amount: amount, Currency: currency}}
-		g.res.Amounts[jobs[i].key] = amount
+		jobs[i] = job{key: key, req: harness.TransferRequest{FromWalletID: from, ToWalletID: to, Amount: amount, Currency: currency}}
+		g.res.Amounts[key] = amount
 	}
 	interval := duration / time.Duration(max(total, 1))
 	work := make(chan job)
@@ -87,7 +105,7 @@ func runLoad(ctx context.Context, targets []*harness.Client, users []string, see
 		go func() {
 			defer wg.Done()
 			for j := range work {
-				g.send(ctx, c, j.key, j.req)
+				g.send(ctx, c, j)
 			}
 		}()
 	}
@@ -106,7 +124,27 @@ func runLoad(ctx context.Context, targets []*harness.Client, users []string, see
 	return g.res
 }
 
-func (g *loadGen) send(ctx context.Context, client int, key string, req harness.TransferRequest) {
+// job is one movement the load asks for: a transfer, or a reversal of the transfer asked for
+// under the key reverses.
+type job struct {
+	key      string
+	reverses string
+	req      harness.TransferRequest
+}
+
+func (g *loadGen) send(ctx context.Context, client int, j job) {
+	reverseID := ""
+	if j.reverses != "" {
+		g.mu.Lock()
+		reverseID = g.res.Confirmed[j.reverses]
+		if reverseID == "" {
+			g.res.Skipped++
+		}
+		g.mu.Unlock()
+		if reverseID == "" {
+			return // its transfer was refused or is not answered yet
+		}
+	}
 	deadline := time.Now().Add(90 * time.Second)
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
@@ -122,7 +160,7 @@ func (g *loadGen) send(ctx context.Context, client int, key string, req harness.
 		}
 		target := g.targets[(client+attempt)%len(g.targets)]
 		g.reqs.Add(1)
-		resp, err := target.Transfer(ctx, key, req)
+		resp, err := g.post(ctx, target, j, reverseID)
 		if err != nil {
 			continue // no answer: the same key again
 		}
@@ -133,7 +171,7 @@ func (g *loadGen) send(ctx context.Context, client int, key string, req harness.
 				continue
 			}
 			g.mu.Lock()
-			g.res.Confirmed[key] = tr.ID
+			g.res.Confirmed[j.key] = tr.ID
 			g.mu.Unlock()
 			return
 		case http.StatusUnprocessableEntity:
@@ -144,4 +182,12 @@ func (g *loadGen) send(ctx context.Context, client int, key string, req harness.
 		default: // 409 in flight, 5xx: the answer is not known yet
 		}
 	}
+}
+
+// post sends j once: a transfer, or a reversal of transfer reverseID.
+func (g *loadGen) post(ctx context.Context, target *harness.Client, j job, reverseID string) (harness.Response, error) {
+	if reverseID != "" {
+		return target.Reverse(ctx, j.key, reverseID, j.req.Amount)
+	}
+	return target.Transfer(ctx, j.key, j.req)
 }

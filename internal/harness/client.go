@@ -72,6 +72,13 @@ func (c *Client) Do(ctx context.Context, method, path string, body any, headers 
 	return Response{Status: resp.StatusCode, Header: resp.Header, Body: data}, nil
 }
 
+// Reverse posts a reversal of amount of transfer id with the idempotency key and returns the
+// raw response.
+func (c *Client) Reverse(ctx context.Context, key, id string, amount int64) (Response, error) {
+	return c.Do(ctx, http.MethodPost, "/v1/transfers/"+id+"/reversal", map[string]any{"amount": amount},
+		map[string]string{"Idempotency-Key": key})
+}
+
 // TransferRequest is the body of POST /v1/transfers.
 type TransferRequest struct {
 	FromWalletID string `json:"from_wallet_id"`
