@@ -46,10 +46,11 @@ func TestAccountsCommands(t *testing.T) {
 	out, _, err = runGL(t, env, "accounts", "list")
 	require.NoError(t, err)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	require.Len(t, lines, 5)
+	require.Len(t, lines, 6)
 	require.Regexp(t, `^CODE\s+NAME\s+TYPE\s+NORMAL BALANCE$`, lines[0])
-	require.Regexp(t, `^4010\s+Fee revenue\s+revenue\s+credit$`, lines[3])
-	require.Regexp(t, `^5010\s+Bank fees\s+expense\s+debit$`, lines[4])
+	require.Regexp(t, `^2020\s+Funds on hold for wallets\s+liability\s+credit$`, lines[3])
+	require.Regexp(t, `^4010\s+Fee revenue\s+revenue\s+credit$`, lines[4])
+	require.Regexp(t, `^5010\s+Bank fees\s+expense\s+debit$`, lines[5])
 
 	out, _, err = runGL(t, env, "accounts", "list", "--json")
 	require.NoError(t, err)
@@ -57,7 +58,7 @@ func TestAccountsCommands(t *testing.T) {
 		Accounts []struct{ Code, NormalBalance string } `json:"accounts"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &listed))
-	require.Len(t, listed.Accounts, 4)
+	require.Len(t, listed.Accounts, 5)
 
 	refusals := []struct {
 		name string
