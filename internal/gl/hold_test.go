@@ -261,3 +261,32 @@ func TestTheGLConsumerPostsAReleaseThatArrivesBeforeItsPlacementExactlyOnce(t *t
 		require.Zero(t, c.Failures, "%s: %v", c.Name, c.Offenders)
 	}
 }
+
+// In one batch, placements are posted before releases: a release right behind its placement,
+// even ahead of it in the batch, needs no redelivery.
+func TestABatchPostsAHoldsPlacementBeforeItsRelease(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	h := gl.NewTransferPoster(gl.DefaultPostingRule, b.ledger, zerolog.Nop())
+	voidedID, capturedID, transferID := newHoldID(), newHoldID(), newTransferID()
+	batch := []events.Envelope{
+		holdVoided(t, voidedID, "w-1", 40, "GBP", events.VoidRequested),
+		holdCaptured(t, capturedID, transferID, "w-2", 90, 90, "GBP"),
+		transferCompleted(t, transferID, 90, "GBP"),
+		holdPlaced(t, capturedID, "w-2", 90, "GBP"),
+		holdPlaced(t, voidedID, "w-1", 40, "GBP"),
+		holdPlaced(t, newHoldID(), "w-3", 7, "GBP"),
+	}
+	require.NoError(t, b.handleBatch(t, h, batch))
+	require.Equal(t, "7", b.holdBalance(t, "GBP"))
+	acks := b.acknowledgments(t)
+	require.Len(t, acks, len(batch))
+	for i, ack := range acks {
+		require.Equal(t, batch[i].ID, ack.SourceEventID, "acknowledged in the batch's order")
+	}
+	require.Equal(t, gl.HoldReleasedKey(voidedID), acks[0].TransferID)
+	tb, err := b.ledger.TrialBalance(ctx)
+	require.NoError(t, err)
+	require.True(t, tb.Balanced)
+}
