@@ -15,8 +15,9 @@ import (
 	"walletgl/internal/tracing"
 )
 
-// TransferPoster turns each TransferCompleted event into a journal entry, and each
-// TransferReversed event into an entry reversing its transfer's (reversal.go), and
+// TransferPoster turns each TransferCompleted event into a journal entry, each
+// TransferReversed event into an entry reversing its transfer's (reversal.go), and each hold
+// event into its placement or release (hold.go), and
 // acknowledges them with a TransferPosted.v2 event in the GL's outbox (one per batch), all in
 // the consumer's transaction.
 type TransferPoster struct {
