@@ -46,10 +46,11 @@ func TestAccountsCommands(t *testing.T) {
 	out, _, err = runGL(t, env, "accounts", "list")
 	require.NoError(t, err)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	require.Len(t, lines, 5)
+	require.Len(t, lines, 6)
 	require.Regexp(t, `^CODE\s+NAME\s+TYPE\s+NORMAL BALANCE$`, lines[0])
-	require.Regexp(t, `^4010\s+Fee revenue\s+revenue\s+credit$`, lines[3])
-	require.Regexp(t, `^5010\s+Bank fees\s+expense\s+debit$`, lines[4])
+	require.Regexp(t, `^2020\s+Funds on hold for wallets\s+liability\s+credit$`, lines[3])
+	require.Regexp(t, `^4010\s+Fee revenue\s+revenue\s+credit$`, lines[4])
+	require.Regexp(t, `^5010\s+Bank fees\s+expense\s+debit$`, lines[5])
 
 	out, _, err = runGL(t, env, "accounts", "list", "--json")
 	require.NoError(t, err)
@@ -57,7 +58,7 @@ func TestAccountsCommands(t *testing.T) {
 		Accounts []struct{ Code, NormalBalance string } `json:"accounts"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &listed))
-	require.Len(t, listed.Accounts, 4)
+	require.Len(t, listed.Accounts, 5)
 
 	refusals := []struct {
 		name string
@@ -87,9 +88,9 @@ func TestVerify(t *testing.T) {
 		postConsistently(t, pool, "ev-2", "tr-2", 5)
 		out, _, err := runGL(t, glEnv(dbURL), "verify")
 		require.NoError(t, err)
-		require.Equal(t, 6, strings.Count(out, "  PASS  "), out)
+		require.Equal(t, 9, strings.Count(out, "  PASS  "), out)
 		require.Contains(t, out, "every entry balances (debits = credits, one currency, two lines or more): 2 checked, 0 failing")
-		require.True(t, strings.HasSuffix(out, "verdict: PASS, all 6 checks hold\n"), out)
+		require.True(t, strings.HasSuffix(out, "verdict: PASS, all 9 checks hold\n"), out)
 	})
 
 	t.Run("every broken invariant is reported with its ids and fails the command", func(t *testing.T) {
@@ -114,20 +115,43 @@ func TestVerify(t *testing.T) {
 		require.NoError(t, err)
 
 		out, _, err := runGL(t, glEnv(dbURL), "verify")
-		require.ErrorContains(t, err, "4 of 6 checks failed")
+		require.ErrorContains(t, err, "4 of 9 checks failed")
 		require.Contains(t, out, "FAIL  every entry balances (debits = credits, one currency, two lines or more): 2 checked, 1 failing\n        00000000-0000-7000-8000-0000000000aa\n")
 		require.Contains(t, out, "FAIL  the trial balance nets to zero in every currency: 1 checked, 1 failing\n        USD (debits 107, credits 105)\n")
-		require.Contains(t, out, "FAIL  every processed TransferCompleted.v1 and TransferReversed.v1 in the inbox has its entry: 2 checked, 1 failing\n        gl:ev-lost\n")
+		require.Contains(t, out, "FAIL  every processed TransferCompleted.v1, TransferReversed.v1 and Hold*.v1 in the inbox has its entry: 2 checked, 1 failing\n        gl:ev-lost\n")
 		require.Contains(t, out, "FAIL  every entry has its processed inbox row (gl:<event id>): 2 checked, 1 failing\n        00000000-0000-7000-8000-0000000000aa\n")
-		require.True(t, strings.HasSuffix(out, "verdict: FAIL, 4 of 6 checks failed\n"), out)
+		require.True(t, strings.HasSuffix(out, "verdict: FAIL, 4 of 9 checks failed\n"), out)
 
 		out, _, err = runGL(t, glEnv(dbURL), "verify", "--json")
 		require.Error(t, err)
 		report := clitest.Verification(t, out)
 		require.False(t, report.OK)
-		require.Len(t, report.Checks, 6)
-		require.Equal(t, cli.Check{Name: "every processed TransferCompleted.v1 and TransferReversed.v1 in the inbox has its entry", OK: false,
+		require.Len(t, report.Checks, 9)
+		require.Equal(t, cli.Check{Name: "every processed TransferCompleted.v1, TransferReversed.v1 and Hold*.v1 in the inbox has its entry", OK: false,
 			Checked: 2, Failed: 1, Sample: []string{"gl:ev-lost"}, Detail: "2 checked, 1 failing"}, report.Checks[2])
+	})
+
+	t.Run("a hold's release without its placement takes account 2020 below zero and apart from the open holds", func(t *testing.T) {
+		t.Parallel()
+		pool, dbURL := testenv.MigratedPool(t, "gl")
+		postConsistently(t, pool, "ev-1", "tr-1", 100)
+		// A balanced release written around the consumer, with its processed inbox row: only
+		// the hold checks can see it.
+		_, err := pool.Exec(context.Background(), `BEGIN;
+			INSERT INTO inbox (id, consumer, event_id, event_type, status, stream_seq, processed_at)
+			VALUES ('gl:ev-rel', 'gl', 'ev-rel', 'HoldVoided.v1', 'processed', 2, now());
+			INSERT INTO journal_entries (id, event_id, transfer_id, hold_id, currency, occurred_at)
+			VALUES ('00000000-0000-7000-8000-0000000000cc', 'ev-rel', 'hold:h-1:released', 'h-1', 'USD', now());
+			INSERT INTO journal_lines (entry_id, account_code, direction, amount, currency) VALUES
+			    ('00000000-0000-7000-8000-0000000000cc', '2020', 'debit', 50, 'USD'),
+			    ('00000000-0000-7000-8000-0000000000cc', '2010', 'credit', 50, 'USD');
+			COMMIT;`)
+		require.NoError(t, err)
+		out, _, err := runGL(t, glEnv(dbURL), "verify")
+		require.ErrorContains(t, err, "3 of 9 checks failed", out)
+		require.Contains(t, out, "FAIL  every hold's release has its placement, in its currency and amount: 1 checked, 1 failing\n        00000000-0000-7000-8000-0000000000cc\n")
+		require.Contains(t, out, "FAIL  account 2020 (funds on hold) never went negative in any currency: 1 checked, 1 failing\n        USD (lowest -50)\n")
+		require.Contains(t, out, "FAIL  account 2020's balance equals the open holds' total in every currency: 1 checked, 1 failing\n        USD (balance -50, open holds 0)\n")
 	})
 
 	t.Run("totals beyond int64 still get a verdict, and a pass when the entries balance", func(t *testing.T) {
@@ -138,7 +162,7 @@ func TestVerify(t *testing.T) {
 		postConsistently(t, pool, "ev-2", "tr-2", near+3) // 1010 and 2010 now hold 2^63+4
 		out, _, err := runGL(t, glEnv(dbURL), "verify")
 		require.NoError(t, err, out)
-		require.True(t, strings.HasSuffix(out, "verdict: PASS, all 6 checks hold\n"), out)
+		require.True(t, strings.HasSuffix(out, "verdict: PASS, all 9 checks hold\n"), out)
 		out, _, err = runGL(t, glEnv(dbURL), "verify", "--json")
 		require.NoError(t, err, out)
 		require.True(t, clitest.Verification(t, out).OK)
@@ -162,10 +186,10 @@ func TestVerify(t *testing.T) {
 			COMMIT;`)
 		require.NoError(t, err)
 		out, _, err := runGL(t, glEnv(dbURL), "verify")
-		require.ErrorContains(t, err, "2 of 6 checks failed")
+		require.ErrorContains(t, err, "2 of 9 checks failed")
 		require.Contains(t, out, "FAIL  every entry balances (debits = credits, one currency, two lines or more): 2 checked, 1 failing\n        00000000-0000-7000-8000-0000000000bb\n")
 		require.Contains(t, out, "FAIL  the trial balance nets to zero in every currency: 1 checked, 1 failing\n        USD (debits 9223372036854775810, credits 9223372036854775809)\n")
-		require.True(t, strings.HasSuffix(out, "verdict: FAIL, 2 of 6 checks failed\n"), out)
+		require.True(t, strings.HasSuffix(out, "verdict: FAIL, 2 of 9 checks failed\n"), out)
 	})
 
 	t.Run("a database that does not exist is an error, not an empty pass", func(t *testing.T) {

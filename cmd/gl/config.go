@@ -74,10 +74,19 @@ func (c *Config) Validate() error {
 // does: the configured posting rule over the ledger.
 func transferPoster(ctx context.Context, cfg *Config, pool *pgxpool.Pool, log zerolog.Logger) (events.Handler, error) {
 	ledger := postgres.NewLedger(pool)
-	if err := cfg.Rule.Check(ctx, ledger); err != nil {
+	if err := checkRules(ctx, cfg, ledger); err != nil {
 		return nil, fmt.Errorf("configuration: %w", err)
 	}
 	return gl.NewTransferPoster(cfg.Rule, ledger, log), nil
+}
+
+// checkRules checks the transfer posting rule and the hold rules (gl.DefaultHoldRules) against
+// the chart of accounts, before any event is posted.
+func checkRules(ctx context.Context, cfg *Config, accounts gl.Accounts) error {
+	if err := cfg.Rule.Check(ctx, accounts); err != nil {
+		return err
+	}
+	return gl.DefaultHoldRules.Check(ctx, accounts)
 }
 
 // verifyChecks runs the ledger's invariant checks (gl verify). They only read: the database is

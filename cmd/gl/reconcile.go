@@ -97,14 +97,32 @@ func writeReconciliation(w io.Writer, indent string, r gl.Reconciliation) {
 		if len(d.EntryIDs) > 0 {
 			entries = " entries " + strings.Join(d.EntryIDs, ",")
 		}
+		if d.Kind == gl.DiffHolds {
+			fmt.Fprintf(w, "%s%-9s %s\n", indent, strings.ToUpper(d.Kind), d.Detail)
+			continue
+		}
 		fmt.Fprintf(w, "%s%-9s transfer %s%s: %s\n", indent, strings.ToUpper(d.Kind), d.TransferID, entries, d.Detail)
 	}
 	for _, kind := range []string{gl.DiffMissing, gl.DiffExtra, gl.DiffDuplicate, gl.DiffMismatch} {
 		fmt.Fprintf(w, "%s%-9s %d\n", indent, kind, counts[kind])
 	}
+	writeHolds(w, indent, r.Holds)
 	if r.Agree() {
 		fmt.Fprintf(w, "verdict: RECONCILED — %d transfers, %d entries, every transfer posted exactly once with its amount, currency and accounts\n", r.Transfers, r.Entries)
 		return
 	}
 	fmt.Fprintf(w, "verdict: NOT RECONCILED — %d differences between the wallet and the GL\n", len(r.Differences))
+}
+
+// writeHolds prints, per currency, the holds the GL posted, the open ones and their total
+// against the hold account's balance (nothing when the GL has no hold).
+func writeHolds(w io.Writer, indent string, holds []gl.HoldTotal) {
+	for _, h := range holds {
+		verdict := "equal"
+		if !h.AccountBalance.Equal(h.OpenAmount) {
+			verdict = "DIFFERENT"
+		}
+		fmt.Fprintf(w, "%sholds %s  %d placed, %d open totalling %s; account %s %s (%s)\n", indent, h.Currency,
+			h.Placed, h.Open, h.OpenAmount, gl.DefaultHoldRules.HoldAccount(), h.AccountBalance, verdict)
+	}
 }

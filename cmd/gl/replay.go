@@ -103,7 +103,7 @@ func replayCmd(ctx context.Context, env cli.Env, args []string) error {
 	if entries > 0 || processed > 0 {
 		return fmt.Errorf("replay: target database %s already has %d entries and %d processed events; replay only into an empty GL", targetName, entries, processed)
 	}
-	if err := cfg.Rule.Check(ctx, ledger); err != nil {
+	if err := checkRules(ctx, cfg, ledger); err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}
 

@@ -31,7 +31,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	}
 	defer deps.Close()
 	ledger := postgres.NewLedger(deps.Pool)
-	if err := cfg.Rule.Check(ctx, ledger); err != nil {
+	if err := checkRules(ctx, cfg, ledger); err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}
 	// The GL's acknowledgments are done once the wallet's consumer acknowledged them.

@@ -198,6 +198,7 @@ func GLScript(fsys fs.FS, batch int, payload string) (Script, error) {
 			"ids": each(entry), "event_ids": each(event), "transfer_ids": each(transfer), "currencies": each("'USD'"),
 			"descriptions": each("'transfer ' || " + transfer + " || ' from wallet u1 to wallet u2'"),
 			"occurred_ats": each("now()"), "reverses_entry_ids": each("'00000000-0000-0000-0000-000000000000'::uuid"),
+			"hold_ids": each("''"),
 		}},
 		{"gl", "InsertLinesBatch", map[string]string{
 			"entry_ids": line(entry), "account_codes": line("(ARRAY['1010', '2010'])[k]"),

@@ -35,8 +35,8 @@ func TestTheScaleLoadIsALedgerGLVerifyAccepts(t *testing.T) {
 		require.NoError(t, err)
 		for _, c := range checks {
 			require.True(t, c.Passed(), "%s: %d failures, e.g. %v", c.Name, c.Failures, c.Offenders)
-			if strings.HasPrefix(c.Name, "every reversed entry") {
-				continue // the load posts no reversals: that check has nothing to look at
+			if strings.HasPrefix(c.Name, "every reversed entry") || strings.Contains(c.Name, "hold") {
+				continue // the load posts no reversals and no holds: those checks have nothing to look at
 			}
 			require.Positive(t, c.Checked, c.Name)
 		}

@@ -46,6 +46,9 @@ type Entry struct {
 	// ReversedBy are the entries reversing this one, oldest first, where the ledger reads
 	// entries (not set by a posting).
 	ReversedBy []uuid.UUID
+	// HoldID is, for a hold's placement or release (hold.go), the hold's id ("" otherwise);
+	// TransferID is then the movement's key, HoldPlacedKey or HoldReleasedKey.
+	HoldID string
 }
 
 // Line is one amount on one account, in the entry's currency and in minor units.

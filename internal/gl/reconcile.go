@@ -75,7 +75,7 @@ func (r Reconciler) Against(ctx context.Context, transfers []SourceTransfer) (Re
 		known[t.ID] = true
 	}
 	for _, e := range entries {
-		if known[e.TransferID] {
+		if known[e.TransferID] || e.HoldID != "" { // a hold's movement is no wallet transfer
 			continue
 		}
 		t, found, err := r.Source.Transfer(ctx, e.TransferID)
@@ -109,8 +109,73 @@ type Difference struct {
 // Reconciliation is the outcome of comparing both sides.
 type Reconciliation struct {
 	Transfers   int          `json:"transfers"`
-	Entries     int          `json:"entries"`
+	Entries     int          `json:"entries"` // transfers' and reversals' entries; holds' are in Holds
 	Differences []Difference `json:"differences"`
+	// Holds are, per currency, the open holds the GL's entries show against the balance of the
+	// hold account (DefaultHoldRules): the GL's own side of the holds, until the wallet
+	// publishes its holds for a reconciliation of each hold.
+	Holds []HoldTotal `json:"holds,omitempty"`
+}
+
+// HoldTotal is one currency's open holds (placed, not released) and the hold account's balance;
+// they must be equal.
+type HoldTotal struct {
+	Currency       string `json:"currency"`
+	Placed         int    `json:"placed"`
+	Open           int    `json:"open"`
+	OpenAmount     Sum    `json:"open_amount"`
+	AccountBalance Sum    `json:"account_balance"`
+}
+
+// DiffHolds is a currency whose hold account's balance is not the total of its open holds.
+const DiffHolds = "holds"
+
+// HoldTotals totals, per currency, the open holds of entries and the balance of rules' hold
+// account over all of them, by currency.
+func HoldTotals(rules HoldRules, entries []Entry) []HoldTotal {
+	totals := map[string]*HoldTotal{}
+	total := func(currency string) *HoldTotal {
+		if t, ok := totals[currency]; ok {
+			return t
+		}
+		t := &HoldTotal{Currency: currency}
+		totals[currency] = t
+		return t
+	}
+	released := map[string]bool{}
+	for _, e := range entries {
+		if e.HoldID != "" && e.TransferID == HoldReleasedKey(e.HoldID) {
+			released[e.HoldID] = true
+		}
+	}
+	account := rules.HoldAccount()
+	for _, e := range entries {
+		if e.HoldID != "" && e.TransferID == HoldPlacedKey(e.HoldID) {
+			t := total(e.Currency)
+			t.Placed++
+			if !released[e.HoldID] {
+				t.Open++
+				t.OpenAmount = t.OpenAmount.Add(SumOf(e.Debits()))
+			}
+		}
+		for _, l := range e.Lines {
+			if l.AccountCode != account {
+				continue
+			}
+			t := total(e.Currency)
+			if l.Direction == Credit {
+				t.AccountBalance = t.AccountBalance.Add(SumOf(l.Amount))
+			} else {
+				t.AccountBalance = t.AccountBalance.Sub(SumOf(l.Amount))
+			}
+		}
+	}
+	out := make([]HoldTotal, 0, len(totals))
+	for _, t := range totals {
+		out = append(out, *t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Currency < out[j].Currency })
+	return out
 }
 
 // Agree reports whether both sides hold the same postings.
@@ -121,12 +186,21 @@ func (r Reconciliation) Agree() bool { return len(r.Differences) == 0 }
 // account and one credit line on the credit account; a reversal the other way round, linked to
 // its original's entry), and the GL must hold nothing else. A transfer's reversals total at
 // most its amount.
+//
+// Holds' entries are no transfers: they are left out of that comparison and totalled per
+// currency instead (HoldTotals by DefaultHoldRules), the hold account's balance against the
+// open holds.
 func Reconcile(rule PostingRule, transfers []SourceTransfer, entries []Entry) Reconciliation {
-	r := Reconciliation{Transfers: len(transfers), Entries: len(entries), Differences: []Difference{}}
+	r := Reconciliation{Transfers: len(transfers), Differences: []Difference{}}
 	byTransfer := map[string][]Entry{}
 	for _, e := range entries {
+		if e.HoldID != "" {
+			continue
+		}
+		r.Entries++
 		byTransfer[e.TransferID] = append(byTransfer[e.TransferID], e)
 	}
+	r.holdTotals(entries)
 	known := make(map[string]bool, len(transfers))
 	for _, t := range transfers {
 		known[t.ID] = true
@@ -157,6 +231,18 @@ func Reconcile(rule PostingRule, transfers []SourceTransfer, entries []Entry) Re
 
 func (r *Reconciliation) add(kind, transferID string, entries []string, format string, args ...any) {
 	r.Differences = append(r.Differences, Difference{Kind: kind, TransferID: transferID, EntryIDs: entries, Detail: fmt.Sprintf(format, args...)})
+}
+
+// holdTotals totals the holds by currency and reports a currency whose hold account is not
+// its open holds' total.
+func (r *Reconciliation) holdTotals(entries []Entry) {
+	r.Holds = HoldTotals(DefaultHoldRules, entries)
+	for _, t := range r.Holds {
+		if !t.AccountBalance.Equal(t.OpenAmount) {
+			r.add(DiffHolds, "", nil, "%s: account %s holds %s, the %d open holds total %s",
+				t.Currency, DefaultHoldRules.HoldAccount(), t.AccountBalance, t.Open, t.OpenAmount)
+		}
+	}
 }
 
 // reversalTotals reports a transfer whose reversals, as the wallet lists them, total more than

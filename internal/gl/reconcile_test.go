@@ -120,3 +120,31 @@ func TestReconcilerLooksUpWhatTheListingLacks(t *testing.T) {
 	require.Equal(t, []string{"stranger"}, source.lookups)
 	require.Len(t, rec.Differences, 3, "read now, the unposted transfer is missing")
 }
+
+func holdEntry(holdID, key string, amount int64, debit, credit string) gl.Entry {
+	e := entry(key, amount, debit, credit)
+	e.HoldID = holdID
+	return e
+}
+
+func TestReconcileLeavesHoldsOutOfTheTransfersAndTotalsThem(t *testing.T) {
+	t.Parallel()
+	transfers := []gl.SourceTransfer{{ID: "capture", Amount: 60, Currency: "USD"}}
+	entries := []gl.Entry{
+		entry("capture", 60, "1010", "2010"),
+		holdEntry("h1", gl.HoldPlacedKey("h1"), 100, "2010", "2020"),
+		holdEntry("h1", gl.HoldReleasedKey("h1"), 100, "2020", "2010"),
+		holdEntry("h2", gl.HoldPlacedKey("h2"), 30, "2010", "2020"),
+	}
+	r := gl.Reconcile(gl.DefaultPostingRule, transfers, entries)
+	require.True(t, r.Agree(), "%+v", r.Differences)
+	require.Equal(t, 1, r.Entries, "hold entries are no transfers' entries")
+	require.Equal(t, []gl.HoldTotal{{Currency: "USD", Placed: 2, Open: 1, OpenAmount: gl.SumOf(30), AccountBalance: gl.SumOf(30)}}, r.Holds)
+
+	// A release the GL holds without its placement leaves 2020 apart from the open holds.
+	entries = append(entries, holdEntry("h3", gl.HoldReleasedKey("h3"), 5, "2020", "2010"))
+	r = gl.Reconcile(gl.DefaultPostingRule, transfers, entries)
+	require.Len(t, r.Differences, 1)
+	require.Equal(t, gl.DiffHolds, r.Differences[0].Kind)
+	require.Contains(t, r.Differences[0].Detail, "account 2020 holds 25, the 1 open holds total 30")
+}

@@ -24,6 +24,9 @@ func decodeReversal(env events.Envelope) (events.TransferReversed, error) {
 	if err := data.Validate(); err != nil {
 		return data, fmt.Errorf("validate event %s: %w", env.ID, err)
 	}
+	if err := checkNotHoldKey(env.ID, data.ReversalID); err != nil {
+		return data, err
+	}
 	return data, nil
 }
 
@@ -63,6 +66,8 @@ func (p *TransferPoster) reversalEntries(ctx context.Context, tx pgx.Tx, idx []i
 func reversalEntry(eventID string, data events.TransferReversed, orig Entry) (Entry, error) {
 	total := orig.Debits()
 	switch {
+	case orig.HoldID != "":
+		return Entry{}, events.Conflict(fmt.Errorf("reversal %s: %s is a hold's movement (entry %s), not a transfer", data.ReversalID, data.TransferID, orig.ID))
 	case orig.ReversesEntryID != uuid.Nil:
 		return Entry{}, events.Conflict(fmt.Errorf("reversal %s: transfer %s was posted as a reversal (entry %s)", data.ReversalID, data.TransferID, orig.ID))
 	case orig.Currency != data.Currency:

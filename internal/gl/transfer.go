@@ -15,12 +15,14 @@ import (
 	"walletgl/internal/tracing"
 )
 
-// TransferPoster turns each TransferCompleted event into a journal entry, and each
-// TransferReversed event into an entry reversing its transfer's (reversal.go), and
+// TransferPoster turns each TransferCompleted event into a journal entry, each
+// TransferReversed event into an entry reversing its transfer's (reversal.go), and each hold
+// event into its placement or release (hold.go), and
 // acknowledges them with a TransferPosted.v2 event in the GL's outbox (one per batch), all in
 // the consumer's transaction.
 type TransferPoster struct {
 	rule    PostingRule
+	holds   HoldRules // hold events' postings (hold.go)
 	ledger  Poster
 	outbox  *events.Outbox
 	logger  zerolog.Logger
@@ -35,7 +37,14 @@ var (
 // NewTransferPoster returns the handler for TransferCompleted and TransferReversed events. Check the rule against
 // the chart of accounts (PostingRule.Check) before consuming.
 func NewTransferPoster(rule PostingRule, ledger Poster, logger zerolog.Logger) *TransferPoster {
-	return &TransferPoster{rule: rule, ledger: ledger, outbox: events.NewOutbox(events.SourceGL), logger: logger}
+	return &TransferPoster{rule: rule, holds: DefaultHoldRules, ledger: ledger, outbox: events.NewOutbox(events.SourceGL), logger: logger}
+}
+
+// WithHoldRules has the poster post hold events by r instead of DefaultHoldRules. Check r
+// against the chart of accounts (HoldRules.Check) before consuming.
+func (p *TransferPoster) WithHoldRules(r HoldRules) *TransferPoster {
+	p.holds = r
+	return p
 }
 
 // WithMetrics has the poster record each new posting's time from commit to posting, once its
@@ -70,9 +79,13 @@ func (p *TransferPoster) HandleDuplicates(ctx context.Context, tx pgx.Tx, envs [
 
 func (p *TransferPoster) post(ctx context.Context, tx pgx.Tx, envs []events.Envelope, answering bool) error {
 	entries := make([]Entry, len(envs))
-	var transfers, reversals []int // indexes into envs
+	var transfers, reversals, holds []int // indexes into envs
 	reversed := map[int]events.TransferReversed{}
 	for i, env := range envs {
+		if IsHoldEvent(env.Type) {
+			holds = append(holds, i)
+			continue
+		}
 		if env.Type == events.TypeTransferReversed {
 			data, err := decodeReversal(env)
 			if err != nil {
@@ -92,6 +105,9 @@ func (p *TransferPoster) post(ctx context.Context, tx pgx.Tx, envs []events.Enve
 	postings := make([]Posting, len(envs))
 	// Transfers first: a reversal of the batch may reverse one of them.
 	if err := p.postSome(ctx, tx, entries, postings, transfers); err != nil {
+		return err
+	}
+	if err := p.postHolds(ctx, tx, holds, envs, entries, postings); err != nil {
 		return err
 	}
 	if len(reversals) > 0 {
@@ -241,6 +257,9 @@ func (p *TransferPoster) entryFor(env events.Envelope) (Entry, error) {
 	}
 	if err := data.Validate(); err != nil {
 		return Entry{}, fmt.Errorf("validate event %s: %w", env.ID, err)
+	}
+	if err := checkNotHoldKey(env.ID, data.TransferID); err != nil {
+		return Entry{}, err
 	}
 	entryID, err := uuid.NewV7()
 	if err != nil {

@@ -41,9 +41,11 @@ type entryJSON struct {
 	OccurredAt time.Time `json:"occurred_at"`
 	PostedAt   time.Time `json:"posted_at"`
 	// ReversesEntryID is set on a reversal's entry, ReversedBy on an entry reversed.
-	ReversesEntryID *string    `json:"reverses_entry_id,omitempty"`
-	ReversedBy      []string   `json:"reversed_by,omitempty"`
-	Lines           []lineJSON `json:"lines"`
+	ReversesEntryID *string  `json:"reverses_entry_id,omitempty"`
+	ReversedBy      []string `json:"reversed_by,omitempty"`
+	// HoldID is set on a hold's placement or release; TransferID is then its movement key.
+	HoldID string     `json:"hold_id,omitempty"`
+	Lines  []lineJSON `json:"lines"`
 }
 
 type lineJSON struct {
@@ -57,7 +59,7 @@ func entriesJSON(entries []gl.Entry) []entryJSON {
 	for _, e := range entries {
 		j := entryJSON{
 			ID: e.ID.String(), EventID: e.EventID, TransferID: e.TransferID, Currency: e.Currency,
-			OccurredAt: e.OccurredAt.UTC(), PostedAt: e.PostedAt.UTC(), Lines: make([]lineJSON, 0, len(e.Lines)),
+			OccurredAt: e.OccurredAt.UTC(), PostedAt: e.PostedAt.UTC(), HoldID: e.HoldID, Lines: make([]lineJSON, 0, len(e.Lines)),
 		}
 		for _, l := range e.Lines {
 			j.Lines = append(j.Lines, lineJSON{AccountCode: l.AccountCode, Direction: l.Direction, Amount: l.Amount})

@@ -29,6 +29,7 @@ func (l *Ledger) PostBatch(ctx context.Context, tx pgx.Tx, entries []gl.Entry) (
 		params.Descriptions = append(params.Descriptions, e.Description)
 		params.OccurredAts = append(params.OccurredAts, e.OccurredAt)
 		params.ReversesEntryIds = append(params.ReversesEntryIds, e.ReversesEntryID)
+		params.HoldIds = append(params.HoldIds, e.HoldID)
 	}
 	rows, err := q.InsertEntriesBatch(ctx, params)
 	if err != nil {
@@ -62,7 +63,7 @@ func (l *Ledger) PostBatch(ctx context.Context, tx pgx.Tx, entries []gl.Entry) (
 		postings[i] = gl.Posting{Entry: entryFromRow(gldb.JournalEntry{
 			ID: row.ID, EventID: row.EventID, TransferID: row.TransferID, Currency: row.Currency,
 			Description: row.Description, OccurredAt: row.OccurredAt, PostedAt: row.PostedAt,
-			ReversesEntryID: row.ReversesEntryID,
+			ReversesEntryID: row.ReversesEntryID, HoldID: row.HoldID,
 		}), Amount: amount}
 	}
 	return postings, nil
@@ -128,7 +129,7 @@ func (l *Ledger) PostedEntries(ctx context.Context, tx pgx.Tx, transferIDs []str
 		plain[i] = gldb.JournalEntry{
 			ID: row.ID, EventID: row.EventID, TransferID: row.TransferID, Currency: row.Currency,
 			Description: row.Description, OccurredAt: row.OccurredAt, PostedAt: row.PostedAt,
-			ReversesEntryID: row.ReversesEntryID,
+			ReversesEntryID: row.ReversesEntryID, HoldID: row.HoldID,
 		}
 	}
 	entries, err := withLines(ctx, q, plain)

@@ -277,6 +277,14 @@ func entryFromRow(row gldb.JournalEntry) gl.Entry {
 	return gl.Entry{
 		ID: row.ID, EventID: row.EventID, TransferID: row.TransferID, Currency: row.Currency,
 		Description: row.Description, OccurredAt: row.OccurredAt, PostedAt: row.PostedAt,
-		ReversesEntryID: row.ReversesEntryID.UUID,
+		ReversesEntryID: row.ReversesEntryID.UUID, HoldID: deref(row.HoldID),
 	}
+}
+
+// deref is *s, or "" for nil (a NULL text column).
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

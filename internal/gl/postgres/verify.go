@@ -17,13 +17,13 @@ type offender struct {
 
 // Verify checks the GL's invariants on the live database: every entry balances, the trial
 // balance nets to zero per currency, and the inbox and the entries agree both ways (each
-// processed TransferCompleted.v1 or TransferReversed.v1 has its entry, each entry its processed inbox row). It reads
+// processed TransferCompleted.v1, TransferReversed.v1 or Hold*.v1 has its entry, each entry its processed inbox row). It reads
 // without locking; run it on a quiet ledger or accept that an entry committing meanwhile may
 // show in one check and not yet in another.
 func (l *Ledger) Verify(ctx context.Context) ([]gl.Check, error) {
 	q := l.queries
 	const consumer = events.ConsumerGL
-	eventTypes := []string{events.TypeTransferCompleted, events.TypeTransferReversed}
+	eventTypes := postedEventTypes()
 	counts, err := q.CountLedger(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("count entries: %w", interpretError(err))
@@ -69,7 +69,7 @@ func (l *Ledger) Verify(ctx context.Context) ([]gl.Check, error) {
 	for _, r := range missing {
 		rows = append(rows, offender{r.ID, r.Total})
 	}
-	checks = append(checks, check("every processed TransferCompleted.v1 and TransferReversed.v1 in the inbox has its entry", processed, rows))
+	checks = append(checks, check("every processed TransferCompleted.v1, TransferReversed.v1 and Hold*.v1 in the inbox has its entry", processed, rows))
 
 	reversed, err := q.CountReversedEntries(ctx)
 	if err != nil {
@@ -95,11 +95,83 @@ func (l *Ledger) Verify(ctx context.Context) ([]gl.Check, error) {
 	}
 	checks = append(checks, check("every entry has its processed inbox row ("+consumer+":<event id>)", counts.Entries, rows))
 
+	holds, err := l.verifyHolds(ctx)
+	if err != nil {
+		return nil, err
+	}
+	checks = append(checks, holds...)
+
 	cp, err := l.verifyCheckpoint(ctx)
 	if err != nil {
 		return nil, err
 	}
 	return append(checks, cp), nil
+}
+
+// postedEventTypes are the events the GL consumer posts an entry for.
+func postedEventTypes() []string {
+	return append([]string{events.TypeTransferCompleted, events.TypeTransferReversed}, gl.HoldEventTypes...)
+}
+
+// verifyHolds checks the holds' postings (issue 17): every release has its placement, in its
+// currency and amount; per currency, the hold account never went negative and equals the open
+// holds' total.
+func (l *Ledger) verifyHolds(ctx context.Context) ([]gl.Check, error) {
+	released, err := l.queries.CountHoldReleases(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("count hold releases: %w", interpretError(err))
+	}
+	orphans, err := l.queries.HoldReleasesWithoutPlacement(ctx, gl.MaxOffenders)
+	if err != nil {
+		return nil, fmt.Errorf("find hold releases without placement: %w", interpretError(err))
+	}
+	rows := make([]offender, 0, len(orphans))
+	for _, r := range orphans {
+		rows = append(rows, offender{r.ID.String(), r.Total})
+	}
+	checks := []gl.Check{check("every hold's release has its placement, in its currency and amount", released, rows)}
+
+	account := gl.DefaultHoldRules.HoldAccount()
+	totals, err := l.queries.HoldAccountTotals(ctx, account)
+	if err != nil {
+		return nil, fmt.Errorf("total account %s and the open holds: %w", account, interpretError(err))
+	}
+	var negative, apart []offender
+	for _, t := range totals {
+		lowest, balance, open, err := holdTotals(t)
+		if err != nil {
+			return nil, fmt.Errorf("totals of account %s in %s: %w", account, t.Currency, err)
+		}
+		if lowest.Cmp(gl.Sum{}) < 0 {
+			negative = append(negative, offender{fmt.Sprintf("%s (lowest %s)", t.Currency, lowest), 0})
+		}
+		if !balance.Equal(open) {
+			apart = append(apart, offender{fmt.Sprintf("%s (balance %s, open holds %s)", t.Currency, balance, open), 0})
+		}
+	}
+	return append(checks,
+		check("account "+account+" (funds on hold) never went negative in any currency", int64(len(totals)), counted(negative)),
+		check("account "+account+"'s balance equals the open holds' total in every currency", int64(len(totals)), counted(apart)),
+	), nil
+}
+
+func holdTotals(t gldb.HoldAccountTotalsRow) (lowest, balance, open gl.Sum, err error) {
+	if lowest, err = sumFrom(t.Lowest); err != nil {
+		return
+	}
+	if balance, err = sumFrom(t.Balance); err != nil {
+		return
+	}
+	open, err = sumFrom(t.OpenHolds)
+	return
+}
+
+// counted sets each offender's total to their number (offenders found in Go, not by a query).
+func counted(rows []offender) []offender {
+	for i := range rows {
+		rows[i].total = int64(len(rows))
+	}
+	return rows
 }
 
 // verifyCheckpoint sums the lines the latest balance checkpoint totals again, in full: every
@@ -139,7 +211,7 @@ func (l *Ledger) Size(ctx context.Context) (entries, processedEvents int64, err 
 		return 0, 0, fmt.Errorf("count entries: %w", interpretError(err))
 	}
 	processed, err := l.queries.CountProcessedInbox(ctx, gldb.CountProcessedInboxParams{
-		Consumer: events.ConsumerGL, EventTypes: []string{events.TypeTransferCompleted, events.TypeTransferReversed},
+		Consumer: events.ConsumerGL, EventTypes: postedEventTypes(),
 	})
 	if err != nil {
 		return 0, 0, fmt.Errorf("count processed inbox rows: %w", interpretError(err))

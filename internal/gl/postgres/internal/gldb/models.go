@@ -73,6 +73,7 @@ type JournalEntry struct {
 	OccurredAt      time.Time
 	PostedAt        time.Time
 	ReversesEntryID uuid.NullUUID
+	HoldID          *string
 }
 
 type JournalLine struct {

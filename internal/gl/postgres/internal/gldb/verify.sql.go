@@ -9,6 +9,7 @@ import (
 	"context"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 const checkpointMismatches = `-- name: CheckpointMismatches :many
@@ -57,6 +58,17 @@ func (q *Queries) CheckpointMismatches(ctx context.Context, rowLimit int32) ([]C
 		return nil, err
 	}
 	return items, nil
+}
+
+const countHoldReleases = `-- name: CountHoldReleases :one
+SELECT count(*)::bigint FROM journal_entries WHERE hold_id IS NOT NULL AND transfer_id = 'hold:' || hold_id || ':released'
+`
+
+func (q *Queries) CountHoldReleases(ctx context.Context) (int64, error) {
+	row := q.db.QueryRow(ctx, countHoldReleases)
+	var column_1 int64
+	err := row.Scan(&column_1)
+	return column_1, err
 }
 
 const countLatestCheckpoint = `-- name: CountLatestCheckpoint :one
@@ -153,6 +165,113 @@ func (q *Queries) EntriesWithoutInbox(ctx context.Context, arg EntriesWithoutInb
 	for rows.Next() {
 		var i EntriesWithoutInboxRow
 		if err := rows.Scan(&i.ID, &i.EventID, &i.Total); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const holdAccountTotals = `-- name: HoldAccountTotals :many
+WITH running AS (
+    SELECT l.currency,
+           sum(CASE WHEN l.direction = 'credit' THEN l.amount ELSE -l.amount END::numeric)
+               OVER (PARTITION BY l.currency ORDER BY l.posted_at, l.id) AS balance
+    FROM journal_lines l
+    WHERE l.account_code = $1
+), account AS (
+    SELECT r.currency, min(r.balance) AS lowest,
+           (SELECT coalesce(sum(CASE WHEN l.direction = 'credit' THEN l.amount ELSE -l.amount END::numeric), 0)
+            FROM journal_lines l WHERE l.account_code = $1 AND l.currency = r.currency) AS balance
+    FROM running r
+    GROUP BY r.currency
+), open_holds AS (
+    SELECT p.currency, sum(l.amount)::numeric AS amount
+    FROM journal_entries p
+    JOIN journal_lines l ON l.entry_id = p.id AND l.direction = 'debit'
+    WHERE p.hold_id IS NOT NULL AND p.transfer_id = 'hold:' || p.hold_id || ':placed'
+      AND NOT EXISTS (SELECT 1 FROM journal_entries r WHERE r.transfer_id = 'hold:' || p.hold_id || ':released')
+    GROUP BY p.currency
+)
+SELECT coalesce(a.currency, o.currency)::text AS currency,
+       coalesce(a.lowest, 0)::numeric AS lowest,
+       coalesce(a.balance, 0)::numeric AS balance,
+       coalesce(o.amount, 0)::numeric AS open_holds
+FROM account a FULL JOIN open_holds o ON o.currency = a.currency
+ORDER BY 1
+`
+
+type HoldAccountTotalsRow struct {
+	Currency  string
+	Lowest    pgtype.Numeric
+	Balance   pgtype.Numeric
+	OpenHolds pgtype.Numeric
+}
+
+// Per currency, the hold account's lowest running balance in posting order (credit-normal:
+// what was on hold after each line), its balance now, and the total of the open holds (placed,
+// not released). The lowest must never be negative and the balance must equal the open holds.
+func (q *Queries) HoldAccountTotals(ctx context.Context, accountCode string) ([]HoldAccountTotalsRow, error) {
+	rows, err := q.db.Query(ctx, holdAccountTotals, accountCode)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []HoldAccountTotalsRow
+	for rows.Next() {
+		var i HoldAccountTotalsRow
+		if err := rows.Scan(
+			&i.Currency,
+			&i.Lowest,
+			&i.Balance,
+			&i.OpenHolds,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const holdReleasesWithoutPlacement = `-- name: HoldReleasesWithoutPlacement :many
+WITH debits AS (
+    SELECT l.entry_id, sum(l.amount) AS amount FROM journal_lines l WHERE l.direction = 'debit' GROUP BY l.entry_id
+)
+SELECT r.id, count(*) OVER ()::bigint AS total
+FROM journal_entries r
+LEFT JOIN journal_entries p ON p.transfer_id = 'hold:' || r.hold_id || ':placed'
+LEFT JOIN debits rd ON rd.entry_id = r.id
+LEFT JOIN debits pd ON pd.entry_id = p.id
+WHERE r.hold_id IS NOT NULL AND r.transfer_id = 'hold:' || r.hold_id || ':released'
+  AND (p.id IS NULL OR p.currency <> r.currency OR pd.amount IS DISTINCT FROM rd.amount)
+ORDER BY r.posted_at, r.id
+LIMIT $1
+`
+
+type HoldReleasesWithoutPlacementRow struct {
+	ID    uuid.UUID
+	Total int64
+}
+
+// A hold's release (hold:<id>:released) without its placement (hold:<id>:placed), or in
+// another currency or amount than the placement: the consumer never posts one (ErrNotYet,
+// Conflict), so one is written around it.
+func (q *Queries) HoldReleasesWithoutPlacement(ctx context.Context, rowLimit int32) ([]HoldReleasesWithoutPlacementRow, error) {
+	rows, err := q.db.Query(ctx, holdReleasesWithoutPlacement, rowLimit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []HoldReleasesWithoutPlacementRow
+	for rows.Next() {
+		var i HoldReleasesWithoutPlacementRow
+		if err := rows.Scan(&i.ID, &i.Total); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

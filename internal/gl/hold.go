@@ -1,0 +1,265 @@
+package gl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"walletgl/internal/events"
+)
+
+// Holds (issue 17). The GL posts a hold's reservation and its release; the captured amount
+// moves as an ordinary transfer, with its own TransferCompleted event and entry. A hold has at
+// most two entries, keyed in transfer_id by movement keys no transfer uuid can take
+// (HoldPlacedKey, HoldReleasedKey) and carrying HoldID: UNIQUE (transfer_id) then posts each
+// once, and a capture and a void of the same hold cannot both release it.
+
+// HoldRules names the accounts of a hold's two postings: Place moves the held amount out of the
+// wallets' balances into the funds on hold, Release moves the whole held amount back. Per
+// currency, the hold account's balance is then the total of the open holds. A value of its
+// own, like PostingRule, so that the rules can later come from a rule table.
+type HoldRules struct {
+	Place   PostingRule
+	Release PostingRule
+}
+
+// DefaultHoldRules: debit wallet balances (2010) and credit funds on hold (2020) to place;
+// the other way round to release.
+var DefaultHoldRules = HoldRules{
+	Place:   PostingRule{DebitAccount: "2010", CreditAccount: "2020"},
+	Release: PostingRule{DebitAccount: "2020", CreditAccount: "2010"},
+}
+
+// Check verifies at start-up that both rules' accounts exist and that the release undoes the
+// placement (the same two accounts, swapped): otherwise the hold account would not net to the
+// open holds.
+func (r HoldRules) Check(ctx context.Context, accounts Accounts) error {
+	if err := r.Place.Check(ctx, accounts); err != nil {
+		return fmt.Errorf("hold placement: %w", err)
+	}
+	if err := r.Release.Check(ctx, accounts); err != nil {
+		return fmt.Errorf("hold release: %w", err)
+	}
+	if r.Release.DebitAccount != r.Place.CreditAccount || r.Release.CreditAccount != r.Place.DebitAccount {
+		return fmt.Errorf("check hold rules: the release (debit %s, credit %s) must swap the placement (debit %s, credit %s)",
+			r.Release.DebitAccount, r.Release.CreditAccount, r.Place.DebitAccount, r.Place.CreditAccount)
+	}
+	return nil
+}
+
+// HoldAccount is the account whose balance is the open holds' total (the placement's credit).
+func (r HoldRules) HoldAccount() string { return r.Place.CreditAccount }
+
+// The movement keys of a hold's entries, in journal_entries.transfer_id.
+const (
+	holdKeyPrefix     = "hold:"
+	holdPlacedSuffix  = ":placed"
+	holdReleaseSuffix = ":released"
+)
+
+// HoldPlacedKey is the transfer_id of hold id's placement entry.
+func HoldPlacedKey(id string) string { return holdKeyPrefix + id + holdPlacedSuffix }
+
+// HoldReleasedKey is the transfer_id of hold id's release entry (a capture's or a void's).
+func HoldReleasedKey(id string) string { return holdKeyPrefix + id + holdReleaseSuffix }
+
+// IsHoldEvent reports whether the consumer's event of type t is a hold's (HoldPlaced,
+// HoldCaptured, HoldVoided).
+func IsHoldEvent(t string) bool {
+	return t == events.TypeHoldPlaced || t == events.TypeHoldCaptured || t == events.TypeHoldVoided
+}
+
+// HoldEventTypes are the hold events the GL consumes.
+var HoldEventTypes = []string{events.TypeHoldPlaced, events.TypeHoldCaptured, events.TypeHoldVoided}
+
+// holdRelease is what a capture or a void says about the placement it releases.
+type holdRelease struct {
+	eventID string
+	holdID  string
+	wallet  string
+	amount  int64
+	entry   Entry // without lines until the placement is found
+}
+
+// postHolds posts the hold events at indexes idx: placements first (a release of the batch may
+// release one of them), then the releases, each checked against its placement as tx sees it.
+func (p *TransferPoster) postHolds(ctx context.Context, tx pgx.Tx, idx []int, envs []events.Envelope, entries []Entry, postings []Posting) error {
+	var placed, released []int
+	releases := map[int]holdRelease{}
+	for _, i := range idx {
+		if envs[i].Type == events.TypeHoldPlaced {
+			entry, err := p.placementEntry(envs[i])
+			if err != nil {
+				return err
+			}
+			entries[i] = entry
+			placed = append(placed, i)
+			continue
+		}
+		rel, err := decodeRelease(envs[i])
+		if err != nil {
+			return err
+		}
+		releases[i] = rel
+		released = append(released, i)
+	}
+	if err := p.postSome(ctx, tx, entries, postings, placed); err != nil {
+		return err
+	}
+	if len(released) == 0 {
+		return nil
+	}
+	if err := p.releaseEntries(ctx, tx, released, releases, entries); err != nil {
+		return err
+	}
+	return p.postSome(ctx, tx, entries, postings, released)
+}
+
+// placementEntry decodes and checks a HoldPlaced event and builds its entry by the rule.
+func (p *TransferPoster) placementEntry(env events.Envelope) (Entry, error) {
+	var data events.HoldPlaced
+	if err := env.DecodeData(&data); err != nil {
+		return Entry{}, err
+	}
+	if err := data.Validate(); err != nil {
+		return Entry{}, fmt.Errorf("validate event %s: %w", env.ID, err)
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return Entry{}, fmt.Errorf("new entry id: %w", err)
+	}
+	return Entry{
+		ID:          id,
+		EventID:     env.ID,
+		TransferID:  HoldPlacedKey(data.HoldID),
+		HoldID:      data.HoldID,
+		Currency:    data.Currency,
+		Description: placementDescription(data.HoldID, data.WalletID),
+		OccurredAt:  data.CreatedAt,
+		Lines:       p.holds.Place.lines(data.Amount),
+	}, nil
+}
+
+// placementDescription is the placement entry's description; a release compares it to find a
+// wallet other than the hold's.
+func placementDescription(holdID, walletID string) string {
+	return fmt.Sprintf("hold %s placed on wallet %s", holdID, walletID)
+}
+
+// decodeRelease decodes and checks a HoldCaptured or HoldVoided event. Its entry's description
+// names how the hold ended, so that a capture and a void of the same hold conflict.
+func decodeRelease(env events.Envelope) (holdRelease, error) {
+	rel := holdRelease{eventID: env.ID}
+	var (
+		currency string
+		how      string
+	)
+	switch env.Type {
+	case events.TypeHoldCaptured:
+		var data events.HoldCaptured
+		if err := decodeValid(env, &data); err != nil {
+			return rel, err
+		}
+		rel.holdID, rel.wallet, rel.amount, currency = data.HoldID, data.WalletID, data.Amount, data.Currency
+		rel.entry.OccurredAt = data.CreatedAt
+		how = fmt.Sprintf("captured %d as transfer %s to wallet %s", data.CapturedAmount, data.TransferID, data.ToWalletID)
+	case events.TypeHoldVoided:
+		var data events.HoldVoided
+		if err := decodeValid(env, &data); err != nil {
+			return rel, err
+		}
+		rel.holdID, rel.wallet, rel.amount, currency = data.HoldID, data.WalletID, data.Amount, data.Currency
+		rel.entry.OccurredAt = data.CreatedAt
+		how = "voided (" + data.Reason + ")"
+	default:
+		return rel, events.Permanent(fmt.Errorf("post event %s: type %q is not a hold's release", env.ID, env.Type))
+	}
+	rel.entry.EventID = env.ID
+	rel.entry.TransferID = HoldReleasedKey(rel.holdID)
+	rel.entry.HoldID = rel.holdID
+	rel.entry.Currency = currency
+	rel.entry.Description = fmt.Sprintf("release of hold %s on wallet %s: %s", rel.holdID, rel.wallet, how)
+	return rel, nil
+}
+
+// decodeValid decodes env's data into v and checks it (Validate).
+func decodeValid[T interface{ Validate() error }](env events.Envelope, v *T) error {
+	if err := env.DecodeData(v); err != nil {
+		return err
+	}
+	if err := (*v).Validate(); err != nil {
+		return fmt.Errorf("validate event %s: %w", env.ID, err)
+	}
+	return nil
+}
+
+// releaseEntries builds the release entries at indexes idx from their placements as tx sees
+// them. A release whose hold has no placement yet waits for it (events.ErrNotYet, as a
+// reversal waits for its transfer); one that contradicts its placement is a conflict.
+func (p *TransferPoster) releaseEntries(ctx context.Context, tx pgx.Tx, idx []int, releases map[int]holdRelease, entries []Entry) error {
+	keys := make([]string, 0, len(idx))
+	for _, i := range idx {
+		keys = append(keys, HoldPlacedKey(releases[i].holdID))
+	}
+	placements, err := p.ledger.PostedEntries(ctx, tx, keys)
+	if err != nil {
+		return fmt.Errorf("find the placements of %d holds: %w", len(keys), err)
+	}
+	for _, i := range idx {
+		rel := releases[i]
+		placed, ok := placements[HoldPlacedKey(rel.holdID)]
+		if !ok {
+			return events.NotYet(fmt.Errorf("release of hold %s (event %s): the hold has no placement yet", rel.holdID, rel.eventID))
+		}
+		if err := checkRelease(rel, placed); err != nil {
+			return err
+		}
+		id, err := uuid.NewV7()
+		if err != nil {
+			return fmt.Errorf("new entry id: %w", err)
+		}
+		entry := rel.entry
+		entry.ID = id
+		entry.Lines = p.holds.Release.lines(rel.amount)
+		entries[i] = entry
+	}
+	return nil
+}
+
+// checkRelease refuses, as a conflict, a release whose hold was placed on another wallet, in
+// another currency or for another amount.
+func checkRelease(rel holdRelease, placed Entry) error {
+	var why []string
+	if placed.HoldID != rel.holdID {
+		why = append(why, fmt.Sprintf("entry %s is not the hold's", placed.ID))
+	}
+	if placed.Description != placementDescription(rel.holdID, rel.wallet) {
+		why = append(why, fmt.Sprintf("the hold was placed as %q, not on wallet %s", placed.Description, rel.wallet))
+	}
+	if placed.Currency != rel.entry.Currency {
+		why = append(why, fmt.Sprintf("the hold is in %s, not %s", placed.Currency, rel.entry.Currency))
+	}
+	if placed.Debits() != rel.amount {
+		why = append(why, fmt.Sprintf("the hold is of %d, not %d", placed.Debits(), rel.amount))
+	}
+	if len(why) > 0 {
+		return events.Conflict(fmt.Errorf("release of hold %s (event %s) contradicts its placement (entry %s): %s",
+			rel.holdID, rel.eventID, placed.ID, strings.Join(why, "; ")))
+	}
+	return nil
+}
+
+// errHoldKey refuses a transfer or reversal whose id takes a hold's movement key.
+var errHoldKey = errors.New("transfer id takes a hold's movement key (hold:…)")
+
+// checkNotHoldKey refuses, permanently, a transfer or reversal id in the holds' key space.
+func checkNotHoldKey(eventID, transferID string) error {
+	if strings.HasPrefix(transferID, holdKeyPrefix) {
+		return events.Permanent(fmt.Errorf("event %s: %q: %w", eventID, transferID, errHoldKey))
+	}
+	return nil
+}
