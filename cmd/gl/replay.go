@@ -103,7 +103,11 @@ func replayCmd(ctx context.Context, env cli.Env, args []string) error {
 	if entries > 0 || processed > 0 {
 		return fmt.Errorf("replay: target database %s already has %d entries and %d processed events; replay only into an empty GL", targetName, entries, processed)
 	}
-	if err := cfg.Rule.Check(ctx, ledger); err != nil {
+	rules, err := copyLiveRules(ctx, cfg.DatabaseURL, ledger)
+	if err != nil {
+		return fmt.Errorf("replay: %w", err)
+	}
+	if err := checkConfiguredRule(ctx, cfg.Rule, ledger); err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}
 
@@ -136,7 +140,7 @@ func replayCmd(ctx context.Context, env cli.Env, args []string) error {
 	// The replay's inbox is the GL consumer's (gl:<event id>), as in the live GL, so gl verify
 	// holds in the target too; it reads through a broker consumer of its own (Consumer.Replay).
 	// A rebuild answers nobody: duplicates in the stream are skipped, not acknowledged again.
-	poster := struct{ events.Handler }{gl.NewTransferPoster(cfg.Rule, ledger, log)}
+	poster := struct{ events.Handler }{gl.NewTransferPoster(ledger, ledger, log)}
 	consCfg, err := cfg.Events.Consumer(events.ConsumerGL, nil, keys.Trust)
 	if err != nil {
 		return err
@@ -173,7 +177,7 @@ func replayCmd(ctx context.Context, env cli.Env, args []string) error {
 		return nil
 	}
 
-	rec, err := gl.Reconciler{Rule: cfg.Rule, Source: source, Ledger: ledger}.Against(ctx, listing)
+	rec, err := gl.Reconciler{Rules: rules, Source: source, Ledger: ledger}.Against(ctx, listing)
 	if err != nil {
 		return fmt.Errorf("replay: check the rebuild against the wallet: %w", err)
 	}
@@ -188,6 +192,25 @@ func replayCmd(ctx context.Context, env cli.Env, args []string) error {
 	}
 	fmt.Fprintf(env.Stdout, "next: GL_DATABASE_URL='%s' gl verify\n", redact(target))
 	return nil
+}
+
+// copyLiveRules copies the live GL's posting rules (GL_DATABASE_URL, read only) into the
+// target, so that the rebuild posts every event by the rule the live GL posted it by, and
+// returns the target's rules after the copy.
+func copyLiveRules(ctx context.Context, liveURL string, target *postgres.Ledger) (gl.Rules, error) {
+	live, err := cli.OpenDatabase(ctx, liveURL, cli.ReadOnly)
+	if err != nil {
+		return gl.Rules{}, fmt.Errorf("open the live GL database to copy its posting rules: %w", err)
+	}
+	defer live.Close()
+	rules, err := postgres.NewLedger(live).Rules(ctx)
+	if err != nil {
+		return gl.Rules{}, fmt.Errorf("read the live GL's posting rules: %w", err)
+	}
+	if err := target.CopyRules(ctx, rules); err != nil {
+		return gl.Rules{}, err
+	}
+	return target.Rules(ctx)
 }
 
 // replayShortfall is the error of a rebuild that does not reconcile with the wallet, naming

@@ -8,11 +8,12 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"walletgl/internal/events"
 	"walletgl/internal/gl"
 )
 
 func entry(transferID string, amount int64, debit, credit string) gl.Entry {
-	return gl.Entry{ID: uuid.New(), TransferID: transferID, Currency: "USD", Lines: []gl.Line{
+	return gl.Entry{ID: uuid.New(), TransferID: transferID, Currency: "USD", EventType: events.TypeTransferCompleted, Kind: events.KindUnspecified, Lines: []gl.Line{
 		{AccountCode: debit, Direction: gl.Debit, Amount: amount},
 		{AccountCode: credit, Direction: gl.Credit, Amount: amount},
 	}}
@@ -20,7 +21,7 @@ func entry(transferID string, amount int64, debit, credit string) gl.Entry {
 
 func TestReconcileFindsEveryKindOfDifference(t *testing.T) {
 	t.Parallel()
-	rule := gl.DefaultPostingRule
+	rule := gl.DefaultRules()
 	transfers := []gl.SourceTransfer{
 		{ID: "ok", Amount: 10, Currency: "USD"},
 		{ID: "twice", Amount: 10, Currency: "USD"},
@@ -100,7 +101,7 @@ func TestReconcilerLooksUpWhatTheListingLacks(t *testing.T) {
 		entry("late-wrong", 1, "1010", "2010"),
 	}
 	source.transfers["late-wrong"] = gl.SourceTransfer{ID: "late-wrong", Amount: 2, Currency: "USD"}
-	r := gl.Reconciler{Rule: gl.DefaultPostingRule, Source: source, Ledger: ledger}
+	r := gl.Reconciler{Rules: gl.DefaultRules(), Source: source, Ledger: ledger}
 
 	rec, err := r.Against(ctx, listing)
 	require.NoError(t, err)

@@ -277,6 +277,6 @@ func entryFromRow(row gldb.JournalEntry) gl.Entry {
 	return gl.Entry{
 		ID: row.ID, EventID: row.EventID, TransferID: row.TransferID, Currency: row.Currency,
 		Description: row.Description, OccurredAt: row.OccurredAt, PostedAt: row.PostedAt,
-		ReversesEntryID: row.ReversesEntryID.UUID,
+		ReversesEntryID: row.ReversesEntryID.UUID, EventType: row.EventType, Kind: row.Kind,
 	}
 }

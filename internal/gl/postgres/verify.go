@@ -23,7 +23,7 @@ type offender struct {
 func (l *Ledger) Verify(ctx context.Context) ([]gl.Check, error) {
 	q := l.queries
 	const consumer = events.ConsumerGL
-	eventTypes := []string{events.TypeTransferCompleted, events.TypeTransferReversed}
+	eventTypes := []string{events.TypeTransferCompleted, events.TypeTransferCompletedV2, events.TypeTransferReversed}
 	counts, err := q.CountLedger(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("count entries: %w", interpretError(err))
@@ -69,7 +69,21 @@ func (l *Ledger) Verify(ctx context.Context) ([]gl.Check, error) {
 	for _, r := range missing {
 		rows = append(rows, offender{r.ID, r.Total})
 	}
-	checks = append(checks, check("every processed TransferCompleted.v1 and TransferReversed.v1 in the inbox has its entry", processed, rows))
+	checks = append(checks, check("every processed TransferCompleted (v1, v2) and TransferReversed.v1 in the inbox has its entry", processed, rows))
+
+	ruled, err := q.CountRuledEntries(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("count entries posted by rule: %w", interpretError(err))
+	}
+	offRule, err := q.EntriesOffRule(ctx, gl.MaxOffenders)
+	if err != nil {
+		return nil, fmt.Errorf("find entries off their posting rule: %w", interpretError(err))
+	}
+	rows = rows[:0]
+	for _, r := range offRule {
+		rows = append(rows, offender{r.ID.String(), r.Total})
+	}
+	checks = append(checks, check("every entry's lines are those of the posting rule in force for its event type, kind and time", ruled, rows))
 
 	reversed, err := q.CountReversedEntries(ctx)
 	if err != nil {
@@ -139,7 +153,7 @@ func (l *Ledger) Size(ctx context.Context) (entries, processedEvents int64, err 
 		return 0, 0, fmt.Errorf("count entries: %w", interpretError(err))
 	}
 	processed, err := l.queries.CountProcessedInbox(ctx, gldb.CountProcessedInboxParams{
-		Consumer: events.ConsumerGL, EventTypes: []string{events.TypeTransferCompleted, events.TypeTransferReversed},
+		Consumer: events.ConsumerGL, EventTypes: []string{events.TypeTransferCompleted, events.TypeTransferCompletedV2, events.TypeTransferReversed},
 	})
 	if err != nil {
 		return 0, 0, fmt.Errorf("count processed inbox rows: %w", interpretError(err))

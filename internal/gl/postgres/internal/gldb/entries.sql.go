@@ -198,6 +198,7 @@ func (q *Queries) GetAccount(ctx context.Context, code string) (Account, error) 
 
 const getEntriesByTransfers = `-- name: GetEntriesByTransfers :many
 SELECT e.id, e.event_id, e.transfer_id, e.currency, e.description, e.occurred_at, e.posted_at, e.reverses_entry_id,
+       e.event_type, e.kind,
        (SELECT coalesce(sum(l.amount), 0) FROM journal_lines l
         WHERE l.entry_id = e.id AND l.direction = 'debit')::numeric AS debits
 FROM journal_entries e
@@ -213,6 +214,8 @@ type GetEntriesByTransfersRow struct {
 	OccurredAt      time.Time
 	PostedAt        time.Time
 	ReversesEntryID uuid.NullUUID
+	EventType       string
+	Kind            string
 	Debits          pgtype.Numeric
 }
 
@@ -236,6 +239,8 @@ func (q *Queries) GetEntriesByTransfers(ctx context.Context, transferIds []strin
 			&i.OccurredAt,
 			&i.PostedAt,
 			&i.ReversesEntryID,
+			&i.EventType,
+			&i.Kind,
 			&i.Debits,
 		); err != nil {
 			return nil, err
@@ -249,7 +254,7 @@ func (q *Queries) GetEntriesByTransfers(ctx context.Context, transferIds []strin
 }
 
 const getEntryByTransfer = `-- name: GetEntryByTransfer :one
-SELECT id, event_id, transfer_id, currency, description, occurred_at, posted_at, reverses_entry_id FROM journal_entries WHERE transfer_id = $1
+SELECT id, event_id, transfer_id, currency, description, occurred_at, posted_at, reverses_entry_id, event_type, kind FROM journal_entries WHERE transfer_id = $1
 `
 
 func (q *Queries) GetEntryByTransfer(ctx context.Context, transferID string) (JournalEntry, error) {
@@ -264,6 +269,8 @@ func (q *Queries) GetEntryByTransfer(ctx context.Context, transferID string) (Jo
 		&i.OccurredAt,
 		&i.PostedAt,
 		&i.ReversesEntryID,
+		&i.EventType,
+		&i.Kind,
 	)
 	return i, err
 }
@@ -302,15 +309,16 @@ func (q *Queries) InsertAccount(ctx context.Context, arg InsertAccountParams) (A
 }
 
 const insertEntriesBatch = `-- name: InsertEntriesBatch :many
-INSERT INTO journal_entries (id, event_id, transfer_id, currency, description, occurred_at, reverses_entry_id)
+INSERT INTO journal_entries (id, event_id, transfer_id, currency, description, occurred_at, reverses_entry_id, event_type, kind)
 SELECT e.id, e.event_id, e.transfer_id, e.currency, e.description, e.occurred_at,
-       nullif(e.reverses_entry_id, '00000000-0000-0000-0000-000000000000'::uuid)
+       nullif(e.reverses_entry_id, '00000000-0000-0000-0000-000000000000'::uuid), e.event_type, e.kind
 FROM (SELECT unnest($1::uuid[]) AS id, unnest($2::text[]) AS event_id,
              unnest($3::text[]) AS transfer_id, unnest($4::text[]) AS currency,
              unnest($5::text[]) AS description, unnest($6::timestamptz[]) AS occurred_at,
-             unnest($7::uuid[]) AS reverses_entry_id) AS e
+             unnest($7::uuid[]) AS reverses_entry_id,
+             unnest($8::text[]) AS event_type, unnest($9::text[]) AS kind) AS e
 ON CONFLICT DO NOTHING
-RETURNING id, event_id, transfer_id, currency, description, occurred_at, posted_at, reverses_entry_id
+RETURNING id, event_id, transfer_id, currency, description, occurred_at, posted_at, reverses_entry_id, event_type, kind
 `
 
 type InsertEntriesBatchParams struct {
@@ -321,6 +329,8 @@ type InsertEntriesBatchParams struct {
 	Descriptions     []string
 	OccurredAts      []time.Time
 	ReversesEntryIds []uuid.UUID
+	EntryEventTypes  []string
+	Kinds            []string
 }
 
 // InsertEntry for a whole batch; rows that conflict (event or transfer already posted, also
@@ -335,6 +345,8 @@ func (q *Queries) InsertEntriesBatch(ctx context.Context, arg InsertEntriesBatch
 		arg.Descriptions,
 		arg.OccurredAts,
 		arg.ReversesEntryIds,
+		arg.EntryEventTypes,
+		arg.Kinds,
 	)
 	if err != nil {
 		return nil, err
@@ -352,6 +364,8 @@ func (q *Queries) InsertEntriesBatch(ctx context.Context, arg InsertEntriesBatch
 			&i.OccurredAt,
 			&i.PostedAt,
 			&i.ReversesEntryID,
+			&i.EventType,
+			&i.Kind,
 		); err != nil {
 			return nil, err
 		}
@@ -367,7 +381,7 @@ const insertEntry = `-- name: InsertEntry :one
 INSERT INTO journal_entries (id, event_id, transfer_id, currency, description, occurred_at)
 VALUES ($1, $2, $3, $4, $5, $6)
 ON CONFLICT DO NOTHING
-RETURNING id, event_id, transfer_id, currency, description, occurred_at, posted_at, reverses_entry_id
+RETURNING id, event_id, transfer_id, currency, description, occurred_at, posted_at, reverses_entry_id, event_type, kind
 `
 
 type InsertEntryParams struct {
@@ -400,6 +414,8 @@ func (q *Queries) InsertEntry(ctx context.Context, arg InsertEntryParams) (Journ
 		&i.OccurredAt,
 		&i.PostedAt,
 		&i.ReversesEntryID,
+		&i.EventType,
+		&i.Kind,
 	)
 	return i, err
 }
@@ -492,7 +508,7 @@ func (q *Queries) ListAccounts(ctx context.Context) ([]Account, error) {
 }
 
 const listEntriesByEvent = `-- name: ListEntriesByEvent :many
-SELECT id, event_id, transfer_id, currency, description, occurred_at, posted_at, reverses_entry_id FROM journal_entries WHERE event_id = $1 ORDER BY posted_at, id
+SELECT id, event_id, transfer_id, currency, description, occurred_at, posted_at, reverses_entry_id, event_type, kind FROM journal_entries WHERE event_id = $1 ORDER BY posted_at, id
 `
 
 func (q *Queries) ListEntriesByEvent(ctx context.Context, eventID string) ([]JournalEntry, error) {
@@ -513,6 +529,8 @@ func (q *Queries) ListEntriesByEvent(ctx context.Context, eventID string) ([]Jou
 			&i.OccurredAt,
 			&i.PostedAt,
 			&i.ReversesEntryID,
+			&i.EventType,
+			&i.Kind,
 		); err != nil {
 			return nil, err
 		}
@@ -525,7 +543,7 @@ func (q *Queries) ListEntriesByEvent(ctx context.Context, eventID string) ([]Jou
 }
 
 const listEntriesByTransfer = `-- name: ListEntriesByTransfer :many
-SELECT id, event_id, transfer_id, currency, description, occurred_at, posted_at, reverses_entry_id FROM journal_entries WHERE transfer_id = $1 ORDER BY posted_at, id
+SELECT id, event_id, transfer_id, currency, description, occurred_at, posted_at, reverses_entry_id, event_type, kind FROM journal_entries WHERE transfer_id = $1 ORDER BY posted_at, id
 `
 
 func (q *Queries) ListEntriesByTransfer(ctx context.Context, transferID string) ([]JournalEntry, error) {
@@ -546,6 +564,8 @@ func (q *Queries) ListEntriesByTransfer(ctx context.Context, transferID string) 
 			&i.OccurredAt,
 			&i.PostedAt,
 			&i.ReversesEntryID,
+			&i.EventType,
+			&i.Kind,
 		); err != nil {
 			return nil, err
 		}
@@ -558,7 +578,7 @@ func (q *Queries) ListEntriesByTransfer(ctx context.Context, transferID string) 
 }
 
 const listEntriesPosted = `-- name: ListEntriesPosted :many
-SELECT e.id, e.event_id, e.transfer_id, e.currency, e.description, e.occurred_at, e.posted_at, e.reverses_entry_id FROM journal_entries e
+SELECT e.id, e.event_id, e.transfer_id, e.currency, e.description, e.occurred_at, e.posted_at, e.reverses_entry_id, e.event_type, e.kind FROM journal_entries e
 WHERE ($1::timestamptz IS NULL OR e.posted_at >= $1::timestamptz)
   AND ($2::timestamptz IS NULL OR e.posted_at < $2::timestamptz)
   AND ($3::uuid IS NULL
@@ -599,6 +619,8 @@ func (q *Queries) ListEntriesPosted(ctx context.Context, arg ListEntriesPostedPa
 			&i.OccurredAt,
 			&i.PostedAt,
 			&i.ReversesEntryID,
+			&i.EventType,
+			&i.Kind,
 		); err != nil {
 			return nil, err
 		}

@@ -73,6 +73,8 @@ type JournalEntry struct {
 	OccurredAt      time.Time
 	PostedAt        time.Time
 	ReversesEntryID uuid.NullUUID
+	EventType       string
+	Kind            string
 }
 
 type JournalLine struct {
@@ -105,4 +107,13 @@ type Outbox struct {
 	BrokerDuplicates int32
 	// W3C traceparent of the span that wrote the row; NULL when untraced
 	TraceContext *string
+}
+
+type PostingRule struct {
+	EventType     string
+	Kind          string
+	EffectiveFrom time.Time
+	DebitAccount  string
+	CreditAccount string
+	CreatedAt     time.Time
 }
