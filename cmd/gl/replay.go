@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
 
@@ -103,7 +104,7 @@ func replayCmd(ctx context.Context, env cli.Env, args []string) error {
 	if entries > 0 || processed > 0 {
 		return fmt.Errorf("replay: target database %s already has %d entries and %d processed events; replay only into an empty GL", targetName, entries, processed)
 	}
-	rules, err := copyLiveRules(ctx, cfg.DatabaseURL, ledger)
+	rules, err := copyLiveRules(ctx, cfg.DatabaseURL, ledger, log)
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}
@@ -196,15 +197,21 @@ func replayCmd(ctx context.Context, env cli.Env, args []string) error {
 
 // copyLiveRules copies the live GL's posting rules (GL_DATABASE_URL, read only) into the
 // target, so that the rebuild posts every event by the rule the live GL posted it by, and
-// returns the target's rules after the copy.
-func copyLiveRules(ctx context.Context, liveURL string, target *postgres.Ledger) (gl.Rules, error) {
+// returns the target's rules after the copy. A live database without posting rules (a GL
+// older than migration 00008, or none at all) leaves the target's seed rules, with a warning.
+func copyLiveRules(ctx context.Context, liveURL string, target *postgres.Ledger, log zerolog.Logger) (gl.Rules, error) {
 	live, err := cli.OpenDatabase(ctx, liveURL, cli.ReadOnly)
 	if err != nil {
 		return gl.Rules{}, fmt.Errorf("open the live GL database to copy its posting rules: %w", err)
 	}
 	defer live.Close()
 	rules, err := postgres.NewLedger(live).Rules(ctx)
-	if err != nil {
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(err, &pgErr) && pgErr.Code == "42P01": // undefined_table
+		log.Warn().Str("database", live.Config().ConnConfig.Database).Msg("the live GL database has no posting rules; replaying by the seed rules")
+		return target.Rules(ctx)
+	case err != nil:
 		return gl.Rules{}, fmt.Errorf("read the live GL's posting rules: %w", err)
 	}
 	if err := target.CopyRules(ctx, rules); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"time"
+	"unicode/utf8"
 )
 
 // Event types, with their version. The subject of a message ends in its type.
@@ -144,7 +145,8 @@ func TransferKind(fromAllowsNegative, toAllowsNegative bool) string {
 	return KindTransfer
 }
 
-// MaxReferenceLength bounds a transfer's reference, in bytes.
+// MaxReferenceLength bounds a transfer's reference, in characters (as JSON Schema's maxLength
+// and PostgreSQL's char_length count).
 const MaxReferenceLength = 140
 
 // TransferCompleted is the wallet's event: money moved between two wallets. It is the shape of
@@ -210,8 +212,8 @@ func (t TransferCompleted) Validate() error {
 		return Permanent(fmt.Errorf("currency %q is not a three-letter code", t.Currency))
 	case t.CreatedAt.IsZero():
 		return Permanent(errors.New("created_at is missing"))
-	case len(t.Reference) > MaxReferenceLength:
-		return Permanent(fmt.Errorf("reference of %d bytes exceeds %d", len(t.Reference), MaxReferenceLength))
+	case utf8.RuneCountInString(t.Reference) > MaxReferenceLength:
+		return Permanent(fmt.Errorf("reference of %d characters exceeds %d", utf8.RuneCountInString(t.Reference), MaxReferenceLength))
 	}
 	return nil
 }

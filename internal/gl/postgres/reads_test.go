@@ -206,7 +206,7 @@ func TestChartOfAccounts(t *testing.T) {
 	for _, a := range all {
 		codes = append(codes, a.Code)
 	}
-	require.Equal(t, []string{"1010", "2010", "4010"}, codes)
+	require.Equal(t, []string{"1010", "2010", "2020", "4010"}, codes)
 
 	for _, bad := range []struct{ code, name, typ string }{
 		{"", "No code", "asset"}, {"1 0", "Space", "asset"}, {"1020", " ", "asset"}, {"1020", "Cash", "cash"},
