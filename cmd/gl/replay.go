@@ -214,10 +214,27 @@ func copyLiveRules(ctx context.Context, liveURL string, target *postgres.Ledger,
 	case err != nil:
 		return gl.Rules{}, fmt.Errorf("read the live GL's posting rules: %w", err)
 	}
+	if err := copyAccounts(ctx, postgres.NewLedger(live), target); err != nil {
+		return gl.Rules{}, err
+	}
 	if err := target.CopyRules(ctx, rules); err != nil {
 		return gl.Rules{}, err
 	}
 	return target.Rules(ctx)
+}
+
+// copyAccounts adds the live chart's accounts the target lacks: the rules name them.
+func copyAccounts(ctx context.Context, live, target *postgres.Ledger) error {
+	accounts, err := live.Accounts(ctx)
+	if err != nil {
+		return fmt.Errorf("read the live chart of accounts: %w", err)
+	}
+	for _, a := range accounts {
+		if _, err := target.AddAccount(ctx, a); err != nil && !errors.Is(err, gl.ErrAccountExists) {
+			return fmt.Errorf("copy account %s: %w", a.Code, err)
+		}
+	}
+	return nil
 }
 
 // replayShortfall is the error of a rebuild that does not reconcile with the wallet, naming

@@ -38,8 +38,13 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	eventType, err := cfg.transferEventType()
+	if err != nil {
+		return err
+	}
 	opts := postgres.Options{
-		Batch: postgres.BatchConfig{MaxSize: cfg.BatchMax, Workers: cfg.BatchWorkers}, Log: log, Faults: fs,
+		TransferEventType: eventType,
+		Batch:             postgres.BatchConfig{MaxSize: cfg.BatchMax, Workers: cfg.BatchWorkers}, Log: log, Faults: fs,
 		Metrics: deps.Metrics.Wallet, Tracer: deps.Tracing.Tracer("walletgl/internal/wallet/postgres"),
 	}
 	if cfg.Events.PublishOnCommit {

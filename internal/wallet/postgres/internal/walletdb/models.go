@@ -101,6 +101,7 @@ type Transfer struct {
 	CreatedByKey       uuid.NullUUID
 	ReversesTransferID uuid.NullUUID
 	ReversedAmount     int64
+	Reference          string
 }
 
 type Wallet struct {
