@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"walletgl/internal/events"
 )
 
 // SourceTransfer is a transfer as the wallet recorded it: what the GL must hold an entry for.
@@ -17,6 +19,9 @@ type SourceTransfer struct {
 	// ReversesTransferID is set on a reversal: the transfer it reverses, whose entry its own
 	// must reverse.
 	ReversesTransferID string
+	// Kind is the transfer's kind as the wallet sees it (deposit, transfer, withdrawal), where
+	// its source tells (the view reconcile_transfers_v3); "" otherwise, and on a reversal.
+	Kind string
 }
 
 // TransferSource is the wallet's side of a reconciliation. The GL never imports the wallet:
@@ -205,6 +210,9 @@ func mismatch(rules Rules, t SourceTransfer, e Entry, originals []Entry) string 
 	} else {
 		if e.ReversesEntryID != uuid.Nil {
 			return fmt.Sprintf("a transfer in the wallet, a reversal of entry %s in the GL", e.ReversesEntryID)
+		}
+		if t.Kind != "" && e.Kind != events.KindUnspecified && e.Kind != t.Kind {
+			return fmt.Sprintf("a %s in the wallet, posted as a %s in the GL", t.Kind, e.Kind)
 		}
 		rule, ok := rules.At(e.EventType, e.Kind, e.OccurredAt)
 		if !ok {

@@ -3,6 +3,7 @@ package gl_test
 import (
 	"context"
 	"strconv"
+	"time"
 	"testing"
 
 	"github.com/google/uuid"
@@ -120,4 +121,46 @@ func TestReconcilerLooksUpWhatTheListingLacks(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"stranger"}, source.lookups)
 	require.Len(t, rec.Differences, 3, "read now, the unposted transfer is missing")
+}
+
+func TestReconcileChecksEachEntryAgainstTheRuleOfItsKindAndTime(t *testing.T) {
+	t.Parallel()
+	change := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	rules := gl.NewRules(append(gl.DefaultRules().All(), gl.Rule{
+		EventType: events.TypeTransferCompletedV2, Kind: events.KindDeposit, EffectiveFrom: change,
+		PostingRule: gl.PostingRule{DebitAccount: "1020", CreditAccount: "2010"},
+	}))
+	v2 := func(id, kind string, at time.Time, debit, credit string) gl.Entry {
+		e := entry(id, 10, debit, credit)
+		e.EventType, e.Kind, e.OccurredAt = events.TypeTransferCompletedV2, kind, at
+		return e
+	}
+	before, after := change.Add(-time.Hour), change.Add(time.Hour)
+	entries := []gl.Entry{
+		v2("deposit-before", events.KindDeposit, before, "1010", "2010"),
+		v2("deposit-after", events.KindDeposit, after, "1020", "2010"),
+		v2("deposit-after-old-rule", events.KindDeposit, after, "1010", "2010"),
+		v2("transfer", events.KindTransfer, after, "2010", "2010"),
+		v2("withdrawal", events.KindWithdrawal, after, "2010", "1010"),
+		v2("kind-differs", events.KindTransfer, after, "2010", "2010"),
+		entry("v1", 10, "1010", "2010"),
+	}
+	transfers := []gl.SourceTransfer{
+		{ID: "deposit-before", Amount: 10, Currency: "USD", Kind: events.KindDeposit},
+		{ID: "deposit-after", Amount: 10, Currency: "USD", Kind: events.KindDeposit},
+		{ID: "deposit-after-old-rule", Amount: 10, Currency: "USD"},
+		{ID: "transfer", Amount: 10, Currency: "USD", Kind: events.KindTransfer},
+		{ID: "withdrawal", Amount: 10, Currency: "USD"},
+		{ID: "kind-differs", Amount: 10, Currency: "USD", Kind: events.KindDeposit},
+		{ID: "v1", Amount: 10, Currency: "USD", Kind: events.KindDeposit}, // a v1 entry has no kind to compare
+	}
+	r := gl.Reconcile(rules, transfers, entries)
+	got := map[string]string{}
+	for _, d := range r.Differences {
+		got[d.TransferID] = d.Detail
+	}
+	require.Equal(t, map[string]string{
+		"deposit-after-old-rule": "debit line on account 1010, the posting rule says 1020",
+		"kind-differs":           "a deposit in the wallet, posted as a transfer in the GL",
+	}, got)
 }
