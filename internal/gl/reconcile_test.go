@@ -3,8 +3,8 @@ package gl_test
 import (
 	"context"
 	"strconv"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
