@@ -114,9 +114,15 @@ func (rs Rules) At(eventType, kind string, t time.Time) (rule Rule, found bool) 
 	return rule, found
 }
 
-// Latest returns the newest rule of eventType and kind (found false when none).
+// Latest returns the newest rule of eventType and kind, in force now or from a later time
+// (found false when none).
 func (rs Rules) Latest(eventType, kind string) (rule Rule, found bool) {
-	return rs.At(eventType, kind, time.Unix(1<<62, 0))
+	for _, r := range rs.rules {
+		if r.EventType == eventType && r.Kind == kind {
+			rule, found = r, true // ordered by EffectiveFrom: the last match is the newest
+		}
+	}
+	return rule, found
 }
 
 // RuleStore reads the posting rules inside a posting transaction. The read also waits for a
