@@ -88,9 +88,9 @@ func TestVerify(t *testing.T) {
 		postConsistently(t, pool, "ev-2", "tr-2", 5)
 		out, _, err := runGL(t, glEnv(dbURL), "verify")
 		require.NoError(t, err)
-		require.Equal(t, 9, strings.Count(out, "  PASS  "), out)
+		require.Equal(t, 10, strings.Count(out, "  PASS  "), out)
 		require.Contains(t, out, "every entry balances (debits = credits, one currency, two lines or more): 2 checked, 0 failing")
-		require.True(t, strings.HasSuffix(out, "verdict: PASS, all 9 checks hold\n"), out)
+		require.True(t, strings.HasSuffix(out, "verdict: PASS, all 10 checks hold\n"), out)
 	})
 
 	t.Run("every broken invariant is reported with its ids and fails the command", func(t *testing.T) {
@@ -115,19 +115,20 @@ func TestVerify(t *testing.T) {
 		require.NoError(t, err)
 
 		out, _, err := runGL(t, glEnv(dbURL), "verify")
-		require.ErrorContains(t, err, "4 of 9 checks failed")
+		require.ErrorContains(t, err, "5 of 10 checks failed")
 		require.Contains(t, out, "FAIL  every entry balances (debits = credits, one currency, two lines or more): 2 checked, 1 failing\n        00000000-0000-7000-8000-0000000000aa\n")
 		require.Contains(t, out, "FAIL  the trial balance nets to zero in every currency: 1 checked, 1 failing\n        USD (debits 107, credits 105)\n")
-		require.Contains(t, out, "FAIL  every processed TransferCompleted.v1, TransferReversed.v1 and Hold*.v1 in the inbox has its entry: 2 checked, 1 failing\n        gl:ev-lost\n")
+		require.Contains(t, out, "FAIL  every processed TransferCompleted (v1, v2), TransferReversed.v1 and Hold*.v1 in the inbox has its entry: 2 checked, 1 failing\n        gl:ev-lost\n")
 		require.Contains(t, out, "FAIL  every entry has its processed inbox row (gl:<event id>): 2 checked, 1 failing\n        00000000-0000-7000-8000-0000000000aa\n")
-		require.True(t, strings.HasSuffix(out, "verdict: FAIL, 4 of 9 checks failed\n"), out)
+		require.Contains(t, out, "FAIL  every entry's lines are those of the posting rule in force for its event type, kind and time: 2 checked, 1 failing\n        00000000-0000-7000-8000-0000000000aa\n")
+		require.True(t, strings.HasSuffix(out, "verdict: FAIL, 5 of 10 checks failed\n"), out)
 
 		out, _, err = runGL(t, glEnv(dbURL), "verify", "--json")
 		require.Error(t, err)
 		report := clitest.Verification(t, out)
 		require.False(t, report.OK)
-		require.Len(t, report.Checks, 9)
-		require.Equal(t, cli.Check{Name: "every processed TransferCompleted.v1, TransferReversed.v1 and Hold*.v1 in the inbox has its entry", OK: false,
+		require.Len(t, report.Checks, 10)
+		require.Equal(t, cli.Check{Name: "every processed TransferCompleted (v1, v2), TransferReversed.v1 and Hold*.v1 in the inbox has its entry", OK: false,
 			Checked: 2, Failed: 1, Sample: []string{"gl:ev-lost"}, Detail: "2 checked, 1 failing"}, report.Checks[2])
 	})
 
@@ -162,7 +163,7 @@ func TestVerify(t *testing.T) {
 		postConsistently(t, pool, "ev-2", "tr-2", near+3) // 1010 and 2010 now hold 2^63+4
 		out, _, err := runGL(t, glEnv(dbURL), "verify")
 		require.NoError(t, err, out)
-		require.True(t, strings.HasSuffix(out, "verdict: PASS, all 9 checks hold\n"), out)
+		require.True(t, strings.HasSuffix(out, "verdict: PASS, all 10 checks hold\n"), out)
 		out, _, err = runGL(t, glEnv(dbURL), "verify", "--json")
 		require.NoError(t, err, out)
 		require.True(t, clitest.Verification(t, out).OK)
@@ -186,10 +187,10 @@ func TestVerify(t *testing.T) {
 			COMMIT;`)
 		require.NoError(t, err)
 		out, _, err := runGL(t, glEnv(dbURL), "verify")
-		require.ErrorContains(t, err, "2 of 9 checks failed")
+		require.ErrorContains(t, err, "3 of 10 checks failed")
 		require.Contains(t, out, "FAIL  every entry balances (debits = credits, one currency, two lines or more): 2 checked, 1 failing\n        00000000-0000-7000-8000-0000000000bb\n")
 		require.Contains(t, out, "FAIL  the trial balance nets to zero in every currency: 1 checked, 1 failing\n        USD (debits 9223372036854775810, credits 9223372036854775809)\n")
-		require.True(t, strings.HasSuffix(out, "verdict: FAIL, 2 of 9 checks failed\n"), out)
+		require.True(t, strings.HasSuffix(out, "verdict: FAIL, 3 of 10 checks failed\n"), out)
 	})
 
 	t.Run("a database that does not exist is an error, not an empty pass", func(t *testing.T) {
@@ -292,7 +293,7 @@ func TestEveryCommandAnswersHelp(t *testing.T) {
 	t.Parallel()
 	commands := clitest.EveryCommandHelps(t, run)
 	require.Equal(t, []string{
-		"serve", "migrate", "accounts list", "accounts add", "replay", "reconcile", "verify", "status",
+		"serve", "migrate", "accounts list", "accounts add", "rules list", "rules set", "replay", "reconcile", "verify", "status",
 		"outbox stats", "outbox list", "outbox show", "outbox requeue",
 		"inbox stats", "inbox list", "inbox retry",
 		"keys create", "keys list", "keys revoke", "events keygen", "audit list",

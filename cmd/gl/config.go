@@ -46,8 +46,10 @@ type Config struct {
 // Bind binds every setting to c: the environment variable, and the flag that overrides it.
 func (c *Config) Bind(s *config.Set) {
 	serve.BindSettings(s, &c.Settings, "GL", "gl", "127.0.0.1:8081")
-	s.String(&c.Rule.DebitAccount, "GL_TRANSFER_DEBIT_ACCOUNT", "transfer-debit-account", gl.DefaultPostingRule.DebitAccount, "account debited for each TransferCompleted.v1")
-	s.String(&c.Rule.CreditAccount, "GL_TRANSFER_CREDIT_ACCOUNT", "transfer-credit-account", gl.DefaultPostingRule.CreditAccount, "account credited for each TransferCompleted.v1")
+	s.String(&c.Rule.DebitAccount, "GL_TRANSFER_DEBIT_ACCOUNT", "transfer-debit-account", gl.DefaultPostingRule.DebitAccount,
+		"the debit account the posting rule in force for TransferCompleted.v1 (kind unspecified) must have; checked at start, set with gl rules set")
+	s.String(&c.Rule.CreditAccount, "GL_TRANSFER_CREDIT_ACCOUNT", "transfer-credit-account", gl.DefaultPostingRule.CreditAccount,
+		"the credit account the posting rule in force for TransferCompleted.v1 (kind unspecified) must have; checked at start, set with gl rules set")
 	s.Duration(&c.CheckpointInterval, "GL_CHECKPOINT_INTERVAL", "checkpoint-interval", postgres.DefaultCheckpointInterval,
 		"how often serve totals every account's balance up to now, so that balance reads add only the lines after it")
 	config.BindEvents(s, &c.Events)
@@ -75,18 +77,52 @@ func (c *Config) Validate() error {
 func transferPoster(ctx context.Context, cfg *Config, pool *pgxpool.Pool, log zerolog.Logger) (events.Handler, error) {
 	ledger := postgres.NewLedger(pool)
 	if err := checkRules(ctx, cfg, ledger); err != nil {
-		return nil, fmt.Errorf("configuration: %w", err)
+		return nil, err
 	}
-	return gl.NewTransferPoster(cfg.Rule, ledger, log), nil
+	return gl.NewTransferPoster(ledger, ledger, log), nil
+}
+
+// checkConfiguredRule keeps the promise of GL_TRANSFER_DEBIT_ACCOUNT and
+// GL_TRANSFER_CREDIT_ACCOUNT now that the posting rules are data (gl rules): they name the
+// accounts the rule in force for TransferCompleted.v1 (kind unspecified) has, and a GL whose
+// table says otherwise refuses to start rather than post by other accounts than its operator
+// configured. The table decides; the operator changes it with gl rules set.
+func checkConfiguredRule(ctx context.Context, configured gl.PostingRule, ledger *postgres.Ledger) error {
+	if err := configured.Check(ctx, ledger); err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
+	rules, err := ledger.Rules(ctx)
+	if err != nil {
+		return err
+	}
+	// The rule in force now, not one scheduled for later: a change effective next month must
+	// not stop a restart today.
+	rule, ok := rules.At(events.TypeTransferCompleted, events.KindUnspecified, time.Now())
+	if !ok {
+		return fmt.Errorf("configuration: no posting rule for %s kind %s (gl rules list)", events.TypeTransferCompleted, events.KindUnspecified)
+	}
+	if rule.PostingRule != configured {
+		return fmt.Errorf("configuration: GL_TRANSFER_DEBIT_ACCOUNT/GL_TRANSFER_CREDIT_ACCOUNT say debit %s credit %s, "+
+			"but the posting rules say debit %s credit %s for %s kind %s (effective %s): the rules table decides how events are posted; "+
+			"change it with 'gl rules set --event-type %s --kind %s --debit %s --credit %s', or set these two variables to %s and %s",
+			configured.DebitAccount, configured.CreditAccount, rule.DebitAccount, rule.CreditAccount,
+			events.TypeTransferCompleted, events.KindUnspecified, effectiveString(rule.EffectiveFrom),
+			events.TypeTransferCompleted, events.KindUnspecified, configured.DebitAccount, configured.CreditAccount,
+			rule.DebitAccount, rule.CreditAccount)
+	}
+	return nil
 }
 
 // checkRules checks the transfer posting rule and the hold rules (gl.DefaultHoldRules) against
 // the chart of accounts, before any event is posted.
-func checkRules(ctx context.Context, cfg *Config, accounts gl.Accounts) error {
-	if err := cfg.Rule.Check(ctx, accounts); err != nil {
+func checkRules(ctx context.Context, cfg *Config, ledger *postgres.Ledger) error {
+	if err := checkConfiguredRule(ctx, cfg.Rule, ledger); err != nil {
 		return err
 	}
-	return gl.DefaultHoldRules.Check(ctx, accounts)
+	if err := gl.DefaultHoldRules.Check(ctx, ledger); err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
+	return nil
 }
 
 // verifyChecks runs the ledger's invariant checks (gl verify). They only read: the database is

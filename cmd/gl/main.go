@@ -1,5 +1,5 @@
 // Command gl runs the general-ledger service: a durable JetStream consumer that posts every
-// TransferCompleted.v1 exactly once as a balanced journal entry and acknowledges it back to the
+// TransferCompleted (v1 or v2) exactly once, by the posting rule of its kind, as a balanced journal entry and acknowledges it back to the
 // wallet, and an HTTP API to query the postings.
 package main
 
@@ -23,6 +23,10 @@ func commands() []cli.Command {
 		{Name: "accounts", Sub: []cli.Command{
 			{Name: "list", Help: "list the chart of accounts [--json]", RunFunc: accountsListCmd},
 			{Name: "add", Help: "add an account: CODE --name N --type asset|liability|equity|revenue|expense [--json]", RunFunc: accountsAddCmd},
+		}},
+		{Name: "rules", Sub: []cli.Command{
+			{Name: "list", Help: rulesListHelp, RunFunc: rulesListCmd},
+			{Name: "set", Help: rulesSetHelp, RunFunc: rulesSetCmd},
 		}},
 		{Name: "replay", Help: replayHelp, RunFunc: replayCmd},
 		{Name: "reconcile", Help: "compare every wallet transfer with the GL's entries; exit 1 on any difference [--json]", RunFunc: reconcileCmd},

@@ -68,7 +68,12 @@ func reconcileCmd(ctx context.Context, env cli.Env, args []string) error {
 			return err
 		}
 		defer closeSource()
-		rec, err := gl.Reconciler{Rule: c.Settings.Rule, Source: source, Ledger: postgres.NewLedger(c.Pool)}.Reconcile(ctx)
+		ledger := postgres.NewLedger(c.Pool)
+		rules, err := ledger.Rules(ctx)
+		if err != nil {
+			return fmt.Errorf("reconcile: %w", err)
+		}
+		rec, err := gl.Reconciler{Rules: rules, Source: source, Ledger: ledger}.Reconcile(ctx)
 		if err != nil {
 			return fmt.Errorf("reconcile: %w", err)
 		}

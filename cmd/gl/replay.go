@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
 
@@ -103,6 +104,10 @@ func replayCmd(ctx context.Context, env cli.Env, args []string) error {
 	if entries > 0 || processed > 0 {
 		return fmt.Errorf("replay: target database %s already has %d entries and %d processed events; replay only into an empty GL", targetName, entries, processed)
 	}
+	rules, err := copyLiveRules(ctx, cfg.DatabaseURL, ledger, log)
+	if err != nil {
+		return fmt.Errorf("replay: %w", err)
+	}
 	if err := checkRules(ctx, cfg, ledger); err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}
@@ -136,7 +141,7 @@ func replayCmd(ctx context.Context, env cli.Env, args []string) error {
 	// The replay's inbox is the GL consumer's (gl:<event id>), as in the live GL, so gl verify
 	// holds in the target too; it reads through a broker consumer of its own (Consumer.Replay).
 	// A rebuild answers nobody: duplicates in the stream are skipped, not acknowledged again.
-	poster := struct{ events.Handler }{gl.NewTransferPoster(cfg.Rule, ledger, log)}
+	poster := struct{ events.Handler }{gl.NewTransferPoster(ledger, ledger, log)}
 	consCfg, err := cfg.Events.Consumer(events.ConsumerGL, nil, keys.Trust)
 	if err != nil {
 		return err
@@ -173,7 +178,7 @@ func replayCmd(ctx context.Context, env cli.Env, args []string) error {
 		return nil
 	}
 
-	rec, err := gl.Reconciler{Rule: cfg.Rule, Source: source, Ledger: ledger}.Against(ctx, listing)
+	rec, err := gl.Reconciler{Rules: rules, Source: source, Ledger: ledger}.Against(ctx, listing)
 	if err != nil {
 		return fmt.Errorf("replay: check the rebuild against the wallet: %w", err)
 	}
@@ -187,6 +192,48 @@ func replayCmd(ctx context.Context, env cli.Env, args []string) error {
 		return replayShortfall(rec)
 	}
 	fmt.Fprintf(env.Stdout, "next: GL_DATABASE_URL='%s' gl verify\n", redact(target))
+	return nil
+}
+
+// copyLiveRules copies the live GL's posting rules (GL_DATABASE_URL, read only) into the
+// target, so that the rebuild posts every event by the rule the live GL posted it by, and
+// returns the target's rules after the copy. A live database without posting rules (a GL
+// older than migration 00008, or none at all) leaves the target's seed rules, with a warning.
+func copyLiveRules(ctx context.Context, liveURL string, target *postgres.Ledger, log zerolog.Logger) (gl.Rules, error) {
+	live, err := cli.OpenDatabase(ctx, liveURL, cli.ReadOnly)
+	if err != nil {
+		return gl.Rules{}, fmt.Errorf("open the live GL database to copy its posting rules: %w", err)
+	}
+	defer live.Close()
+	rules, err := postgres.NewLedger(live).Rules(ctx)
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(err, &pgErr) && pgErr.Code == "42P01": // undefined_table
+		log.Warn().Str("database", live.Config().ConnConfig.Database).Msg("the live GL database has no posting rules; replaying by the seed rules")
+		return target.Rules(ctx)
+	case err != nil:
+		return gl.Rules{}, fmt.Errorf("read the live GL's posting rules: %w", err)
+	}
+	if err := copyAccounts(ctx, postgres.NewLedger(live), target); err != nil {
+		return gl.Rules{}, err
+	}
+	if err := target.CopyRules(ctx, rules); err != nil {
+		return gl.Rules{}, err
+	}
+	return target.Rules(ctx)
+}
+
+// copyAccounts adds the live chart's accounts the target lacks: the rules name them.
+func copyAccounts(ctx context.Context, live, target *postgres.Ledger) error {
+	accounts, err := live.Accounts(ctx)
+	if err != nil {
+		return fmt.Errorf("read the live chart of accounts: %w", err)
+	}
+	for _, a := range accounts {
+		if _, err := target.AddAccount(ctx, a); err != nil && !errors.Is(err, gl.ErrAccountExists) {
+			return fmt.Errorf("copy account %s: %w", a.Code, err)
+		}
+	}
 	return nil
 }
 

@@ -123,7 +123,7 @@ func (b *replayBundle) startLive(t *testing.T) (stop func()) {
 		},
 		BatchSize: 5,
 		Trust:     b.keys.Trust,
-	}, b.topo, b.nc, b.live, gl.NewTransferPoster(gl.DefaultPostingRule, ledger, zerolog.Nop()), zerolog.Nop())
+	}, b.topo, b.nc, b.live, gl.NewTransferPoster(ledger, ledger, zerolog.Nop()), zerolog.Nop())
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -32,7 +32,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	defer deps.Close()
 	ledger := postgres.NewLedger(deps.Pool)
 	if err := checkRules(ctx, cfg, ledger); err != nil {
-		return fmt.Errorf("configuration: %w", err)
+		return err
 	}
 	// The GL's acknowledgments are done once the wallet's consumer acknowledged them.
 	relayCfg := cfg.Events.Relay(events.SourceGL, events.ConsumerWallet, deps.Faults, eventKeys.Signer)
@@ -41,7 +41,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	poster := gl.NewTransferPoster(cfg.Rule, ledger, log).WithMetrics(deps.Metrics.GL)
+	poster := gl.NewTransferPoster(ledger, ledger, log).WithMetrics(deps.Metrics.GL)
 	if cfg.Events.PublishOnCommit {
 		poster.PublishOnCommit(relay)
 	}

@@ -39,9 +39,12 @@ type Config struct {
 	// transactions may be committing at once (0: a transaction per request, no batching).
 	BatchMax     int
 	BatchWorkers int
-	Events       config.Events
-	Log          config.Log
-	Traces       tracing.Config // the standard OTEL_* variables: where traces go, if anywhere
+	// TransferEventVersion is the version of TransferCompleted the wallet publishes: 2 (kind
+	// and reference), or 1 while a GL older than TransferCompleted.v2 is still deployed.
+	TransferEventVersion int
+	Events               config.Events
+	Log                  config.Log
+	Traces               tracing.Config // the standard OTEL_* variables: where traces go, if anywhere
 
 	// The owner's URL for migrations (empty: DatabaseURL), which grant DatabaseURL's user what
 	// the service needs; and whether serve migrates at start.
@@ -54,6 +57,8 @@ func (c *Config) Bind(s *config.Set) {
 	s.Secret(&c.GLAPIKey, "GL_API_KEY", "an API key of the GL with ledger:read, sent by wallet outbox reconcile")
 	s.Int(&c.BatchMax, "WALLET_BATCH_MAX", "batch-max", postgres.DefaultBatchMaxSize, "most transfer requests committed in one transaction")
 	s.Int(&c.BatchWorkers, "WALLET_BATCH_WORKERS", "batch-workers", postgres.DefaultBatchWorkers, "transfer batches committing at once; 0 gives each request a transaction of its own")
+	s.Int(&c.TransferEventVersion, "WALLET_TRANSFER_EVENT_VERSION", "transfer-event-version", 2,
+		"version of TransferCompleted published: 2 (kind and reference), or 1 until every GL accepts v2 (docs/operations.md, upgrade order)")
 	config.BindEvents(s, &c.Events)
 	config.BindLog(s, &c.Log)
 	config.BindTraces(s, &c.Traces)
@@ -71,6 +76,9 @@ func (c *Config) Validate() error {
 	if c.BatchWorkers < 0 {
 		errs = append(errs, fmt.Errorf("WALLET_BATCH_WORKERS must be 0 or more, got %d", c.BatchWorkers))
 	}
+	if _, err := c.transferEventType(); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(append(errs, c.Settings.Validate(), c.Events.Validate(), c.Traces.Validate())...)
 }
 
@@ -85,4 +93,15 @@ func verifyChecks(ctx context.Context, cfg *Config, pool *pgxpool.Pool) ([]cli.C
 		out = append(out, cli.NewCheck(c.Name, c.Unit, c.Checked, c.Failed, c.Sample))
 	}
 	return out, nil
+}
+
+// transferEventType is the event type WALLET_TRANSFER_EVENT_VERSION names.
+func (c *Config) transferEventType() (string, error) {
+	switch c.TransferEventVersion {
+	case 1:
+		return events.TypeTransferCompleted, nil
+	case 2:
+		return events.TypeTransferCompletedV2, nil
+	}
+	return "", fmt.Errorf("WALLET_TRANSFER_EVENT_VERSION must be 1 or 2, got %d", c.TransferEventVersion)
 }

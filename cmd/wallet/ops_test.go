@@ -130,7 +130,8 @@ func TestOutboxCommands(t *testing.T) {
 		out, _, err := b.run(t, "outbox", "show", failed.String())
 		require.NoError(t, err)
 		require.Regexp(t, `(?m)^status\s+failed$`, out)
-		require.Contains(t, out, `"type": "TransferCompleted.v1"`)
+		require.Contains(t, out, `"type": "TransferCompleted.v2"`)
+		require.Contains(t, out, `"kind": "transfer"`)
 
 		_, _, err = b.run(t, "outbox", "show", uuid.NewString())
 		require.ErrorContains(t, err, "not found")

@@ -21,7 +21,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	// The wallet signs its TransferCompleted.v1 and accepts TransferPosted.v2 (and .v1) from the GL alone.
+	// The wallet signs its TransferCompleted (v2, or v1) and accepts TransferPosted.v2 (and .v1) from the GL alone.
 	eventKeys, err := cfg.Events.EventKeys(events.SourceWallet, events.SourceGL, true, log)
 	if err != nil {
 		return err
@@ -38,8 +38,13 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	eventType, err := cfg.transferEventType()
+	if err != nil {
+		return err
+	}
 	opts := postgres.Options{
-		Batch: postgres.BatchConfig{MaxSize: cfg.BatchMax, Workers: cfg.BatchWorkers}, Log: log, Faults: fs,
+		TransferEventType: eventType,
+		Batch:             postgres.BatchConfig{MaxSize: cfg.BatchMax, Workers: cfg.BatchWorkers}, Log: log, Faults: fs,
 		Metrics: deps.Metrics.Wallet, Tracer: deps.Tracing.Tracer("walletgl/internal/wallet/postgres"),
 	}
 	if cfg.Events.PublishOnCommit {

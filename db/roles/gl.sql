@@ -12,3 +12,7 @@ GRANT SELECT, INSERT ON balance_checkpoints TO :"runtime_role";
 GRANT SELECT, INSERT ON accounts TO :"runtime_role";
 
 -- gl_postings is the analysts' view: the service never reads it (docs/database-roles.md).
+
+-- Posting rules are read by every batch and grow with gl rules set; a rule is never changed or
+-- removed (a change is a new row effective from a later time).
+GRANT SELECT, INSERT ON posting_rules TO :"runtime_role";

@@ -133,7 +133,7 @@ func WalletScript(fsys fs.FS, users int, payload string) (Script, error) {
 	steps := []step{
 		{"wallet", "InsertTransfer", map[string]string{
 			"id": tid, "idempotency_key": "'k' || :n", "request_hash": "sha256(('h' || :n)::bytea)",
-			"from_wallet_id": from, "to_wallet_id": to, "amount": ":amount::bigint", "currency": "'USD'", "event_id": eid, "created_by_key": "NULL",
+			"from_wallet_id": from, "to_wallet_id": to, "amount": ":amount::bigint", "currency": "'USD'", "event_id": eid, "created_by_key": "NULL", "reference": "''",
 		}},
 		{"wallet", "LockWallets", map[string]string{"ids": "ARRAY[" + from + ", " + to + "]"}},
 		{"wallet", "AddToBalances", map[string]string{
@@ -194,11 +194,15 @@ func GLScript(fsys fs.FS, batch int, payload string) (Script, error) {
 			"consumer": "'" + events.ConsumerGL + "'", "ids": each(inbox), "event_ids": each(event),
 			"event_types": each("'" + events.TypeTransferCompleted + "'"), "stream_seqs": each("g"),
 		}},
+		// The posting rules, read once per batch under their shared lock (postgres.Ledger.PostingRules).
+		{"gl", "LockPostingRulesShared", map[string]string{"lock_key": "7452436428592276851"}},
+		{"gl", "ListPostingRules", map[string]string{}},
 		{"gl", "InsertEntriesBatch", map[string]string{
 			"ids": each(entry), "event_ids": each(event), "transfer_ids": each(transfer), "currencies": each("'USD'"),
 			"descriptions": each("'transfer ' || " + transfer + " || ' from wallet u1 to wallet u2'"),
 			"occurred_ats": each("now()"), "reverses_entry_ids": each("'00000000-0000-0000-0000-000000000000'::uuid"),
-			"hold_ids": each("''"),
+			"hold_ids":          each("''"),
+			"entry_event_types": each("'" + events.TypeTransferCompleted + "'"), "kinds": each("'" + events.KindUnspecified + "'"),
 		}},
 		{"gl", "InsertLinesBatch", map[string]string{
 			"entry_ids": line(entry), "account_codes": line("(ARRAY['1010', '2010'])[k]"),

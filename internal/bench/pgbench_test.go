@@ -49,7 +49,7 @@ func TestWalletScriptRunsTheTransfersStatements(t *testing.T) {
 	for _, want := range []string{
 		"\\set from random(1, :users)",
 		"BEGIN;",
-		"INSERT INTO transfers (id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key)",
+		"INSERT INTO transfers (id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key, reference)",
 		"ON CONFLICT (idempotency_key) DO NOTHING",
 		"FOR NO KEY UPDATE;",
 		"UPDATE wallets w",
@@ -95,11 +95,14 @@ func TestGLScriptRunsTheBatchPostingStatements(t *testing.T) {
 	assert.Equal(t, "gl-batch-3", s.Name)
 	assert.Equal(t, 1, strings.Count(s.Text, "BEGIN;"), "one transaction per batch")
 	assert.Equal(t, 1, strings.Count(s.Text, "COMMIT;"))
-	// processBatchTx's claim (written processed), PostBatch's two inserts, the acknowledgments'
-	// insert (publish on commit): once each, in this order, between BEGIN and COMMIT.
+	// processBatchTx's claim (written processed), the posting rules' lock and read, PostBatch's
+	// two inserts, the acknowledgments' insert (publish on commit): once each, in this order,
+	// between BEGIN and COMMIT.
 	last := strings.Index(s.Text, "BEGIN;")
 	for _, q := range []struct{ set, name string }{
 		{"events", "ClaimInboxBatch"},
+		{"gl", "LockPostingRulesShared"},
+		{"gl", "ListPostingRules"},
 		{"gl", "InsertEntriesBatch"},
 		{"gl", "InsertLinesBatch"},
 		{"events", "InsertOutboxBatchClaimed"},

@@ -218,7 +218,7 @@ func TestEveryTransferIsPostedExactlyOnceAndAcknowledged(t *testing.T) {
 
 	var transfersInDB, outboxRows int
 	require.NoError(t, s.walletDB.QueryRow(ctx, "SELECT count(*) FROM transfers").Scan(&transfersInDB))
-	require.NoError(t, s.walletDB.QueryRow(ctx, "SELECT count(*) FROM outbox WHERE event_type = 'TransferCompleted.v1'").Scan(&outboxRows))
+	require.NoError(t, s.walletDB.QueryRow(ctx, "SELECT count(*) FROM outbox WHERE event_type = 'TransferCompleted.v2'").Scan(&outboxRows))
 	require.Equal(t, len(confirmed), transfersInDB, "one transfer per idempotency key")
 	require.Equal(t, len(confirmed), outboxRows, "one outbox row per transfer")
 
@@ -305,7 +305,7 @@ func requireMetrics(t *testing.T, s *system) {
 		moved(wallet, series)
 	}
 	for _, series := range []string{
-		`walletgl_consumer_processed_total{event_type="TransferCompleted.v1",service="gl"}`,
+		`walletgl_consumer_processed_total{event_type="TransferCompleted.v2",service="gl"}`,
 		`walletgl_commit_to_posted_seconds_count{service="gl"}`, `walletgl_relay_published_total{service="gl"}`,
 	} {
 		moved(gl, series)

@@ -118,7 +118,7 @@ func TestAReversalIsPostedLinkedAcknowledgedAndReconciled(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, resp.Status)
 	require.Contains(t, string(resp.Body), `walletgl_consumer_processed_total{event_type="TransferReversed.v1",service="gl"} 2`+"\n")
-	require.Contains(t, string(resp.Body), `walletgl_consumer_processed_total{event_type="TransferCompleted.v1",service="gl"} 1`+"\n")
+	require.Contains(t, string(resp.Body), `walletgl_consumer_processed_total{event_type="TransferCompleted.v2",service="gl"} 1`+"\n")
 
 	glEnv := []string{"GL_DATABASE_URL=" + s.glDBURL, "WALLET_URL=http://" + s.walletAddr}
 	reconciled := fmt.Sprintf("verdict: RECONCILED — %d transfers, %d entries", 3, 3)

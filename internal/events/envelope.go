@@ -6,11 +6,17 @@ import (
 	"fmt"
 	"regexp"
 	"time"
+	"unicode/utf8"
 )
 
 // Event types, with their version. The subject of a message ends in its type.
 const (
+	// TypeTransferCompleted is the first version of the wallet's transfer event, without the
+	// transfer's kind; the GL still accepts it, upcast (DecodeTransferCompleted).
 	TypeTransferCompleted = "TransferCompleted.v1"
+	// TypeTransferCompletedV2 adds the transfer's kind and the payer's reference: the event the
+	// wallet publishes by default (WALLET_TRANSFER_EVENT_VERSION).
+	TypeTransferCompletedV2 = "TransferCompleted.v2"
 	// TypeTransferReversed is the wallet's event of a reversal: part or all of a completed
 	// transfer moved back. The GL's consumer takes it beside TransferCompleted.v1.
 	TypeTransferReversed = "TransferReversed.v1"
@@ -118,14 +124,79 @@ func (e Envelope) DecodeData(v any) error {
 
 var currencyCode = regexp.MustCompile(`^[A-Z]{3}$`)
 
-// TransferCompleted is the wallet's event: money moved between two wallets.
+// Kinds of a transfer (TransferCompleted.v2), from the allow_negative flags of its wallets:
+// an allow-negative wallet stands for money outside the system.
+const (
+	KindUnspecified = "unspecified" // a TransferCompleted.v1, which does not say
+	KindDeposit     = "deposit"     // from an allow-negative (external) wallet
+	KindTransfer    = "transfer"    // between two customers' wallets
+	KindWithdrawal  = "withdrawal"  // to an allow-negative (external) wallet
+)
+
+// TransferKind is the kind of a transfer between wallets with these allow_negative flags. A
+// transfer between two external wallets counts as a deposit: money enters as it is credited.
+func TransferKind(fromAllowsNegative, toAllowsNegative bool) string {
+	switch {
+	case fromAllowsNegative:
+		return KindDeposit
+	case toAllowsNegative:
+		return KindWithdrawal
+	}
+	return KindTransfer
+}
+
+// MaxReferenceLength bounds a transfer's reference, in characters (as JSON Schema's maxLength
+// and PostgreSQL's char_length count).
+const MaxReferenceLength = 140
+
+// TransferCompleted is the wallet's event: money moved between two wallets. It is the shape of
+// TransferCompleted.v2; a v1 is the same without Kind and Reference (omitted when empty), and
+// decodes with Kind KindUnspecified (DecodeTransferCompleted).
 type TransferCompleted struct {
 	TransferID   string    `json:"transfer_id"`
 	FromWalletID string    `json:"from_wallet_id"`
 	ToWalletID   string    `json:"to_wallet_id"`
 	Amount       int64     `json:"amount"`
 	Currency     string    `json:"currency"`
+	Kind         string    `json:"kind,omitempty"`
+	Reference    string    `json:"reference,omitempty"`
 	CreatedAt    time.Time `json:"created_at"`
+}
+
+// AsVersion is the data of t as event type TypeTransferCompleted (v1: without kind and
+// reference) or TypeTransferCompletedV2 (as it is).
+func (t TransferCompleted) AsVersion(eventType string) TransferCompleted {
+	if eventType == TypeTransferCompleted {
+		t.Kind, t.Reference = "", ""
+	}
+	return t
+}
+
+// DecodeTransferCompleted reads a transfer event of either version, checked: a
+// TransferCompleted.v1 is upcast to the v2 shape with kind KindUnspecified; a v2 must name one
+// of the v2 kinds. Any other type (TransferCompleted.v9 included) is permanent.
+func DecodeTransferCompleted(env Envelope) (TransferCompleted, error) {
+	var data TransferCompleted
+	switch env.Type {
+	case TypeTransferCompleted:
+		if err := env.DecodeData(&data); err != nil {
+			return data, err
+		}
+		data.Kind, data.Reference = KindUnspecified, ""
+	case TypeTransferCompletedV2:
+		if err := env.DecodeData(&data); err != nil {
+			return data, err
+		}
+		if data.Kind != KindDeposit && data.Kind != KindTransfer && data.Kind != KindWithdrawal {
+			return data, Permanent(fmt.Errorf("event %s: kind %q is not deposit, transfer or withdrawal", env.ID, data.Kind))
+		}
+	default:
+		return data, Permanent(fmt.Errorf("event %s: type %q is no transfer event this consumer knows", env.ID, env.Type))
+	}
+	if err := data.Validate(); err != nil {
+		return data, fmt.Errorf("validate event %s: %w", env.ID, err)
+	}
+	return data, nil
 }
 
 // Validate reports why the event can never be posted, as a permanent error.
@@ -141,6 +212,8 @@ func (t TransferCompleted) Validate() error {
 		return Permanent(fmt.Errorf("currency %q is not a three-letter code", t.Currency))
 	case t.CreatedAt.IsZero():
 		return Permanent(errors.New("created_at is missing"))
+	case utf8.RuneCountInString(t.Reference) > MaxReferenceLength:
+		return Permanent(fmt.Errorf("reference of %d characters exceeds %d", utf8.RuneCountInString(t.Reference), MaxReferenceLength))
 	}
 	return nil
 }

@@ -42,13 +42,14 @@ func Unauthenticated(err error) error { return fmt.Errorf("%w: %w", ErrUnauthent
 
 // producers names the one service that may publish each event type.
 var producers = map[string]string{
-	TypeTransferCompleted: SourceWallet,
-	TypeTransferReversed:  SourceWallet,
-	TypeHoldPlaced:        SourceWallet,
-	TypeHoldCaptured:      SourceWallet,
-	TypeHoldVoided:        SourceWallet,
-	TypeTransferPosted:    SourceGL,
-	TypeTransferPostedV2:  SourceGL,
+	TypeTransferCompleted:   SourceWallet,
+	TypeTransferCompletedV2: SourceWallet,
+	TypeTransferReversed:    SourceWallet,
+	TypeHoldPlaced:          SourceWallet,
+	TypeHoldCaptured:        SourceWallet,
+	TypeHoldVoided:          SourceWallet,
+	TypeTransferPosted:      SourceGL,
+	TypeTransferPostedV2:    SourceGL,
 }
 
 // Producer is the service that alone may publish events of eventType; "" for a type nobody

@@ -53,13 +53,13 @@ type Topology struct {
 
 // The durable consumers: each service's name is also its inbox prefix ("gl:<event id>").
 const (
-	ConsumerGL     = "gl"     // reads TransferCompleted.v1, TransferReversed.v1 and the Hold*.v1 events from the wallet's stream
+	ConsumerGL     = "gl"     // reads TransferCompleted.v2 (and v1), TransferReversed.v1 and the Hold*.v1 events from the wallet's stream
 	ConsumerWallet = "wallet" // reads TransferPosted.v2 (and .v1) from the GL's stream
 )
 
 // durables declares the pipeline's durable consumers: who reads which event from whose stream.
 var durables = []ConsumerSpec{
-	{Name: ConsumerGL, Source: SourceWallet, EventType: TypeTransferCompleted,
+	{Name: ConsumerGL, Source: SourceWallet, EventType: TypeTransferCompletedV2, Accepts: []string{TypeTransferCompleted},
 		Also: []string{TypeTransferReversed, TypeHoldPlaced, TypeHoldCaptured, TypeHoldVoided}},
 	{Name: ConsumerWallet, Source: SourceGL, EventType: TypeTransferPostedV2, Accepts: []string{TypeTransferPosted}},
 }

@@ -130,9 +130,10 @@ func endConsume(d delivery, outcome string, err error) {
 // applySpanNames names the span of the transaction that applies an event, by its type: the
 // GL posts a transfer, the wallet applies an acknowledgment.
 var applySpanNames = map[string]string{
-	TypeTransferCompleted: tracing.SpanPost,
-	TypeTransferPosted:    tracing.SpanAcknowledge,
-	TypeTransferPostedV2:  tracing.SpanAcknowledge,
+	TypeTransferCompleted:   tracing.SpanPost,
+	TypeTransferCompletedV2: tracing.SpanPost,
+	TypeTransferPosted:      tracing.SpanAcknowledge,
+	TypeTransferPostedV2:    tracing.SpanAcknowledge,
 }
 
 // startApply begins, for each traced delivery, the span of the transaction that applies it (a

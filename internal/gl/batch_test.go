@@ -24,7 +24,7 @@ func (b *testBundle) handleBatch(t *testing.T, h events.Handler, envs []events.E
 func TestABatchPostsOneEntryPerTransferAndAcknowledgesEveryEvent(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	poster := gl.NewTransferPoster(gl.DefaultPostingRule, b.ledger, zerolog.Nop())
+	poster := gl.NewTransferPoster(b.ledger, b.ledger, zerolog.Nop())
 	ctx := context.Background()
 
 	earlier := transferCompleted(t, newTransferID(), 500, "USD")
@@ -63,7 +63,7 @@ func TestABatchPostsOneEntryPerTransferAndAcknowledgesEveryEvent(t *testing.T) {
 func TestABatchWithAnInvalidEventWritesNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	poster := gl.NewTransferPoster(gl.DefaultPostingRule, b.ledger, zerolog.Nop())
+	poster := gl.NewTransferPoster(b.ledger, b.ledger, zerolog.Nop())
 	envs := []events.Envelope{
 		transferCompleted(t, newTransferID(), 100, "USD"),
 		transferCompleted(t, newTransferID(), 0, "USD"),
@@ -81,7 +81,7 @@ func TestABatchWithAnInvalidEventWritesNothing(t *testing.T) {
 func TestABatchLargerThanOneAcknowledgmentIsAcknowledgedBySeveral(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	poster := gl.NewTransferPoster(gl.DefaultPostingRule, b.ledger, zerolog.Nop())
+	poster := gl.NewTransferPoster(b.ledger, b.ledger, zerolog.Nop())
 	envs := make([]events.Envelope, events.MaxPostingsPerEvent+1)
 	for i := range envs {
 		envs[i] = transferCompleted(t, newTransferID(), 1, "USD")

@@ -41,6 +41,11 @@ type Entry struct {
 	OccurredAt  time.Time // when the transfer happened in the wallet
 	PostedAt    time.Time // when the GL committed the entry; set by the ledger
 	Lines       []Line
+	// EventType and Kind name the posting rule the entry was posted by (with OccurredAt, its
+	// time): the event's type and the transfer's kind. A reversal's entry carries its
+	// original's: it swaps the original's lines.
+	EventType string
+	Kind      string
 	// ReversesEntryID is, for a reversal's entry, the entry it reverses (uuid.Nil otherwise).
 	ReversesEntryID uuid.UUID
 	// ReversedBy are the entries reversing this one, oldest first, where the ledger reads

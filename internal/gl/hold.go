@@ -137,6 +137,8 @@ func (p *TransferPoster) placementEntry(env events.Envelope) (Entry, error) {
 		EventID:     env.ID,
 		TransferID:  HoldPlacedKey(data.HoldID),
 		HoldID:      data.HoldID,
+		EventType:   env.Type,
+		Kind:        KindHold,
 		Currency:    data.Currency,
 		Description: placementDescription(data.HoldID, data.WalletID),
 		OccurredAt:  data.CreatedAt,
@@ -181,6 +183,7 @@ func decodeRelease(env events.Envelope) (holdRelease, error) {
 	rel.entry.EventID = env.ID
 	rel.entry.TransferID = HoldReleasedKey(rel.holdID)
 	rel.entry.HoldID = rel.holdID
+	rel.entry.EventType, rel.entry.Kind = env.Type, KindHold
 	rel.entry.Currency = currency
 	rel.entry.Description = fmt.Sprintf("release of hold %s on wallet %s: %s", rel.holdID, rel.wallet, how)
 	return rel, nil

@@ -69,7 +69,7 @@ func TestAHoldIsPlacedOn2020AndReleasedByItsCaptureOrVoid(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	h := gl.NewTransferPoster(gl.DefaultPostingRule, b.ledger, zerolog.Nop())
+	h := gl.NewTransferPoster(b.ledger, b.ledger, zerolog.Nop())
 	captured, voided := newHoldID(), newHoldID()
 	transferID := newTransferID()
 
@@ -125,7 +125,7 @@ func TestAHoldIsPlacedOn2020AndReleasedByItsCaptureOrVoid(t *testing.T) {
 func TestAHoldReleaseBeforeItsPlacementWaitsAndContradictionsConflict(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	h := gl.NewTransferPoster(gl.DefaultPostingRule, b.ledger, zerolog.Nop())
+	h := gl.NewTransferPoster(b.ledger, b.ledger, zerolog.Nop())
 	holdID := newHoldID()
 
 	err := b.handle(t, h, holdVoided(t, holdID, "w-1", 500, "USD", events.VoidRequested))
@@ -163,7 +163,7 @@ func TestAHoldEventPostedBeforeIsAcknowledgedAgain(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	h := gl.NewTransferPoster(gl.DefaultPostingRule, b.ledger, zerolog.Nop())
+	h := gl.NewTransferPoster(b.ledger, b.ledger, zerolog.Nop())
 	holdID := newHoldID()
 	placed := holdPlaced(t, holdID, "w-1", 300, "EUR")
 	voided := holdVoided(t, holdID, "w-1", 300, "EUR", events.VoidRequested)
@@ -234,7 +234,7 @@ func TestTheGLConsumerPostsAReleaseThatArrivesBeforeItsPlacementExactlyOnce(t *t
 
 	spec, err := topo.Consumer(events.ConsumerGL)
 	require.NoError(t, err)
-	poster := gl.NewTransferPoster(gl.DefaultPostingRule, b.ledger, log)
+	poster := gl.NewTransferPoster(b.ledger, b.ledger, log)
 	cons, err := events.NewConsumer(events.ConsumerConfig{ConsumerSpec: spec, RetryDelay: 50 * time.Millisecond, Trust: keys.Trust},
 		topo, nc, b.pool, poster, log)
 	require.NoError(t, err)
@@ -268,7 +268,7 @@ func TestABatchPostsAHoldsPlacementBeforeItsRelease(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	h := gl.NewTransferPoster(gl.DefaultPostingRule, b.ledger, zerolog.Nop())
+	h := gl.NewTransferPoster(b.ledger, b.ledger, zerolog.Nop())
 	voidedID, capturedID, transferID := newHoldID(), newHoldID(), newTransferID()
 	batch := []events.Envelope{
 		holdVoided(t, voidedID, "w-1", 40, "GBP", events.VoidRequested),

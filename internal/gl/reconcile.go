@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/google/uuid"
+
+	"walletgl/internal/events"
 )
 
 // SourceTransfer is a transfer as the wallet recorded it: what the GL must hold an entry for.
@@ -16,6 +19,9 @@ type SourceTransfer struct {
 	// ReversesTransferID is set on a reversal: the transfer it reverses, whose entry its own
 	// must reverse.
 	ReversesTransferID string
+	// Kind is the transfer's kind as the wallet sees it (deposit, transfer, withdrawal), where
+	// its source tells (the view reconcile_transfers_v3); "" otherwise, and on a reversal.
+	Kind string
 }
 
 // TransferSource is the wallet's side of a reconciliation. The GL never imports the wallet:
@@ -35,7 +41,7 @@ type EntryLister interface {
 
 // Reconciler compares the wallet's transfers with the ledger's entries.
 type Reconciler struct {
-	Rule   PostingRule
+	Rules  Rules // every posting rule, to check each entry against the one it was posted by
 	Source TransferSource
 	Ledger EntryLister
 }
@@ -87,7 +93,7 @@ func (r Reconciler) Against(ctx context.Context, transfers []SourceTransfer) (Re
 			transfers = append(transfers, t)
 		}
 	}
-	return Reconcile(r.Rule, transfers, entries), nil
+	return Reconcile(r.Rules, transfers, entries), nil
 }
 
 // Difference kinds found by Reconcile.
@@ -182,15 +188,16 @@ func HoldTotals(rules HoldRules, entries []Entry) []HoldTotal {
 func (r Reconciliation) Agree() bool { return len(r.Differences) == 0 }
 
 // Reconcile compares the wallet's transfers with the GL's entries: every transfer must have
-// exactly one entry with its amount and currency, posted by rule (one debit line on the debit
-// account and one credit line on the credit account; a reversal the other way round, linked to
-// its original's entry), and the GL must hold nothing else. A transfer's reversals total at
+// exactly one entry with its amount and currency, posted by the rule in force for the entry's
+// event type and kind at its time (one debit line on the rule's debit account and one credit
+// line on its credit account; a reversal its original's accounts the other way round, linked
+// to its original's entry), and the GL must hold nothing else. A transfer's reversals total at
 // most its amount.
 //
 // Holds' entries are no transfers: they are left out of that comparison and totalled per
 // currency instead (HoldTotals by DefaultHoldRules), the hold account's balance against the
 // open holds.
-func Reconcile(rule PostingRule, transfers []SourceTransfer, entries []Entry) Reconciliation {
+func Reconcile(rules Rules, transfers []SourceTransfer, entries []Entry) Reconciliation {
 	r := Reconciliation{Transfers: len(transfers), Differences: []Difference{}}
 	byTransfer := map[string][]Entry{}
 	for _, e := range entries {
@@ -211,7 +218,7 @@ func Reconcile(rule PostingRule, transfers []SourceTransfer, entries []Entry) Re
 		case len(posted) > 1:
 			r.add(DiffDuplicate, t.ID, entryIDs(posted), "transfer posted %d times", len(posted))
 		default:
-			if why := mismatch(rule, t, posted[0], byTransfer[t.ReversesTransferID]); why != "" {
+			if why := mismatch(rules, t, posted[0], byTransfer[t.ReversesTransferID]); why != "" {
 				r.add(DiffMismatch, t.ID, entryIDs(posted), "%s", why)
 			}
 		}
@@ -264,24 +271,40 @@ func (r *Reconciliation) reversalTotals(transfers []SourceTransfer) {
 	}
 }
 
-// mismatch explains how e differs from what t must be posted as: a transfer by rule, a
-// reversal with rule's accounts swapped and linked to its original's entry (originals: the
-// entries of the transfer it reverses).
-func mismatch(rule PostingRule, t SourceTransfer, e Entry, originals []Entry) string {
+// mismatch explains how e differs from what t must be posted as: a transfer by the rule in
+// force for its event type, kind and time; a reversal with its original's accounts swapped and
+// linked to its original's entry (originals: the entries of the transfer it reverses), which
+// thus follows whatever rule posted the original.
+func mismatch(rules Rules, t SourceTransfer, e Entry, originals []Entry) string {
 	if e.Currency != t.Currency {
 		return fmt.Sprintf("currency %s in the wallet, %s in the GL", t.Currency, e.Currency)
 	}
-	want := map[Direction]string{Debit: rule.DebitAccount, Credit: rule.CreditAccount}
+	var want map[Direction]string
 	if t.ReversesTransferID != "" {
-		want = map[Direction]string{Debit: rule.CreditAccount, Credit: rule.DebitAccount}
 		switch {
 		case len(originals) != 1:
 			return fmt.Sprintf("reversal of transfer %s, which has %d GL entries", t.ReversesTransferID, len(originals))
 		case e.ReversesEntryID != originals[0].ID:
 			return fmt.Sprintf("reversal entry reverses entry %s, transfer %s's entry is %s", e.ReversesEntryID, t.ReversesTransferID, originals[0].ID)
 		}
-	} else if e.ReversesEntryID != uuid.Nil {
-		return fmt.Sprintf("a transfer in the wallet, a reversal of entry %s in the GL", e.ReversesEntryID)
+		orig := originals[0]
+		rule, ok := rules.At(orig.EventType, orig.Kind, orig.OccurredAt)
+		if !ok {
+			return fmt.Sprintf("no posting rule for the original's %s kind %s at %s", orig.EventType, orig.Kind, orig.OccurredAt.Format(time.RFC3339))
+		}
+		want = map[Direction]string{Debit: rule.CreditAccount, Credit: rule.DebitAccount}
+	} else {
+		if e.ReversesEntryID != uuid.Nil {
+			return fmt.Sprintf("a transfer in the wallet, a reversal of entry %s in the GL", e.ReversesEntryID)
+		}
+		if t.Kind != "" && e.Kind != events.KindUnspecified && e.Kind != t.Kind {
+			return fmt.Sprintf("a %s in the wallet, posted as a %s in the GL", t.Kind, e.Kind)
+		}
+		rule, ok := rules.At(e.EventType, e.Kind, e.OccurredAt)
+		if !ok {
+			return fmt.Sprintf("no posting rule for %s kind %s at %s", e.EventType, e.Kind, e.OccurredAt.Format(time.RFC3339))
+		}
+		want = map[Direction]string{Debit: rule.DebitAccount, Credit: rule.CreditAccount}
 	}
 	if len(e.Lines) != 2 {
 		return fmt.Sprintf("entry has %d lines, the posting rule makes 2", len(e.Lines))

@@ -4,15 +4,17 @@ import (
 	"context"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"walletgl/internal/events"
 	"walletgl/internal/gl"
 )
 
 func entry(transferID string, amount int64, debit, credit string) gl.Entry {
-	return gl.Entry{ID: uuid.New(), TransferID: transferID, Currency: "USD", Lines: []gl.Line{
+	return gl.Entry{ID: uuid.New(), TransferID: transferID, Currency: "USD", EventType: events.TypeTransferCompleted, Kind: events.KindUnspecified, Lines: []gl.Line{
 		{AccountCode: debit, Direction: gl.Debit, Amount: amount},
 		{AccountCode: credit, Direction: gl.Credit, Amount: amount},
 	}}
@@ -20,7 +22,7 @@ func entry(transferID string, amount int64, debit, credit string) gl.Entry {
 
 func TestReconcileFindsEveryKindOfDifference(t *testing.T) {
 	t.Parallel()
-	rule := gl.DefaultPostingRule
+	rule := gl.DefaultRules()
 	transfers := []gl.SourceTransfer{
 		{ID: "ok", Amount: 10, Currency: "USD"},
 		{ID: "twice", Amount: 10, Currency: "USD"},
@@ -100,7 +102,7 @@ func TestReconcilerLooksUpWhatTheListingLacks(t *testing.T) {
 		entry("late-wrong", 1, "1010", "2010"),
 	}
 	source.transfers["late-wrong"] = gl.SourceTransfer{ID: "late-wrong", Amount: 2, Currency: "USD"}
-	r := gl.Reconciler{Rule: gl.DefaultPostingRule, Source: source, Ledger: ledger}
+	r := gl.Reconciler{Rules: gl.DefaultRules(), Source: source, Ledger: ledger}
 
 	rec, err := r.Against(ctx, listing)
 	require.NoError(t, err)
@@ -136,15 +138,57 @@ func TestReconcileLeavesHoldsOutOfTheTransfersAndTotalsThem(t *testing.T) {
 		holdEntry("h1", gl.HoldReleasedKey("h1"), 100, "2020", "2010"),
 		holdEntry("h2", gl.HoldPlacedKey("h2"), 30, "2010", "2020"),
 	}
-	r := gl.Reconcile(gl.DefaultPostingRule, transfers, entries)
+	r := gl.Reconcile(gl.DefaultRules(), transfers, entries)
 	require.True(t, r.Agree(), "%+v", r.Differences)
 	require.Equal(t, 1, r.Entries, "hold entries are no transfers' entries")
 	require.Equal(t, []gl.HoldTotal{{Currency: "USD", Placed: 2, Open: 1, OpenAmount: gl.SumOf(30), AccountBalance: gl.SumOf(30)}}, r.Holds)
 
 	// A release the GL holds without its placement leaves 2020 apart from the open holds.
 	entries = append(entries, holdEntry("h3", gl.HoldReleasedKey("h3"), 5, "2020", "2010"))
-	r = gl.Reconcile(gl.DefaultPostingRule, transfers, entries)
+	r = gl.Reconcile(gl.DefaultRules(), transfers, entries)
 	require.Len(t, r.Differences, 1)
 	require.Equal(t, gl.DiffHolds, r.Differences[0].Kind)
 	require.Contains(t, r.Differences[0].Detail, "account 2020 holds 25, the 1 open holds total 30")
+}
+
+func TestReconcileChecksEachEntryAgainstTheRuleOfItsKindAndTime(t *testing.T) {
+	t.Parallel()
+	change := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	rules := gl.NewRules(append(gl.DefaultRules().All(), gl.Rule{
+		EventType: events.TypeTransferCompletedV2, Kind: events.KindDeposit, EffectiveFrom: change,
+		PostingRule: gl.PostingRule{DebitAccount: "1020", CreditAccount: "2010"},
+	}))
+	v2 := func(id, kind string, at time.Time, debit, credit string) gl.Entry {
+		e := entry(id, 10, debit, credit)
+		e.EventType, e.Kind, e.OccurredAt = events.TypeTransferCompletedV2, kind, at
+		return e
+	}
+	before, after := change.Add(-time.Hour), change.Add(time.Hour)
+	entries := []gl.Entry{
+		v2("deposit-before", events.KindDeposit, before, "1010", "2010"),
+		v2("deposit-after", events.KindDeposit, after, "1020", "2010"),
+		v2("deposit-after-old-rule", events.KindDeposit, after, "1010", "2010"),
+		v2("transfer", events.KindTransfer, after, "2010", "2010"),
+		v2("withdrawal", events.KindWithdrawal, after, "2010", "1010"),
+		v2("kind-differs", events.KindTransfer, after, "2010", "2010"),
+		entry("v1", 10, "1010", "2010"),
+	}
+	transfers := []gl.SourceTransfer{
+		{ID: "deposit-before", Amount: 10, Currency: "USD", Kind: events.KindDeposit},
+		{ID: "deposit-after", Amount: 10, Currency: "USD", Kind: events.KindDeposit},
+		{ID: "deposit-after-old-rule", Amount: 10, Currency: "USD"},
+		{ID: "transfer", Amount: 10, Currency: "USD", Kind: events.KindTransfer},
+		{ID: "withdrawal", Amount: 10, Currency: "USD"},
+		{ID: "kind-differs", Amount: 10, Currency: "USD", Kind: events.KindDeposit},
+		{ID: "v1", Amount: 10, Currency: "USD", Kind: events.KindDeposit}, // a v1 entry has no kind to compare
+	}
+	r := gl.Reconcile(rules, transfers, entries)
+	got := map[string]string{}
+	for _, d := range r.Differences {
+		got[d.TransferID] = d.Detail
+	}
+	require.Equal(t, map[string]string{
+		"deposit-after-old-rule": "debit line on account 1010, the posting rule says 1020",
+		"kind-differs":           "a deposit in the wallet, posted as a transfer in the GL",
+	}, got)
 }

@@ -102,6 +102,8 @@ func reversalEntry(eventID string, data events.TransferReversed, orig Entry) (En
 		OccurredAt:      data.CreatedAt,
 		Lines:           lines,
 		ReversesEntryID: orig.ID,
+		EventType:       orig.EventType,
+		Kind:            orig.Kind,
 	}, nil
 }
 

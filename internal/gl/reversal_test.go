@@ -36,7 +36,7 @@ func TestReversalPostsTheOriginalsLinesSwappedAndLinksBothWays(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	h := gl.NewTransferPoster(gl.DefaultPostingRule, b.ledger, zerolog.Nop())
+	h := gl.NewTransferPoster(b.ledger, b.ledger, zerolog.Nop())
 	transferID, reversalID := newTransferID(), newTransferID()
 	require.NoError(t, b.handle(t, h, transferCompleted(t, transferID, 1000, "USD")))
 	rev := transferReversed(t, reversalID, transferID, 400, "USD")
@@ -81,7 +81,7 @@ func TestReversalPostsTheOriginalsLinesSwappedAndLinksBothWays(t *testing.T) {
 func TestReversalBeforeItsTransferWaitsAndConflictsAreRefused(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	h := gl.NewTransferPoster(gl.DefaultPostingRule, b.ledger, zerolog.Nop())
+	h := gl.NewTransferPoster(b.ledger, b.ledger, zerolog.Nop())
 	transferID := newTransferID()
 
 	err := b.handle(t, h, transferReversed(t, newTransferID(), transferID, 10, "USD"))
@@ -138,7 +138,7 @@ func TestTheGLConsumerPostsAReversalThatArrivesBeforeItsTransferExactlyOnce(t *t
 
 	spec, err := topo.Consumer(events.ConsumerGL)
 	require.NoError(t, err)
-	poster := gl.NewTransferPoster(gl.DefaultPostingRule, b.ledger, log)
+	poster := gl.NewTransferPoster(b.ledger, b.ledger, log)
 	cons, err := events.NewConsumer(events.ConsumerConfig{ConsumerSpec: spec, RetryDelay: 50 * time.Millisecond, Trust: keys.Trust},
 		topo, nc, b.pool, poster, log)
 	require.NoError(t, err)

@@ -21,7 +21,7 @@ import (
 // acknowledges them with a TransferPosted.v2 event in the GL's outbox (one per batch), all in
 // the consumer's transaction.
 type TransferPoster struct {
-	rule    PostingRule
+	rules   RuleStore
 	holds   HoldRules // hold events' postings (hold.go)
 	ledger  Poster
 	outbox  *events.Outbox
@@ -34,10 +34,11 @@ var (
 	_ events.DuplicateHandler = (*TransferPoster)(nil)
 )
 
-// NewTransferPoster returns the handler for TransferCompleted and TransferReversed events. Check the rule against
-// the chart of accounts (PostingRule.Check) before consuming.
-func NewTransferPoster(rule PostingRule, ledger Poster, logger zerolog.Logger) *TransferPoster {
-	return &TransferPoster{rule: rule, holds: DefaultHoldRules, ledger: ledger, outbox: events.NewOutbox(events.SourceGL), logger: logger}
+// NewTransferPoster returns the handler for TransferCompleted (v1 and v2), TransferReversed
+// and hold events, posting each transfer by the rule in force for its event type, kind and
+// time, read from rules once per batch, and each hold event by DefaultHoldRules.
+func NewTransferPoster(rules RuleStore, ledger Poster, logger zerolog.Logger) *TransferPoster {
+	return &TransferPoster{rules: rules, holds: DefaultHoldRules, ledger: ledger, outbox: events.NewOutbox(events.SourceGL), logger: logger}
 }
 
 // WithHoldRules has the poster post hold events by r instead of DefaultHoldRules. Check r
@@ -81,6 +82,8 @@ func (p *TransferPoster) post(ctx context.Context, tx pgx.Tx, envs []events.Enve
 	entries := make([]Entry, len(envs))
 	var transfers, reversals, holds []int // indexes into envs
 	reversed := map[int]events.TransferReversed{}
+	var rules Rules
+	rulesRead := false
 	for i, env := range envs {
 		if IsHoldEvent(env.Type) {
 			holds = append(holds, i)
@@ -95,7 +98,14 @@ func (p *TransferPoster) post(ctx context.Context, tx pgx.Tx, envs []events.Enve
 			reversals = append(reversals, i)
 			continue
 		}
-		entry, err := p.entryFor(env)
+		if !rulesRead { // once per batch, and not at all for a batch of reversals
+			var err error
+			if rules, err = p.rules.PostingRules(ctx, tx); err != nil {
+				return fmt.Errorf("read posting rules: %w", err)
+			}
+			rulesRead = true
+		}
+		entry, err := entryFor(env, rules)
 		if err != nil {
 			return err
 		}
@@ -246,17 +256,17 @@ func acknowledgment(entries []Entry, postings []Posting) (events.Event, error) {
 	return events.Event{ID: id, Type: events.TypeTransferPostedV2, AggregateID: first.TransferID, Time: first.PostedAt, Data: data}, nil
 }
 
-// entryFor decodes and checks a TransferCompleted event and builds its entry by the rule.
-func (p *TransferPoster) entryFor(env events.Envelope) (Entry, error) {
-	var data events.TransferCompleted
-	if env.Type != events.TypeTransferCompleted {
-		return Entry{}, events.Permanent(fmt.Errorf("post event %s: type %q is not %s", env.ID, env.Type, events.TypeTransferCompleted))
-	}
-	if err := env.DecodeData(&data); err != nil {
+// entryFor decodes and checks a TransferCompleted event of either version (v1 upcast to kind
+// unspecified) and builds its entry by the rule in force for its type and kind at the
+// transfer's time.
+func entryFor(env events.Envelope, rules Rules) (Entry, error) {
+	data, err := events.DecodeTransferCompleted(env)
+	if err != nil {
 		return Entry{}, err
 	}
-	if err := data.Validate(); err != nil {
-		return Entry{}, fmt.Errorf("validate event %s: %w", env.ID, err)
+	rule, err := ruleFor(rules, env.ID, env.Type, data.Kind, data.CreatedAt)
+	if err != nil {
+		return Entry{}, err
 	}
 	if err := checkNotHoldKey(env.ID, data.TransferID); err != nil {
 		return Entry{}, err
@@ -270,10 +280,22 @@ func (p *TransferPoster) entryFor(env events.Envelope) (Entry, error) {
 		EventID:     env.ID,
 		TransferID:  data.TransferID,
 		Currency:    data.Currency,
-		Description: fmt.Sprintf("transfer %s from wallet %s to wallet %s", data.TransferID, data.FromWalletID, data.ToWalletID),
+		Description: transferDescription(data),
 		OccurredAt:  data.CreatedAt,
-		Lines:       p.rule.lines(data.Amount),
+		Lines:       rule.lines(data.Amount),
+		EventType:   env.Type,
+		Kind:        data.Kind,
 	}, nil
+}
+
+// transferDescription is the entry's description: the transfer's wallets, and its reference
+// when the payer gave one.
+func transferDescription(data events.TransferCompleted) string {
+	d := fmt.Sprintf("transfer %s from wallet %s to wallet %s", data.TransferID, data.FromWalletID, data.ToWalletID)
+	if data.Reference != "" {
+		d += fmt.Sprintf(" (reference %q)", data.Reference)
+	}
+	return d
 }
 
 // log prefers the event-scoped logger the consumer put into ctx, which carries its fields.

@@ -90,7 +90,7 @@ func newTransferID() string { return "tr-" + uuid.Must(uuid.NewV7()).String() }
 func TestTransferPosterPostsBalancedEntryAndAcknowledges(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	h := gl.NewTransferPoster(gl.DefaultPostingRule, b.ledger, zerolog.Nop())
+	h := gl.NewTransferPoster(b.ledger, b.ledger, zerolog.Nop())
 	transferID := newTransferID()
 	env := transferCompleted(t, transferID, 1250, "USD")
 
@@ -122,7 +122,7 @@ func TestTransferPosterSkipsSecondPostingOfTransferButAcknowledges(t *testing.T)
 	t.Parallel()
 	b := setup(t)
 	var logs bytes.Buffer
-	h := gl.NewTransferPoster(gl.DefaultPostingRule, b.ledger, zerolog.New(&logs))
+	h := gl.NewTransferPoster(b.ledger, b.ledger, zerolog.New(&logs))
 	transferID := newTransferID()
 	first := transferCompleted(t, transferID, 500, "EUR")
 	second := transferCompleted(t, transferID, 500, "EUR") // same transfer, new event id
@@ -165,7 +165,7 @@ func TestTransferPosterSkipsSecondPostingOfTransferButAcknowledges(t *testing.T)
 func TestTransferPosterRejectsMalformedEventsWithoutWriting(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	h := gl.NewTransferPoster(gl.DefaultPostingRule, b.ledger, zerolog.Nop())
+	h := gl.NewTransferPoster(b.ledger, b.ledger, zerolog.Nop())
 
 	wrongType := transferCompleted(t, newTransferID(), 100, "USD")
 	wrongType.Type = events.TypeTransferPosted
@@ -204,7 +204,7 @@ func TestTransferPosterRejectsMalformedEventsWithoutWriting(t *testing.T) {
 func TestTransferPosterRefusesEventIDReusedForAnotherTransfer(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	h := gl.NewTransferPoster(gl.DefaultPostingRule, b.ledger, zerolog.Nop())
+	h := gl.NewTransferPoster(b.ledger, b.ledger, zerolog.Nop())
 	first := transferCompleted(t, newTransferID(), 100, "USD")
 	reused := transferCompleted(t, newTransferID(), 100, "USD")
 	reused.ID = first.ID
@@ -220,7 +220,7 @@ func TestTransferPosterRefusesEventIDReusedForAnotherTransfer(t *testing.T) {
 func TestTransferPosterRefusesAPostedTransferWithOtherFigures(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	h := gl.NewTransferPoster(gl.DefaultPostingRule, b.ledger, zerolog.Nop())
+	h := gl.NewTransferPoster(b.ledger, b.ledger, zerolog.Nop())
 	transferID := newTransferID()
 	require.NoError(t, b.handle(t, h, transferCompleted(t, transferID, 500, "EUR")))
 
@@ -254,7 +254,7 @@ func TestTransferPosterRefusesAPostedTransferWithOtherFigures(t *testing.T) {
 func TestTransferPosterAnswersADuplicateWithAFreshAcknowledgment(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	h := gl.NewTransferPoster(gl.DefaultPostingRule, b.ledger, zerolog.Nop())
+	h := gl.NewTransferPoster(b.ledger, b.ledger, zerolog.Nop())
 	env := transferCompleted(t, newTransferID(), 700, "USD")
 	require.NoError(t, b.handle(t, h, env))
 	require.NoError(t, database.WithTx(context.Background(), b.pool, func(tx pgx.Tx) error {
@@ -275,10 +275,11 @@ func TestTransferPosterAnswersADuplicateWithAFreshAcknowledgment(t *testing.T) {
 func TestTransferPosterHonoursCustomPostingRule(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	// The rule is configuration: it posts the reverse of the default here.
-	rule := gl.PostingRule{DebitAccount: "2010", CreditAccount: "1010"}
-	require.NoError(t, rule.Check(context.Background(), b.ledger))
-	h := gl.NewTransferPoster(rule, b.ledger, zerolog.Nop())
+	// The rules are data: this set posts the reverse of the default.
+	rule := gl.Rule{EventType: events.TypeTransferCompleted, Kind: events.KindUnspecified,
+		PostingRule: gl.PostingRule{DebitAccount: "2010", CreditAccount: "1010"}}
+	require.NoError(t, rule.CheckAccounts(context.Background(), b.ledger))
+	h := gl.NewTransferPoster(gl.NewRules([]gl.Rule{rule}), b.ledger, zerolog.Nop())
 	transferID := newTransferID()
 
 	require.NoError(t, b.handle(t, h, transferCompleted(t, transferID, 42, "GBP")))

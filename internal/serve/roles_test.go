@@ -98,6 +98,15 @@ func TestTheGLPostsAsItsRuntimeRoleAndCannotRewriteTheJournal(t *testing.T) {
 	got, err := ledger.EntriesByTransfer(ctx, entry.TransferID)
 	require.NoError(t, err)
 	require.Len(t, got, 1)
+	// The posting rules: read by every batch under their lock, and set by gl rules set.
+	err = database.WithTx(ctx, pool, func(tx pgx.Tx) error {
+		_, err := ledger.PostingRules(ctx, tx)
+		return err
+	})
+	require.NoError(t, err, "a batch reads the posting rules as the runtime role")
+	_, err = ledger.SetRule(ctx, gl.Rule{EventType: "TransferCompleted.v2", Kind: "deposit", EffectiveFrom: time.Now().Add(time.Hour),
+		PostingRule: gl.PostingRule{DebitAccount: "1010", CreditAccount: "2010"}})
+	require.NoError(t, err, "gl rules set runs as the runtime role")
 	keys := auth.NewKeys(pool, auth.GLScopes)
 	key, _, err := keys.Create(ctx, auth.Actor{Name: "cli:test"}, "reader", []auth.Scope{"ledger:read"})
 	require.NoError(t, err, "keys create runs as the runtime role, and audits")
@@ -110,6 +119,9 @@ func TestTheGLPostsAsItsRuntimeRoleAndCannotRewriteTheJournal(t *testing.T) {
 		"TRUNCATE journal_lines",
 		"TRUNCATE journal_entries CASCADE",
 		"DELETE FROM accounts",
+		"UPDATE posting_rules SET debit_account = '2010'",
+		"DELETE FROM posting_rules",
+		"TRUNCATE posting_rules",
 		"CREATE TABLE shadow_ledger (id int)",
 		"ALTER TABLE journal_lines DISABLE TRIGGER journal_lines_append_only",
 		"DROP TABLE journal_lines",

@@ -10,9 +10,11 @@ import (
 	"encoding/binary"
 	"regexp"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
+	"walletgl/internal/events"
 	"walletgl/internal/problem"
 )
 
@@ -49,6 +51,7 @@ type Transfer struct {
 	ToWalletID     string
 	Amount         int64
 	Currency       string
+	Reference      string // the payer's, "" when none was given
 	Status         string
 	// OutboxStatus is where the transfer's event is on its way to the general ledger: pending,
 	// dispatching, dispatched, failed, dead_letter, or acknowledged once the GL posted it.
@@ -79,6 +82,9 @@ type TransferRequest struct {
 	ToWalletID     string
 	Amount         int64
 	Currency       string
+	// Reference is the payer's free text, optional ("" when not given), at most
+	// MaxReferenceLength characters; part of the request, so a replay must repeat it.
+	Reference string
 	// KeyID is the API key that asks (recorded with the transfer; uuid.Nil: none). It is not
 	// part of the request: a replay by another key is still the same transfer.
 	KeyID uuid.UUID
@@ -104,6 +110,9 @@ func (r TransferRequest) Validate() error {
 	}
 	if err := validateCurrency(r.Currency); err != nil {
 		return err
+	}
+	if n := utf8.RuneCountInString(r.Reference); n > events.MaxReferenceLength || !utf8.ValidString(r.Reference) {
+		return problem.Newf(ErrInvalid, "reference must be valid UTF-8 of at most %d characters, got %d", events.MaxReferenceLength, n)
 	}
 	if r.FromWalletID == r.ToWalletID {
 		return problem.Newf(ErrSameWallet, "wallet %q cannot transfer to itself", r.FromWalletID)

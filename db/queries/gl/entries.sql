@@ -171,13 +171,15 @@ RETURNING *;
 -- InsertEntry for a whole batch; rows that conflict (event or transfer already posted, also
 -- earlier in the same batch) are skipped and missing from the result.
 -- A reverses_entry_id of the zero uuid stands for none (NULL), as does a hold_id of ''.
-INSERT INTO journal_entries (id, event_id, transfer_id, currency, description, occurred_at, reverses_entry_id, hold_id)
+INSERT INTO journal_entries (id, event_id, transfer_id, currency, description, occurred_at, reverses_entry_id, hold_id, event_type, kind)
 SELECT e.id, e.event_id, e.transfer_id, e.currency, e.description, e.occurred_at,
-       nullif(e.reverses_entry_id, '00000000-0000-0000-0000-000000000000'::uuid), nullif(e.hold_id, '')
+       nullif(e.reverses_entry_id, '00000000-0000-0000-0000-000000000000'::uuid), nullif(e.hold_id, ''),
+       e.event_type, e.kind
 FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@event_ids::text[]) AS event_id,
              unnest(@transfer_ids::text[]) AS transfer_id, unnest(@currencies::text[]) AS currency,
              unnest(@descriptions::text[]) AS description, unnest(@occurred_ats::timestamptz[]) AS occurred_at,
-             unnest(@reverses_entry_ids::uuid[]) AS reverses_entry_id, unnest(@hold_ids::text[]) AS hold_id) AS e
+             unnest(@reverses_entry_ids::uuid[]) AS reverses_entry_id, unnest(@hold_ids::text[]) AS hold_id,
+             unnest(@entry_event_types::text[]) AS event_type, unnest(@kinds::text[]) AS kind) AS e
 ON CONFLICT DO NOTHING
 RETURNING *;
 
@@ -185,6 +187,7 @@ RETURNING *;
 -- The entries holding these transfers' postings, each with the total of its debit lines (the
 -- transfer's amount), to compare with an event that names the same transfer.
 SELECT e.id, e.event_id, e.transfer_id, e.currency, e.description, e.occurred_at, e.posted_at, e.reverses_entry_id, e.hold_id,
+       e.event_type, e.kind,
        (SELECT coalesce(sum(l.amount), 0) FROM journal_lines l
         WHERE l.entry_id = e.id AND l.direction = 'debit')::numeric AS debits
 FROM journal_entries e

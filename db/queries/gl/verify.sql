@@ -145,3 +145,26 @@ SELECT coalesce(a.currency, o.currency)::text AS currency,
        coalesce(o.amount, 0)::numeric AS open_holds
 FROM account a FULL JOIN open_holds o ON o.currency = a.currency
 ORDER BY 1;
+
+-- name: CountRuledEntries :one
+SELECT count(*)::bigint FROM journal_entries WHERE reverses_entry_id IS NULL;
+
+-- name: EntriesOffRule :many
+-- Entries (not reversals, which swap their original's lines) whose lines are not the two the
+-- rule in force for their event type, kind and time makes: one debit on its debit account and
+-- one credit on its credit account, of one amount.
+SELECT e.id, count(*) OVER ()::bigint AS total
+FROM journal_entries e
+LEFT JOIN LATERAL (
+    SELECT r.debit_account, r.credit_account FROM posting_rules r
+    WHERE r.event_type = e.event_type AND r.kind = e.kind AND r.effective_from <= e.occurred_at
+    ORDER BY r.effective_from DESC LIMIT 1) r ON true
+WHERE e.reverses_entry_id IS NULL
+  AND (r.debit_account IS NULL OR NOT EXISTS (
+        SELECT 1 FROM journal_lines d JOIN journal_lines c ON c.entry_id = d.entry_id
+        WHERE d.entry_id = e.id AND d.direction = 'debit' AND c.direction = 'credit'
+          AND d.account_code = r.debit_account AND c.account_code = r.credit_account
+          AND d.amount = c.amount
+          AND (SELECT count(*) FROM journal_lines l WHERE l.entry_id = e.id) = 2))
+ORDER BY e.posted_at, e.id
+LIMIT @row_limit;

@@ -11,3 +11,16 @@ LIMIT @row_limit;
 SELECT id, amount, currency, reverses_transfer_id
 FROM reconcile_transfers_v2
 WHERE id = @id;
+
+-- name: ReconcileTransfersV3 :many
+-- ReconcileTransfers through reconcile_transfers_v3: with each transfer's kind.
+SELECT id, amount, currency, reverses_transfer_id, coalesce(kind, '')::text AS kind
+FROM reconcile_transfers_v3
+WHERE id > @after::uuid
+ORDER BY id
+LIMIT @row_limit;
+
+-- name: ReconcileTransferV3 :one
+SELECT id, amount, currency, reverses_transfer_id, coalesce(kind, '')::text AS kind
+FROM reconcile_transfers_v3
+WHERE id = @id;

@@ -1,8 +1,8 @@
 -- name: InsertTransfer :one
 -- InsertTransfer claims the idempotency key. A conflict returns no row: the key was used before
 -- (or is being used right now by a transaction this one waited for).
-INSERT INTO transfers (id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key)
-VALUES (@id, @idempotency_key, @request_hash, @from_wallet_id, @to_wallet_id, @amount, @currency, @event_id, sqlc.narg('created_by_key')::uuid)
+INSERT INTO transfers (id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key, reference)
+VALUES (@id, @idempotency_key, @request_hash, @from_wallet_id, @to_wallet_id, @amount, @currency, @event_id, sqlc.narg('created_by_key')::uuid, @reference)
 ON CONFLICT (idempotency_key) DO NOTHING
 RETURNING *;
 
@@ -11,10 +11,11 @@ RETURNING *;
 -- sorts them by key, so two batches claim their keys in the same order). A key that another
 -- transaction holds or committed comes back missing: ON CONFLICT DO NOTHING. created_at stays
 -- clock_timestamp(), per row.
-INSERT INTO transfers (id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key)
+INSERT INTO transfers (id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key, reference)
 SELECT unnest(@ids::uuid[]), unnest(@idempotency_keys::text[]), unnest(@request_hashes::bytea[]),
        unnest(@from_wallet_ids::text[]), unnest(@to_wallet_ids::text[]), unnest(@amounts::bigint[]),
-       unnest(@currencies::text[]), unnest(@event_ids::uuid[]), nullif(unnest(@created_by_keys::uuid[]), '00000000-0000-0000-0000-000000000000'::uuid)
+       unnest(@currencies::text[]), unnest(@event_ids::uuid[]), nullif(unnest(@created_by_keys::uuid[]), '00000000-0000-0000-0000-000000000000'::uuid),
+       unnest(@transfer_references::text[])
 ON CONFLICT (idempotency_key) DO NOTHING
 RETURNING *;
 

@@ -11,7 +11,7 @@ WITH bad AS (
     WHERE (t.created_at > clock_timestamp() - make_interval(secs => @retention_seconds::float8)
            AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.id = t.event_id))
        OR (SELECT count(*) FROM outbox o
-           WHERE o.aggregate_id = t.id::text AND o.event_type IN ('TransferCompleted.v1', 'TransferReversed.v1')) > 1
+           WHERE o.aggregate_id = t.id::text AND o.event_type IN ('TransferCompleted.v1', 'TransferCompleted.v2', 'TransferReversed.v1')) > 1
 )
 SELECT (SELECT count(*) FROM transfers)::bigint AS checked,
        (SELECT count(*) FROM bad)::bigint AS failed,
@@ -20,17 +20,17 @@ SELECT (SELECT count(*) FROM transfers)::bigint AS checked,
                 '{}')::text[] AS sample;
 
 -- name: VerifyOutboxHasTransfers :one
--- Each TransferCompleted outbox row belongs to its transfer, each TransferReversed one to its
+-- Each TransferCompleted (v1 or v2) outbox row belongs to its transfer, each TransferReversed one to its
 -- reversal (a transfer that names the transfer it reverses).
 WITH bad AS (
     SELECT o.id
     FROM outbox o
-    WHERE o.event_type IN ('TransferCompleted.v1', 'TransferReversed.v1')
+    WHERE o.event_type IN ('TransferCompleted.v1', 'TransferCompleted.v2', 'TransferReversed.v1')
       AND NOT EXISTS (SELECT 1 FROM transfers t
                       WHERE t.event_id = o.id AND t.id::text = o.aggregate_id
-                        AND (t.reverses_transfer_id IS NULL) = (o.event_type = 'TransferCompleted.v1'))
+                        AND (t.reverses_transfer_id IS NULL) = (o.event_type IN ('TransferCompleted.v1', 'TransferCompleted.v2')))
 )
-SELECT (SELECT count(*) FROM outbox WHERE event_type IN ('TransferCompleted.v1', 'TransferReversed.v1'))::bigint AS checked,
+SELECT (SELECT count(*) FROM outbox WHERE event_type IN ('TransferCompleted.v1', 'TransferCompleted.v2', 'TransferReversed.v1'))::bigint AS checked,
        (SELECT count(*) FROM bad)::bigint AS failed,
        coalesce((SELECT array_agg(s.id::text ORDER BY s.id)
                  FROM (SELECT id FROM bad ORDER BY id LIMIT @sample_size) s),

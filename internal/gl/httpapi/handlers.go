@@ -40,6 +40,9 @@ type entryJSON struct {
 	Currency   string    `json:"currency"`
 	OccurredAt time.Time `json:"occurred_at"`
 	PostedAt   time.Time `json:"posted_at"`
+	// EventType and Kind are the key of the posting rule the entry was posted by (gl rules).
+	EventType string `json:"event_type,omitempty"`
+	Kind      string `json:"kind,omitempty"`
 	// ReversesEntryID is set on a reversal's entry, ReversedBy on an entry reversed.
 	ReversesEntryID *string  `json:"reverses_entry_id,omitempty"`
 	ReversedBy      []string `json:"reversed_by,omitempty"`
@@ -59,7 +62,8 @@ func entriesJSON(entries []gl.Entry) []entryJSON {
 	for _, e := range entries {
 		j := entryJSON{
 			ID: e.ID.String(), EventID: e.EventID, TransferID: e.TransferID, Currency: e.Currency,
-			OccurredAt: e.OccurredAt.UTC(), PostedAt: e.PostedAt.UTC(), HoldID: e.HoldID, Lines: make([]lineJSON, 0, len(e.Lines)),
+			OccurredAt: e.OccurredAt.UTC(), PostedAt: e.PostedAt.UTC(), HoldID: e.HoldID, EventType: e.EventType, Kind: e.Kind,
+			Lines: make([]lineJSON, 0, len(e.Lines)),
 		}
 		for _, l := range e.Lines {
 			j.Lines = append(j.Lines, lineJSON{AccountCode: l.AccountCode, Direction: l.Direction, Amount: l.Amount})

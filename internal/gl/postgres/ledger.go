@@ -277,7 +277,7 @@ func entryFromRow(row gldb.JournalEntry) gl.Entry {
 	return gl.Entry{
 		ID: row.ID, EventID: row.EventID, TransferID: row.TransferID, Currency: row.Currency,
 		Description: row.Description, OccurredAt: row.OccurredAt, PostedAt: row.PostedAt,
-		ReversesEntryID: row.ReversesEntryID.UUID, HoldID: deref(row.HoldID),
+		ReversesEntryID: row.ReversesEntryID.UUID, HoldID: deref(row.HoldID), EventType: row.EventType, Kind: row.Kind,
 	}
 }
 

@@ -69,7 +69,21 @@ func (l *Ledger) Verify(ctx context.Context) ([]gl.Check, error) {
 	for _, r := range missing {
 		rows = append(rows, offender{r.ID, r.Total})
 	}
-	checks = append(checks, check("every processed TransferCompleted.v1, TransferReversed.v1 and Hold*.v1 in the inbox has its entry", processed, rows))
+	checks = append(checks, check("every processed TransferCompleted (v1, v2), TransferReversed.v1 and Hold*.v1 in the inbox has its entry", processed, rows))
+
+	ruled, err := q.CountRuledEntries(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("count entries posted by rule: %w", interpretError(err))
+	}
+	offRule, err := q.EntriesOffRule(ctx, gl.MaxOffenders)
+	if err != nil {
+		return nil, fmt.Errorf("find entries off their posting rule: %w", interpretError(err))
+	}
+	rows = rows[:0]
+	for _, r := range offRule {
+		rows = append(rows, offender{r.ID.String(), r.Total})
+	}
+	checks = append(checks, check("every entry's lines are those of the posting rule in force for its event type, kind and time", ruled, rows))
 
 	reversed, err := q.CountReversedEntries(ctx)
 	if err != nil {
@@ -110,7 +124,7 @@ func (l *Ledger) Verify(ctx context.Context) ([]gl.Check, error) {
 
 // postedEventTypes are the events the GL consumer posts an entry for.
 func postedEventTypes() []string {
-	return append([]string{events.TypeTransferCompleted, events.TypeTransferReversed}, gl.HoldEventTypes...)
+	return append([]string{events.TypeTransferCompleted, events.TypeTransferCompletedV2, events.TypeTransferReversed}, gl.HoldEventTypes...)
 }
 
 // verifyHolds checks the holds' postings (issue 17): every release has its placement, in its

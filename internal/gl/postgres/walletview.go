@@ -15,7 +15,12 @@ import (
 
 // WalletViewName is the view of the wallet's database a WalletView reads: a versioned,
 // read-only contract the wallet publishes (db/schema/wallet/00004_reversals.sql; v1 without the reversals: 00002).
-const WalletViewName = "reconcile_transfers_v2"
+// WalletViewNameKinds is its successor with each transfer's kind (wallet 00006), read first;
+// a wallet database without it, or a role not granted it, is read through WalletViewName.
+const (
+	WalletViewName      = "reconcile_transfers_v2"
+	WalletViewNameKinds = "reconcile_transfers_v3"
+)
 
 // WalletView reads the wallet's transfers from the wallet's database for a reconciliation,
 // through the view WalletViewName and nothing else, over read-only transactions: a replica
@@ -23,6 +28,7 @@ const WalletViewName = "reconcile_transfers_v2"
 type WalletView struct {
 	pool    *pgxpool.Pool
 	queries *reconciledb.Queries
+	noKinds bool // reconcile_transfers_v3 cannot be read: v2, without kinds
 }
 
 var _ gl.TransferSource = (*WalletView)(nil)
@@ -51,8 +57,15 @@ func (v *WalletView) Close() { v.pool.Close() }
 // Database is the name of the wallet's database, for reports.
 func (v *WalletView) Database() string { return v.pool.Config().ConnConfig.Database }
 
-// Transfers pages through the view in id order.
+// Transfers pages through the view in id order: v3, with kinds, when it can be read.
 func (v *WalletView) Transfers(ctx context.Context) ([]gl.SourceTransfer, error) {
+	if !v.noKinds {
+		out, err := v.transfersWithKinds(ctx)
+		if !viewUnreadable(err) {
+			return out, err
+		}
+		v.noKinds = true
+	}
 	var out []gl.SourceTransfer
 	after := uuid.Nil
 	for {
@@ -70,11 +83,45 @@ func (v *WalletView) Transfers(ctx context.Context) ([]gl.SourceTransfer, error)
 	}
 }
 
+func (v *WalletView) transfersWithKinds(ctx context.Context) ([]gl.SourceTransfer, error) {
+	var out []gl.SourceTransfer
+	after := uuid.Nil
+	for {
+		rows, err := v.queries.ReconcileTransfersV3(ctx, reconciledb.ReconcileTransfersV3Params{After: after, RowLimit: walletViewPage})
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rows {
+			t := sourceTransfer(r.ID, r.Amount, r.Currency, r.ReversesTransferID)
+			t.Kind = r.Kind
+			out = append(out, t)
+			after = r.ID
+		}
+		if len(rows) < walletViewPage {
+			return out, nil
+		}
+	}
+}
+
 // Transfer reads one transfer; an id that is not a UUID is no transfer of the wallet's.
 func (v *WalletView) Transfer(ctx context.Context, id string) (gl.SourceTransfer, bool, error) {
 	uid, err := uuid.Parse(id)
 	if err != nil {
 		return gl.SourceTransfer{}, false, nil
+	}
+	if !v.noKinds {
+		r, err := v.queries.ReconcileTransferV3(ctx, uid)
+		switch {
+		case err == nil:
+			t := sourceTransfer(r.ID, r.Amount, r.Currency, r.ReversesTransferID)
+			t.Kind = r.Kind
+			return t, true, nil
+		case errors.Is(interpretError(err), errNoRow):
+			return gl.SourceTransfer{}, false, nil
+		case !viewUnreadable(err):
+			return gl.SourceTransfer{}, false, viewError(err, "read the wallet's transfer %s", id)
+		}
+		v.noKinds = true
 	}
 	r, err := v.queries.ReconcileTransfer(ctx, uid)
 	switch err := interpretError(err); {
@@ -84,6 +131,13 @@ func (v *WalletView) Transfer(ctx context.Context, id string) (gl.SourceTransfer
 		return gl.SourceTransfer{}, false, viewError(err, "read the wallet's transfer %s", id)
 	}
 	return sourceTransfer(r.ID, r.Amount, r.Currency, r.ReversesTransferID), true, nil
+}
+
+// viewUnreadable reports whether err says the kinds' view is missing (a wallet before
+// migration 00006) or not granted to this role: the reader falls back to v2.
+func viewUnreadable(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "42501") // undefined_table, insufficient_privilege
 }
 
 func sourceTransfer(id uuid.UUID, amount int64, currency string, reverses uuid.NullUUID) gl.SourceTransfer {

@@ -39,6 +39,7 @@ func TestWalletViewReadsTheWalletsPublishedView(t *testing.T) {
 		require.False(t, seen[tr.ID], "transfer %s read twice", tr.ID)
 		seen[tr.ID] = true
 		require.Equal(t, "EUR", tr.Currency)
+		require.Equal(t, "deposit", tr.Kind, "from bank, an allow-negative wallet (reconcile_transfers_v3)")
 		sum += tr.Amount
 	}
 	require.Equal(t, int64(2345*2346/2), sum)
@@ -52,6 +53,23 @@ func TestWalletViewReadsTheWalletsPublishedView(t *testing.T) {
 		require.NoError(t, err, id)
 		require.False(t, found, id)
 	}
+
+	t.Run("a wallet without reconcile_transfers_v3 is read through v2, without kinds", func(t *testing.T) {
+		t.Parallel()
+		oldPool, oldURL := testenv.MigratedPool(t, "wallet")
+		_, err := oldPool.Exec(ctx, `DROP VIEW reconcile_transfers_v3;
+			INSERT INTO wallets (id, currency, allow_negative) VALUES ('alice', 'EUR', false), ('bob', 'EUR', false);
+			INSERT INTO transfers (id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id)
+			VALUES (gen_random_uuid(), 'k', '\x00', 'alice', 'bob', 5, 'EUR', gen_random_uuid());`)
+		require.NoError(t, err)
+		old, err := postgres.OpenWalletView(ctx, oldURL)
+		require.NoError(t, err)
+		t.Cleanup(old.Close)
+		got, err := old.Transfers(ctx)
+		require.NoError(t, err)
+		require.Len(t, got, 1)
+		require.Empty(t, got[0].Kind)
+	})
 
 	t.Run("a database without the view says so", func(t *testing.T) {
 		t.Parallel()

@@ -22,6 +22,7 @@ type transferJSON struct {
 	ToWalletID     string    `json:"to_wallet_id"`
 	Amount         int64     `json:"amount"`
 	Currency       string    `json:"currency"`
+	Reference      string    `json:"reference,omitempty"`
 	Status         string    `json:"status"`
 	CreatedAt      time.Time `json:"created_at"`
 	// OutboxStatus is shown where a transfer is read, not where it is created.
@@ -47,7 +48,7 @@ func toTransferJSON(t wallet.Transfer, withOutbox bool) transferJSON {
 	out := transferJSON{
 		ID: t.ID.String(), IdempotencyKey: t.IdempotencyKey,
 		FromWalletID: t.FromWalletID, ToWalletID: t.ToWalletID,
-		Amount: t.Amount, Currency: t.Currency, Status: t.Status, CreatedAt: t.CreatedAt.UTC(),
+		Amount: t.Amount, Currency: t.Currency, Reference: t.Reference, Status: t.Status, CreatedAt: t.CreatedAt.UTC(),
 	}
 	if withOutbox {
 		out.OutboxStatus = &t.OutboxStatus
@@ -107,6 +108,7 @@ func handleCreateTransfer(service wallet.Service, m *metrics.Wallet) http.Handle
 		ToWalletID   string `json:"to_wallet_id"`
 		Amount       int64  `json:"amount"`
 		Currency     string `json:"currency"`
+		Reference    string `json:"reference"`
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		req, err := web.Decode[request](w, r)
@@ -128,7 +130,7 @@ func handleCreateTransfer(service wallet.Service, m *metrics.Wallet) http.Handle
 		t, replayed, err := service.CreateTransfer(r.Context(), wallet.TransferRequest{
 			IdempotencyKey: key,
 			FromWalletID:   req.FromWalletID, ToWalletID: req.ToWalletID,
-			Amount: req.Amount, Currency: req.Currency, KeyID: p.KeyID,
+			Amount: req.Amount, Currency: req.Currency, Reference: req.Reference, KeyID: p.KeyID,
 		})
 		if err != nil {
 			m.Transfer(transferResult(err))

@@ -140,12 +140,13 @@ func (s *Store) commitBatch(ctx context.Context, batch []*pendingTransfer) ([]ba
 // batchTx is one attempt at writing a batch in one transaction: its requests, their answers
 // so far (valid once the transaction commits), and whether their keys were looked up first.
 type batchTx struct {
-	tx     pgx.Tx
-	q      *walletdb.Queries
-	outbox *events.Outbox
-	batch  []*pendingTransfer
-	out    []batchOutcome
-	lookup bool
+	eventType string // the version of TransferCompleted to write (Options.TransferEventType)
+	tx        pgx.Tx
+	q         *walletdb.Queries
+	outbox    *events.Outbox
+	batch     []*pendingTransfer
+	out       []batchOutcome
+	lookup    bool
 }
 
 // writeBatch writes the transfers of batch in tx with a fixed number of statements, whatever
@@ -154,7 +155,7 @@ type batchTx struct {
 // An error means tx must be rolled back.
 func (s *Store) writeBatch(ctx context.Context, tx pgx.Tx, batch []*pendingTransfer, lookup bool) ([]batchOutcome, error) {
 	w := &batchTx{
-		tx: tx, q: s.queries.WithTx(tx), outbox: s.outbox,
+		eventType: s.eventType, tx: tx, q: s.queries.WithTx(tx), outbox: s.outbox,
 		batch: batch, out: make([]batchOutcome, len(batch)), lookup: lookup,
 	}
 	keys := groupByKey(batch)
@@ -273,7 +274,7 @@ func (w *batchTx) writeFresh(ctx context.Context, fresh []int) (map[string]keyOw
 	if err := w.addToBalances(ctx, accepted); err != nil {
 		return nil, err
 	}
-	return w.addEvents(ctx, accepted, rows)
+	return w.addEvents(ctx, accepted, rows, wallets)
 }
 
 // lockWallets locks every wallet of the fresh requests in one statement in id order, so that
@@ -325,6 +326,7 @@ func (w *batchTx) insertTransfers(ctx context.Context, accepted []int) ([]wallet
 		Ids: make([]uuid.UUID, n), IdempotencyKeys: make([]string, n), RequestHashes: make([][]byte, n),
 		FromWalletIds: make([]string, n), ToWalletIds: make([]string, n), Amounts: make([]int64, n),
 		Currencies: make([]string, n), EventIds: make([]uuid.UUID, n), CreatedByKeys: make([]uuid.UUID, n),
+		TransferReferences: make([]string, n),
 	}
 	for j, i := range accepted {
 		p := w.batch[i]
@@ -332,6 +334,7 @@ func (w *batchTx) insertTransfers(ctx context.Context, accepted []int) ([]wallet
 		ins.FromWalletIds[j], ins.ToWalletIds[j] = p.req.FromWalletID, p.req.ToWalletID
 		ins.Amounts[j], ins.Currencies[j], ins.EventIds[j] = p.req.Amount, p.req.Currency, p.eventID
 		ins.CreatedByKeys[j] = p.req.KeyID // uuid.Nil: none (stored NULL)
+		ins.TransferReferences[j] = p.req.Reference
 	}
 	rows, err := w.q.InsertTransfers(ctx, ins)
 	if err != nil {
@@ -373,7 +376,7 @@ func (w *batchTx) addToBalances(ctx context.Context, accepted []int) error {
 // addEvents writes the events of the transfers in rows in one statement, in the transaction of
 // their transfers, and answers the accepted requests; it returns the owners of the keys they
 // took.
-func (w *batchTx) addEvents(ctx context.Context, accepted []int, rows []walletdb.Transfer) (map[string]keyOwner, error) {
+func (w *batchTx) addEvents(ctx context.Context, accepted []int, rows []walletdb.Transfer, wallets map[string]*walletdb.LockWalletsRow) (map[string]keyOwner, error) {
 	byID := make(map[uuid.UUID]int, len(accepted))
 	for _, i := range accepted {
 		byID[w.batch[i].transferID] = i
@@ -384,7 +387,7 @@ func (w *batchTx) addEvents(ctx context.Context, accepted []int, rows []walletdb
 		if !ok {
 			return nil, fmt.Errorf("insert transfers: unexpected transfer %s", row.ID)
 		}
-		evs[j] = transferCompleted(row, w.batch[i].traceParent)
+		evs[j] = transferCompleted(row, w.batch[i].traceParent, transferKind(wallets[row.FromWalletID], wallets[row.ToWalletID]), w.eventType)
 	}
 	status, err := w.outbox.AddBatch(ctx, w.tx, evs)
 	if err != nil {

@@ -46,6 +46,7 @@ type Store struct {
 	// lookupFirst: the last batch held a replay or a refusal, so the next one looks its keys
 	// up first instead of trying the optimistic path.
 	lookupFirst atomic.Bool
+	eventType   string // Options.TransferEventType
 }
 
 var _ wallet.Service = (*Store)(nil)
@@ -66,6 +67,10 @@ type Options struct {
 	PublishOnCommit *events.Relay
 	// Metrics records the size of each committed batch (nil: nothing).
 	Metrics *metrics.Wallet
+	// TransferEventType is the version of the transfer event written: events.TypeTransferCompletedV2
+	// (the default, when empty) or events.TypeTransferCompleted while a GL older than v2 is
+	// still deployed (WALLET_TRANSFER_EVENT_VERSION).
+	TransferEventType string
 	// Tracer makes the commit span of each traced transfer request, whose traceparent its
 	// outbox row stores (nil: a no-op tracer; the row still stores the request's trace context).
 	Tracer trace.Tracer
@@ -76,6 +81,10 @@ func NewStore(pool *pgxpool.Pool, opts Options) *Store {
 	s := &Store{
 		pool: pool, queries: walletdb.New(pool), outbox: events.NewOutbox(events.SourceWallet),
 		faults: opts.Faults, log: opts.Log, metrics: opts.Metrics, tracer: opts.Tracer,
+		eventType: opts.TransferEventType,
+	}
+	if s.eventType == "" {
+		s.eventType = events.TypeTransferCompletedV2
 	}
 	if s.tracer == nil {
 		s.tracer = noop.NewTracerProvider().Tracer("")
@@ -215,6 +224,7 @@ func (s *Store) writeOne(ctx context.Context, tx pgx.Tx, p *pendingTransfer) (tr
 		FromWalletID: req.FromWalletID, ToWalletID: req.ToWalletID,
 		Amount: req.Amount, Currency: req.Currency, EventID: p.eventID,
 		CreatedByKey: uuid.NullUUID{UUID: req.KeyID, Valid: req.KeyID != uuid.Nil},
+		Reference:    req.Reference,
 	})
 	switch err := interpretError(err); {
 	case errors.Is(err, errNoRow): // ON CONFLICT DO NOTHING: the key is taken
@@ -239,7 +249,8 @@ func (s *Store) writeOne(ctx context.Context, tx pgx.Tx, p *pendingTransfer) (tr
 	}
 
 	// (d) The event commits or rolls back with the transfer.
-	status, err := s.outbox.Add(ctx, tx, transferCompleted(row, p.traceParent))
+	kind := transferKind(findLocked(locked, req.FromWalletID), findLocked(locked, req.ToWalletID))
+	status, err := s.outbox.Add(ctx, tx, transferCompleted(row, p.traceParent, kind, s.eventType))
 	if err != nil {
 		return transferResult{}, err
 	}
@@ -278,12 +289,13 @@ func answerFromOwner(req wallet.TransferRequest, hash []byte, owner keyOwner) (w
 	return owner.transfer, nil
 }
 
-// transferCompleted is the event of a transfer just written, in the trace of traceParent.
-func transferCompleted(row walletdb.Transfer, traceParent string) events.Event {
+// transferCompleted is the event of a transfer just written, of kind, in the trace of
+// traceParent, as eventType (TransferCompleted.v1 or .v2; v1 drops the kind and reference).
+func transferCompleted(row walletdb.Transfer, traceParent, kind, eventType string) events.Event {
 	return events.Event{
 		TraceParent: traceParent,
 		ID:          row.EventID,
-		Type:        events.TypeTransferCompleted,
+		Type:        eventType,
 		AggregateID: row.ID.String(),
 		Time:        row.CreatedAt,
 		Data: events.TransferCompleted{
@@ -292,9 +304,17 @@ func transferCompleted(row walletdb.Transfer, traceParent string) events.Event {
 			ToWalletID:   row.ToWalletID,
 			Amount:       row.Amount,
 			Currency:     row.Currency,
+			Kind:         kind,
+			Reference:    row.Reference,
 			CreatedAt:    row.CreatedAt.UTC(),
-		},
+		}.AsVersion(eventType),
 	}
+}
+
+// transferKind is the kind of a transfer between the two locked wallets (events.TransferKind
+// of their allow_negative flags).
+func transferKind(from, to *walletdb.LockWalletsRow) string {
+	return events.TransferKind(from != nil && from.AllowNegative, to != nil && to.AllowNegative)
 }
 
 // claimError explains why the transfer row could not be inserted.
@@ -426,8 +446,11 @@ func (s *Store) BalanceTotals(ctx context.Context) ([]wallet.CurrencyTotal, erro
 // different request is refused. Each field is length-prefixed: no two requests share an encoding.
 func requestHash(req wallet.TransferRequest) []byte {
 	h := sha256.New()
-	for _, field := range []string{"transfer.v1", req.FromWalletID, req.ToWalletID,
-		strconv.FormatInt(req.Amount, 10), req.Currency} {
+	fields := []string{"transfer.v1", req.FromWalletID, req.ToWalletID, strconv.FormatInt(req.Amount, 10), req.Currency}
+	if req.Reference != "" { // appended only when given: a request without one hashes as before
+		fields = append(fields, "reference", req.Reference)
+	}
+	for _, field := range fields {
 		fmt.Fprintf(h, "%d:%s;", len(field), field)
 	}
 	return h.Sum(nil)
@@ -444,7 +467,7 @@ func toTransfer(t walletdb.Transfer, outboxStatus string) wallet.Transfer {
 	return wallet.Transfer{
 		ID: t.ID, IdempotencyKey: t.IdempotencyKey,
 		FromWalletID: t.FromWalletID, ToWalletID: t.ToWalletID,
-		Amount: t.Amount, Currency: t.Currency, Status: t.Status,
+		Amount: t.Amount, Currency: t.Currency, Reference: t.Reference, Status: t.Status,
 		OutboxStatus: outboxStatus, EventID: t.EventID, CreatedAt: t.CreatedAt.UTC(),
 		ReversesTransferID: t.ReversesTransferID.UUID, ReversedAmount: t.ReversedAmount,
 	}

@@ -129,7 +129,7 @@ func TestCreateTransferWritesTransferBalancesAndOneEvent(t *testing.T) {
 	require.Len(t, rows, 1)
 	row := rows[0]
 	require.Equal(t, tr.EventID, row.ID)
-	require.Equal(t, events.TypeTransferCompleted, row.EventType)
+	require.Equal(t, events.TypeTransferCompletedV2, row.EventType, "v2 by default")
 	require.Equal(t, "pending", row.Status)
 
 	env, err := events.DecodeEnvelope(row.Payload)
@@ -137,7 +137,7 @@ func TestCreateTransferWritesTransferBalancesAndOneEvent(t *testing.T) {
 	require.Equal(t, "1.0", env.SpecVersion)
 	require.Equal(t, tr.EventID.String(), env.ID)
 	require.Equal(t, events.SourceWallet, env.Source)
-	require.Equal(t, events.TypeTransferCompleted, env.Type)
+	require.Equal(t, events.TypeTransferCompletedV2, env.Type)
 	require.Equal(t, tr.ID.String(), env.Subject)
 	require.Equal(t, "application/json", env.DataContentType)
 	require.True(t, env.Time.Equal(tr.CreatedAt))
@@ -147,14 +147,14 @@ func TestCreateTransferWritesTransferBalancesAndOneEvent(t *testing.T) {
 	require.NoError(t, data.Validate())
 	require.Equal(t, events.TransferCompleted{
 		TransferID: tr.ID.String(), FromWalletID: "alice", ToWalletID: "bob",
-		Amount: 250, Currency: "USD", CreatedAt: data.CreatedAt,
+		Amount: 250, Currency: "USD", Kind: events.KindTransfer, CreatedAt: data.CreatedAt,
 	}, data)
 	require.True(t, data.CreatedAt.Equal(tr.CreatedAt))
 
-	// The data's field names are the contract the GL decodes.
+	// The data's field names are the contract the GL decodes (no reference: none was given).
 	var raw map[string]any
 	require.NoError(t, json.Unmarshal(env.Data, &raw))
-	require.ElementsMatch(t, []string{"transfer_id", "from_wallet_id", "to_wallet_id", "amount", "currency", "created_at"},
+	require.ElementsMatch(t, []string{"transfer_id", "from_wallet_id", "to_wallet_id", "amount", "currency", "kind", "created_at"},
 		keys(raw))
 }
 

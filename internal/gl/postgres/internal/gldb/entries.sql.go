@@ -198,6 +198,7 @@ func (q *Queries) GetAccount(ctx context.Context, code string) (Account, error) 
 
 const getEntriesByTransfers = `-- name: GetEntriesByTransfers :many
 SELECT e.id, e.event_id, e.transfer_id, e.currency, e.description, e.occurred_at, e.posted_at, e.reverses_entry_id, e.hold_id,
+       e.event_type, e.kind,
        (SELECT coalesce(sum(l.amount), 0) FROM journal_lines l
         WHERE l.entry_id = e.id AND l.direction = 'debit')::numeric AS debits
 FROM journal_entries e
@@ -214,6 +215,8 @@ type GetEntriesByTransfersRow struct {
 	PostedAt        time.Time
 	ReversesEntryID uuid.NullUUID
 	HoldID          *string
+	EventType       string
+	Kind            string
 	Debits          pgtype.Numeric
 }
 
@@ -238,6 +241,8 @@ func (q *Queries) GetEntriesByTransfers(ctx context.Context, transferIds []strin
 			&i.PostedAt,
 			&i.ReversesEntryID,
 			&i.HoldID,
+			&i.EventType,
+			&i.Kind,
 			&i.Debits,
 		); err != nil {
 			return nil, err
@@ -251,7 +256,7 @@ func (q *Queries) GetEntriesByTransfers(ctx context.Context, transferIds []strin
 }
 
 const getEntryByTransfer = `-- name: GetEntryByTransfer :one
-SELECT id, event_id, transfer_id, currency, description, occurred_at, posted_at, reverses_entry_id, hold_id FROM journal_entries WHERE transfer_id = $1
+SELECT id, event_id, transfer_id, currency, description, occurred_at, posted_at, reverses_entry_id, hold_id, event_type, kind FROM journal_entries WHERE transfer_id = $1
 `
 
 func (q *Queries) GetEntryByTransfer(ctx context.Context, transferID string) (JournalEntry, error) {
@@ -267,6 +272,8 @@ func (q *Queries) GetEntryByTransfer(ctx context.Context, transferID string) (Jo
 		&i.PostedAt,
 		&i.ReversesEntryID,
 		&i.HoldID,
+		&i.EventType,
+		&i.Kind,
 	)
 	return i, err
 }
@@ -305,15 +312,17 @@ func (q *Queries) InsertAccount(ctx context.Context, arg InsertAccountParams) (A
 }
 
 const insertEntriesBatch = `-- name: InsertEntriesBatch :many
-INSERT INTO journal_entries (id, event_id, transfer_id, currency, description, occurred_at, reverses_entry_id, hold_id)
+INSERT INTO journal_entries (id, event_id, transfer_id, currency, description, occurred_at, reverses_entry_id, hold_id, event_type, kind)
 SELECT e.id, e.event_id, e.transfer_id, e.currency, e.description, e.occurred_at,
-       nullif(e.reverses_entry_id, '00000000-0000-0000-0000-000000000000'::uuid), nullif(e.hold_id, '')
+       nullif(e.reverses_entry_id, '00000000-0000-0000-0000-000000000000'::uuid), nullif(e.hold_id, ''),
+       e.event_type, e.kind
 FROM (SELECT unnest($1::uuid[]) AS id, unnest($2::text[]) AS event_id,
              unnest($3::text[]) AS transfer_id, unnest($4::text[]) AS currency,
              unnest($5::text[]) AS description, unnest($6::timestamptz[]) AS occurred_at,
-             unnest($7::uuid[]) AS reverses_entry_id, unnest($8::text[]) AS hold_id) AS e
+             unnest($7::uuid[]) AS reverses_entry_id, unnest($8::text[]) AS hold_id,
+             unnest($9::text[]) AS event_type, unnest($10::text[]) AS kind) AS e
 ON CONFLICT DO NOTHING
-RETURNING id, event_id, transfer_id, currency, description, occurred_at, posted_at, reverses_entry_id, hold_id
+RETURNING id, event_id, transfer_id, currency, description, occurred_at, posted_at, reverses_entry_id, hold_id, event_type, kind
 `
 
 type InsertEntriesBatchParams struct {
@@ -325,6 +334,8 @@ type InsertEntriesBatchParams struct {
 	OccurredAts      []time.Time
 	ReversesEntryIds []uuid.UUID
 	HoldIds          []string
+	EntryEventTypes  []string
+	Kinds            []string
 }
 
 // InsertEntry for a whole batch; rows that conflict (event or transfer already posted, also
@@ -340,6 +351,8 @@ func (q *Queries) InsertEntriesBatch(ctx context.Context, arg InsertEntriesBatch
 		arg.OccurredAts,
 		arg.ReversesEntryIds,
 		arg.HoldIds,
+		arg.EntryEventTypes,
+		arg.Kinds,
 	)
 	if err != nil {
 		return nil, err
@@ -358,6 +371,8 @@ func (q *Queries) InsertEntriesBatch(ctx context.Context, arg InsertEntriesBatch
 			&i.PostedAt,
 			&i.ReversesEntryID,
 			&i.HoldID,
+			&i.EventType,
+			&i.Kind,
 		); err != nil {
 			return nil, err
 		}
@@ -373,7 +388,7 @@ const insertEntry = `-- name: InsertEntry :one
 INSERT INTO journal_entries (id, event_id, transfer_id, currency, description, occurred_at)
 VALUES ($1, $2, $3, $4, $5, $6)
 ON CONFLICT DO NOTHING
-RETURNING id, event_id, transfer_id, currency, description, occurred_at, posted_at, reverses_entry_id, hold_id
+RETURNING id, event_id, transfer_id, currency, description, occurred_at, posted_at, reverses_entry_id, hold_id, event_type, kind
 `
 
 type InsertEntryParams struct {
@@ -407,6 +422,8 @@ func (q *Queries) InsertEntry(ctx context.Context, arg InsertEntryParams) (Journ
 		&i.PostedAt,
 		&i.ReversesEntryID,
 		&i.HoldID,
+		&i.EventType,
+		&i.Kind,
 	)
 	return i, err
 }
@@ -499,7 +516,7 @@ func (q *Queries) ListAccounts(ctx context.Context) ([]Account, error) {
 }
 
 const listEntriesByEvent = `-- name: ListEntriesByEvent :many
-SELECT id, event_id, transfer_id, currency, description, occurred_at, posted_at, reverses_entry_id, hold_id FROM journal_entries WHERE event_id = $1 ORDER BY posted_at, id
+SELECT id, event_id, transfer_id, currency, description, occurred_at, posted_at, reverses_entry_id, hold_id, event_type, kind FROM journal_entries WHERE event_id = $1 ORDER BY posted_at, id
 `
 
 func (q *Queries) ListEntriesByEvent(ctx context.Context, eventID string) ([]JournalEntry, error) {
@@ -521,6 +538,8 @@ func (q *Queries) ListEntriesByEvent(ctx context.Context, eventID string) ([]Jou
 			&i.PostedAt,
 			&i.ReversesEntryID,
 			&i.HoldID,
+			&i.EventType,
+			&i.Kind,
 		); err != nil {
 			return nil, err
 		}
@@ -533,7 +552,7 @@ func (q *Queries) ListEntriesByEvent(ctx context.Context, eventID string) ([]Jou
 }
 
 const listEntriesByTransfer = `-- name: ListEntriesByTransfer :many
-SELECT id, event_id, transfer_id, currency, description, occurred_at, posted_at, reverses_entry_id, hold_id FROM journal_entries WHERE transfer_id = $1 ORDER BY posted_at, id
+SELECT id, event_id, transfer_id, currency, description, occurred_at, posted_at, reverses_entry_id, hold_id, event_type, kind FROM journal_entries WHERE transfer_id = $1 ORDER BY posted_at, id
 `
 
 func (q *Queries) ListEntriesByTransfer(ctx context.Context, transferID string) ([]JournalEntry, error) {
@@ -555,6 +574,8 @@ func (q *Queries) ListEntriesByTransfer(ctx context.Context, transferID string) 
 			&i.PostedAt,
 			&i.ReversesEntryID,
 			&i.HoldID,
+			&i.EventType,
+			&i.Kind,
 		); err != nil {
 			return nil, err
 		}
@@ -567,7 +588,7 @@ func (q *Queries) ListEntriesByTransfer(ctx context.Context, transferID string) 
 }
 
 const listEntriesPosted = `-- name: ListEntriesPosted :many
-SELECT e.id, e.event_id, e.transfer_id, e.currency, e.description, e.occurred_at, e.posted_at, e.reverses_entry_id, e.hold_id FROM journal_entries e
+SELECT e.id, e.event_id, e.transfer_id, e.currency, e.description, e.occurred_at, e.posted_at, e.reverses_entry_id, e.hold_id, e.event_type, e.kind FROM journal_entries e
 WHERE ($1::timestamptz IS NULL OR e.posted_at >= $1::timestamptz)
   AND ($2::timestamptz IS NULL OR e.posted_at < $2::timestamptz)
   AND ($3::uuid IS NULL
@@ -609,6 +630,8 @@ func (q *Queries) ListEntriesPosted(ctx context.Context, arg ListEntriesPostedPa
 			&i.PostedAt,
 			&i.ReversesEntryID,
 			&i.HoldID,
+			&i.EventType,
+			&i.Kind,
 		); err != nil {
 			return nil, err
 		}

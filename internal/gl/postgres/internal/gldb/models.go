@@ -74,6 +74,8 @@ type JournalEntry struct {
 	PostedAt        time.Time
 	ReversesEntryID uuid.NullUUID
 	HoldID          *string
+	EventType       string
+	Kind            string
 }
 
 type JournalLine struct {
@@ -106,4 +108,13 @@ type Outbox struct {
 	BrokerDuplicates int32
 	// W3C traceparent of the span that wrote the row; NULL when untraced
 	TraceContext *string
+}
+
+type PostingRule struct {
+	EventType     string
+	Kind          string
+	EffectiveFrom time.Time
+	DebitAccount  string
+	CreditAccount string
+	CreatedAt     time.Time
 }

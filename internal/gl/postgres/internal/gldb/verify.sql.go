@@ -133,6 +133,63 @@ func (q *Queries) CountReversedEntries(ctx context.Context) (int64, error) {
 	return column_1, err
 }
 
+const countRuledEntries = `-- name: CountRuledEntries :one
+SELECT count(*)::bigint FROM journal_entries WHERE reverses_entry_id IS NULL
+`
+
+func (q *Queries) CountRuledEntries(ctx context.Context) (int64, error) {
+	row := q.db.QueryRow(ctx, countRuledEntries)
+	var column_1 int64
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
+const entriesOffRule = `-- name: EntriesOffRule :many
+SELECT e.id, count(*) OVER ()::bigint AS total
+FROM journal_entries e
+LEFT JOIN LATERAL (
+    SELECT r.debit_account, r.credit_account FROM posting_rules r
+    WHERE r.event_type = e.event_type AND r.kind = e.kind AND r.effective_from <= e.occurred_at
+    ORDER BY r.effective_from DESC LIMIT 1) r ON true
+WHERE e.reverses_entry_id IS NULL
+  AND (r.debit_account IS NULL OR NOT EXISTS (
+        SELECT 1 FROM journal_lines d JOIN journal_lines c ON c.entry_id = d.entry_id
+        WHERE d.entry_id = e.id AND d.direction = 'debit' AND c.direction = 'credit'
+          AND d.account_code = r.debit_account AND c.account_code = r.credit_account
+          AND d.amount = c.amount
+          AND (SELECT count(*) FROM journal_lines l WHERE l.entry_id = e.id) = 2))
+ORDER BY e.posted_at, e.id
+LIMIT $1
+`
+
+type EntriesOffRuleRow struct {
+	ID    uuid.UUID
+	Total int64
+}
+
+// Entries (not reversals, which swap their original's lines) whose lines are not the two the
+// rule in force for their event type, kind and time makes: one debit on its debit account and
+// one credit on its credit account, of one amount.
+func (q *Queries) EntriesOffRule(ctx context.Context, rowLimit int32) ([]EntriesOffRuleRow, error) {
+	rows, err := q.db.Query(ctx, entriesOffRule, rowLimit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []EntriesOffRuleRow
+	for rows.Next() {
+		var i EntriesOffRuleRow
+		if err := rows.Scan(&i.ID, &i.Total); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const entriesWithoutInbox = `-- name: EntriesWithoutInbox :many
 SELECT e.id, e.event_id, count(*) OVER ()::bigint AS total
 FROM journal_entries e

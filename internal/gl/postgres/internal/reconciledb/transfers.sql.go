@@ -36,6 +36,33 @@ func (q *Queries) ReconcileTransfer(ctx context.Context, id uuid.UUID) (Reconcil
 	return i, err
 }
 
+const reconcileTransferV3 = `-- name: ReconcileTransferV3 :one
+SELECT id, amount, currency, reverses_transfer_id, coalesce(kind, '')::text AS kind
+FROM reconcile_transfers_v3
+WHERE id = $1
+`
+
+type ReconcileTransferV3Row struct {
+	ID                 uuid.UUID
+	Amount             int64
+	Currency           string
+	ReversesTransferID uuid.NullUUID
+	Kind               string
+}
+
+func (q *Queries) ReconcileTransferV3(ctx context.Context, id uuid.UUID) (ReconcileTransferV3Row, error) {
+	row := q.db.QueryRow(ctx, reconcileTransferV3, id)
+	var i ReconcileTransferV3Row
+	err := row.Scan(
+		&i.ID,
+		&i.Amount,
+		&i.Currency,
+		&i.ReversesTransferID,
+		&i.Kind,
+	)
+	return i, err
+}
+
 const reconcileTransfers = `-- name: ReconcileTransfers :many
 SELECT id, amount, currency, reverses_transfer_id
 FROM reconcile_transfers_v2
@@ -72,6 +99,54 @@ func (q *Queries) ReconcileTransfers(ctx context.Context, arg ReconcileTransfers
 			&i.Amount,
 			&i.Currency,
 			&i.ReversesTransferID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const reconcileTransfersV3 = `-- name: ReconcileTransfersV3 :many
+SELECT id, amount, currency, reverses_transfer_id, coalesce(kind, '')::text AS kind
+FROM reconcile_transfers_v3
+WHERE id > $1::uuid
+ORDER BY id
+LIMIT $2
+`
+
+type ReconcileTransfersV3Params struct {
+	After    uuid.UUID
+	RowLimit int32
+}
+
+type ReconcileTransfersV3Row struct {
+	ID                 uuid.UUID
+	Amount             int64
+	Currency           string
+	ReversesTransferID uuid.NullUUID
+	Kind               string
+}
+
+// ReconcileTransfers through reconcile_transfers_v3: with each transfer's kind.
+func (q *Queries) ReconcileTransfersV3(ctx context.Context, arg ReconcileTransfersV3Params) ([]ReconcileTransfersV3Row, error) {
+	rows, err := q.db.Query(ctx, reconcileTransfersV3, arg.After, arg.RowLimit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ReconcileTransfersV3Row
+	for rows.Next() {
+		var i ReconcileTransfersV3Row
+		if err := rows.Scan(
+			&i.ID,
+			&i.Amount,
+			&i.Currency,
+			&i.ReversesTransferID,
+			&i.Kind,
 		); err != nil {
 			return nil, err
 		}

@@ -87,6 +87,16 @@ type ReconcileTransfersV2 struct {
 	ReversesTransferID uuid.NullUUID
 }
 
+// Versioned read-only contract for the GL's reconciliation (gl reconcile): transfers, reversals and kinds; columns never change, see db/schema/wallet/00006_transfer_reference.sql
+type ReconcileTransfersV3 struct {
+	ID                 uuid.UUID
+	Amount             int64
+	Currency           string
+	CreatedAt          time.Time
+	ReversesTransferID uuid.NullUUID
+	Kind               string
+}
+
 type Transfer struct {
 	ID                 uuid.UUID
 	IdempotencyKey     string
@@ -101,6 +111,7 @@ type Transfer struct {
 	CreatedByKey       uuid.NullUUID
 	ReversesTransferID uuid.NullUUID
 	ReversedAmount     int64
+	Reference          string
 }
 
 type Wallet struct {

@@ -32,7 +32,7 @@ func (q *Queries) AddReversedAmount(ctx context.Context, arg AddReversedAmountPa
 }
 
 const getTransfer = `-- name: GetTransfer :one
-SELECT id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount FROM transfers WHERE id = $1
+SELECT id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, reference FROM transfers WHERE id = $1
 `
 
 // The transfer a reversal names, read before its wallets are locked: its wallets, amount and
@@ -54,12 +54,13 @@ func (q *Queries) GetTransfer(ctx context.Context, id uuid.UUID) (Transfer, erro
 		&i.CreatedByKey,
 		&i.ReversesTransferID,
 		&i.ReversedAmount,
+		&i.Reference,
 	)
 	return i, err
 }
 
 const getTransferByIdempotencyKey = `-- name: GetTransferByIdempotencyKey :one
-SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, coalesce(o.status, 'acknowledged')::text AS outbox_status
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.reference, coalesce(o.status, 'acknowledged')::text AS outbox_status
 FROM transfers t
 LEFT JOIN outbox o ON o.id = t.event_id
 WHERE t.idempotency_key = $1
@@ -88,13 +89,14 @@ func (q *Queries) GetTransferByIdempotencyKey(ctx context.Context, idempotencyKe
 		&i.Transfer.CreatedByKey,
 		&i.Transfer.ReversesTransferID,
 		&i.Transfer.ReversedAmount,
+		&i.Transfer.Reference,
 		&i.OutboxStatus,
 	)
 	return i, err
 }
 
 const getTransferWithOutbox = `-- name: GetTransferWithOutbox :one
-SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, coalesce(o.status, 'acknowledged')::text AS outbox_status
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.reference, coalesce(o.status, 'acknowledged')::text AS outbox_status
 FROM transfers t
 LEFT JOIN outbox o ON o.id = t.event_id
 WHERE t.id = $1
@@ -123,13 +125,14 @@ func (q *Queries) GetTransferWithOutbox(ctx context.Context, id uuid.UUID) (GetT
 		&i.Transfer.CreatedByKey,
 		&i.Transfer.ReversesTransferID,
 		&i.Transfer.ReversedAmount,
+		&i.Transfer.Reference,
 		&i.OutboxStatus,
 	)
 	return i, err
 }
 
 const getTransfersByIdempotencyKeys = `-- name: GetTransfersByIdempotencyKeys :many
-SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, coalesce(o.status, 'acknowledged')::text AS outbox_status
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.reference, coalesce(o.status, 'acknowledged')::text AS outbox_status
 FROM transfers t
 LEFT JOIN outbox o ON o.id = t.event_id
 WHERE t.idempotency_key = ANY ($1::text[])
@@ -164,6 +167,7 @@ func (q *Queries) GetTransfersByIdempotencyKeys(ctx context.Context, idempotency
 			&i.Transfer.CreatedByKey,
 			&i.Transfer.ReversesTransferID,
 			&i.Transfer.ReversedAmount,
+			&i.Transfer.Reference,
 			&i.OutboxStatus,
 		); err != nil {
 			return nil, err
@@ -181,7 +185,7 @@ INSERT INTO transfers (id, idempotency_key, request_hash, from_wallet_id, to_wal
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
         $9::uuid, $10)
 ON CONFLICT (idempotency_key) DO NOTHING
-RETURNING id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount
+RETURNING id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, reference
 `
 
 type InsertReversalParams struct {
@@ -226,15 +230,16 @@ func (q *Queries) InsertReversal(ctx context.Context, arg InsertReversalParams) 
 		&i.CreatedByKey,
 		&i.ReversesTransferID,
 		&i.ReversedAmount,
+		&i.Reference,
 	)
 	return i, err
 }
 
 const insertTransfer = `-- name: InsertTransfer :one
-INSERT INTO transfers (id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::uuid)
+INSERT INTO transfers (id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key, reference)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::uuid, $10)
 ON CONFLICT (idempotency_key) DO NOTHING
-RETURNING id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount
+RETURNING id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, reference
 `
 
 type InsertTransferParams struct {
@@ -247,6 +252,7 @@ type InsertTransferParams struct {
 	Currency       string
 	EventID        uuid.UUID
 	CreatedByKey   uuid.NullUUID
+	Reference      string
 }
 
 // InsertTransfer claims the idempotency key. A conflict returns no row: the key was used before
@@ -262,6 +268,7 @@ func (q *Queries) InsertTransfer(ctx context.Context, arg InsertTransferParams) 
 		arg.Currency,
 		arg.EventID,
 		arg.CreatedByKey,
+		arg.Reference,
 	)
 	var i Transfer
 	err := row.Scan(
@@ -278,29 +285,32 @@ func (q *Queries) InsertTransfer(ctx context.Context, arg InsertTransferParams) 
 		&i.CreatedByKey,
 		&i.ReversesTransferID,
 		&i.ReversedAmount,
+		&i.Reference,
 	)
 	return i, err
 }
 
 const insertTransfers = `-- name: InsertTransfers :many
-INSERT INTO transfers (id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key)
+INSERT INTO transfers (id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key, reference)
 SELECT unnest($1::uuid[]), unnest($2::text[]), unnest($3::bytea[]),
        unnest($4::text[]), unnest($5::text[]), unnest($6::bigint[]),
-       unnest($7::text[]), unnest($8::uuid[]), nullif(unnest($9::uuid[]), '00000000-0000-0000-0000-000000000000'::uuid)
+       unnest($7::text[]), unnest($8::uuid[]), nullif(unnest($9::uuid[]), '00000000-0000-0000-0000-000000000000'::uuid),
+       unnest($10::text[])
 ON CONFLICT (idempotency_key) DO NOTHING
-RETURNING id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount
+RETURNING id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, reference
 `
 
 type InsertTransfersParams struct {
-	Ids             []uuid.UUID
-	IdempotencyKeys []string
-	RequestHashes   [][]byte
-	FromWalletIds   []string
-	ToWalletIds     []string
-	Amounts         []int64
-	Currencies      []string
-	EventIds        []uuid.UUID
-	CreatedByKeys   []uuid.UUID
+	Ids                []uuid.UUID
+	IdempotencyKeys    []string
+	RequestHashes      [][]byte
+	FromWalletIds      []string
+	ToWalletIds        []string
+	Amounts            []int64
+	Currencies         []string
+	EventIds           []uuid.UUID
+	CreatedByKeys      []uuid.UUID
+	TransferReferences []string
 }
 
 // InsertTransfers writes a batch of transfers in one statement, in the order given (the caller
@@ -318,6 +328,7 @@ func (q *Queries) InsertTransfers(ctx context.Context, arg InsertTransfersParams
 		arg.Currencies,
 		arg.EventIds,
 		arg.CreatedByKeys,
+		arg.TransferReferences,
 	)
 	if err != nil {
 		return nil, err
@@ -340,6 +351,7 @@ func (q *Queries) InsertTransfers(ctx context.Context, arg InsertTransfersParams
 			&i.CreatedByKey,
 			&i.ReversesTransferID,
 			&i.ReversedAmount,
+			&i.Reference,
 		); err != nil {
 			return nil, err
 		}
@@ -352,7 +364,7 @@ func (q *Queries) InsertTransfers(ctx context.Context, arg InsertTransfersParams
 }
 
 const listReversals = `-- name: ListReversals :many
-SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, coalesce(o.status, 'acknowledged')::text AS outbox_status
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.reference, coalesce(o.status, 'acknowledged')::text AS outbox_status
 FROM transfers t
 LEFT JOIN outbox o ON o.id = t.event_id
 WHERE t.reverses_transfer_id = $1
@@ -388,6 +400,7 @@ func (q *Queries) ListReversals(ctx context.Context, transferID uuid.NullUUID) (
 			&i.Transfer.CreatedByKey,
 			&i.Transfer.ReversesTransferID,
 			&i.Transfer.ReversedAmount,
+			&i.Transfer.Reference,
 			&i.OutboxStatus,
 		); err != nil {
 			return nil, err
@@ -401,7 +414,7 @@ func (q *Queries) ListReversals(ctx context.Context, transferID uuid.NullUUID) (
 }
 
 const listTransfers = `-- name: ListTransfers :many
-SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, coalesce(o.status, 'acknowledged')::text AS outbox_status
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.reference, coalesce(o.status, 'acknowledged')::text AS outbox_status
 FROM transfers t
 LEFT JOIN outbox o ON o.id = t.event_id
 WHERE (t.created_at, t.id) > ($1::timestamptz, $2::uuid)
@@ -443,6 +456,7 @@ func (q *Queries) ListTransfers(ctx context.Context, arg ListTransfersParams) ([
 			&i.Transfer.CreatedByKey,
 			&i.Transfer.ReversesTransferID,
 			&i.Transfer.ReversedAmount,
+			&i.Transfer.Reference,
 			&i.OutboxStatus,
 		); err != nil {
 			return nil, err
@@ -456,7 +470,7 @@ func (q *Queries) ListTransfers(ctx context.Context, arg ListTransfersParams) ([
 }
 
 const lockTransferForReversal = `-- name: LockTransferForReversal :one
-SELECT id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount FROM transfers WHERE id = $1 FOR NO KEY UPDATE
+SELECT id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, reference FROM transfers WHERE id = $1 FOR NO KEY UPDATE
 `
 
 // Every reversal of a transfer locks it after the wallets (the order all writers take), so
@@ -479,6 +493,7 @@ func (q *Queries) LockTransferForReversal(ctx context.Context, id uuid.UUID) (Tr
 		&i.CreatedByKey,
 		&i.ReversesTransferID,
 		&i.ReversedAmount,
+		&i.Reference,
 	)
 	return i, err
 }

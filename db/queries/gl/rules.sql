@@ -1,0 +1,41 @@
+-- name: LockPostingRulesShared :exec
+-- Taken by every posting batch before it reads the rules, held to its commit: gl rules set
+-- takes it exclusively, so a batch reads the rules after a new one commits, never before it
+-- while posting an event the new rule would cover.
+SELECT pg_advisory_xact_lock_shared(@lock_key::bigint);
+
+-- name: LockPostingRulesExclusive :exec
+-- gl rules set: waits for the batches posting now, and holds new ones back, until it commits.
+SELECT pg_advisory_xact_lock(@lock_key::bigint);
+
+-- name: ListPostingRules :many
+-- Every rule; the seed rules' -infinity reads as the year 1, Go's zero time (Go has no
+-- infinite time; a rule set by gl rules set is never older than its day).
+SELECT event_type, kind, greatest(effective_from, '0001-01-01 00:00:00Z'::timestamptz)::timestamptz AS effective_from,
+       debit_account, credit_account, created_at
+FROM posting_rules
+ORDER BY event_type, kind, effective_from;
+
+-- name: InsertPostingRule :one
+INSERT INTO posting_rules (event_type, kind, effective_from, debit_account, credit_account)
+VALUES (@event_type, @kind, @effective_from, @debit_account, @credit_account)
+RETURNING created_at;
+
+-- name: CopyPostingRule :exec
+-- gl replay: the live GL's rules into the rebuild, -infinity (the zero time) included; a seed rule the
+-- target's migrations wrote already is left as it is.
+INSERT INTO posting_rules (event_type, kind, effective_from, debit_account, credit_account, created_at)
+VALUES (@event_type, @kind,
+        CASE WHEN @effective_from::timestamptz <= '0001-01-01 00:00:00Z' THEN '-infinity' ELSE @effective_from::timestamptz END,
+        @debit_account, @credit_account, @created_at)
+ON CONFLICT DO NOTHING;
+
+-- name: LatestOccurredAt :one
+-- The latest time of an entry posted under a rule of this event type and kind: a new rule must
+-- not take effect before it, or it would say otherwise about an event already posted.
+SELECT coalesce(max(occurred_at), '0001-01-01 00:00:00Z')::timestamptz AS latest
+FROM journal_entries
+WHERE event_type = @event_type AND kind = @kind;
+
+-- name: StatementNow :one
+SELECT now()::timestamptz AS now;

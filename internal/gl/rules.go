@@ -1,0 +1,166 @@
+package gl
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"walletgl/internal/events"
+	"walletgl/internal/problem"
+)
+
+// Rule is one row of the posting rules (db/schema/gl/00008_posting_rules.sql): from
+// EffectiveFrom on, an event of EventType for a movement of Kind debits its whole amount to
+// DebitAccount and credits it to CreditAccount. A zero EffectiveFrom stands for -infinity (the
+// seed rules, in force for every event).
+type Rule struct {
+	EventType     string
+	Kind          string
+	EffectiveFrom time.Time
+	PostingRule
+	CreatedAt time.Time // when the row was written; set by the store
+}
+
+// KindHold is the one kind of the hold events' rules.
+const KindHold = "hold"
+
+// RuleKinds lists, for each event type the GL posts by rule, the kinds its events carry: a
+// TransferCompleted.v1 is upcast with kind unspecified, a v2 names one of three kinds, a hold
+// event is of kind hold. gl rules set refuses any other pair.
+var RuleKinds = map[string][]string{
+	events.TypeTransferCompleted:   {events.KindUnspecified},
+	events.TypeTransferCompletedV2: {events.KindDeposit, events.KindTransfer, events.KindWithdrawal},
+	events.TypeHoldPlaced:          {KindHold},
+	events.TypeHoldCaptured:        {KindHold},
+	events.TypeHoldVoided:          {KindHold},
+}
+
+// ErrInvalidRule is an application error: a rule gl rules set must refuse.
+var ErrInvalidRule = problem.New(problem.Invalid, "invalid-rule", "the posting rule is not valid")
+
+// Validate checks the rule's key and accounts without the database: a known event type and
+// kind, both accounts named, and different unless the kind is wallet-to-wallet (a movement
+// between customers inside the liability account they share).
+func (r Rule) Validate() error {
+	kinds, ok := RuleKinds[r.EventType]
+	switch {
+	case !ok:
+		return problem.Newf(ErrInvalidRule, "event type %q is not posted by rule (known: %s)", r.EventType, ruleEventTypes())
+	case !slices.Contains(kinds, r.Kind):
+		return problem.Newf(ErrInvalidRule, "kind %q is not a kind of %s (known: %v)", r.Kind, r.EventType, kinds)
+	case r.Kind == KindHold:
+		return problem.Newf(ErrInvalidRule, "the hold rules are fixed (debit %s credit %s to place, the other way to release), so that account %s is the open holds' total",
+			DefaultHoldRules.Place.DebitAccount, DefaultHoldRules.Place.CreditAccount, DefaultHoldRules.HoldAccount())
+	case r.DebitAccount == "" || r.CreditAccount == "":
+		return problem.Newf(ErrInvalidRule, "debit and credit accounts must both be set")
+	case r.DebitAccount == r.CreditAccount && r.Kind != events.KindTransfer:
+		return problem.Newf(ErrInvalidRule, "debit and credit account are both %q; only kind %s may post to one account", r.DebitAccount, events.KindTransfer)
+	}
+	return nil
+}
+
+// CheckAccounts verifies that both accounts are in the chart of accounts.
+func (r Rule) CheckAccounts(ctx context.Context, accounts Accounts) error {
+	for _, code := range []string{r.DebitAccount, r.CreditAccount} {
+		if _, err := accounts.Account(ctx, code); err != nil {
+			return fmt.Errorf("rule %s/%s account %q: %w", r.EventType, r.Kind, code, err)
+		}
+	}
+	return nil
+}
+
+func ruleEventTypes() []string {
+	types := make([]string, 0, len(RuleKinds))
+	for t := range RuleKinds {
+		types = append(types, t)
+	}
+	sort.Strings(types)
+	return types
+}
+
+// Rules is a set of posting rules, in order of event type, kind and effective_from.
+type Rules struct {
+	rules []Rule
+}
+
+// NewRules orders rules for lookup.
+func NewRules(rules []Rule) Rules {
+	rules = slices.Clone(rules)
+	sort.Slice(rules, func(i, j int) bool {
+		a, b := rules[i], rules[j]
+		if a.EventType != b.EventType {
+			return a.EventType < b.EventType
+		}
+		if a.Kind != b.Kind {
+			return a.Kind < b.Kind
+		}
+		return a.EffectiveFrom.Before(b.EffectiveFrom)
+	})
+	return Rules{rules: rules}
+}
+
+// All returns the rules in order.
+func (rs Rules) All() []Rule { return slices.Clone(rs.rules) }
+
+// At returns the rule in force for an event of eventType and kind that happened at t: the one
+// with the latest EffectiveFrom at or before t. found is false when no rule covers it.
+func (rs Rules) At(eventType, kind string, t time.Time) (rule Rule, found bool) {
+	for _, r := range rs.rules {
+		if r.EventType == eventType && r.Kind == kind && !r.EffectiveFrom.After(t) {
+			rule, found = r, true // ordered by EffectiveFrom: the last match is the latest
+		}
+	}
+	return rule, found
+}
+
+// Latest returns the newest rule of eventType and kind, in force now or from a later time
+// (found false when none).
+func (rs Rules) Latest(eventType, kind string) (rule Rule, found bool) {
+	for _, r := range rs.rules {
+		if r.EventType == eventType && r.Kind == kind {
+			rule, found = r, true // ordered by EffectiveFrom: the last match is the newest
+		}
+	}
+	return rule, found
+}
+
+// RuleStore reads the posting rules inside a posting transaction. The read also waits for a
+// rule being written (gl rules set) to commit, so that no event is posted under a rule that a
+// newer one, effective before the event, replaces at the same moment.
+type RuleStore interface {
+	PostingRules(ctx context.Context, tx pgx.Tx) (Rules, error)
+}
+
+// ruleFor is the rule posting an event of eventType and kind that happened at t; an event no
+// rule covers can never be posted until one is set: permanent.
+func ruleFor(rules Rules, eventID, eventType, kind string, t time.Time) (Rule, error) {
+	rule, ok := rules.At(eventType, kind, t)
+	if !ok {
+		return Rule{}, events.Permanent(fmt.Errorf("event %s: no posting rule for %s kind %s at %s (gl rules list)", eventID, eventType, kind, t.Format(time.RFC3339Nano)))
+	}
+	return rule, nil
+}
+
+// PostingRules returns rs itself: a fixed set of rules is a RuleStore (for tests and tools
+// that post without a rules table).
+func (rs Rules) PostingRules(context.Context, pgx.Tx) (Rules, error) { return rs, nil }
+
+// DefaultRules are the seed rules of GL migration 00008, in force from -infinity.
+func DefaultRules() Rules {
+	seed := func(eventType, kind, debit, credit string) Rule {
+		return Rule{EventType: eventType, Kind: kind, PostingRule: PostingRule{DebitAccount: debit, CreditAccount: credit}}
+	}
+	return NewRules([]Rule{
+		seed(events.TypeTransferCompleted, events.KindUnspecified, DefaultPostingRule.DebitAccount, DefaultPostingRule.CreditAccount),
+		seed(events.TypeTransferCompletedV2, events.KindDeposit, "1010", "2010"),
+		seed(events.TypeTransferCompletedV2, events.KindTransfer, "2010", "2010"),
+		seed(events.TypeTransferCompletedV2, events.KindWithdrawal, "2010", "1010"),
+		seed(events.TypeHoldPlaced, KindHold, "2010", "2020"),
+		seed(events.TypeHoldCaptured, KindHold, "2020", "2010"),
+		seed(events.TypeHoldVoided, KindHold, "2020", "2010"),
+	})
+}

@@ -1,0 +1,234 @@
+package gl_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+
+	"walletgl/internal/events"
+	"walletgl/internal/gl"
+	"walletgl/internal/gl/postgres"
+)
+
+func rule(eventType, kind string, from time.Time, debit, credit string) gl.Rule {
+	return gl.Rule{EventType: eventType, Kind: kind, EffectiveFrom: from, PostingRule: gl.PostingRule{DebitAccount: debit, CreditAccount: credit}}
+}
+
+func TestRulesAtPicksTheLatestRuleInForceAtTheEventsTime(t *testing.T) {
+	t.Parallel()
+	t1 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	t2 := t1.AddDate(0, 1, 0)
+	rules := gl.NewRules([]gl.Rule{ // out of order on purpose
+		rule(events.TypeTransferCompletedV2, events.KindDeposit, t2, "1030", "2010"),
+		rule(events.TypeTransferCompletedV2, events.KindDeposit, time.Time{}, "1010", "2010"),
+		rule(events.TypeTransferCompletedV2, events.KindDeposit, t1, "1020", "2010"),
+		rule(events.TypeTransferCompletedV2, events.KindWithdrawal, time.Time{}, "2010", "1010"),
+	})
+	for _, tc := range []struct {
+		at    time.Time
+		debit string
+	}{
+		{time.Date(1999, 1, 1, 0, 0, 0, 0, time.UTC), "1010"},
+		{t1.Add(-time.Nanosecond), "1010"},
+		{t1, "1020"}, // effective_from is inclusive
+		{t2.Add(-time.Nanosecond), "1020"},
+		{t2, "1030"},
+		{t2.AddDate(5, 0, 0), "1030"},
+	} {
+		r, ok := rules.At(events.TypeTransferCompletedV2, events.KindDeposit, tc.at)
+		require.True(t, ok, tc.at)
+		require.Equal(t, tc.debit, r.DebitAccount, "at %s", tc.at)
+	}
+	r, ok := rules.At(events.TypeTransferCompletedV2, events.KindWithdrawal, t1)
+	require.True(t, ok)
+	require.Equal(t, "2010", r.DebitAccount)
+	_, ok = rules.At(events.TypeTransferCompletedV2, events.KindTransfer, t1)
+	require.False(t, ok, "no rule of that kind")
+	_, ok = rules.At(events.TypeTransferCompleted, events.KindDeposit, t1)
+	require.False(t, ok, "the event type is part of the key")
+}
+
+func TestRuleValidate(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		rule gl.Rule
+		ok   bool
+	}{
+		{"the v1 default", rule(events.TypeTransferCompleted, events.KindUnspecified, time.Time{}, "1010", "2010"), true},
+		{"wallet to wallet on one account", rule(events.TypeTransferCompletedV2, events.KindTransfer, time.Time{}, "2010", "2010"), true},
+		{"a hold", rule(events.TypeHoldPlaced, gl.KindHold, time.Time{}, "2010", "2020"), true},
+		{"an unknown event type", rule("TransferCompleted.v9", events.KindDeposit, time.Time{}, "1010", "2010"), false},
+		{"a kind v1 never carries", rule(events.TypeTransferCompleted, events.KindDeposit, time.Time{}, "1010", "2010"), false},
+		{"an unknown kind", rule(events.TypeTransferCompletedV2, "gift", time.Time{}, "1010", "2010"), false},
+		{"one account outside wallet to wallet", rule(events.TypeTransferCompletedV2, events.KindDeposit, time.Time{}, "1010", "1010"), false},
+		{"a missing account", rule(events.TypeTransferCompletedV2, events.KindDeposit, time.Time{}, "", "2010"), false},
+	} {
+		err := tc.rule.Validate()
+		if tc.ok {
+			require.NoError(t, err, tc.name)
+			continue
+		}
+		require.ErrorIs(t, err, gl.ErrInvalidRule, tc.name)
+	}
+}
+
+// transferEvent is a TransferCompleted of eventType (v1 or v2, the v2 of kind) at created.
+func transferEvent(t *testing.T, eventType, kind, transferID string, amount int64, created time.Time) events.Envelope {
+	t.Helper()
+	data, err := json.Marshal(events.TransferCompleted{
+		TransferID: transferID, FromWalletID: "w-from", ToWalletID: "w-to",
+		Amount: amount, Currency: "USD", Kind: kind, Reference: "invoice 7", CreatedAt: created,
+	}.AsVersion(eventType))
+	require.NoError(t, err)
+	return events.Envelope{
+		SpecVersion: "1.0", ID: uuid.Must(uuid.NewV7()).String(), Source: events.SourceWallet,
+		Type: eventType, Subject: transferID, Time: time.Now().UTC(),
+		DataContentType: "application/json", Data: data,
+	}
+}
+
+func linesOf(t *testing.T, b *testBundle, transferID string) gl.Entry {
+	t.Helper()
+	entries, err := b.ledger.EntriesByTransfer(context.Background(), transferID)
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	return entries[0]
+}
+
+func twoLines(amount int64, debit, credit string) []gl.Line {
+	return []gl.Line{{AccountCode: debit, Direction: gl.Debit, Amount: amount}, {AccountCode: credit, Direction: gl.Credit, Amount: amount}}
+}
+
+func TestTransferPosterPostsByKindAndVersion(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h := gl.NewTransferPoster(b.ledger, b.ledger, zerolog.Nop())
+	at := time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		eventType, kind string
+		debit, credit   string
+	}{
+		{events.TypeTransferCompleted, "", "1010", "2010"}, // v1: upcast to kind unspecified
+		{events.TypeTransferCompletedV2, events.KindDeposit, "1010", "2010"},
+		{events.TypeTransferCompletedV2, events.KindTransfer, "2010", "2010"},
+		{events.TypeTransferCompletedV2, events.KindWithdrawal, "2010", "1010"},
+	} {
+		id := newTransferID()
+		require.NoError(t, b.handle(t, h, transferEvent(t, tc.eventType, tc.kind, id, 50, at)))
+		e := linesOf(t, b, id)
+		require.Equal(t, twoLines(50, tc.debit, tc.credit), e.Lines, "%s %s", tc.eventType, tc.kind)
+		require.Equal(t, tc.eventType, e.EventType)
+		wantKind := tc.kind
+		if wantKind == "" {
+			wantKind = events.KindUnspecified
+		}
+		require.Equal(t, wantKind, e.Kind, "the entry records the rule's key")
+	}
+	// A v2 must say a kind it has; an unknown version is never posted.
+	bad := transferEvent(t, events.TypeTransferCompletedV2, events.KindUnspecified, newTransferID(), 5, at)
+	require.ErrorIs(t, b.handle(t, h, bad), events.ErrMalformed)
+	v9 := transferEvent(t, events.TypeTransferCompletedV2, events.KindDeposit, newTransferID(), 5, at)
+	v9.Type = "TransferCompleted.v9"
+	require.ErrorIs(t, b.handle(t, h, v9), events.ErrMalformed)
+	c := ruleCheck(t, b)
+	require.True(t, c.Passed(), "%v", c.Offenders)
+	require.Equal(t, int64(4), c.Checked)
+}
+
+func TestRuleChangeAffectsOnlyLaterEventsAndNeverThePast(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	h := gl.NewTransferPoster(b.ledger, b.ledger, zerolog.Nop())
+	_, err := b.ledger.AddAccount(ctx, gl.Account{Code: "1020", Name: "Cash at the second bank", Type: gl.Asset, NormalBalance: gl.Debit})
+	require.NoError(t, err)
+
+	before := newTransferID()
+	require.NoError(t, b.handle(t, h, transferEvent(t, events.TypeTransferCompletedV2, events.KindDeposit, before, 10, time.Now().Add(-time.Minute))))
+
+	// Refused: the past, an unknown account, an unknown kind, an effective time not after an
+	// entry already posted under the key.
+	_, err = b.ledger.SetRule(ctx, rule(events.TypeTransferCompletedV2, events.KindDeposit, time.Now().Add(-time.Hour), "1020", "2010"))
+	require.ErrorIs(t, err, postgres.ErrRuleInPast)
+	_, err = b.ledger.SetRule(ctx, rule(events.TypeTransferCompletedV2, events.KindDeposit, time.Time{}, "9999", "2010"))
+	require.ErrorIs(t, err, gl.ErrAccountNotFound)
+	_, err = b.ledger.SetRule(ctx, rule(events.TypeTransferCompletedV2, "gift", time.Time{}, "1020", "2010"))
+	require.ErrorIs(t, err, gl.ErrInvalidRule)
+	future := newTransferID()
+	require.NoError(t, b.handle(t, h, transferEvent(t, events.TypeTransferCompletedV2, events.KindWithdrawal, future, 10, time.Now().Add(2*time.Hour))))
+	_, err = b.ledger.SetRule(ctx, rule(events.TypeTransferCompletedV2, events.KindWithdrawal, time.Now().Add(time.Hour), "2010", "1020"))
+	require.ErrorIs(t, err, postgres.ErrRuleInPast, "a withdrawal at +2h is posted: a rule from +1h would reinterpret it")
+
+	set, err := b.ledger.SetRule(ctx, rule(events.TypeTransferCompletedV2, events.KindDeposit, time.Time{}, "1020", "2010"))
+	require.NoError(t, err)
+	require.WithinDuration(t, time.Now(), set.EffectiveFrom, time.Minute, "default: now")
+
+	late := newTransferID() // made before the change, delivered after it
+	after := newTransferID()
+	require.NoError(t, b.handle(t, h, transferEvent(t, events.TypeTransferCompletedV2, events.KindDeposit, late, 20, set.EffectiveFrom.Add(-time.Millisecond))))
+	require.NoError(t, b.handle(t, h, transferEvent(t, events.TypeTransferCompletedV2, events.KindDeposit, after, 30, set.EffectiveFrom.Add(time.Second))))
+
+	require.Equal(t, twoLines(10, "1010", "2010"), linesOf(t, b, before).Lines, "posted entries are never rewritten")
+	require.Equal(t, twoLines(20, "1010", "2010"), linesOf(t, b, late).Lines, "by the event's time, not the posting's")
+	require.Equal(t, twoLines(30, "1020", "2010"), linesOf(t, b, after).Lines)
+
+	rules, err := b.ledger.Rules(ctx)
+	require.NoError(t, err)
+	require.Len(t, rules.All(), len(gl.DefaultRules().All())+1, "a change adds a row")
+	c := ruleCheck(t, b)
+	require.True(t, c.Passed(), "%v", c.Offenders)
+	// Reconcile checks each entry against the rule of its own time.
+	var transfers []gl.SourceTransfer
+	for id, amount := range map[string]int64{before: 10, late: 20, after: 30, future: 10} {
+		transfers = append(transfers, gl.SourceTransfer{ID: id, Amount: amount, Currency: "USD"})
+	}
+	page, err := b.ledger.Entries(ctx, gl.EntryQuery{Limit: 100})
+	require.NoError(t, err)
+	rec := gl.Reconcile(rules, transfers, page.Entries)
+	require.True(t, rec.Agree(), "%+v", rec.Differences)
+	// Under the old rules alone, the entry posted by the new one is a mismatch.
+	rec = gl.Reconcile(gl.DefaultRules(), transfers, page.Entries)
+	require.Len(t, rec.Differences, 1)
+	require.Equal(t, after, rec.Differences[0].TransferID)
+}
+
+func TestVerifyFindsAnEntryOffItsRule(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	tx, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	// A deposit posted as a withdrawal: balanced, but not by its rule.
+	wrong := gl.Entry{
+		ID: uuid.New(), EventID: "ev-wrong", TransferID: "tr-wrong", Currency: "USD", OccurredAt: time.Now(),
+		EventType: events.TypeTransferCompletedV2, Kind: events.KindDeposit, Lines: twoLines(5, "2010", "1010"),
+	}
+	_, err = b.ledger.Post(ctx, tx, wrong)
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit(ctx))
+	c := ruleCheck(t, b)
+	require.Equal(t, int64(1), c.Failures)
+	require.Equal(t, []string{wrong.ID.String()}, c.Offenders)
+}
+
+// ruleCheck is gl verify's check of every entry against its posting rule. (The tests here post
+// without the consumer's inbox, so verify's inbox checks do not apply.)
+func ruleCheck(t *testing.T, b *testBundle) gl.Check {
+	t.Helper()
+	checks, err := b.ledger.Verify(context.Background())
+	require.NoError(t, err)
+	for _, c := range checks {
+		if c.Name == "every entry's lines are those of the posting rule in force for its event type, kind and time" {
+			return c
+		}
+	}
+	t.Fatal("gl verify has no check of the posting rules")
+	return gl.Check{}
+}

@@ -1,0 +1,93 @@
+package postgres_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"walletgl/internal/events"
+	"walletgl/internal/testenv"
+	"walletgl/internal/wallet"
+	"walletgl/internal/wallet/postgres"
+)
+
+// eventOf decodes the one TransferCompleted event of transfer id from the outbox.
+func eventOf(t *testing.T, b *testBundle, id string) (string, events.TransferCompleted) {
+	t.Helper()
+	rows := outboxRows(t, b.pool, id)
+	require.Len(t, rows, 1)
+	env, err := events.DecodeEnvelope(rows[0].Payload)
+	require.NoError(t, err)
+	require.Equal(t, rows[0].EventType, env.Type)
+	data, err := events.DecodeTransferCompleted(env)
+	require.NoError(t, err)
+	return env.Type, data
+}
+
+func TestTransferEventCarriesKindAndReference(t *testing.T) {
+	t.Parallel()
+	store, b := setup(t)
+	ctx := context.Background()
+	fund(t, store, "alice", "USD", 1000) // from mint-USD, an allow-negative wallet
+	createWallet(t, store, "bob", "USD", false)
+	createWallet(t, store, "payout", "USD", true)
+
+	for _, tc := range []struct {
+		key, from, to, reference, kind string
+	}{
+		{"k-transfer", "alice", "bob", "rent, November ✓", events.KindTransfer},
+		{"k-withdrawal", "bob", "payout", "", events.KindWithdrawal},
+		{"k-deposit", "mint-USD", "alice", "top-up", events.KindDeposit},
+	} {
+		tr, _, err := store.CreateTransfer(ctx, wallet.TransferRequest{
+			IdempotencyKey: tc.key, FromWalletID: tc.from, ToWalletID: tc.to, Amount: 10, Currency: "USD", Reference: tc.reference,
+		})
+		require.NoError(t, err, tc.key)
+		require.Equal(t, tc.reference, tr.Reference)
+		typ, data := eventOf(t, b, tr.ID.String())
+		require.Equal(t, events.TypeTransferCompletedV2, typ)
+		require.Equal(t, tc.kind, data.Kind, tc.key)
+		require.Equal(t, tc.reference, data.Reference)
+		got, err := store.GetTransfer(ctx, tr.ID)
+		require.NoError(t, err)
+		require.Equal(t, tc.reference, got.Reference, "stored")
+	}
+
+	// The reference is part of the request: a replay must repeat it.
+	_, replayed, err := store.CreateTransfer(ctx, wallet.TransferRequest{
+		IdempotencyKey: "k-transfer", FromWalletID: "alice", ToWalletID: "bob", Amount: 10, Currency: "USD", Reference: "rent, November ✓",
+	})
+	require.NoError(t, err)
+	require.True(t, replayed)
+	_, _, err = store.CreateTransfer(ctx, wallet.TransferRequest{
+		IdempotencyKey: "k-transfer", FromWalletID: "alice", ToWalletID: "bob", Amount: 10, Currency: "USD", Reference: "other",
+	})
+	require.ErrorIs(t, err, wallet.ErrIdempotencyKeyReused)
+	_, _, err = store.CreateTransfer(ctx, wallet.TransferRequest{
+		IdempotencyKey: "k-long", FromWalletID: "alice", ToWalletID: "bob", Amount: 10, Currency: "USD",
+		Reference: strings.Repeat("é", events.MaxReferenceLength+1),
+	})
+	require.ErrorIs(t, err, wallet.ErrInvalid)
+}
+
+func TestTransferEventVersionOneForAnOldGL(t *testing.T) {
+	t.Parallel()
+	pool, _ := testenv.MigratedPool(t, "wallet")
+	store := postgres.NewStore(pool, postgres.Options{TransferEventType: events.TypeTransferCompleted})
+	runBatcher(t, store)
+	b := &testBundle{pool: pool}
+	fund(t, store, "alice", "USD", 100)
+	createWallet(t, store, "bob", "USD", false)
+	tr, _, err := store.CreateTransfer(context.Background(), wallet.TransferRequest{
+		IdempotencyKey: "k-1", FromWalletID: "alice", ToWalletID: "bob", Amount: 10, Currency: "USD", Reference: "kept in the wallet",
+	})
+	require.NoError(t, err)
+	typ, data := eventOf(t, b, tr.ID.String())
+	require.Equal(t, events.TypeTransferCompleted, typ)
+	require.Equal(t, events.KindUnspecified, data.Kind, "a v1 says no kind; the GL upcasts it")
+	require.Empty(t, data.Reference)
+	rows := outboxRows(t, pool, tr.ID.String())
+	require.NotContains(t, string(rows[0].Payload), `"kind"`, "an old GL reads exactly the v1 fields")
+}
