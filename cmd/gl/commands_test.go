@@ -141,15 +141,15 @@ func TestVerify(t *testing.T) {
 		_, err := pool.Exec(context.Background(), `BEGIN;
 			INSERT INTO inbox (id, consumer, event_id, event_type, status, stream_seq, processed_at)
 			VALUES ('gl:ev-rel', 'gl', 'ev-rel', 'HoldVoided.v1', 'processed', 2, now());
-			INSERT INTO journal_entries (id, event_id, transfer_id, hold_id, currency, occurred_at)
-			VALUES ('00000000-0000-7000-8000-0000000000cc', 'ev-rel', 'hold:h-1:released', 'h-1', 'USD', now());
+			INSERT INTO journal_entries (id, event_id, transfer_id, hold_id, currency, occurred_at, event_type, kind)
+			VALUES ('00000000-0000-7000-8000-0000000000cc', 'ev-rel', 'hold:h-1:released', 'h-1', 'USD', now(), 'HoldVoided.v1', 'hold');
 			INSERT INTO journal_lines (entry_id, account_code, direction, amount, currency) VALUES
 			    ('00000000-0000-7000-8000-0000000000cc', '2020', 'debit', 50, 'USD'),
 			    ('00000000-0000-7000-8000-0000000000cc', '2010', 'credit', 50, 'USD');
 			COMMIT;`)
 		require.NoError(t, err)
 		out, _, err := runGL(t, glEnv(dbURL), "verify")
-		require.ErrorContains(t, err, "3 of 9 checks failed", out)
+		require.ErrorContains(t, err, "3 of 10 checks failed", out)
 		require.Contains(t, out, "FAIL  every hold's release has its placement, in its currency and amount: 1 checked, 1 failing\n        00000000-0000-7000-8000-0000000000cc\n")
 		require.Contains(t, out, "FAIL  account 2020 (funds on hold) never went negative in any currency: 1 checked, 1 failing\n        USD (lowest -50)\n")
 		require.Contains(t, out, "FAIL  account 2020's balance equals the open holds' total in every currency: 1 checked, 1 failing\n        USD (balance -50, open holds 0)\n")

@@ -62,7 +62,7 @@ func TestRuleValidate(t *testing.T) {
 	}{
 		{"the v1 default", rule(events.TypeTransferCompleted, events.KindUnspecified, time.Time{}, "1010", "2010"), true},
 		{"wallet to wallet on one account", rule(events.TypeTransferCompletedV2, events.KindTransfer, time.Time{}, "2010", "2010"), true},
-		{"a hold", rule(events.TypeHoldPlaced, gl.KindHold, time.Time{}, "2010", "2020"), true},
+		{"a hold's rule, fixed", rule(events.TypeHoldPlaced, gl.KindHold, time.Time{}, "2010", "2020"), false},
 		{"an unknown event type", rule("TransferCompleted.v9", events.KindDeposit, time.Time{}, "1010", "2010"), false},
 		{"a kind v1 never carries", rule(events.TypeTransferCompleted, events.KindDeposit, time.Time{}, "1010", "2010"), false},
 		{"an unknown kind", rule(events.TypeTransferCompletedV2, "gift", time.Time{}, "1010", "2010"), false},
