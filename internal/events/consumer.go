@@ -420,10 +420,16 @@ func (c *Consumer) Replay(ctx context.Context, opts ReplayOptions, progress func
 	defer workers.Wait()
 	defer close(batches)
 
-	report := func(pending uint64) {
+	// The total is an estimate while the replay runs: a message redelivered (its ack late or
+	// lost) is pending again and counted twice. Once the broker says nothing is left, the
+	// total is what was done.
+	report := func(pending uint64, finished bool) {
 		s := c.Stats()
 		done := uint64(s.Processed + s.Duplicates + s.Failed)
 		total = max(total, done+uint64(inFlight.Load())+pending)
+		if finished {
+			total = done
+		}
 		progress(done, total)
 	}
 	for {
@@ -453,7 +459,7 @@ func (c *Consumer) Replay(ctx context.Context, opts ReplayOptions, progress func
 				return ctx.Err()
 			}
 		}
-		report(pending)
+		report(pending, false)
 		if pending > 0 {
 			continue
 		}
@@ -463,7 +469,7 @@ func (c *Consumer) Replay(ctx context.Context, opts ReplayOptions, progress func
 		if err != nil {
 			return err
 		}
-		report(0)
+		report(0, finished)
 		if finished {
 			return nil
 		}
