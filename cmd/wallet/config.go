@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
@@ -39,9 +40,11 @@ type Config struct {
 	// transactions may be committing at once (0: a transaction per request, no batching).
 	BatchMax     int
 	BatchWorkers int
-	Events       config.Events
-	Log          config.Log
-	Traces       tracing.Config // the standard OTEL_* variables: where traces go, if anywhere
+	// How often serve voids the holds whose expiry has passed.
+	HoldExpiryInterval time.Duration
+	Events             config.Events
+	Log                config.Log
+	Traces             tracing.Config // the standard OTEL_* variables: where traces go, if anywhere
 
 	// The owner's URL for migrations (empty: DatabaseURL), which grant DatabaseURL's user what
 	// the service needs; and whether serve migrates at start.
@@ -54,6 +57,7 @@ func (c *Config) Bind(s *config.Set) {
 	s.Secret(&c.GLAPIKey, "GL_API_KEY", "an API key of the GL with ledger:read, sent by wallet outbox reconcile")
 	s.Int(&c.BatchMax, "WALLET_BATCH_MAX", "batch-max", postgres.DefaultBatchMaxSize, "most transfer requests committed in one transaction")
 	s.Int(&c.BatchWorkers, "WALLET_BATCH_WORKERS", "batch-workers", postgres.DefaultBatchWorkers, "transfer batches committing at once; 0 gives each request a transaction of its own")
+	s.Duration(&c.HoldExpiryInterval, "WALLET_HOLD_EXPIRY_INTERVAL", "hold-expiry-interval", postgres.DefaultHoldExpiryInterval, "how often serve voids the pending holds whose expiry has passed")
 	config.BindEvents(s, &c.Events)
 	config.BindLog(s, &c.Log)
 	config.BindTraces(s, &c.Traces)
@@ -67,6 +71,9 @@ func (c *Config) Validate() error {
 	var errs []error
 	if c.BatchMax < 1 {
 		errs = append(errs, fmt.Errorf("WALLET_BATCH_MAX must be at least 1, got %d", c.BatchMax))
+	}
+	if c.HoldExpiryInterval <= 0 {
+		errs = append(errs, fmt.Errorf("WALLET_HOLD_EXPIRY_INTERVAL must be positive, got %s", c.HoldExpiryInterval))
 	}
 	if c.BatchWorkers < 0 {
 		errs = append(errs, fmt.Errorf("WALLET_BATCH_WORKERS must be 0 or more, got %d", c.BatchWorkers))
