@@ -7,9 +7,11 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"walletgl/internal/database"
 	"walletgl/internal/events"
 	"walletgl/internal/wallet"
 	"walletgl/internal/wallet/postgres"
@@ -233,4 +235,21 @@ func TestConcurrentCaptureAndVoidOfOneHoldExactlyOneWins(t *testing.T) {
 	a := walletOf(t, store, "alice")
 	require.Equal(t, int64(0), a.Held)
 	require.Equal(t, int64(1000), a.Balance+balance(t, store, "shop"))
+}
+
+func TestAcknowledgmentsAcknowledgeHoldEventsUnchanged(t *testing.T) {
+	t.Parallel()
+	store, bundle := setup(t)
+	ctx := context.Background()
+	fund(t, store, "alice", "USD", 100)
+	h, _, err := placeHold(store, "h-1", "alice", 10)
+	require.NoError(t, err)
+	row := eventOf(t, bundle.pool, h.ID.String(), events.TypeHoldPlaced, &events.HoldPlaced{})
+
+	handler := postgres.NewAcknowledgments()
+	env := postedEnvelope(t, events.TransferPosted{
+		TransferID: h.ID.String(), SourceEventID: row.ID.String(), EntryID: "entry-1", PostedAt: time.Now(),
+	})
+	require.NoError(t, database.WithTx(ctx, bundle.pool, func(tx pgx.Tx) error { return handler.Handle(ctx, tx, []events.Envelope{env}) }))
+	require.Equal(t, "acknowledged", outboxRows(t, bundle.pool, h.ID.String())[0].Status)
 }
