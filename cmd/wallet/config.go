@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
@@ -42,9 +43,11 @@ type Config struct {
 	// TransferEventVersion is the version of TransferCompleted the wallet publishes: 2 (kind
 	// and reference), or 1 while a GL older than TransferCompleted.v2 is still deployed.
 	TransferEventVersion int
-	Events               config.Events
-	Log                  config.Log
-	Traces               tracing.Config // the standard OTEL_* variables: where traces go, if anywhere
+	// How often serve voids the holds whose expiry has passed.
+	HoldExpiryInterval time.Duration
+	Events             config.Events
+	Log                config.Log
+	Traces             tracing.Config // the standard OTEL_* variables: where traces go, if anywhere
 
 	// The owner's URL for migrations (empty: DatabaseURL), which grant DatabaseURL's user what
 	// the service needs; and whether serve migrates at start.
@@ -59,6 +62,7 @@ func (c *Config) Bind(s *config.Set) {
 	s.Int(&c.BatchWorkers, "WALLET_BATCH_WORKERS", "batch-workers", postgres.DefaultBatchWorkers, "transfer batches committing at once; 0 gives each request a transaction of its own")
 	s.Int(&c.TransferEventVersion, "WALLET_TRANSFER_EVENT_VERSION", "transfer-event-version", 2,
 		"version of TransferCompleted published: 2 (kind and reference), or 1 until every GL accepts v2 (docs/operations.md, upgrade order)")
+	s.Duration(&c.HoldExpiryInterval, "WALLET_HOLD_EXPIRY_INTERVAL", "hold-expiry-interval", postgres.DefaultHoldExpiryInterval, "how often serve voids the pending holds whose expiry has passed")
 	config.BindEvents(s, &c.Events)
 	config.BindLog(s, &c.Log)
 	config.BindTraces(s, &c.Traces)
@@ -72,6 +76,9 @@ func (c *Config) Validate() error {
 	var errs []error
 	if c.BatchMax < 1 {
 		errs = append(errs, fmt.Errorf("WALLET_BATCH_MAX must be at least 1, got %d", c.BatchMax))
+	}
+	if c.HoldExpiryInterval <= 0 {
+		errs = append(errs, fmt.Errorf("WALLET_HOLD_EXPIRY_INTERVAL must be positive, got %s", c.HoldExpiryInterval))
 	}
 	if c.BatchWorkers < 0 {
 		errs = append(errs, fmt.Errorf("WALLET_BATCH_WORKERS must be 0 or more, got %d", c.BatchWorkers))

@@ -309,9 +309,9 @@ func TestVerify(t *testing.T) {
 		b := setup(t)
 		out, _, err := b.run(t, "verify")
 		require.NoError(t, err, out)
-		require.Equal(t, 6, strings.Count(out, "  PASS  "), out)
+		require.Equal(t, 8, strings.Count(out, "  PASS  "), out)
 		require.Contains(t, out, "  PASS  every transfer has exactly one outbox row: 3 transfers checked, 0 failing\n")
-		require.True(t, strings.HasSuffix(out, "verdict: PASS, all 6 checks hold\n"), out)
+		require.True(t, strings.HasSuffix(out, "verdict: PASS, all 8 checks hold\n"), out)
 	})
 
 	t.Run("an acknowledged row deleted by retention is fine once the transfer is older than it", func(t *testing.T) {
@@ -329,6 +329,38 @@ func TestVerify(t *testing.T) {
 		require.Contains(t, out, "FAIL  every transfer has exactly one outbox row: 3 transfers checked, 3 failing")
 	})
 
+	t.Run("holds pass, and a tampered held or a lost hold event fails", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		store := postgres.NewStore(b.pool, postgres.Options{})
+		place := func(key string, amount int64) wallet.Hold {
+			h, _, err := store.PlaceHold(ctx, wallet.HoldRequest{IdempotencyKey: key, WalletID: "alice", Amount: amount, ExpiresIn: time.Hour})
+			require.NoError(t, err)
+			return h
+		}
+		captured, voided, pending := place("h-1", 100), place("h-2", 200), place("h-3", 300)
+		_, _, err := store.CaptureHold(ctx, wallet.CaptureRequest{IdempotencyKey: "c-1", HoldID: captured.ID, ToWalletID: "bob", Amount: 60})
+		require.NoError(t, err)
+		_, err = store.VoidHold(ctx, voided.ID)
+		require.NoError(t, err)
+		out, _, err := b.run(t, "verify")
+		require.NoError(t, err, out)
+		require.Contains(t, out, "  PASS  every wallet's held is the sum of its pending holds: 3 wallets checked, 0 failing\n")
+		require.Contains(t, out, "  PASS  every hold has its events, a captured one its transfer, and every hold event its hold: 8 holds and hold events checked, 0 failing\n")
+
+		for _, sql := range []string{
+			`UPDATE wallets SET held = held + 1 WHERE id = 'alice'`,
+			`DELETE FROM outbox WHERE aggregate_id = '` + pending.ID.String() + `'`,
+		} {
+			_, err := b.pool.Exec(ctx, sql)
+			require.NoError(t, err, sql)
+		}
+		out, _, err = b.run(t, "verify")
+		require.ErrorContains(t, err, "verify: 2 of 8 checks failed")
+		require.Contains(t, out, "FAIL  every wallet's held is the sum of its pending holds: 3 wallets checked, 1 failing\n        alice\n")
+		require.Contains(t, out, "FAIL  every hold has its events, a captured one its transfer, and every hold event its hold: 7 holds and hold events checked, 1 failing\n        "+pending.ID.String()+"\n")
+	})
+
 	t.Run("each broken invariant fails with its ids", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
@@ -336,26 +368,26 @@ func TestVerify(t *testing.T) {
 		for _, sql := range []string{
 			`DELETE FROM outbox WHERE id = '` + b.transfers[1].EventID.String() + `'`,
 			`INSERT INTO outbox (id, event_type, aggregate_id, payload) VALUES ('` + orphan.String() + `', 'TransferCompleted.v1', 'no-such-transfer', '{}')`,
-			`ALTER TABLE wallets DROP CONSTRAINT wallets_balance_floor`,
+			`ALTER TABLE wallets DROP CONSTRAINT wallets_balance_floor, DROP CONSTRAINT wallets_available_floor`,
 			`UPDATE wallets SET balance = -7 WHERE id = 'bob'`,
 		} {
 			_, err := b.pool.Exec(ctx, sql)
 			require.NoError(t, err, sql)
 		}
 		out, _, err := b.run(t, "verify")
-		require.ErrorContains(t, err, "verify: 5 of 6 checks failed")
+		require.ErrorContains(t, err, "verify: 5 of 8 checks failed")
 		require.Contains(t, out, "FAIL  every transfer has exactly one outbox row: 3 transfers checked, 1 failing\n        "+b.transfers[1].ID.String()+"\n")
 		require.Contains(t, out, "FAIL  every outbox row has its transfer: 3 outbox rows checked, 1 failing\n        "+orphan.String()+"\n")
 		require.Contains(t, out, "FAIL  every balance equals its transfers in minus out: 3 wallets checked, 1 failing\n        bob\n")
 		require.Contains(t, out, "FAIL  balances sum to zero per currency: 1 currencies checked, 1 failing\n        USD=-2507\n")
 		require.Contains(t, out, "FAIL  no balance below its floor: 3 wallets checked, 1 failing\n        bob\n")
-		require.True(t, strings.HasSuffix(out, "verdict: FAIL, 5 of 6 checks failed\n"), out)
+		require.True(t, strings.HasSuffix(out, "verdict: FAIL, 5 of 8 checks failed\n"), out)
 
 		out, _, err = b.run(t, "verify", "--json")
 		require.Error(t, err)
 		report := clitest.Verification(t, out)
 		require.False(t, report.OK)
-		require.Len(t, report.Checks, 6)
+		require.Len(t, report.Checks, 8)
 		require.Equal(t, cli.Check{Name: "no balance below its floor", OK: false, Checked: 3, Failed: 1, Sample: []string{"bob"},
 			Detail: "3 wallets checked, 1 failing"}, report.Checks[4])
 	})

@@ -77,6 +77,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 		{Name: "relay", Run: relay.Run},
 		{Name: "acknowledgment consumer", Run: acks.Run},
 		{Name: "API key use", Run: keys.Run},
+		{Name: "hold expiry", Run: postgres.NewHoldExpiry(store, postgres.HoldExpiryConfig{Interval: cfg.HoldExpiryInterval, Log: log}).Run},
 	}
 	if cfg.MetricsAddr != "" {
 		workers = append(workers, serve.MetricsWorker(cfg.MetricsAddr, deps.Metrics, log))

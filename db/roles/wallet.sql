@@ -10,3 +10,9 @@ GRANT UPDATE (reversed_amount) ON transfers TO :"runtime_role";
 
 -- reconcile_transfers_v1 and _v2 are for the GL's reconcile, which reads it with a role of its own
 -- (docs/database-roles.md): the wallet itself never reads it.
+
+-- A hold is placed once and finished once (captured or voided): only its status columns
+-- change after. Holds are never deleted.
+GRANT SELECT, INSERT ON holds TO :"runtime_role";
+GRANT UPDATE (status, void_reason, captured_amount, capture_transfer_id, finished_event_id, finished_at)
+    ON holds TO :"runtime_role";

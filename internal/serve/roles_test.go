@@ -162,7 +162,23 @@ func TestTheWalletTransfersAsItsRuntimeRoleAndCannotReachTheGL(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(250), alice.Balance)
 
+	// Holds: placed, captured (a transfer naming its hold), voided, expired, all as the runtime role.
+	place := func(key string) wallet.Hold {
+		h, _, err := store.PlaceHold(ctx, wallet.HoldRequest{IdempotencyKey: key, WalletID: "alice", Amount: 10, ExpiresIn: time.Hour})
+		require.NoError(t, err)
+		return h
+	}
+	captured, voided := place("h1"), place("h2")
+	_, _, err = store.CaptureHold(ctx, wallet.CaptureRequest{IdempotencyKey: "c1", HoldID: captured.ID, ToWalletID: "bank", Amount: 5})
+	require.NoError(t, err)
+	_, err = store.VoidHold(ctx, voided.ID)
+	require.NoError(t, err)
+	_, err = store.ExpireHolds(ctx, 10)
+	require.NoError(t, err)
+
 	requirePermissionDenied(t, pool,
+		"UPDATE holds SET amount = 1",
+		"DELETE FROM holds",
 		"UPDATE transfers SET amount = 1",
 		"DELETE FROM transfers",
 		"DELETE FROM wallets",

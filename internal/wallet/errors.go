@@ -25,6 +25,13 @@ var (
 		"this Idempotency-Key was used for a different transfer")
 	ErrIdempotencyKeyInFlight = problem.New(problem.Conflict, "idempotency-key-in-flight",
 		"a request with this Idempotency-Key is still being processed; retry later")
+	ErrHoldNotFound   = problem.New(problem.NotFound, "hold-not-found", "the hold does not exist")
+	ErrHoldNotPending = problem.New(problem.Conflict, "hold-not-pending",
+		"the hold was captured or voided already")
+	ErrHoldExpired = problem.New(problem.Conflict, "hold-expired",
+		"the hold expired; its amount is released and it cannot be captured")
+	ErrCaptureExceedsHold = problem.New(problem.Unprocessable, "capture-exceeds-hold",
+		"the capture's amount is more than the hold's")
 	ErrUnavailable = problem.New(problem.Unavailable, "database-unavailable",
 		"the database is unavailable; retry later")
 )

@@ -28,11 +28,17 @@ type Wallet struct {
 	ID       string
 	Currency string
 	Balance  int64
+	// Held is the total of the wallet's pending holds; Available (Balance − Held) is what it
+	// may spend or hold more of, unless it may go negative.
+	Held int64
 	// AllowNegative marks a funding source: its balance may go below zero, which is how money
 	// enters the system (every transfer keeps the per-currency sum unchanged).
 	AllowNegative bool
 	CreatedAt     time.Time
 }
+
+// Available is what w may spend: its balance less its pending holds.
+func (w Wallet) Available() int64 { return w.Balance - w.Held }
 
 // Validate reports whether w can be created. Balance and CreatedAt are set by the store.
 func (w Wallet) Validate() error {
@@ -63,6 +69,8 @@ type Transfer struct {
 	ReversesTransferID uuid.UUID
 	// ReversedAmount is the total of the transfer's reversals so far, at most Amount.
 	ReversedAmount int64
+	// HoldID is, for a capture's transfer, the hold it completes (uuid.Nil otherwise).
+	HoldID uuid.UUID
 	// Reversals are the transfer's reversals, oldest first, where a transfer is read alone
 	// (GetTransfer); nil elsewhere.
 	Reversals []Transfer
@@ -158,6 +166,7 @@ type Service interface {
 	ListReversals(ctx context.Context, transferID uuid.UUID) ([]Transfer, error)
 	// ListTransfers returns up to limit transfers after the cursor, oldest first.
 	ListTransfers(ctx context.Context, after Cursor, limit int) (Page, error)
+	HoldService
 }
 
 // Page is one slice of the transfer list.

@@ -102,3 +102,58 @@ SELECT (SELECT count(*) FROM transfers)::bigint AS checked,
        coalesce((SELECT array_agg(s.id::text ORDER BY s.created_at, s.id)
                  FROM (SELECT id, created_at FROM bad ORDER BY created_at, id LIMIT @sample_size) s),
                 '{}')::text[] AS sample;
+
+-- name: VerifyHeldMatchesHolds :one
+-- Every wallet's held is the sum of its pending holds (an expired hold the worker has not voided
+-- yet is still pending and still held).
+WITH pending AS (
+    SELECT wallet_id, sum(amount)::bigint AS total FROM holds WHERE status = 'pending' GROUP BY wallet_id
+), bad AS (
+    SELECT w.id
+    FROM wallets w
+    LEFT JOIN pending p ON p.wallet_id = w.id
+    WHERE w.held <> coalesce(p.total, 0)
+)
+SELECT (SELECT count(*) FROM wallets)::bigint AS checked,
+       (SELECT count(*) FROM bad)::bigint AS failed,
+       coalesce((SELECT array_agg(s.id ORDER BY s.id)
+                 FROM (SELECT id FROM bad ORDER BY id LIMIT @sample_size) s),
+                '{}')::text[] AS sample;
+
+-- name: VerifyHolds :one
+-- Each hold has its HoldPlaced outbox row, and once finished its HoldCaptured or HoldVoided row
+-- (rows older than the retention may have been deleted once acknowledged, as a transfer's); a
+-- captured hold has its transfer: from its wallet, in its currency, of the captured amount,
+-- naming it. And each hold event in the outbox belongs to its hold.
+WITH bad_holds AS (
+    SELECT h.id::text AS id, h.created_at
+    FROM holds h
+    LEFT JOIN transfers t ON t.id = h.capture_transfer_id
+    WHERE (h.created_at > clock_timestamp() - make_interval(secs => @retention_seconds::float8)
+           AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.id = h.placed_event_id AND o.event_type = 'HoldPlaced.v1'
+                                                    AND o.aggregate_id = h.id::text))
+       OR (h.status <> 'pending' AND h.finished_at > clock_timestamp() - make_interval(secs => @retention_seconds::float8)
+           AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.id = h.finished_event_id AND o.aggregate_id = h.id::text
+                             AND o.event_type = CASE h.status WHEN 'captured' THEN 'HoldCaptured.v1' ELSE 'HoldVoided.v1' END))
+       OR (h.status = 'captured' AND (t.id IS NULL OR t.hold_id IS DISTINCT FROM h.id OR t.from_wallet_id <> h.wallet_id
+                                      OR t.currency <> h.currency OR t.amount <> h.captured_amount))
+), bad_rows AS (
+    SELECT o.id::text AS id, o.created_at
+    FROM outbox o
+    WHERE o.event_type IN ('HoldPlaced.v1', 'HoldCaptured.v1', 'HoldVoided.v1')
+      AND NOT EXISTS (SELECT 1 FROM holds h
+                      WHERE h.id::text = o.aggregate_id
+                        AND CASE o.event_type
+                                WHEN 'HoldPlaced.v1' THEN h.placed_event_id = o.id
+                                WHEN 'HoldCaptured.v1' THEN h.finished_event_id = o.id AND h.status = 'captured'
+                                ELSE h.finished_event_id = o.id AND h.status = 'voided'
+                            END)
+), bad AS (
+    SELECT id, created_at FROM bad_holds UNION ALL SELECT id, created_at FROM bad_rows
+)
+SELECT ((SELECT count(*) FROM holds)
+        + (SELECT count(*) FROM outbox WHERE event_type IN ('HoldPlaced.v1', 'HoldCaptured.v1', 'HoldVoided.v1')))::bigint AS checked,
+       (SELECT count(*) FROM bad)::bigint AS failed,
+       coalesce((SELECT array_agg(s.id ORDER BY s.created_at, s.id)
+                 FROM (SELECT id, created_at FROM bad ORDER BY created_at, id LIMIT @sample_size) s),
+                '{}')::text[] AS sample;

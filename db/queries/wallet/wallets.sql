@@ -11,7 +11,7 @@ SELECT * FROM wallets WHERE id = @id;
 -- LockWallets takes the wallets of a transfer, or of a whole batch of transfers, in one
 -- statement and one fixed order (by id), so two transactions cannot deadlock on them. NO KEY UPDATE does not conflict with the KEY SHARE locks
 -- the transfers foreign keys take.
-SELECT id, currency, balance, allow_negative
+SELECT id, currency, balance, held, allow_negative
 FROM wallets
 WHERE id = ANY (@ids::text[])
 ORDER BY id

@@ -34,7 +34,7 @@ func TestTheOpenAPIDocumentIsServedAndEveryOperationIsARoute(t *testing.T) {
 
 	doc, err := document()
 	require.NoError(t, err)
-	doc.RequireEveryOperationIsARoute(t, srv.URL, 14)
+	doc.RequireEveryOperationIsARoute(t, srv.URL, 18)
 }
 
 // The check is not vacuous: an answer or a request that strays from the document fails it,
@@ -45,7 +45,7 @@ func TestTheOpenAPICheckCatchesDrift(t *testing.T) {
 	doc, err := document()
 	require.NoError(t, err)
 	const (
-		alice    = `{"id":"alice","currency":"USD","balance":1000,"allow_negative":false}`
+		alice    = `{"id":"alice","currency":"USD","balance":1000,"held":0,"available":1000,"allow_negative":false}`
 		notFound = `{"type":"https://walletgl.dev/problems/wallet-not-found","title":"Not Found","status":404,"detail":"no alice","instance":"/v1/wallets/alice"}`
 		transfer = `{"id":"0190b3c2-7a4e-7c5e-9d1a-2b3c4d5e6f70","idempotency_key":"k","from_wallet_id":"a","to_wallet_id":"b","amount":1,"currency":"USD","status":"completed","created_at":"2026-01-02T15:04:05Z","outbox_status":"pending"}`
 	)
@@ -63,7 +63,7 @@ func TestTheOpenAPICheckCatchesDrift(t *testing.T) {
 		{"a renamed field", "GET", "/v1/wallets/alice", key, 200, "application/json",
 			`{"id":"alice","currency":"USD","balanse":1000,"allow_negative":false}`, []string{"answer does not conform", "balanse"}},
 		{"a balance in a string", "GET", "/v1/wallets/alice", key, 200, "application/json",
-			`{"id":"alice","currency":"USD","balance":"1000","allow_negative":false}`, []string{"answer does not conform", "balance"}},
+			`{"id":"alice","currency":"USD","balance":"1000","held":0,"available":1000,"allow_negative":false}`, []string{"answer does not conform", "balance"}},
 		{"a list without its next_cursor", "GET", "/v1/transfers", key, 200, "application/json",
 			`{"transfers":[` + transfer + `]}`, []string{"answer does not conform", "next_cursor"}},
 		{"a list as documented conforms", "GET", "/v1/transfers", key, 200, "application/json",
@@ -122,7 +122,7 @@ func TestTheOpenAPICheckCatchesDrift(t *testing.T) {
 		t.Parallel()
 		var failures openapitest.Failures
 		srv := httptest.NewServer(doc.Handler(&failures, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			web.Encode(w, r, http.StatusOK, map[string]any{"id": "alice", "currency": "USD", "balance": 1, "allow_negative": false})
+			web.Encode(w, r, http.StatusOK, map[string]any{"id": "alice", "currency": "USD", "balance": 1, "held": 0, "available": 1, "allow_negative": false})
 		})))
 		t.Cleanup(srv.Close)
 		webtest.Do(t, http.MethodGet, srv.URL+"/v1/wallets/alice", key, "")

@@ -15,11 +15,16 @@ type walletJSON struct {
 	ID            string `json:"id"`
 	Currency      string `json:"currency"`
 	Balance       int64  `json:"balance"`
+	Held          int64  `json:"held"`      // the total of the wallet's pending holds
+	Available     int64  `json:"available"` // balance − held: what it may spend or hold
 	AllowNegative bool   `json:"allow_negative"`
 }
 
 func toWalletJSON(w wallet.Wallet) walletJSON {
-	return walletJSON{ID: w.ID, Currency: w.Currency, Balance: w.Balance, AllowNegative: w.AllowNegative}
+	return walletJSON{
+		ID: w.ID, Currency: w.Currency, Balance: w.Balance, Held: w.Held, Available: w.Available(),
+		AllowNegative: w.AllowNegative,
+	}
 }
 
 func handleCreateWallet(service wallet.Service) http.Handler {

@@ -350,9 +350,10 @@ func checkTransfer(req wallet.TransferRequest, from, to *walletdb.LockWalletsRow
 	case to.Currency != req.Currency:
 		return problem.Newf(wallet.ErrCurrencyMismatch,
 			"wallet %q holds %s, the transfer is in %s", to.ID, to.Currency, req.Currency)
-	case !from.AllowNegative && from.Balance < req.Amount: // balance - amount < 0, without overflow
+	case !from.AllowNegative && from.Balance-from.Held < req.Amount: // available < amount; balance ≥ held ≥ 0: no overflow
 		return problem.Newf(wallet.ErrInsufficientFunds,
-			"wallet %q holds %d %s, the transfer needs %d", from.ID, from.Balance, from.Currency, req.Amount)
+			"wallet %q has %d %s available (balance %d, held %d), the transfer needs %d",
+			from.ID, from.Balance-from.Held, from.Currency, from.Balance, from.Held, req.Amount)
 	case to.Balance > math.MaxInt64-req.Amount:
 		return problem.Newf(wallet.ErrBalanceOutOfRange, "wallet %q would hold more than %d", to.ID, int64(math.MaxInt64))
 	case from.Balance < math.MinInt64+req.Amount:
@@ -458,7 +459,7 @@ func requestHash(req wallet.TransferRequest) []byte {
 
 func toWallet(w walletdb.Wallet) wallet.Wallet {
 	return wallet.Wallet{
-		ID: w.ID, Currency: w.Currency, Balance: w.Balance,
+		ID: w.ID, Currency: w.Currency, Balance: w.Balance, Held: w.Held,
 		AllowNegative: w.AllowNegative, CreatedAt: w.CreatedAt.UTC(),
 	}
 }
@@ -470,5 +471,6 @@ func toTransfer(t walletdb.Transfer, outboxStatus string) wallet.Transfer {
 		Amount: t.Amount, Currency: t.Currency, Reference: t.Reference, Status: t.Status,
 		OutboxStatus: outboxStatus, EventID: t.EventID, CreatedAt: t.CreatedAt.UTC(),
 		ReversesTransferID: t.ReversesTransferID.UUID, ReversedAmount: t.ReversedAmount,
+		HoldID: t.HoldID.UUID,
 	}
 }

@@ -13,7 +13,9 @@ import (
 // Verify checks the wallet's invariants on the data in pool as it is: each transfer has exactly
 // one outbox row and each outbox row its transfer, every balance is what its transfers add up
 // to, every currency's balances sum to zero, no balance is below its floor, and every reversal
-// moves its transfer's money back, the reversals of a transfer totalling at most its amount.
+// moves its transfer's money back, the reversals of a transfer totalling at most its amount;
+// every wallet's held is the sum of its pending holds, every hold has its events (and a
+// captured one its transfer) and every hold event its hold.
 func Verify(ctx context.Context, pool *pgxpool.Pool, opts wallet.VerifyOptions) ([]wallet.Check, error) {
 	q := walletdb.New(pool)
 	type result = struct {
@@ -49,6 +51,14 @@ func Verify(ctx context.Context, pool *pgxpool.Pool, opts wallet.VerifyOptions) 
 		}},
 		{"every reversal moves its transfer's money back, and reversals total at most the transfer", "transfers", func() (result, error) {
 			r, err := q.VerifyReversals(ctx, n)
+			return result(r), err
+		}},
+		{"every wallet's held is the sum of its pending holds", "wallets", func() (result, error) {
+			r, err := q.VerifyHeldMatchesHolds(ctx, n)
+			return result(r), err
+		}},
+		{"every hold has its events, a captured one its transfer, and every hold event its hold", "holds and hold events", func() (result, error) {
+			r, err := q.VerifyHolds(ctx, walletdb.VerifyHoldsParams{SampleSize: n, RetentionSeconds: opts.Retention.Seconds()})
 			return result(r), err
 		}},
 	}

@@ -31,6 +31,25 @@ type AuditLog struct {
 	Detail []byte
 }
 
+type Hold struct {
+	ID                uuid.UUID
+	IdempotencyKey    string
+	RequestHash       []byte
+	WalletID          string
+	Amount            int64
+	Currency          string
+	Status            string
+	VoidReason        *string
+	ExpiresAt         time.Time
+	CapturedAmount    *int64
+	CaptureTransferID uuid.NullUUID
+	PlacedEventID     uuid.UUID
+	FinishedEventID   uuid.NullUUID
+	CreatedByKey      uuid.NullUUID
+	CreatedAt         time.Time
+	FinishedAt        *time.Time
+}
+
 type Inbox struct {
 	ID              string
 	Consumer        string
@@ -111,6 +130,7 @@ type Transfer struct {
 	CreatedByKey       uuid.NullUUID
 	ReversesTransferID uuid.NullUUID
 	ReversedAmount     int64
+	HoldID             uuid.NullUUID
 	Reference          string
 }
 
@@ -121,4 +141,5 @@ type Wallet struct {
 	AllowNegative bool
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
+	Held          int64
 }

@@ -32,7 +32,7 @@ func (q *Queries) AddReversedAmount(ctx context.Context, arg AddReversedAmountPa
 }
 
 const getTransfer = `-- name: GetTransfer :one
-SELECT id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, reference FROM transfers WHERE id = $1
+SELECT id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, hold_id, reference FROM transfers WHERE id = $1
 `
 
 // The transfer a reversal names, read before its wallets are locked: its wallets, amount and
@@ -54,13 +54,14 @@ func (q *Queries) GetTransfer(ctx context.Context, id uuid.UUID) (Transfer, erro
 		&i.CreatedByKey,
 		&i.ReversesTransferID,
 		&i.ReversedAmount,
+		&i.HoldID,
 		&i.Reference,
 	)
 	return i, err
 }
 
 const getTransferByIdempotencyKey = `-- name: GetTransferByIdempotencyKey :one
-SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.reference, coalesce(o.status, 'acknowledged')::text AS outbox_status
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, coalesce(o.status, 'acknowledged')::text AS outbox_status
 FROM transfers t
 LEFT JOIN outbox o ON o.id = t.event_id
 WHERE t.idempotency_key = $1
@@ -89,6 +90,7 @@ func (q *Queries) GetTransferByIdempotencyKey(ctx context.Context, idempotencyKe
 		&i.Transfer.CreatedByKey,
 		&i.Transfer.ReversesTransferID,
 		&i.Transfer.ReversedAmount,
+		&i.Transfer.HoldID,
 		&i.Transfer.Reference,
 		&i.OutboxStatus,
 	)
@@ -96,7 +98,7 @@ func (q *Queries) GetTransferByIdempotencyKey(ctx context.Context, idempotencyKe
 }
 
 const getTransferWithOutbox = `-- name: GetTransferWithOutbox :one
-SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.reference, coalesce(o.status, 'acknowledged')::text AS outbox_status
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, coalesce(o.status, 'acknowledged')::text AS outbox_status
 FROM transfers t
 LEFT JOIN outbox o ON o.id = t.event_id
 WHERE t.id = $1
@@ -125,6 +127,7 @@ func (q *Queries) GetTransferWithOutbox(ctx context.Context, id uuid.UUID) (GetT
 		&i.Transfer.CreatedByKey,
 		&i.Transfer.ReversesTransferID,
 		&i.Transfer.ReversedAmount,
+		&i.Transfer.HoldID,
 		&i.Transfer.Reference,
 		&i.OutboxStatus,
 	)
@@ -132,7 +135,7 @@ func (q *Queries) GetTransferWithOutbox(ctx context.Context, id uuid.UUID) (GetT
 }
 
 const getTransfersByIdempotencyKeys = `-- name: GetTransfersByIdempotencyKeys :many
-SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.reference, coalesce(o.status, 'acknowledged')::text AS outbox_status
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, coalesce(o.status, 'acknowledged')::text AS outbox_status
 FROM transfers t
 LEFT JOIN outbox o ON o.id = t.event_id
 WHERE t.idempotency_key = ANY ($1::text[])
@@ -167,6 +170,7 @@ func (q *Queries) GetTransfersByIdempotencyKeys(ctx context.Context, idempotency
 			&i.Transfer.CreatedByKey,
 			&i.Transfer.ReversesTransferID,
 			&i.Transfer.ReversedAmount,
+			&i.Transfer.HoldID,
 			&i.Transfer.Reference,
 			&i.OutboxStatus,
 		); err != nil {
@@ -185,7 +189,7 @@ INSERT INTO transfers (id, idempotency_key, request_hash, from_wallet_id, to_wal
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
         $9::uuid, $10)
 ON CONFLICT (idempotency_key) DO NOTHING
-RETURNING id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, reference
+RETURNING id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, hold_id, reference
 `
 
 type InsertReversalParams struct {
@@ -230,6 +234,7 @@ func (q *Queries) InsertReversal(ctx context.Context, arg InsertReversalParams) 
 		&i.CreatedByKey,
 		&i.ReversesTransferID,
 		&i.ReversedAmount,
+		&i.HoldID,
 		&i.Reference,
 	)
 	return i, err
@@ -239,7 +244,7 @@ const insertTransfer = `-- name: InsertTransfer :one
 INSERT INTO transfers (id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key, reference)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::uuid, $10)
 ON CONFLICT (idempotency_key) DO NOTHING
-RETURNING id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, reference
+RETURNING id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, hold_id, reference
 `
 
 type InsertTransferParams struct {
@@ -285,6 +290,7 @@ func (q *Queries) InsertTransfer(ctx context.Context, arg InsertTransferParams) 
 		&i.CreatedByKey,
 		&i.ReversesTransferID,
 		&i.ReversedAmount,
+		&i.HoldID,
 		&i.Reference,
 	)
 	return i, err
@@ -297,7 +303,7 @@ SELECT unnest($1::uuid[]), unnest($2::text[]), unnest($3::bytea[]),
        unnest($7::text[]), unnest($8::uuid[]), nullif(unnest($9::uuid[]), '00000000-0000-0000-0000-000000000000'::uuid),
        unnest($10::text[])
 ON CONFLICT (idempotency_key) DO NOTHING
-RETURNING id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, reference
+RETURNING id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, hold_id, reference
 `
 
 type InsertTransfersParams struct {
@@ -351,6 +357,7 @@ func (q *Queries) InsertTransfers(ctx context.Context, arg InsertTransfersParams
 			&i.CreatedByKey,
 			&i.ReversesTransferID,
 			&i.ReversedAmount,
+			&i.HoldID,
 			&i.Reference,
 		); err != nil {
 			return nil, err
@@ -364,7 +371,7 @@ func (q *Queries) InsertTransfers(ctx context.Context, arg InsertTransfersParams
 }
 
 const listReversals = `-- name: ListReversals :many
-SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.reference, coalesce(o.status, 'acknowledged')::text AS outbox_status
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, coalesce(o.status, 'acknowledged')::text AS outbox_status
 FROM transfers t
 LEFT JOIN outbox o ON o.id = t.event_id
 WHERE t.reverses_transfer_id = $1
@@ -400,6 +407,7 @@ func (q *Queries) ListReversals(ctx context.Context, transferID uuid.NullUUID) (
 			&i.Transfer.CreatedByKey,
 			&i.Transfer.ReversesTransferID,
 			&i.Transfer.ReversedAmount,
+			&i.Transfer.HoldID,
 			&i.Transfer.Reference,
 			&i.OutboxStatus,
 		); err != nil {
@@ -414,7 +422,7 @@ func (q *Queries) ListReversals(ctx context.Context, transferID uuid.NullUUID) (
 }
 
 const listTransfers = `-- name: ListTransfers :many
-SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.reference, coalesce(o.status, 'acknowledged')::text AS outbox_status
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, coalesce(o.status, 'acknowledged')::text AS outbox_status
 FROM transfers t
 LEFT JOIN outbox o ON o.id = t.event_id
 WHERE (t.created_at, t.id) > ($1::timestamptz, $2::uuid)
@@ -456,6 +464,7 @@ func (q *Queries) ListTransfers(ctx context.Context, arg ListTransfersParams) ([
 			&i.Transfer.CreatedByKey,
 			&i.Transfer.ReversesTransferID,
 			&i.Transfer.ReversedAmount,
+			&i.Transfer.HoldID,
 			&i.Transfer.Reference,
 			&i.OutboxStatus,
 		); err != nil {
@@ -470,7 +479,7 @@ func (q *Queries) ListTransfers(ctx context.Context, arg ListTransfersParams) ([
 }
 
 const lockTransferForReversal = `-- name: LockTransferForReversal :one
-SELECT id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, reference FROM transfers WHERE id = $1 FOR NO KEY UPDATE
+SELECT id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, hold_id, reference FROM transfers WHERE id = $1 FOR NO KEY UPDATE
 `
 
 // Every reversal of a transfer locks it after the wallets (the order all writers take), so
@@ -493,6 +502,7 @@ func (q *Queries) LockTransferForReversal(ctx context.Context, id uuid.UUID) (Tr
 		&i.CreatedByKey,
 		&i.ReversesTransferID,
 		&i.ReversedAmount,
+		&i.HoldID,
 		&i.Reference,
 	)
 	return i, err

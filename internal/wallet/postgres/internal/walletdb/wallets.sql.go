@@ -71,7 +71,7 @@ const createWallet = `-- name: CreateWallet :one
 INSERT INTO wallets (id, currency, allow_negative)
 VALUES ($1, $2, $3)
 ON CONFLICT (id) DO NOTHING
-RETURNING id, currency, balance, allow_negative, created_at, updated_at
+RETURNING id, currency, balance, allow_negative, created_at, updated_at, held
 `
 
 type CreateWalletParams struct {
@@ -90,12 +90,13 @@ func (q *Queries) CreateWallet(ctx context.Context, arg CreateWalletParams) (Wal
 		&i.AllowNegative,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Held,
 	)
 	return i, err
 }
 
 const getWallet = `-- name: GetWallet :one
-SELECT id, currency, balance, allow_negative, created_at, updated_at FROM wallets WHERE id = $1
+SELECT id, currency, balance, allow_negative, created_at, updated_at, held FROM wallets WHERE id = $1
 `
 
 func (q *Queries) GetWallet(ctx context.Context, id string) (Wallet, error) {
@@ -108,12 +109,13 @@ func (q *Queries) GetWallet(ctx context.Context, id string) (Wallet, error) {
 		&i.AllowNegative,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Held,
 	)
 	return i, err
 }
 
 const lockWallets = `-- name: LockWallets :many
-SELECT id, currency, balance, allow_negative
+SELECT id, currency, balance, held, allow_negative
 FROM wallets
 WHERE id = ANY ($1::text[])
 ORDER BY id
@@ -124,6 +126,7 @@ type LockWalletsRow struct {
 	ID            string
 	Currency      string
 	Balance       int64
+	Held          int64
 	AllowNegative bool
 }
 
@@ -143,6 +146,7 @@ func (q *Queries) LockWallets(ctx context.Context, ids []string) ([]LockWalletsR
 			&i.ID,
 			&i.Currency,
 			&i.Balance,
+			&i.Held,
 			&i.AllowNegative,
 		); err != nil {
 			return nil, err

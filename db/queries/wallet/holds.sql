@@ -1,0 +1,65 @@
+-- name: InsertHold :one
+-- InsertHold claims the hold's idempotency key as InsertTransfer claims a transfer's: a conflict
+-- returns no row (the key was used before, or is being used by a transaction this one waited for).
+INSERT INTO holds (id, idempotency_key, request_hash, wallet_id, amount, currency, expires_at, placed_event_id, created_by_key)
+VALUES (@id, @idempotency_key, @request_hash, @wallet_id, @amount, @currency, @expires_at, @placed_event_id,
+        sqlc.narg('created_by_key')::uuid)
+ON CONFLICT (idempotency_key) DO NOTHING
+RETURNING *;
+
+-- name: GetHold :one
+SELECT * FROM holds WHERE id = @id;
+
+-- name: GetHoldByIdempotencyKey :one
+SELECT * FROM holds WHERE idempotency_key = @idempotency_key;
+
+-- name: LockHold :one
+-- Every change of a hold locks its row after its wallets (the order all writers take), so a
+-- capture and a void of one hold are serialised and the second sees the first's status.
+SELECT * FROM holds WHERE id = @id FOR NO KEY UPDATE;
+
+-- name: CaptureHold :one
+UPDATE holds
+SET status = 'captured', captured_amount = @captured_amount, capture_transfer_id = @capture_transfer_id,
+    finished_event_id = @finished_event_id, finished_at = clock_timestamp()
+WHERE id = @id AND status = 'pending'
+RETURNING *;
+
+-- name: VoidHold :one
+UPDATE holds
+SET status = 'voided', void_reason = @void_reason, finished_event_id = @finished_event_id,
+    finished_at = clock_timestamp()
+WHERE id = @id AND status = 'pending'
+RETURNING *;
+
+-- name: AddToHeld :execrows
+-- AddToHeld changes one wallet's held; the CHECKs refuse a negative held and, for a wallet that
+-- may not go negative, a held beyond its balance.
+UPDATE wallets SET held = held + @delta, updated_at = clock_timestamp()
+WHERE id = @id;
+
+-- name: ExpiredHolds :many
+-- Candidates for the expiry worker: pending holds whose expiry passed, oldest expiry first,
+-- read without a lock; LockExpiredHolds takes them after their wallets.
+SELECT id, wallet_id FROM holds
+WHERE status = 'pending' AND expires_at <= clock_timestamp()
+ORDER BY expires_at, id
+LIMIT @row_limit;
+
+-- name: LockExpiredHolds :many
+-- The candidates that are still pending and expired, locked after their wallets (the order all
+-- writers take), skipping those another transaction holds: a capture or void in flight, or
+-- another instance's expiry worker.
+SELECT * FROM holds
+WHERE id = ANY (@ids::uuid[]) AND status = 'pending' AND expires_at <= clock_timestamp()
+ORDER BY id
+FOR NO KEY UPDATE SKIP LOCKED;
+
+-- name: InsertCaptureTransfer :one
+-- The transfer of a capture: an ordinary transfer that names its hold, whose Idempotency-Key
+-- is the capture's (one key space with transfers and reversals).
+INSERT INTO transfers (id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key, hold_id)
+VALUES (@id, @idempotency_key, @request_hash, @from_wallet_id, @to_wallet_id, @amount, @currency, @event_id,
+        sqlc.narg('created_by_key')::uuid, @hold_id)
+ON CONFLICT (idempotency_key) DO NOTHING
+RETURNING *;

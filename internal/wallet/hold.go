@@ -1,0 +1,150 @@
+package wallet
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+
+	"walletgl/internal/problem"
+)
+
+// Hold statuses: a hold is placed pending and finishes once, captured or voided. The words are
+// stable: the API shows them.
+const (
+	HoldPending  = "pending"
+	HoldCaptured = "captured"
+	HoldVoided   = "voided"
+)
+
+// Reasons a hold was voided (the same words as events.VoidRequested and events.VoidExpired).
+const (
+	VoidRequested = "requested"
+	VoidExpired   = "expired"
+)
+
+// Hold limits on its lifetime: at least a second, at most MaxHoldLifetime.
+const (
+	DefaultHoldLifetime = 7 * 24 * time.Hour
+	MaxHoldLifetime     = 30 * 24 * time.Hour
+)
+
+// Hold reserves Amount of a wallet until ExpiresAt: the wallet's Held includes it and its
+// Available excludes it while it is pending. A capture moves CapturedAmount (at most Amount)
+// to a wallet as transfer CaptureTransferID and releases the rest; a void releases it all.
+type Hold struct {
+	ID                uuid.UUID
+	IdempotencyKey    string
+	WalletID          string
+	Amount            int64
+	Currency          string
+	Status            string
+	VoidReason        string // "" unless voided
+	ExpiresAt         time.Time
+	CapturedAmount    int64     // 0 unless captured
+	CaptureTransferID uuid.UUID // uuid.Nil unless captured
+	ToWalletID        string    // the capture's receiver; "" unless captured
+	CreatedAt         time.Time
+	FinishedAt        time.Time // zero while pending
+}
+
+// Expired reports whether h is pending past its expiry at now: the expiry worker has not voided
+// it yet, but it can no longer be captured.
+func (h Hold) Expired(now time.Time) bool { return h.Status == HoldPending && !now.Before(h.ExpiresAt) }
+
+// HoldRequest asks to reserve Amount of WalletID until ExpiresAt, or for ExpiresIn from when
+// it is placed (one of the two; neither: DefaultHoldLifetime). Currency, when given, must be
+// the wallet's. The IdempotencyKey works as a transfer's, in a key space of holds.
+type HoldRequest struct {
+	IdempotencyKey string
+	WalletID       string
+	Amount         int64
+	Currency       string // "" means the wallet's currency
+	ExpiresAt      time.Time
+	ExpiresIn      time.Duration
+	KeyID          uuid.UUID // the API key that asks (uuid.Nil: none), as in TransferRequest
+}
+
+// Validate reports why r can never succeed, whatever the state of the wallet, at now.
+func (r HoldRequest) Validate(now time.Time) error {
+	if err := validateIdempotencyKey(r.IdempotencyKey); err != nil {
+		return err
+	}
+	if err := validateWalletID("wallet_id", r.WalletID); err != nil {
+		return err
+	}
+	if r.Amount <= 0 || r.Amount > MaxAmount {
+		return problem.Newf(ErrInvalid, "amount must be a whole number of minor units from 1 to %d, got %d", int64(MaxAmount), r.Amount)
+	}
+	if r.Currency != "" {
+		if err := validateCurrency(r.Currency); err != nil {
+			return err
+		}
+	}
+	if !r.ExpiresAt.IsZero() && r.ExpiresIn != 0 {
+		return problem.Newf(ErrInvalid, "give expires_at or expires_in, not both")
+	}
+	if at := r.Expiry(now); at.Before(now.Add(time.Second)) || at.After(now.Add(MaxHoldLifetime)) {
+		return problem.Newf(ErrInvalid, "a hold expires from 1 s to %s after it is placed", MaxHoldLifetime)
+	}
+	return nil
+}
+
+// Expiry is when a hold placed at now by r expires.
+func (r HoldRequest) Expiry(now time.Time) time.Time {
+	switch {
+	case !r.ExpiresAt.IsZero():
+		return r.ExpiresAt
+	case r.ExpiresIn != 0:
+		return now.Add(r.ExpiresIn)
+	}
+	return now.Add(DefaultHoldLifetime)
+}
+
+// CaptureRequest asks to complete a pending hold: Amount (0: the whole hold) moves to
+// ToWalletID as a transfer, the rest is released. Its IdempotencyKey is the transfer's (one
+// key space with transfers and reversals).
+type CaptureRequest struct {
+	IdempotencyKey string
+	HoldID         uuid.UUID
+	ToWalletID     string
+	Amount         int64     // 0: the whole hold
+	KeyID          uuid.UUID // the API key that asks (uuid.Nil: none)
+}
+
+// Validate reports why r can never succeed, whatever the state of the hold and wallets.
+func (r CaptureRequest) Validate() error {
+	if err := validateIdempotencyKey(r.IdempotencyKey); err != nil {
+		return err
+	}
+	if err := validateWalletID("to_wallet_id", r.ToWalletID); err != nil {
+		return err
+	}
+	if r.Amount < 0 || r.Amount > MaxAmount {
+		return problem.Newf(ErrInvalid, "amount must be a whole number of minor units from 1 to %d, got %d", int64(MaxAmount), r.Amount)
+	}
+	return nil
+}
+
+// HoldService is the holds' part of the service; postgres.Store implements it.
+type HoldService interface {
+	// PlaceHold reserves the amount, or returns the hold an earlier request with the same key
+	// placed (replayed is then true).
+	PlaceHold(ctx context.Context, req HoldRequest) (h Hold, replayed bool, err error)
+	// GetHold returns the hold with this id.
+	GetHold(ctx context.Context, id uuid.UUID) (Hold, error)
+	// CaptureHold completes a pending hold as a transfer, or returns the hold an earlier
+	// capture with the same key captured (replayed is then true).
+	CaptureHold(ctx context.Context, req CaptureRequest) (h Hold, replayed bool, err error)
+	// VoidHold releases a pending hold; a hold already voided is returned as it is.
+	VoidHold(ctx context.Context, id uuid.UUID) (Hold, error)
+}
+
+// ParseHoldID parses a hold id from a client; an id that is not a UUID names no hold.
+func ParseHoldID(s string) (uuid.UUID, error) {
+	id, err := uuid.Parse(s)
+	if err != nil || len(s) != 36 {
+		return uuid.Nil, problem.Newf(ErrHoldNotFound, "hold %q does not exist", s)
+	}
+	return id, nil
+}
