@@ -63,6 +63,13 @@ func TestHoldPlaceCapturePartOfItAndReplay(t *testing.T) {
 
 	res = b.do(t, http.MethodGet, "/v1/transfers/"+captured.CaptureTransferID, nil, "")
 	require.Equal(t, http.StatusOK, res.Status, res.Body)
+	var tr struct {
+		HoldID string `json:"hold_id"`
+		Amount int64  `json:"amount"`
+	}
+	res.Decode(t, &tr)
+	require.Equal(t, h.ID, tr.HoldID)
+	require.Equal(t, int64(250), tr.Amount)
 	res = b.do(t, http.MethodGet, "/v1/holds/"+h.ID, nil, "")
 	require.Equal(t, http.StatusOK, res.Status, res.Body)
 	res = b.do(t, http.MethodGet, "/v1/wallets/alice", nil, "")

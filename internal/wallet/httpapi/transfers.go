@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 
 	"walletgl/internal/auth"
@@ -29,6 +30,8 @@ type transferJSON struct {
 	OutboxStatus *string `json:"outbox_status,omitempty"`
 	// ReversesTransferID is set on a reversal: the transfer it reverses.
 	ReversesTransferID *string `json:"reverses_transfer_id,omitempty"`
+	// HoldID is set on a capture's transfer: the hold it completes.
+	HoldID *string `json:"hold_id,omitempty"`
 	// ReversedAmount is the total of the transfer's reversals, shown where a transfer (not a
 	// reversal) is read.
 	ReversedAmount *int64 `json:"reversed_amount,omitempty"`
@@ -59,6 +62,10 @@ func toTransferJSON(t wallet.Transfer, withOutbox bool) transferJSON {
 	if t.IsReversal() {
 		id := t.ReversesTransferID.String()
 		out.ReversesTransferID = &id
+	}
+	if t.HoldID != uuid.Nil {
+		id := t.HoldID.String()
+		out.HoldID = &id
 	}
 	for _, r := range t.Reversals {
 		out.Reversals = append(out.Reversals, reversalJSON{ID: r.ID.String(), Amount: r.Amount, CreatedAt: r.CreatedAt.UTC()})
