@@ -26,6 +26,7 @@ type Counts struct {
 	Retried          int64 `json:"retried"`
 	Transfers        int   `json:"transfers"`
 	Reversals        int   `json:"reversals"`
+	Holds            int   `json:"holds"`
 	Posted           int   `json:"posted"`
 	Republished      int64 `json:"republished"`
 	BrokerDuplicates int64 `json:"broker_duplicates"`
@@ -38,21 +39,22 @@ type Counts struct {
 func waitQuiet(ctx context.Context, s *System, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
-		var walletOpen, glOpen, transfers, entries int
+		var walletOpen, glOpen, transfers, entries, expired int
 		err := s.WalletDB.QueryRow(ctx, `SELECT
 			(SELECT count(*) FROM outbox WHERE status NOT IN ('acknowledged', 'dead_letter')),
-			(SELECT count(*) FROM transfers)`).Scan(&walletOpen, &transfers)
+			(SELECT count(*) FROM transfers),
+			(SELECT count(*) FROM holds WHERE status = 'pending' AND expires_at < clock_timestamp())`).Scan(&walletOpen, &transfers, &expired)
 		if err == nil {
 			err = s.GLDB.QueryRow(ctx, `SELECT
 				(SELECT count(*) FROM outbox WHERE status NOT IN ('acknowledged', 'dead_letter')),
-				(SELECT count(*) FROM journal_entries)`).Scan(&glOpen, &entries)
+				(SELECT count(*) FROM journal_entries WHERE hold_id IS NULL)`).Scan(&glOpen, &entries)
 		}
-		if err == nil && walletOpen == 0 && glOpen == 0 && entries == transfers {
+		if err == nil && walletOpen == 0 && glOpen == 0 && entries == transfers && expired == 0 {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("not quiet after %s: wallet outbox open %d, gl outbox open %d, transfers %d, entries %d (last error: %v)",
-				timeout, walletOpen, glOpen, transfers, entries, err)
+			return fmt.Errorf("not quiet after %s: wallet outbox open %d, gl outbox open %d, transfers %d, entries %d, holds past their expiry still pending %d (last error: %v)",
+				timeout, walletOpen, glOpen, transfers, entries, expired, err)
 		}
 		select {
 		case <-ctx.Done():
@@ -86,6 +88,7 @@ func verify(ctx context.Context, s *System, load LoadResult, allowDeadLetters bo
 	transfers := c.confirmedExactlyOnce(load, &counts)
 	c.postedExactlyOnce(transfers, &counts)
 	c.reversalsLinked(load, &counts)
+	c.holdsSettled(load, &counts)
 	c.outboxesTerminal(allowDeadLetters)
 	c.noRelayStuck()
 	c.inboxesClean(allowDeadLetters)
@@ -153,6 +156,7 @@ func (c *checker) postedExactlyOnce(transfers map[string]transferRow, counts *Co
 		SELECT e.transfer_id, e.currency,
 		       coalesce(sum(l.amount) FILTER (WHERE l.direction = 'debit'), 0)
 		FROM journal_entries e JOIN journal_lines l ON l.entry_id = e.id
+		WHERE e.hold_id IS NULL
 		GROUP BY e.id`)
 	if err != nil {
 		c.failed(name, err)

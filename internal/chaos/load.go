@@ -30,6 +30,8 @@ type LoadResult struct {
 	// reverses; Skipped counts reversals not sent because that transfer was not confirmed.
 	Reversals map[string]string
 	Skipped   int
+	// Holds are the holds placed, by the Idempotency-Key of their placement.
+	Holds map[string]*HoldOutcome
 }
 
 // reversalEvery makes one job in that many, once the first clients' worth of transfers has
@@ -67,7 +69,7 @@ func setupWallets(ctx context.Context, c *harness.Client, users int) ([]string, 
 func runLoad(ctx context.Context, targets []*harness.Client, users []string, seed uint64, total, clients int, duration time.Duration) LoadResult {
 	g := &loadGen{targets: targets, users: users, rng: rand.New(rand.NewPCG(seed, 99))}
 	g.res = LoadResult{Confirmed: map[string]string{}, Amounts: map[string]int64{}}
-	g.res.Reversals = map[string]string{}
+	g.res.Reversals, g.res.Holds = map[string]string{}, map[string]*HoldOutcome{}
 	jobs := make([]job, total)
 	for i := range jobs {
 		key := fmt.Sprintf("chaos-%d-%d", seed, i)
@@ -80,6 +82,10 @@ func runLoad(ctx context.Context, targets []*harness.Client, users []string, see
 			amount := max(jobs[target].req.Amount/2, 1)
 			jobs[i] = job{key: key, reverses: jobs[target].key, req: harness.TransferRequest{Amount: amount}}
 			g.res.Amounts[key], g.res.Reversals[key] = amount, jobs[target].key
+			continue
+		}
+		if i >= 2*clients+len(users) && g.rng.IntN(holdEvery) == 0 {
+			jobs[i] = job{key: key, hold: newHoldPlan(g.rng, users)}
 			continue
 		}
 		from := fundingWallet
@@ -129,10 +135,15 @@ func runLoad(ctx context.Context, targets []*harness.Client, users []string, see
 type job struct {
 	key      string
 	reverses string
+	hold     *holdPlan
 	req      harness.TransferRequest
 }
 
 func (g *loadGen) send(ctx context.Context, client int, j job) {
+	if j.hold != nil {
+		g.sendHold(ctx, client, j)
+		return
+	}
 	reverseID := ""
 	if j.reverses != "" {
 		g.mu.Lock()
@@ -145,41 +156,48 @@ func (g *loadGen) send(ctx context.Context, client int, j job) {
 			return // its transfer was refused or is not answered yet
 		}
 	}
+	resp, ok := g.untilAnswered(ctx, client, func(c *harness.Client) (harness.Response, error) {
+		return g.post(ctx, c, j, reverseID)
+	}, func(resp harness.Response) bool {
+		var tr harness.Transfer
+		return resp.Status == http.StatusUnprocessableEntity ||
+			(resp.Status == http.StatusOK || resp.Status == http.StatusCreated) && resp.Decode(&tr) == nil
+	})
+	if !ok {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if resp.Status == http.StatusUnprocessableEntity {
+		g.res.Refused++
+		return
+	}
+	var tr harness.Transfer
+	_ = resp.Decode(&tr) // decoded once already
+	g.res.Confirmed[j.key] = tr.ID
+}
+
+// untilAnswered sends a request with do until final says its response is the answer, as a
+// careful client does: the same request (and Idempotency-Key) again, to another wallet
+// instance when one does not answer, for 90 s at most. ok is false when it gave up (counted).
+func (g *loadGen) untilAnswered(ctx context.Context, client int, do func(*harness.Client) (harness.Response, error),
+	final func(harness.Response) bool) (resp harness.Response, ok bool) {
 	deadline := time.Now().Add(90 * time.Second)
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
 			g.retried.Add(1)
-			delay := min(time.Duration(attempt)*50*time.Millisecond, time.Second)
-			time.Sleep(delay)
+			time.Sleep(min(time.Duration(attempt)*50*time.Millisecond, time.Second))
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			g.mu.Lock()
 			g.res.GaveUp++
 			g.mu.Unlock()
-			return
+			return harness.Response{}, false
 		}
-		target := g.targets[(client+attempt)%len(g.targets)]
 		g.reqs.Add(1)
-		resp, err := g.post(ctx, target, j, reverseID)
-		if err != nil {
-			continue // no answer: the same key again
-		}
-		switch resp.Status {
-		case http.StatusOK, http.StatusCreated:
-			var tr harness.Transfer
-			if err := resp.Decode(&tr); err != nil {
-				continue
-			}
-			g.mu.Lock()
-			g.res.Confirmed[j.key] = tr.ID
-			g.mu.Unlock()
-			return
-		case http.StatusUnprocessableEntity:
-			g.mu.Lock()
-			g.res.Refused++
-			g.mu.Unlock()
-			return
-		default: // 409 in flight, 5xx: the answer is not known yet
+		resp, err := do(g.targets[(client+attempt)%len(g.targets)])
+		if err == nil && final(resp) {
+			return resp, true
 		}
 	}
 }

@@ -69,6 +69,7 @@ func startSystem(ctx context.Context, opts Options, topo Topology, dir string, b
 		"NATS_URL=" + harness.URLs(s.Brokers), "EVENTS_NAMESPACE=" + s.Namespace, "EVENTS_STREAM_REPLICAS=" + replicas,
 		"LOG_FORMAT=json", "LOG_LEVEL=info", "FAULTS_SEED=" + fmt.Sprint(opts.Seed),
 		"WALLET_RATE_LIMIT=1000000:1000000", // one key drives the load: no 429 among the faults
+		"WALLET_HOLD_EXPIRY_INTERVAL=1s",    // the load's expiring holds are voided within the run
 		"EVENTS_POLL_INTERVAL=500ms", "EVENTS_ACK_TIMEOUT=4s", "EVENTS_LEASE=3s", "EVENTS_ACK_WAIT=4s",
 		"EVENTS_MAX_ATTEMPTS=1000", "EVENTS_MAX_DELIVER=1000",
 	}
