@@ -25,7 +25,7 @@ func TestParseQueriesReadsTheRealFiles(t *testing.T) {
 	q, ok := qs["LockWallets"]
 	require.True(t, ok, "LockWallets is in db/queries/wallet")
 	assert.Equal(t, "wallet/wallets.sql", q.File)
-	assert.True(t, strings.HasPrefix(q.SQL, "SELECT id, currency, balance, allow_negative"), "comments are dropped: %q", q.SQL)
+	assert.True(t, strings.HasPrefix(q.SQL, "SELECT id, currency, balance, held, allow_negative"), "comments are dropped: %q", q.SQL)
 	assert.True(t, strings.HasSuffix(q.SQL, "FOR NO KEY UPDATE"), "the trailing semicolon is dropped: %q", q.SQL)
 	assert.Equal(t, []string{"ids"}, q.Params())
 }

@@ -43,7 +43,7 @@ var (
 	scaleAccounts = []gl.Account{
 		{Code: "1020", Name: "Cash at the settlement bank", Type: "asset", NormalBalance: gl.Debit},
 		{Code: "1030", Name: "Card receivables", Type: "asset", NormalBalance: gl.Debit},
-		{Code: "2020", Name: "Merchant payables", Type: "liability", NormalBalance: gl.Credit},
+		{Code: "2030", Name: "Merchant payables", Type: "liability", NormalBalance: gl.Credit},
 		{Code: "3010", Name: "Retained earnings", Type: "equity", NormalBalance: gl.Credit},
 		{Code: "4010", Name: "Transfer fees", Type: "revenue", NormalBalance: gl.Credit},
 		{Code: "4020", Name: "FX margin", Type: "revenue", NormalBalance: gl.Credit},
@@ -52,7 +52,7 @@ var (
 	}
 	// debit, credit: the entry's two lines.
 	scalePairs = [][2]string{
-		{"1010", "2010"}, {"2010", "1010"}, {"2010", "2020"}, {"2020", "1020"}, {"1030", "2010"},
+		{"1010", "2010"}, {"2010", "1010"}, {"2010", "2030"}, {"2030", "1020"}, {"1030", "2010"},
 		{"2010", "4010"}, {"1020", "4020"}, {"5010", "1020"}, {"5020", "1030"}, {"4010", "3010"},
 	}
 	scaleCurrencies = []string{"USD", "EUR", "GBP", "CHF", "JPY"}
