@@ -196,6 +196,8 @@ func TestHoldsArePlacedCapturedVoidedExpiredPostedAndReconciled(t *testing.T) {
 		ID         string     `json:"id"`
 		TransferID string     `json:"transfer_id"`
 		HoldID     string     `json:"hold_id"`
+		EventType  string     `json:"event_type"`
+		Kind       string     `json:"kind"`
 		Lines      []lineJSON `json:"lines"`
 	}
 	// GET /v1/entries?transfer_id= refuses a hold's movement key (not a UUID), so the hold
@@ -241,15 +243,23 @@ func TestHoldsArePlacedCapturedVoidedExpiredPostedAndReconciled(t *testing.T) {
 	for _, h := range []holdJSON{a, b, c} {
 		placed := entryOf("hold:" + h.ID + ":placed")
 		require.Equal(t, h.ID, placed.HoldID)
+		require.Equal(t, [2]string{"HoldPlaced.v1", "hold"}, [2]string{placed.EventType, placed.Kind})
 		requireLines(placed, h.Amount, "2010", "2020")
 		released := entryOf("hold:" + h.ID + ":released")
 		require.Equal(t, h.ID, released.HoldID)
+		require.Equal(t, "hold", released.Kind)
 		requireLines(released, h.Amount, "2020", "2010") // the whole held amount, also for A's partial capture
 	}
 	captureEntry := entryOf(captured.CaptureTransferID)
 	require.Empty(t, captureEntry.HoldID, "the capture's transfer is an ordinary transfer in the GL")
+	require.Equal(t, [2]string{"TransferCompleted.v2", "transfer"}, [2]string{captureEntry.EventType, captureEntry.Kind})
 	requireLines(captureEntry, 300, "2010", "2010")
-	requireLines(entryOf(funding.ID), 1000, "1010", "2010")
+	fundingEntry := entryOf(funding.ID)
+	require.Equal(t, [2]string{"TransferCompleted.v2", "deposit"}, [2]string{fundingEntry.EventType, fundingEntry.Kind})
+	requireLines(fundingEntry, 1000, "1010", "2010")
+	require.Equal(t, "HoldCaptured.v1", byTransferID["hold:"+a.ID+":released"].EventType)
+	require.Equal(t, "HoldVoided.v1", byTransferID["hold:"+b.ID+":released"].EventType)
+	require.Equal(t, "HoldVoided.v1", byTransferID["hold:"+c.ID+":released"].EventType)
 
 	// Every hold finished: funds on hold are 0.
 	resp, err = s.glAPI.Do(ctx, http.MethodGet, "/v1/accounts/2020/balance?currency=USD", nil, nil)
