@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/google/uuid"
@@ -66,6 +67,12 @@ func HoldPlacedKey(id string) string { return holdKeyPrefix + id + holdPlacedSuf
 
 // HoldReleasedKey is the transfer_id of hold id's release entry (a capture's or a void's).
 func HoldReleasedKey(id string) string { return holdKeyPrefix + id + holdReleaseSuffix }
+
+// holdKey matches a hold entry's movement key (HoldPlacedKey, HoldReleasedKey).
+var holdKey = regexp.MustCompile(`^hold:[A-Za-z0-9._-]{1,64}:(placed|released)$`)
+
+// IsHoldKey reports whether transferID is a hold entry's movement key.
+func IsHoldKey(transferID string) bool { return holdKey.MatchString(transferID) }
 
 // IsHoldEvent reports whether the consumer's event of type t is a hold's (HoldPlaced,
 // HoldCaptured, HoldVoided).

@@ -81,10 +81,10 @@ func entriesJSON(entries []gl.Entry) []entryJSON {
 }
 
 // entriesOf answers the entries of one transfer or event: id, the query parameter name, must be a
-// UUID (invalid: the parameter's problem).
+// UUID, or for a transfer_id a hold entry's key (gl.IsHoldKey); invalid: the parameter's problem.
 func entriesOf(w http.ResponseWriter, r *http.Request, name, id string, invalid *problem.Error,
 	find func(context.Context, string) ([]gl.Entry, error)) {
-	if !isUUID(id) {
+	if !isUUID(id) && !(name == "transfer_id" && gl.IsHoldKey(id)) {
 		web.WriteProblem(w, r, problem.Newf(invalid, "%s must be a UUID such as 0193a5c2-7e41-7d7b-8f7e-2f4f7c1a9b10, got %q", name, id))
 		return
 	}

@@ -28,6 +28,7 @@ func TestAHoldsEntryShowsItsHoldID(t *testing.T) {
 
 	var body struct {
 		Entries []struct {
+			EventID    string `json:"event_id"`
 			TransferID string `json:"transfer_id"`
 			HoldID     string `json:"hold_id"`
 		} `json:"entries"`
@@ -37,6 +38,13 @@ func TestAHoldsEntryShowsItsHoldID(t *testing.T) {
 	require.Len(t, body.Entries, 1)
 	require.Equal(t, holdID, body.Entries[0].HoldID)
 	require.Equal(t, gl.HoldPlacedKey(holdID), body.Entries[0].TransferID)
+
+	// By its key, as the API shows it in transfer_id.
+	status, _ = b.get(t, "/v1/entries?transfer_id="+gl.HoldPlacedKey(holdID), &body)
+	require.Equal(t, http.StatusOK, status)
+	require.Len(t, body.Entries, 1)
+	require.Equal(t, placed.EventID, body.Entries[0].EventID)
+	b.requireInvalid(t, "/v1/entries?transfer_id=hold:"+holdID+":other", http.StatusBadRequest, "invalid-transfer-id")
 
 	var tb struct {
 		Accounts []struct {
