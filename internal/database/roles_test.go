@@ -58,8 +58,8 @@ func TestGrantGivesTheRuntimeRoleExactlyWhatTheServiceNeeds(t *testing.T) {
 		service string
 		own     []string
 	}{
-		{"wallet", []string{"transfers: INSERT,SELECT", "wallets: INSERT,SELECT,UPDATE"}},
-		{"gl", []string{"accounts: INSERT,SELECT", "balance_checkpoints: INSERT,SELECT", "journal_entries: INSERT,SELECT", "journal_lines: INSERT,SELECT"}},
+		{"wallet", []string{"holds: INSERT,SELECT", "transfers: INSERT,SELECT", "wallets: INSERT,SELECT,UPDATE"}},
+		{"gl", []string{"accounts: INSERT,SELECT", "balance_checkpoints: INSERT,SELECT", "journal_entries: INSERT,SELECT", "journal_lines: INSERT,SELECT", "posting_rules: INSERT,SELECT"}},
 	} {
 		t.Run(tc.service, func(t *testing.T) {
 			t.Parallel()

@@ -43,7 +43,7 @@ func TestForgedEventsAreNeitherAppliedNorAcknowledged(t *testing.T) {
 	js, err := jetstream.New(nc)
 	require.NoError(t, err)
 	topo := events.Topology{Namespace: s.namespace, MaxBytes: testenv.StreamMaxBytes}
-	completedSubject := topo.Subject(events.SourceWallet, events.TypeTransferCompleted)
+	completedSubject := topo.Subject(events.SourceWallet, events.TypeTransferCompletedV2) // what the wallet publishes by default
 	postedSubject := topo.Subject(events.SourceGL, events.TypeTransferPostedV2)
 	postedV1Subject := topo.Subject(events.SourceGL, events.TypeTransferPosted) // still read: earlier GLs publish it
 
@@ -157,8 +157,9 @@ func TestForgedEventsAreNeitherAppliedNorAcknowledged(t *testing.T) {
 
 	// Forged transfers of CHF 5,000,000 for the GL.
 	forgedID := "forged-" + uuid.NewString()
-	forgedCompleted := envelope(events.SourceWallet, events.TypeTransferCompleted, events.TransferCompleted{
-		TransferID: forgedID, FromWalletID: "bank", ToWalletID: "alice", Amount: 5_000_000_00, Currency: "CHF", CreatedAt: time.Now().UTC()})
+	forgedCompleted := envelope(events.SourceWallet, events.TypeTransferCompletedV2, events.TransferCompleted{
+		TransferID: forgedID, FromWalletID: "bank", ToWalletID: "alice", Amount: 5_000_000_00, Currency: "CHF",
+		Kind: events.KindDeposit, CreatedAt: time.Now().UTC()})
 	publish(completedSubject, forgedCompleted, nil)
 	publish(completedSubject, forgedCompleted, signed(strangerWallet, forgedCompleted))
 	publish(completedSubject, forgedCompleted, signed(glKey, forgedCompleted))
