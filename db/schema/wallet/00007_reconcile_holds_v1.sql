@@ -12,7 +12,12 @@
 --   created_at  when it was placed
 --   finished_at when it was captured or voided; NULL while pending
 
+-- The index pages GET /v1/holds (created_at, id), the listing the GL's reconcile reads in API
+-- mode, as transfers_created_at_idx pages GET /v1/transfers.
+
 -- +goose Up
+CREATE INDEX holds_created_at_idx ON holds (created_at, id);
+
 CREATE VIEW reconcile_holds_v1 AS
 SELECT id, wallet_id, amount, currency, status, created_at, finished_at
 FROM holds;
@@ -22,3 +27,4 @@ COMMENT ON VIEW reconcile_holds_v1 IS
 
 -- +goose Down
 DROP VIEW reconcile_holds_v1;
+DROP INDEX holds_created_at_idx;
