@@ -106,10 +106,19 @@ func writeReconciliation(w io.Writer, indent string, r gl.Reconciliation) {
 			fmt.Fprintf(w, "%s%-9s %s\n", indent, strings.ToUpper(d.Kind), d.Detail)
 			continue
 		}
+		if d.HoldID != "" {
+			fmt.Fprintf(w, "%s%-9s hold %s (%s)%s: %s\n", indent, strings.ToUpper(d.Kind), d.HoldID, d.TransferID, entries, d.Detail)
+			continue
+		}
 		fmt.Fprintf(w, "%s%-9s transfer %s%s: %s\n", indent, strings.ToUpper(d.Kind), d.TransferID, entries, d.Detail)
 	}
 	for _, kind := range []string{gl.DiffMissing, gl.DiffExtra, gl.DiffDuplicate, gl.DiffMismatch} {
 		fmt.Fprintf(w, "%s%-9s %d\n", indent, kind, counts[kind])
+	}
+	if r.HoldsCompared {
+		fmt.Fprintf(w, "%swallet holds      %d (each compared with its placement and release)\n", indent, r.WalletHolds)
+	} else {
+		fmt.Fprintf(w, "%swallet holds      not published by the wallet: the GL's hold totals only\n", indent)
 	}
 	writeHolds(w, indent, r.Holds)
 	if r.Agree() {

@@ -52,7 +52,11 @@ func (r Reconciler) Reconcile(ctx context.Context) (Reconciliation, error) {
 	if err != nil {
 		return Reconciliation{}, fmt.Errorf("read the wallet's transfers: %w", err)
 	}
-	return r.Against(ctx, transfers)
+	holds, compared, err := readHolds(ctx, r.Source)
+	if err != nil {
+		return Reconciliation{}, err
+	}
+	return r.against(ctx, transfers, holds, compared)
 }
 
 // Against compares transfers, a listing of the wallet read earlier, with every entry the
@@ -62,6 +66,16 @@ func (r Reconciler) Reconcile(ctx context.Context) (Reconciliation, error) {
 // listing before it starts, so that transfers the wallet makes during the replay, which the
 // stream may not hold yet, are not taken for missing history.
 func (r Reconciler) Against(ctx context.Context, transfers []SourceTransfer) (Reconciliation, error) {
+	return r.against(ctx, transfers, nil, false)
+}
+
+// AgainstHolds is Against with holds, the wallet's holds listed with transfers (before the
+// entries), compared hold by hold (ReconcileHolds).
+func (r Reconciler) AgainstHolds(ctx context.Context, transfers []SourceTransfer, holds []SourceHold) (Reconciliation, error) {
+	return r.against(ctx, transfers, holds, true)
+}
+
+func (r Reconciler) against(ctx context.Context, transfers []SourceTransfer, holds []SourceHold, compareHolds bool) (Reconciliation, error) {
 	var entries []Entry
 	after := ""
 	for {
@@ -93,7 +107,14 @@ func (r Reconciler) Against(ctx context.Context, transfers []SourceTransfer) (Re
 			transfers = append(transfers, t)
 		}
 	}
-	return Reconcile(r.Rules, transfers, entries), nil
+	if !compareHolds {
+		return Reconcile(r.Rules, transfers, entries), nil
+	}
+	holds, err := rereadHolds(ctx, r.Source, holds, entries)
+	if err != nil {
+		return Reconciliation{}, err
+	}
+	return ReconcileWithHolds(r.Rules, transfers, holds, entries), nil
 }
 
 // Difference kinds found by Reconcile.
@@ -106,10 +127,13 @@ const (
 
 // Difference is one disagreement between the wallet and the GL, with the ids to look at.
 type Difference struct {
-	Kind       string   `json:"kind"`
-	TransferID string   `json:"transfer_id"`
-	EntryIDs   []string `json:"entry_ids,omitempty"`
-	Detail     string   `json:"detail"`
+	Kind       string `json:"kind"`
+	TransferID string `json:"transfer_id"`
+	// HoldID is, on a hold's difference, the hold (TransferID is then its movement's key,
+	// hold:<id>:placed or hold:<id>:released, as in the GL's entries).
+	HoldID   string   `json:"hold_id,omitempty"`
+	EntryIDs []string `json:"entry_ids,omitempty"`
+	Detail   string   `json:"detail"`
 }
 
 // Reconciliation is the outcome of comparing both sides.
@@ -121,6 +145,10 @@ type Reconciliation struct {
 	// hold account (DefaultHoldRules): the GL's own side of the holds, until the wallet
 	// publishes its holds for a reconciliation of each hold.
 	Holds []HoldTotal `json:"holds,omitempty"`
+	// HoldsCompared is true when the wallet's holds were read and compared with the GL's hold
+	// entries hold by hold (ReconcileHolds); WalletHolds is then how many it has.
+	HoldsCompared bool `json:"holds_compared"`
+	WalletHolds   int  `json:"wallet_holds"`
 }
 
 // HoldTotal is one currency's open holds (placed, not released) and the hold account's balance;
@@ -198,6 +226,20 @@ func (r Reconciliation) Agree() bool { return len(r.Differences) == 0 }
 // currency instead (HoldTotals by DefaultHoldRules), the hold account's balance against the
 // open holds.
 func Reconcile(rules Rules, transfers []SourceTransfer, entries []Entry) Reconciliation {
+	return reconcile(rules, transfers, entries, nil)
+}
+
+// ReconcileWithHolds is Reconcile, and compares each of the wallet's holds with the GL's hold
+// entries (ReconcileHolds by DefaultHoldRules) besides their totals.
+func ReconcileWithHolds(rules Rules, transfers []SourceTransfer, holds []SourceHold, entries []Entry) Reconciliation {
+	if holds == nil {
+		holds = []SourceHold{}
+	}
+	return reconcile(rules, transfers, entries, holds)
+}
+
+// reconcile compares holds too unless holds is nil.
+func reconcile(rules Rules, transfers []SourceTransfer, entries []Entry, holds []SourceHold) Reconciliation {
 	r := Reconciliation{Transfers: len(transfers), Differences: []Difference{}}
 	byTransfer := map[string][]Entry{}
 	for _, e := range entries {
@@ -224,6 +266,10 @@ func Reconcile(rules Rules, transfers []SourceTransfer, entries []Entry) Reconci
 		}
 	}
 	r.reversalTotals(transfers)
+	if holds != nil {
+		r.HoldsCompared, r.WalletHolds = true, len(holds)
+		r.Differences = append(r.Differences, ReconcileHolds(DefaultHoldRules, holds, entries)...)
+	}
 	for transferID, posted := range byTransfer {
 		if !known[transferID] {
 			r.add(DiffExtra, transferID, entryIDs(posted), "GL entry for a transfer the wallet does not have")

@@ -192,3 +192,114 @@ func TestReconcileChecksEachEntryAgainstTheRuleOfItsKindAndTime(t *testing.T) {
 		"kind-differs":           "a deposit in the wallet, posted as a transfer in the GL",
 	}, got)
 }
+
+func TestReconcileWithHoldsComparesEachHold(t *testing.T) {
+	t.Parallel()
+	place := func(id string, amount int64) gl.Entry {
+		return holdEntry(id, gl.HoldPlacedKey(id), amount, "2010", "2020")
+	}
+	release := func(id string, amount int64) gl.Entry {
+		return holdEntry(id, gl.HoldReleasedKey(id), amount, "2020", "2010")
+	}
+	hold := func(id string, amount int64, status string) gl.SourceHold {
+		return gl.SourceHold{ID: id, WalletID: "w", Amount: amount, Currency: "USD", Status: status}
+	}
+	holds := []gl.SourceHold{
+		hold("pending-ok", 10, gl.HoldPending),
+		hold("captured-ok", 20, gl.HoldCaptured),
+		hold("voided-ok", 30, gl.HoldVoided),
+		hold("pending-unposted", 40, gl.HoldPending),
+		hold("captured-unreleased", 50, gl.HoldCaptured),
+		hold("pending-released", 60, gl.HoldPending),
+		hold("wrong-amount", 70, gl.HoldPending),
+		hold("wrong-currency", 80, gl.HoldPending),
+	}
+	wrongCurrency := place("wrong-currency", 80)
+	wrongCurrency.Currency = "EUR"
+	entries := []gl.Entry{
+		place("pending-ok", 10),
+		place("captured-ok", 20), release("captured-ok", 20),
+		place("voided-ok", 30), release("voided-ok", 30),
+		place("captured-unreleased", 50),
+		place("pending-released", 60), release("pending-released", 60),
+		place("wrong-amount", 71),
+		wrongCurrency,
+		place("stranger", 5),
+	}
+	r := gl.ReconcileWithHolds(gl.DefaultRules(), nil, holds, entries)
+	require.True(t, r.HoldsCompared)
+	require.Equal(t, len(holds), r.WalletHolds)
+	got := map[string]string{}
+	for _, d := range r.Differences {
+		if d.Kind == gl.DiffHolds {
+			continue // 2020 against the GL's open holds: the currencies' totals
+		}
+		require.NotEmpty(t, d.HoldID, "%+v", d)
+		got[d.TransferID] = d.Kind
+	}
+	require.Equal(t, map[string]string{
+		gl.HoldPlacedKey("pending-unposted"):      gl.DiffMissing,
+		gl.HoldReleasedKey("captured-unreleased"): gl.DiffMissing,
+		gl.HoldReleasedKey("pending-released"):    gl.DiffExtra,
+		gl.HoldPlacedKey("wrong-amount"):          gl.DiffMismatch,
+		gl.HoldPlacedKey("wrong-currency"):        gl.DiffMismatch,
+		gl.HoldPlacedKey("stranger"):              gl.DiffExtra,
+	}, got)
+
+	ok := gl.ReconcileWithHolds(gl.DefaultRules(), nil, holds[:3], entries[:5])
+	require.True(t, ok.Agree(), "%+v", ok.Differences)
+	require.Equal(t, 3, ok.WalletHolds)
+
+	// Without the wallet's holds, only the totals, as before.
+	require.False(t, gl.Reconcile(gl.DefaultRules(), nil, entries[:5]).HoldsCompared)
+}
+
+// fakeHoldSource is a wallet with transfers and holds; holdLookups counts Hold calls.
+type fakeHoldSource struct {
+	fakeSource
+	holds       map[string]gl.SourceHold
+	listed      []gl.SourceHold
+	holdLookups []string
+}
+
+func (f *fakeHoldSource) Holds(context.Context) ([]gl.SourceHold, error) { return f.listed, nil }
+
+func (f *fakeHoldSource) Hold(_ context.Context, id string) (gl.SourceHold, bool, error) {
+	f.holdLookups = append(f.holdLookups, id)
+	h, ok := f.holds[id]
+	return h, ok, nil
+}
+
+func TestReconcilerRereadsHoldsThatMovedAfterTheListing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	// Listed pending; captured, and its release posted, before the entries were read.
+	listedPending := gl.SourceHold{ID: "h1", WalletID: "w", Amount: 10, Currency: "USD", Status: gl.HoldPending}
+	now := listedPending
+	now.Status = gl.HoldCaptured
+	// Placed after the listing.
+	late := gl.SourceHold{ID: "h2", WalletID: "w", Amount: 20, Currency: "USD", Status: gl.HoldPending}
+	source := &fakeHoldSource{
+		fakeSource: fakeSource{transfers: map[string]gl.SourceTransfer{}},
+		holds:      map[string]gl.SourceHold{"h1": now, "h2": late},
+		listed:     []gl.SourceHold{listedPending},
+	}
+	ledger := pagedLedger{
+		holdEntry("h1", gl.HoldPlacedKey("h1"), 10, "2010", "2020"),
+		holdEntry("h1", gl.HoldReleasedKey("h1"), 10, "2020", "2010"),
+		holdEntry("h2", gl.HoldPlacedKey("h2"), 20, "2010", "2020"),
+		holdEntry("gone", gl.HoldPlacedKey("gone"), 5, "2010", "2020"),
+	}
+	r := gl.Reconciler{Rules: gl.DefaultRules(), Source: source, Ledger: ledger}
+	rec, err := r.Reconcile(ctx)
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{"h1", "h2", "gone"}, source.holdLookups)
+	require.True(t, rec.HoldsCompared)
+	require.Equal(t, 2, rec.WalletHolds)
+	var kinds []string
+	for _, d := range rec.Differences {
+		kinds = append(kinds, d.Kind+" "+d.TransferID)
+	}
+	require.Contains(t, kinds, "extra "+gl.HoldPlacedKey("gone"))
+	require.NotContains(t, kinds, "extra "+gl.HoldReleasedKey("h1"), "h1 re-read: captured")
+}

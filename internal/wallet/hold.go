@@ -138,7 +138,20 @@ type HoldService interface {
 	CaptureHold(ctx context.Context, req CaptureRequest) (h Hold, replayed bool, err error)
 	// VoidHold releases a pending hold; a hold already voided is returned as it is.
 	VoidHold(ctx context.Context, id uuid.UUID) (Hold, error)
+	// ListHolds returns up to limit holds after the cursor, oldest first (GET /v1/holds, which
+	// the GL's reconcile reads).
+	ListHolds(ctx context.Context, after Cursor, limit int) (HoldPage, error)
 }
+
+// HoldPage is one page of holds, paged like transfers (Page).
+type HoldPage struct {
+	Holds []Hold
+	// Next is where the following page starts; the zero Cursor when this page is the last.
+	Next Cursor
+}
+
+// Cursor is where a listing after h starts.
+func (h Hold) Cursor() Cursor { return Cursor{CreatedAt: h.CreatedAt, ID: h.ID} }
 
 // ParseHoldID parses a hold id from a client; an id that is not a UUID names no hold.
 func ParseHoldID(s string) (uuid.UUID, error) {

@@ -24,3 +24,16 @@ LIMIT @row_limit;
 SELECT id, amount, currency, reverses_transfer_id, coalesce(kind, '')::text AS kind
 FROM reconcile_transfers_v3
 WHERE id = @id;
+
+-- name: ReconcileHolds :many
+-- ReconcileHolds pages through every hold in id order (the primary key's index).
+SELECT id, wallet_id, amount, currency, status
+FROM reconcile_holds_v1
+WHERE id > @after::uuid
+ORDER BY id
+LIMIT @row_limit;
+
+-- name: ReconcileHold :one
+SELECT id, wallet_id, amount, currency, status
+FROM reconcile_holds_v1
+WHERE id = @id;

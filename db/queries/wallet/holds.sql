@@ -63,3 +63,12 @@ VALUES (@id, @idempotency_key, @request_hash, @from_wallet_id, @to_wallet_id, @a
         sqlc.narg('created_by_key')::uuid, @hold_id)
 ON CONFLICT (idempotency_key) DO NOTHING
 RETURNING *;
+
+-- name: ListHolds :many
+-- Every hold, oldest first, with its capture's receiver (GET /v1/holds; holds_created_at_idx).
+SELECT sqlc.embed(h), coalesce(t.to_wallet_id, '')::text AS to_wallet_id
+FROM holds h
+LEFT JOIN transfers t ON t.id = h.capture_transfer_id
+WHERE (h.created_at, h.id) > (@after_created_at::timestamptz, @after_id::uuid)
+ORDER BY h.created_at, h.id
+LIMIT @row_limit;

@@ -158,3 +158,48 @@ func viewError(err error, format string, args ...any) error {
 	}
 	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), err)
 }
+
+// HoldsViewName is the view of the wallet's holds a WalletView reads (wallet 00007): a wallet
+// database without it, or a role not granted it, is reconciled without its holds
+// (gl.ErrNoHolds: the GL's hold totals only).
+const HoldsViewName = "reconcile_holds_v1"
+
+var _ gl.HoldSource = (*WalletView)(nil)
+
+// Holds pages through reconcile_holds_v1 in id order.
+func (v *WalletView) Holds(ctx context.Context) ([]gl.SourceHold, error) {
+	out := []gl.SourceHold{}
+	after := uuid.Nil
+	for {
+		rows, err := v.queries.ReconcileHolds(ctx, reconciledb.ReconcileHoldsParams{After: after, RowLimit: walletViewPage})
+		if viewUnreadable(err) {
+			return nil, fmt.Errorf("read the wallet's holds (view %s): %w: %w", HoldsViewName, gl.ErrNoHolds, interpretError(err))
+		}
+		if err != nil {
+			return nil, viewError(err, "read the wallet's holds")
+		}
+		for _, r := range rows {
+			out = append(out, gl.SourceHold{ID: r.ID.String(), WalletID: r.WalletID, Amount: r.Amount, Currency: r.Currency, Status: r.Status})
+			after = r.ID
+		}
+		if len(rows) < walletViewPage {
+			return out, nil
+		}
+	}
+}
+
+// Hold reads one hold; an id that is not a UUID is no hold of the wallet's.
+func (v *WalletView) Hold(ctx context.Context, id string) (gl.SourceHold, bool, error) {
+	uid, err := uuid.Parse(id)
+	if err != nil {
+		return gl.SourceHold{}, false, nil
+	}
+	r, err := v.queries.ReconcileHold(ctx, uid)
+	switch err := interpretError(err); {
+	case errors.Is(err, errNoRow):
+		return gl.SourceHold{}, false, nil
+	case err != nil:
+		return gl.SourceHold{}, false, fmt.Errorf("read the wallet's hold %s: %w", id, err)
+	}
+	return gl.SourceHold{ID: r.ID.String(), WalletID: r.WalletID, Amount: r.Amount, Currency: r.Currency, Status: r.Status}, true, nil
+}

@@ -39,7 +39,10 @@ func New(baseURL string) *Client {
 	return &Client{BaseURL: strings.TrimRight(baseURL, "/"), HTTP: &http.Client{Timeout: DefaultTimeout}}
 }
 
-var _ gl.TransferSource = (*Client)(nil)
+var (
+	_ gl.TransferSource = (*Client)(nil)
+	_ gl.HoldSource     = (*Client)(nil)
+)
 
 // transfer is the part of the wallet's transfer resource a reconciliation needs; the wallet's
 // other fields are ignored, so it may add fields without breaking the GL.
@@ -116,6 +119,12 @@ func (c *Client) Transfer(ctx context.Context, id string) (gl.SourceTransfer, bo
 
 // get fetches path into v; a 404 is found=false.
 func (c *Client) get(ctx context.Context, path string, v any) (found bool, err error) {
+	return c.getAllowing(ctx, path, v, http.StatusNotFound)
+}
+
+// getAllowing fetches path into v; an answer with status absent (404, or 405 too for a
+// listing a wallet without it answers as a method of another route) is found=false.
+func (c *Client) getAllowing(ctx context.Context, path string, v any, absent ...int) (found bool, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.BaseURL+path, nil)
 	if err != nil {
 		return false, fmt.Errorf("ask the wallet: %w", err)
@@ -133,8 +142,10 @@ func (c *Client) get(ctx context.Context, path string, v any) (found bool, err e
 		return false, fmt.Errorf("ask the wallet: %w", err)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusNotFound {
-		return false, nil
+	for _, status := range absent {
+		if resp.StatusCode == status {
+			return false, nil
+		}
 	}
 	if resp.StatusCode != http.StatusOK {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
@@ -147,4 +158,80 @@ func (c *Client) get(ctx context.Context, path string, v any) (found bool, err e
 		return false, fmt.Errorf("ask the wallet: decode GET %s: %w", path, err)
 	}
 	return true, nil
+}
+
+// hold is the part of the wallet's hold resource a reconciliation needs (GET /v1/holds,
+// GET /v1/holds/{id}); its other fields are ignored.
+type hold struct {
+	ID       string `json:"id"`
+	WalletID string `json:"wallet_id"`
+	Amount   int64  `json:"amount"`
+	Currency string `json:"currency"`
+	Status   string `json:"status"`
+}
+
+// holdPage is one answer of GET /v1/holds, paged like GET /v1/transfers.
+type holdPage struct {
+	Holds      []hold `json:"holds"`
+	NextCursor string `json:"next_cursor"`
+}
+
+func (h hold) source() (gl.SourceHold, error) {
+	if h.ID == "" || h.Currency == "" || h.Status == "" {
+		return gl.SourceHold{}, fmt.Errorf("the wallet answered a hold without an id, a currency or a status: %+v", h)
+	}
+	return gl.SourceHold{ID: h.ID, WalletID: h.WalletID, Amount: h.Amount, Currency: h.Currency, Status: h.Status}, nil
+}
+
+// Holds pages through GET /v1/holds. A wallet without that listing (404, or 405 from its
+// POST /v1/holds) publishes no holds: gl.ErrNoHolds.
+func (c *Client) Holds(ctx context.Context) ([]gl.SourceHold, error) {
+	size := c.PageSize
+	if size <= 0 || size > MaxPageSize {
+		size = MaxPageSize
+	}
+	out := []gl.SourceHold{}
+	cursor := ""
+	for {
+		q := url.Values{"limit": {strconv.Itoa(size)}}
+		if cursor != "" {
+			q.Set("after", cursor)
+		}
+		var p holdPage
+		found, err := c.getAllowing(ctx, "/v1/holds?"+q.Encode(), &p, http.StatusNotFound, http.StatusMethodNotAllowed)
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			if cursor != "" {
+				return nil, fmt.Errorf("ask the wallet: GET %s/v1/holds: not found after its first page", c.BaseURL)
+			}
+			return nil, fmt.Errorf("ask the wallet: GET %s/v1/holds: %w", c.BaseURL, gl.ErrNoHolds)
+		}
+		for _, h := range p.Holds {
+			sh, err := h.source()
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, sh)
+		}
+		if p.NextCursor == "" {
+			return out, nil
+		}
+		if p.NextCursor == cursor {
+			return nil, fmt.Errorf("ask the wallet: a page of holds with the same next_cursor as before (after %q)", cursor)
+		}
+		cursor = p.NextCursor
+	}
+}
+
+// Hold reads GET /v1/holds/{id}; a 404 is found=false.
+func (c *Client) Hold(ctx context.Context, id string) (gl.SourceHold, bool, error) {
+	var h hold
+	found, err := c.get(ctx, "/v1/holds/"+url.PathEscape(id), &h)
+	if err != nil || !found {
+		return gl.SourceHold{}, false, err
+	}
+	sh, err := h.source()
+	return sh, err == nil, err
 }

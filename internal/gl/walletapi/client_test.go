@@ -172,3 +172,42 @@ func TestAnythingButTheWalletsAnswerIsAnError(t *testing.T) {
 	_, err := walletapi.New("http://127.0.0.1:1").Transfers(context.Background())
 	require.ErrorContains(t, err, "ask the wallet")
 }
+
+func TestClientPagesHoldsAndSaysWhenTheWalletHasNone(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case r.URL.Path == "/v1/holds" && r.URL.Query().Get("after") == "":
+			_, _ = w.Write([]byte(`{"holds":[{"id":"h1","wallet_id":"alice","amount":5,"currency":"USD","status":"pending","expires_at":"2026-01-01T00:00:00Z"}],"next_cursor":"c1"}`))
+		case r.URL.Path == "/v1/holds" && r.URL.Query().Get("after") == "c1":
+			_, _ = w.Write([]byte(`{"holds":[{"id":"h2","wallet_id":"bob","amount":7,"currency":"EUR","status":"voided"}],"next_cursor":null}`))
+		case r.URL.Path == "/v1/holds/h2":
+			_, _ = w.Write([]byte(`{"id":"h2","wallet_id":"bob","amount":7,"currency":"EUR","status":"voided"}`))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	c := walletapi.New(srv.URL)
+	holds, err := c.Holds(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, []gl.SourceHold{
+		{ID: "h1", WalletID: "alice", Amount: 5, Currency: "USD", Status: gl.HoldPending},
+		{ID: "h2", WalletID: "bob", Amount: 7, Currency: "EUR", Status: gl.HoldVoided},
+	}, holds)
+	h, found, err := c.Hold(context.Background(), "h2")
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Equal(t, holds[1], h)
+	_, found, err = c.Hold(context.Background(), "nope")
+	require.NoError(t, err)
+	require.False(t, found)
+
+	old := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusMethodNotAllowed) // a wallet whose /v1/holds is POST only
+	}))
+	t.Cleanup(old.Close)
+	_, err = walletapi.New(old.URL).Holds(context.Background())
+	require.ErrorIs(t, err, gl.ErrNoHolds)
+}

@@ -208,3 +208,42 @@ func handleVoidHold(service wallet.HoldService) http.Handler {
 		web.Encode(w, r, http.StatusOK, toHoldJSON(h))
 	})
 }
+
+// handleListHolds pages through every hold, oldest first, like GET /v1/transfers: the listing
+// the GL's reconcile compares with its hold entries.
+func handleListHolds(service wallet.HoldService) http.Handler {
+	type response struct {
+		Holds      []holdJSON `json:"holds"`
+		NextCursor *string    `json:"next_cursor"` // null on the last page
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		query, err := web.Query(r)
+		if err != nil {
+			web.WriteProblem(w, r, err)
+			return
+		}
+		after, err := wallet.ParseCursor(query.Get("after"))
+		if err != nil {
+			web.WriteProblem(w, r, err)
+			return
+		}
+		limit, err := web.Limit(query, wallet.DefaultListLimit, wallet.MaxListLimit)
+		if err != nil {
+			web.WriteProblem(w, r, err)
+			return
+		}
+		page, err := service.ListHolds(r.Context(), after, limit)
+		if err != nil {
+			web.WriteProblem(w, r, err)
+			return
+		}
+		out := response{Holds: make([]holdJSON, 0, len(page.Holds))}
+		if next := page.Next.String(); next != "" {
+			out.NextCursor = &next
+		}
+		for _, h := range page.Holds {
+			out.Holds = append(out.Holds, toHoldJSON(h))
+		}
+		web.Encode(w, r, http.StatusOK, out)
+	})
+}

@@ -3,6 +3,8 @@ package httpapi_test
 import (
 	"context"
 	"net/http"
+	"net/url"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -139,4 +141,59 @@ func TestHoldRefusalsAndVoid(t *testing.T) {
 
 	res = b.do(t, http.MethodGet, "/v1/wallets/alice", nil, "")
 	require.JSONEq(t, `{"id":"alice","currency":"USD","balance":1000,"held":10,"available":990,"allow_negative":false}`, res.Body)
+}
+
+// TestHoldsListPagesEveryHold lists holds as the GL's reconcile does: every status, oldest
+// first, in pages, each answer checked against the OpenAPI document.
+func TestHoldsListPagesEveryHold(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var ids []string
+	for i, amount := range []int{100, 200, 300} {
+		res := b.hold(t, http.MethodPost, "/v1/holds", "hl-"+strconv.Itoa(i), `{"wallet_id":"alice","amount":`+strconv.Itoa(amount)+`,"expires_in":3600}`)
+		require.Equal(t, http.StatusCreated, res.Status, res.Body)
+		var h holdAnswer
+		res.Decode(t, &h)
+		ids = append(ids, h.ID)
+	}
+	res := b.hold(t, http.MethodPost, "/v1/holds/"+ids[1]+"/capture", "hl-c", `{"to_wallet_id":"bob","amount":150}`)
+	require.Equal(t, http.StatusCreated, res.Status, res.Body)
+	res = b.hold(t, http.MethodPost, "/v1/holds/"+ids[2]+"/void", "", "")
+	require.Equal(t, http.StatusOK, res.Status, res.Body)
+
+	type page struct {
+		Holds      []holdAnswer `json:"holds"`
+		NextCursor *string      `json:"next_cursor"`
+	}
+	var (
+		all    []holdAnswer
+		cursor string
+	)
+	for range 10 {
+		res := b.do(t, http.MethodGet, "/v1/holds?limit=2&after="+url.QueryEscape(cursor), nil, "")
+		require.Equal(t, http.StatusOK, res.Status, res.Body)
+		var p page
+		res.Decode(t, &p)
+		require.NotNil(t, p.Holds, "an empty page is an empty list, not null")
+		all = append(all, p.Holds...)
+		if p.NextCursor == nil {
+			break
+		}
+		cursor = *p.NextCursor
+	}
+	require.Len(t, all, 3)
+	got := map[string]holdAnswer{}
+	for i, h := range all {
+		require.Equal(t, ids[i], h.ID, "oldest first")
+		got[h.ID] = h
+	}
+	require.Equal(t, "pending", got[ids[0]].Status)
+	require.Equal(t, "captured", got[ids[1]].Status)
+	require.Equal(t, "bob", got[ids[1]].ToWalletID)
+	require.Equal(t, int64(200), got[ids[1]].Amount)
+	require.Equal(t, "voided", got[ids[2]].Status)
+
+	invalid := openapitest.Invalid(nil, "a bad query string")
+	b.do(t, http.MethodGet, "/v1/holds?limit=0", invalid, "").RequireProblem(t, 400, "invalid-limit")
+	b.do(t, http.MethodGet, "/v1/holds?after=%21%21", nil, "").RequireProblem(t, 400, "invalid-request")
 }

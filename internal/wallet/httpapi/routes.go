@@ -26,6 +26,7 @@ func addRoutes(mux *http.ServeMux, d Deps) {
 	mux.Handle("GET /v1/transfers/{id}/reversals", need(ScopeTransfersRead, handleListReversals(d.Service)))
 	mux.Handle("POST /v1/holds", need(ScopeTransfersWrite, handlePlaceHold(d.Service)))
 	mux.Handle("GET /v1/holds/{id}", need(ScopeTransfersRead, handleGetHold(d.Service)))
+	mux.Handle("GET /v1/holds", need(ScopeTransfersRead, handleListHolds(d.Service)))
 	mux.Handle("POST /v1/holds/{id}/capture", need(ScopeTransfersWrite, handleCaptureHold(d.Service)))
 	mux.Handle("POST /v1/holds/{id}/void", need(ScopeTransfersWrite, handleVoidHold(d.Service)))
 	mux.Handle("GET /v1/admin/outbox", need(ScopeOutboxAdmin, handleAdminOutbox(d.Admin)))

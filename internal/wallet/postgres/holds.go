@@ -186,6 +186,33 @@ func (s *Store) GetHold(ctx context.Context, id uuid.UUID) (wallet.Hold, error) 
 	return h, nil
 }
 
+// ListHolds returns up to limit holds after the cursor, oldest first. A limit out of range is
+// brought into 1..wallet.MaxListLimit (0 means wallet.DefaultListLimit).
+func (s *Store) ListHolds(ctx context.Context, after wallet.Cursor, limit int) (wallet.HoldPage, error) {
+	switch {
+	case limit <= 0:
+		limit = wallet.DefaultListLimit
+	case limit > wallet.MaxListLimit:
+		limit = wallet.MaxListLimit
+	}
+	rows, err := s.queries.ListHolds(ctx, walletdb.ListHoldsParams{
+		AfterCreatedAt: after.CreatedAt, AfterID: after.ID, RowLimit: int32(limit + 1), // one more: is there a next page?
+	})
+	if err != nil {
+		return wallet.HoldPage{}, fmt.Errorf("list holds: %w", interpretError(err))
+	}
+	more := len(rows) > limit
+	rows = rows[:min(len(rows), limit)]
+	page := wallet.HoldPage{Holds: make([]wallet.Hold, 0, len(rows))}
+	for _, row := range rows {
+		page.Holds = append(page.Holds, toHold(row.Hold, row.ToWalletID))
+	}
+	if more {
+		page.Next = page.Holds[len(page.Holds)-1].Cursor()
+	}
+	return page, nil
+}
+
 // holdWithReceiver is row as a wallet.Hold, with its capture's receiver when it was captured.
 func holdWithReceiver(ctx context.Context, q *walletdb.Queries, row walletdb.Hold) (wallet.Hold, error) {
 	if !row.CaptureTransferID.Valid {

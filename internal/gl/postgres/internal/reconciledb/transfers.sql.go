@@ -11,6 +11,81 @@ import (
 	"github.com/google/uuid"
 )
 
+const reconcileHold = `-- name: ReconcileHold :one
+SELECT id, wallet_id, amount, currency, status
+FROM reconcile_holds_v1
+WHERE id = $1
+`
+
+type ReconcileHoldRow struct {
+	ID       uuid.UUID
+	WalletID string
+	Amount   int64
+	Currency string
+	Status   string
+}
+
+func (q *Queries) ReconcileHold(ctx context.Context, id uuid.UUID) (ReconcileHoldRow, error) {
+	row := q.db.QueryRow(ctx, reconcileHold, id)
+	var i ReconcileHoldRow
+	err := row.Scan(
+		&i.ID,
+		&i.WalletID,
+		&i.Amount,
+		&i.Currency,
+		&i.Status,
+	)
+	return i, err
+}
+
+const reconcileHolds = `-- name: ReconcileHolds :many
+SELECT id, wallet_id, amount, currency, status
+FROM reconcile_holds_v1
+WHERE id > $1::uuid
+ORDER BY id
+LIMIT $2
+`
+
+type ReconcileHoldsParams struct {
+	After    uuid.UUID
+	RowLimit int32
+}
+
+type ReconcileHoldsRow struct {
+	ID       uuid.UUID
+	WalletID string
+	Amount   int64
+	Currency string
+	Status   string
+}
+
+// ReconcileHolds pages through every hold in id order (the primary key's index).
+func (q *Queries) ReconcileHolds(ctx context.Context, arg ReconcileHoldsParams) ([]ReconcileHoldsRow, error) {
+	rows, err := q.db.Query(ctx, reconcileHolds, arg.After, arg.RowLimit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ReconcileHoldsRow
+	for rows.Next() {
+		var i ReconcileHoldsRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.WalletID,
+			&i.Amount,
+			&i.Currency,
+			&i.Status,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const reconcileTransfer = `-- name: ReconcileTransfer :one
 SELECT id, amount, currency, reverses_transfer_id
 FROM reconcile_transfers_v2

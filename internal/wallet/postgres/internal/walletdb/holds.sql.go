@@ -279,6 +279,65 @@ func (q *Queries) InsertHold(ctx context.Context, arg InsertHoldParams) (Hold, e
 	return i, err
 }
 
+const listHolds = `-- name: ListHolds :many
+SELECT h.id, h.idempotency_key, h.request_hash, h.wallet_id, h.amount, h.currency, h.status, h.void_reason, h.expires_at, h.captured_amount, h.capture_transfer_id, h.placed_event_id, h.finished_event_id, h.created_by_key, h.created_at, h.finished_at, coalesce(t.to_wallet_id, '')::text AS to_wallet_id
+FROM holds h
+LEFT JOIN transfers t ON t.id = h.capture_transfer_id
+WHERE (h.created_at, h.id) > ($1::timestamptz, $2::uuid)
+ORDER BY h.created_at, h.id
+LIMIT $3
+`
+
+type ListHoldsParams struct {
+	AfterCreatedAt time.Time
+	AfterID        uuid.UUID
+	RowLimit       int32
+}
+
+type ListHoldsRow struct {
+	Hold       Hold
+	ToWalletID string
+}
+
+// Every hold, oldest first, with its capture's receiver (GET /v1/holds; holds_created_at_idx).
+func (q *Queries) ListHolds(ctx context.Context, arg ListHoldsParams) ([]ListHoldsRow, error) {
+	rows, err := q.db.Query(ctx, listHolds, arg.AfterCreatedAt, arg.AfterID, arg.RowLimit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListHoldsRow
+	for rows.Next() {
+		var i ListHoldsRow
+		if err := rows.Scan(
+			&i.Hold.ID,
+			&i.Hold.IdempotencyKey,
+			&i.Hold.RequestHash,
+			&i.Hold.WalletID,
+			&i.Hold.Amount,
+			&i.Hold.Currency,
+			&i.Hold.Status,
+			&i.Hold.VoidReason,
+			&i.Hold.ExpiresAt,
+			&i.Hold.CapturedAmount,
+			&i.Hold.CaptureTransferID,
+			&i.Hold.PlacedEventID,
+			&i.Hold.FinishedEventID,
+			&i.Hold.CreatedByKey,
+			&i.Hold.CreatedAt,
+			&i.Hold.FinishedAt,
+			&i.ToWalletID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const lockExpiredHolds = `-- name: LockExpiredHolds :many
 SELECT id, idempotency_key, request_hash, wallet_id, amount, currency, status, void_reason, expires_at, captured_amount, capture_transfer_id, placed_event_id, finished_event_id, created_by_key, created_at, finished_at FROM holds
 WHERE id = ANY ($1::uuid[]) AND status = 'pending' AND expires_at <= clock_timestamp()

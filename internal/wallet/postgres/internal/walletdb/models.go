@@ -90,6 +90,17 @@ type Outbox struct {
 	TraceContext *string
 }
 
+// Versioned read-only contract for the GL's reconciliation (gl reconcile): holds; columns never change, see db/schema/wallet/00007_reconcile_holds_v1.sql
+type ReconcileHoldsV1 struct {
+	ID         uuid.UUID
+	WalletID   string
+	Amount     int64
+	Currency   string
+	Status     string
+	CreatedAt  time.Time
+	FinishedAt *time.Time
+}
+
 type ReconcileTransfersV1 struct {
 	ID        uuid.UUID
 	Amount    int64
