@@ -217,17 +217,7 @@ func handleListHolds(service wallet.HoldService) http.Handler {
 		NextCursor *string    `json:"next_cursor"` // null on the last page
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		query, err := web.Query(r)
-		if err != nil {
-			web.WriteProblem(w, r, err)
-			return
-		}
-		after, err := wallet.ParseCursor(query.Get("after"))
-		if err != nil {
-			web.WriteProblem(w, r, err)
-			return
-		}
-		limit, err := web.Limit(query, wallet.DefaultListLimit, wallet.MaxListLimit)
+		after, limit, err := pageQuery(r)
 		if err != nil {
 			web.WriteProblem(w, r, err)
 			return

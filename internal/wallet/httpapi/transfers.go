@@ -257,6 +257,24 @@ func handleGetTransfer(service wallet.Service) http.Handler {
 	})
 }
 
+// pageQuery reads a listing's page from the query string: the cursor after which it starts
+// and how many rows it holds.
+func pageQuery(r *http.Request) (wallet.Cursor, int, error) {
+	query, err := web.Query(r)
+	if err != nil {
+		return wallet.Cursor{}, 0, err
+	}
+	after, err := wallet.ParseCursor(query.Get("after"))
+	if err != nil {
+		return wallet.Cursor{}, 0, err
+	}
+	limit, err := web.Limit(query, wallet.DefaultListLimit, wallet.MaxListLimit)
+	if err != nil {
+		return wallet.Cursor{}, 0, err
+	}
+	return after, limit, nil
+}
+
 // handleListTransfers pages through all transfers, oldest first, for reconciliation.
 func handleListTransfers(service wallet.Service) http.Handler {
 	type response struct {
@@ -264,17 +282,7 @@ func handleListTransfers(service wallet.Service) http.Handler {
 		NextCursor *string        `json:"next_cursor"` // null on the last page
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		query, err := web.Query(r)
-		if err != nil {
-			web.WriteProblem(w, r, err)
-			return
-		}
-		after, err := wallet.ParseCursor(query.Get("after"))
-		if err != nil {
-			web.WriteProblem(w, r, err)
-			return
-		}
-		limit, err := web.Limit(query, wallet.DefaultListLimit, wallet.MaxListLimit)
+		after, limit, err := pageQuery(r)
 		if err != nil {
 			web.WriteProblem(w, r, err)
 			return
