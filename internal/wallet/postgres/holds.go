@@ -189,12 +189,7 @@ func (s *Store) GetHold(ctx context.Context, id uuid.UUID) (wallet.Hold, error) 
 // ListHolds returns up to limit holds after the cursor, oldest first. A limit out of range is
 // brought into 1..wallet.MaxListLimit (0 means wallet.DefaultListLimit).
 func (s *Store) ListHolds(ctx context.Context, after wallet.Cursor, limit int) (wallet.HoldPage, error) {
-	switch {
-	case limit <= 0:
-		limit = wallet.DefaultListLimit
-	case limit > wallet.MaxListLimit:
-		limit = wallet.MaxListLimit
-	}
+	limit = pageLimit(limit)
 	rows, err := s.queries.ListHolds(ctx, walletdb.ListHoldsParams{
 		AfterCreatedAt: after.CreatedAt, AfterID: after.ID, RowLimit: int32(limit + 1), // one more: is there a next page?
 	})

@@ -402,15 +402,22 @@ func (s *Store) TransferByIdempotencyKey(ctx context.Context, key string) (walle
 	return toTransfer(row.Transfer, row.OutboxStatus), nil
 }
 
+// pageLimit brings a listing's limit into 1..wallet.MaxListLimit (0 means
+// wallet.DefaultListLimit).
+func pageLimit(limit int) int {
+	switch {
+	case limit <= 0:
+		return wallet.DefaultListLimit
+	case limit > wallet.MaxListLimit:
+		return wallet.MaxListLimit
+	}
+	return limit
+}
+
 // ListTransfers returns up to limit transfers after the cursor, oldest first. A limit out of
 // range is brought into 1..wallet.MaxListLimit (0 means wallet.DefaultListLimit).
 func (s *Store) ListTransfers(ctx context.Context, after wallet.Cursor, limit int) (wallet.Page, error) {
-	switch {
-	case limit <= 0:
-		limit = wallet.DefaultListLimit
-	case limit > wallet.MaxListLimit:
-		limit = wallet.MaxListLimit
-	}
+	limit = pageLimit(limit)
 	rows, err := s.queries.ListTransfers(ctx, walletdb.ListTransfersParams{
 		AfterCreatedAt: after.CreatedAt, AfterID: after.ID, RowLimit: int32(limit + 1), // one more: is there a next page?
 	})
