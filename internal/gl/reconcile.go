@@ -352,15 +352,21 @@ func mismatch(rules Rules, t SourceTransfer, e Entry, originals []Entry) string 
 		}
 		want = map[Direction]string{Debit: rule.DebitAccount, Credit: rule.CreditAccount}
 	}
-	if len(e.Lines) != 2 {
-		return fmt.Sprintf("entry has %d lines, the posting rule makes 2", len(e.Lines))
+	return linesMismatch(e.Lines, t.Amount, want, "the posting rule")
+}
+
+// linesMismatch explains how lines differ from the two a rule makes for amount: one on each
+// account of want, by direction; rule names the rule in the explanation.
+func linesMismatch(lines []Line, amount int64, want map[Direction]string, rule string) string {
+	if len(lines) != 2 {
+		return fmt.Sprintf("entry has %d lines, %s makes 2", len(lines), rule)
 	}
-	for _, l := range e.Lines {
-		if l.Amount != t.Amount {
-			return fmt.Sprintf("amount %d in the wallet, %s line of %d in the GL", t.Amount, l.Direction, l.Amount)
+	for _, l := range lines {
+		if l.Amount != amount {
+			return fmt.Sprintf("amount %d in the wallet, %s line of %d in the GL", amount, l.Direction, l.Amount)
 		}
 		if want[l.Direction] != l.AccountCode {
-			return fmt.Sprintf("%s line on account %s, the posting rule says %s", l.Direction, l.AccountCode, want[l.Direction])
+			return fmt.Sprintf("%s line on account %s, %s says %s", l.Direction, l.AccountCode, rule, want[l.Direction])
 		}
 		delete(want, l.Direction)
 	}

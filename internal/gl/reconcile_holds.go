@@ -157,21 +157,5 @@ func holdMismatch(rule PostingRule, h SourceHold, e Entry) string {
 	if e.Currency != h.Currency {
 		return fmt.Sprintf("currency %s in the wallet, %s in the GL", h.Currency, e.Currency)
 	}
-	if len(e.Lines) != 2 {
-		return fmt.Sprintf("entry has %d lines, the hold rule makes 2", len(e.Lines))
-	}
-	want := map[Direction]string{Debit: rule.DebitAccount, Credit: rule.CreditAccount}
-	for _, l := range e.Lines {
-		if l.Amount != h.Amount {
-			return fmt.Sprintf("amount %d in the wallet, %s line of %d in the GL", h.Amount, l.Direction, l.Amount)
-		}
-		if want[l.Direction] != l.AccountCode {
-			return fmt.Sprintf("%s line on account %s, the hold rule says %s", l.Direction, l.AccountCode, want[l.Direction])
-		}
-		delete(want, l.Direction)
-	}
-	if len(want) > 0 {
-		return "entry lacks a debit or a credit line"
-	}
-	return ""
+	return linesMismatch(e.Lines, h.Amount, map[Direction]string{Debit: rule.DebitAccount, Credit: rule.CreditAccount}, "the hold rule")
 }
