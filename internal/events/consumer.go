@@ -284,16 +284,17 @@ type delivery struct {
 	traceID string
 }
 
-// inspect reads a fetched message: its producer is verified first, before anything of it is
-// believed, then its envelope is decoded and its type checked.
-func (c *Consumer) inspect(msg jetstream.Msg) delivery {
+// inspect reads a fetched message whose signature was verified already (verified: nil, or
+// why its producer could not be verified): nothing of it is believed before that, then its
+// envelope is decoded and its type checked.
+func (c *Consumer) inspect(msg jetstream.Msg, verified error) delivery {
 	d := delivery{msg: msg}
 	if meta, err := msg.Metadata(); err == nil {
 		d.StreamSeq, d.delivered = meta.Sequence.Stream, meta.NumDelivered
 		c.cfg.Metrics.Pending(meta.NumPending) // what was still waiting when the message left the broker
 	}
-	if err := c.cfg.Trust.Verify(c.producer, msg.Data(), msg.Headers()); err != nil {
-		return unauthenticated(d, err)
+	if verified != nil {
+		return unauthenticated(d, verified)
 	}
 	d.Env, d.err = DecodeEnvelope(msg.Data())
 	d.EventID = d.Env.ID
@@ -309,26 +310,30 @@ func (c *Consumer) inspect(msg jetstream.Msg) delivery {
 	return c.startConsume(d) // only a verified message's trace context is believed
 }
 
-// inspectAll inspects msgs in order, split among up to parallel goroutines: verifying a
-// signature is most of a replay's work outside the database.
+// inspectAll verifies and inspects msgs in order, split among up to parallel goroutines:
+// verifying signatures is most of a replay's work outside the database. Each part's
+// signatures are verified as one batch (Trust.VerifyAll).
 func (c *Consumer) inspectAll(msgs []jetstream.Msg, parallel int) []delivery {
 	ds := make([]delivery, len(msgs))
 	parallel = min(max(parallel, 1), len(msgs))
-	if parallel <= 1 {
-		for i, msg := range msgs {
-			ds[i] = c.inspect(msg)
+	inspectPart := func(from, to int) {
+		signed := make([]Signed, to-from)
+		for i, msg := range msgs[from:to] {
+			signed[i] = Signed{Body: msg.Data(), Header: msg.Headers()}
 		}
+		for i, verified := range c.cfg.Trust.VerifyAll(c.producer, signed) {
+			ds[from+i] = c.inspect(msgs[from+i], verified)
+		}
+	}
+	if parallel <= 1 {
+		inspectPart(0, len(msgs))
 		return ds
 	}
 	var wg sync.WaitGroup
 	per := (len(msgs) + parallel - 1) / parallel
 	for from := 0; from < len(msgs); from += per {
 		to := min(from+per, len(msgs))
-		wg.Go(func() {
-			for i := from; i < to; i++ {
-				ds[i] = c.inspect(msgs[i])
-			}
-		})
+		wg.Go(func() { inspectPart(from, to) })
 	}
 	wg.Wait()
 	return ds

@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/nats-io/nats.go"
+	voied "github.com/oasisprotocol/curve25519-voi/primitives/ed25519"
 )
 
 // Signed events. Anyone who can publish on a producer's subject could otherwise make its
@@ -24,6 +25,13 @@ import (
 // keys of the one producer it trusts for its event type before anything is applied. An event
 // that is unsigned, badly signed or signed by another service is recorded failed, reason
 // unauthenticated, and never applied.
+//
+// Signing and verifying use curve25519-voi (crypto/ed25519's keys and signatures, about twice
+// as fast): a signature is RFC 8032's, deterministic, the same bytes crypto/ed25519 makes; a
+// consumer verifies with RFC 8032's cofactored equation (FIPS 186-5), a fetched batch at once
+// (VerifyAll: one multi-scalar multiplication for the batch, each message alone only when the
+// batch fails). The cofactored and cofactorless equations differ only for signatures made on
+// purpose with small-order points, which only a holder of a trusted private key can make.
 
 // The message headers that carry the signature: the signing key's id and the Ed25519 signature
 // of the message body, base64 (standard, padded).
@@ -105,20 +113,25 @@ func (k *SigningKey) Sign(msg *nats.Msg) {
 		msg.Header = nats.Header{}
 	}
 	msg.Header.Set(HeaderKeyID, k.pub.ID)
-	msg.Header.Set(HeaderSignature, base64.StdEncoding.EncodeToString(ed25519.Sign(k.key, msg.Data)))
+	msg.Header.Set(HeaderSignature, base64.StdEncoding.EncodeToString(voied.Sign(voied.PrivateKey(k.key), msg.Data)))
 }
 
 // Trust is what a consumer verifies events against: the public keys of the producers it
 // accepts, several per producer while a key is rotated. An insecure Trust (AcceptUnsigned)
 // verifies nothing.
 type Trust struct {
-	keys     map[string]PublicKey // by key id
+	keys     map[string]PublicKey                 // by key id
+	expanded map[string]*voied.ExpandedPublicKey // the same keys, decompressed once for verifying
 	insecure bool
 }
 
+// verifyOptions is how signatures are verified, alone and in batches: RFC 8032's cofactored
+// equation, canonical encodings (FIPS 186-5).
+var verifyOptions = &voied.Options{Verify: voied.VerifyOptionsFIPS_186_5}
+
 // NewTrust returns the trust of keys. A key id given twice must be the same key.
 func NewTrust(keys ...PublicKey) (*Trust, error) {
-	t := &Trust{keys: make(map[string]PublicKey, len(keys))}
+	t := &Trust{keys: make(map[string]PublicKey, len(keys)), expanded: make(map[string]*voied.ExpandedPublicKey, len(keys))}
 	for _, k := range keys {
 		if prev, ok := t.keys[k.ID]; ok && (prev.Service != k.Service || !prev.Key.Equal(k.Key)) {
 			return nil, fmt.Errorf("trusted key %s is given twice, for %s and %s", k.ID, prev.Service, k.Service)
@@ -126,7 +139,11 @@ func NewTrust(keys ...PublicKey) (*Trust, error) {
 		if KeyID(k.Key) != k.ID {
 			return nil, fmt.Errorf("trusted key of %s: id %s is not its key's (%s)", k.Service, k.ID, KeyID(k.Key))
 		}
-		t.keys[k.ID] = k
+		expanded, err := voied.NewExpandedPublicKey(voied.PublicKey(k.Key))
+		if err != nil {
+			return nil, fmt.Errorf("trusted key %s of %s: %w", k.ID, k.Service, err)
+		}
+		t.keys[k.ID], t.expanded[k.ID] = k, expanded
 	}
 	return t, nil
 }
@@ -154,25 +171,79 @@ func (t *Trust) Verify(producer string, body []byte, h nats.Header) error {
 	if t.insecure {
 		return nil
 	}
-	id, sig := h.Get(HeaderKeyID), h.Get(HeaderSignature)
-	if id == "" && sig == "" {
-		return Unauthenticated(errors.New("the event is unsigned"))
+	id, sig, err := t.signature(producer, h)
+	if err != nil {
+		return err
+	}
+	if !voied.VerifyExpandedWithOptions(t.expanded[id], body, sig, verifyOptions) {
+		return mismatch(id)
+	}
+	return nil
+}
+
+// Signed is a message as VerifyAll takes it: its body and its headers.
+type Signed struct {
+	Body   []byte
+	Header nats.Header
+}
+
+// VerifyAll verifies msgs as Verify verifies each, in one batch: errs[i] is msgs[i]'s error,
+// nil when it was signed by producer with a trusted key. A batch costs about a third of
+// verifying its signatures one by one; one bad signature in it has every message of the batch
+// verified alone, so that the others are still accepted.
+func (t *Trust) VerifyAll(producer string, msgs []Signed) []error {
+	errs := make([]error, len(msgs))
+	if t.insecure || len(msgs) == 0 {
+		return errs
+	}
+	batch := voied.NewBatchVerifierWithCapacity(len(msgs))
+	var ids []string
+	var in []int // the batch's entries: indexes into msgs
+	for i, m := range msgs {
+		id, sig, err := t.signature(producer, m.Header)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		batch.AddExpandedWithOptions(t.expanded[id], m.Body, sig, verifyOptions)
+		ids, in = append(ids, id), append(in, i)
+	}
+	if len(in) == 0 {
+		return errs
+	}
+	if ok, valid := batch.Verify(nil); !ok {
+		for j, i := range in {
+			if !valid[j] {
+				errs[i] = mismatch(ids[j])
+			}
+		}
+	}
+	return errs
+}
+
+// signature returns the id of the trusted key of producer that h names and the signature it
+// carries, or why the message cannot be producer's.
+func (t *Trust) signature(producer string, h nats.Header) (id string, sig []byte, err error) {
+	id, encoded := h.Get(HeaderKeyID), h.Get(HeaderSignature)
+	if id == "" && encoded == "" {
+		return "", nil, Unauthenticated(errors.New("the event is unsigned"))
 	}
 	key, ok := t.keys[id]
 	if !ok {
-		return Unauthenticated(fmt.Errorf("signed with key %q, which is not trusted", id))
+		return "", nil, Unauthenticated(fmt.Errorf("signed with key %q, which is not trusted", id))
 	}
 	if key.Service != producer {
-		return Unauthenticated(fmt.Errorf("signed by %s (key %s), but only %s publishes these events", key.Service, id, producer))
+		return "", nil, Unauthenticated(fmt.Errorf("signed by %s (key %s), but only %s publishes these events", key.Service, id, producer))
 	}
-	raw, err := base64.StdEncoding.DecodeString(sig)
-	if err != nil || len(raw) != ed25519.SignatureSize {
-		return Unauthenticated(fmt.Errorf("the signature of key %s is not a base64 Ed25519 signature", id))
+	sig, err = base64.StdEncoding.DecodeString(encoded)
+	if err != nil || len(sig) != ed25519.SignatureSize {
+		return "", nil, Unauthenticated(fmt.Errorf("the signature of key %s is not a base64 Ed25519 signature", id))
 	}
-	if !ed25519.Verify(key.Key, body, raw) {
-		return Unauthenticated(fmt.Errorf("the signature of key %s does not match the event's bytes", id))
-	}
-	return nil
+	return id, sig, nil
+}
+
+func mismatch(id string) error {
+	return Unauthenticated(fmt.Errorf("the signature of key %s does not match the event's bytes", id))
 }
 
 // The key files `<service> events keygen DIR` writes, and the services read

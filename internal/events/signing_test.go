@@ -9,6 +9,7 @@ import (
 	"encoding/pem"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -119,7 +120,7 @@ func TestTrustAcceptsAnEventOnlyFromItsProducer(t *testing.T) {
 		return msg.Header
 	}
 
-	for _, tc := range []struct {
+	cases := []struct {
 		name   string
 		header nats.Header
 		body   []byte
@@ -133,7 +134,9 @@ func TestTrustAcceptsAnEventOnlyFromItsProducer(t *testing.T) {
 		{"a real signature over altered bytes is refused", signed(walletOld, body), []byte(strings.Replace(string(body), "100", "500000000", 1)), "does not match"},
 		{"a signature that is not base64 is refused", nats.Header{events.HeaderKeyID: {walletOld.Public().ID}, events.HeaderSignature: {"%%%"}}, body, "not a base64 Ed25519 signature"},
 		{"a signature without its key id is refused", nats.Header{events.HeaderSignature: signed(walletOld, body)[events.HeaderSignature]}, body, "not trusted"},
-	} {
+		{"another event's signature is refused", signed(walletOld, []byte(`{"id":"e2"}`)), body, "does not match"},
+	}
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			err := trust.Verify(events.SourceWallet, tc.body, tc.header)
 			if tc.err == "" {
@@ -144,6 +147,51 @@ func TestTrustAcceptsAnEventOnlyFromItsProducer(t *testing.T) {
 			require.ErrorContains(t, err, tc.err)
 		})
 	}
+
+	t.Run("a batch verifies each message as Verify does", func(t *testing.T) {
+		// Every case above in one batch, and again each among good messages, so that the batch's
+		// own check fails and each message is verified alone.
+		var msgs []events.Signed
+		var want []string
+		for range 20 {
+			msgs = append(msgs, events.Signed{Body: body, Header: signed(walletNew, body)})
+			want = append(want, "")
+		}
+		for _, tc := range cases {
+			msgs = append(msgs, events.Signed{Body: tc.body, Header: tc.header})
+			want = append(want, tc.err)
+		}
+		errs := trust.VerifyAll(events.SourceWallet, msgs)
+		require.Len(t, errs, len(msgs))
+		for i, err := range errs {
+			if want[i] == "" {
+				require.NoError(t, err, "message %d", i)
+				continue
+			}
+			require.ErrorIs(t, err, events.ErrUnauthenticated, "message %d", i)
+			require.ErrorContains(t, err, want[i], "message %d", i)
+		}
+		require.Equal(t, []error{nil}, trust.VerifyAll(events.SourceWallet, msgs[:1]), "a batch of one")
+		require.Empty(t, trust.VerifyAll(events.SourceWallet, nil))
+		require.Equal(t, make([]error, 2), events.AcceptUnsigned().VerifyAll(events.SourceWallet, []events.Signed{{Body: body}, {Body: body}}))
+	})
+	t.Run("a signature is crypto/ed25519's, both ways", func(t *testing.T) {
+		dir := t.TempDir()
+		_, _, err := events.WriteKeyFiles(dir, walletOld)
+		require.NoError(t, err)
+		private, _ := events.KeyFiles(dir, events.SourceWallet)
+		raw, err := os.ReadFile(private)
+		require.NoError(t, err)
+		block, _ := pem.Decode(raw)
+		parsed, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+		require.NoError(t, err)
+		std := parsed.(ed25519.PrivateKey)
+		header := signed(walletOld, body)
+		sig, err := base64.StdEncoding.DecodeString(header.Get(events.HeaderSignature))
+		require.NoError(t, err)
+		require.Equal(t, ed25519.Sign(std, body), sig, "the same deterministic signature crypto/ed25519 makes")
+		require.True(t, ed25519.Verify(walletOld.Public().Key, body, sig))
+	})
 
 	require.NoError(t, events.AcceptUnsigned().Verify(events.SourceWallet, body, nil), "the insecure trust verifies nothing")
 	_, err = events.NewTrust(events.PublicKey{Service: events.SourceGL, ID: walletOld.Public().ID, Key: walletOld.Public().Key})
@@ -357,6 +405,22 @@ func BenchmarkSignAndVerify(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+	})
+	b.Run("verify a batch of 100", func(b *testing.B) {
+		batch := make([]events.Signed, 100)
+		for i := range batch {
+			m := &nats.Msg{Data: append(slices.Clone(body), byte('0'+i%10))}
+			key.Sign(m)
+			batch[i] = events.Signed{Body: m.Data, Header: m.Header}
+		}
+		for b.Loop() {
+			for _, err := range trust.VerifyAll(events.SourceWallet, batch) {
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(batch)), "ns/event")
 	})
 	b.ReportMetric(float64(len(body)), "envelope-bytes")
 }
