@@ -120,7 +120,7 @@ func (k *SigningKey) Sign(msg *nats.Msg) {
 // accepts, several per producer while a key is rotated. An insecure Trust (AcceptUnsigned)
 // verifies nothing.
 type Trust struct {
-	keys     map[string]PublicKey                 // by key id
+	keys     map[string]PublicKey                // by key id
 	expanded map[string]*voied.ExpandedPublicKey // the same keys, decompressed once for verifying
 	insecure bool
 }
