@@ -262,7 +262,7 @@ func TestReplayRebuildsTheLiveLedger(t *testing.T) {
 
 	t.Run("a batch or a concurrency below 1 is refused", func(t *testing.T) {
 		_, _, err := runGL(t, b.env(b.liveURL), "replay", "--from-start", "--batch", "0", "--into", testenv.DatabaseURL(t))
-		require.ErrorContains(t, err, "--batch (0) and --concurrency (2) must be at least 1")
+		require.ErrorContains(t, err, "--batch (0) and --concurrency (3) must be at least 1")
 	})
 
 	t.Run("without --from-start it refuses to guess", func(t *testing.T) {

@@ -363,10 +363,11 @@ func unauthenticated(d delivery, cause error) delivery {
 }
 
 // The replay's settings when ReplayOptions leaves them zero: one acknowledgment event per
-// transaction, and a transaction committing while the next one is written.
+// transaction, and three transactions in flight while the next batch is fetched and verified
+// (on two cores, 11.2k events/s against 10.1k with two and 10.8k with four: BenchmarkReplay).
 const (
 	DefaultReplayBatchSize   = MaxPostingsPerEvent
-	DefaultReplayConcurrency = 2
+	DefaultReplayConcurrency = 3
 )
 
 // ReplayOptions are the settings of Consumer.Replay; zero values take the defaults.
