@@ -100,6 +100,7 @@ func Run(ctx context.Context, opts Options, out io.Writer) (rep *Report, err err
 			return rep, err
 		}
 	}
+	rep.Host.NATSServer = natsServerVersion(ctx, natsBin)
 
 	sys, err := startSystem(ctx, opts, runID, dir, bins, natsBin)
 	defer func() {
@@ -649,6 +650,16 @@ func hostInfo(ctx context.Context, opts Options) Host {
 		h.Go = strings.TrimSpace(string(out))
 	}
 	return h
+}
+
+// natsServerVersion is what bin --version says, "nats-server v2.9.10" (issue 16: the figures
+// say which broker they used); "nats-server, version unknown" when it says nothing.
+func natsServerVersion(ctx context.Context, bin string) string {
+	out, err := exec.CommandContext(ctx, bin, "--version").Output()
+	if version := strings.TrimPrefix(strings.TrimSpace(string(out)), "nats-server: "); err == nil && version != "" {
+		return "nats-server " + version
+	}
+	return "nats-server, version unknown"
 }
 
 func firstLine(s string) string {

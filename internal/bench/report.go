@@ -43,6 +43,7 @@ type Host struct {
 	Cores             int    `json:"cores"`
 	LoadAvg           string `json:"loadavg_at_start"`
 	PostgreSQL        string `json:"postgresql"`
+	NATSServer        string `json:"nats_server"` // the broker of the run, with its version
 	SynchronousCommit string `json:"synchronous_commit"`
 	Go                string `json:"go"`
 }
@@ -483,8 +484,8 @@ func cpuText(c CPUUse) string {
 func (r *Report) Markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# walletgl benchmark, %s\n\n", r.Started.Format("2006-01-02 15:04 MST"))
-	fmt.Fprintf(&b, "%d cores%s, %s; load average at start %s; synchronous_commit=%s. Elapsed %s.\n\n",
-		r.Cores, quickNote(r), firstWords(r.Host.PostgreSQL, 2), r.Host.LoadAvg, r.Host.SynchronousCommit, r.Elapsed)
+	fmt.Fprintf(&b, "%d cores%s, %s, %s; load average at start %s; synchronous_commit=%s. Elapsed %s.\n\n",
+		r.Cores, quickNote(r), firstWords(r.Host.PostgreSQL, 2), r.Host.NATSServer, r.Host.LoadAvg, r.Host.SynchronousCommit, r.Elapsed)
 	if len(r.Options.WalletEnv)+len(r.Options.GLEnv) > 0 {
 		// A run with settings of its own (an unsigned run of a pair, a larger batch) says so.
 		fmt.Fprintf(&b, "Settings added: wallet `%s`; gl `%s`.\n\n", strings.Join(r.Options.WalletEnv, ","), strings.Join(r.Options.GLEnv, ","))

@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -112,4 +114,18 @@ func TestParseReplayReadsTheSummary(t *testing.T) {
 	require.Equal(t, 9876.0, rate)
 	_, _, err = ParseReplay("gl replay: nothing\n")
 	require.Error(t, err)
+}
+
+// The summary says which broker the figures used (issue 16: a current nats-server or Debian's
+// 2.9), as the built binary reports itself.
+func TestTheSummaryNamesTheBroker(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	bin := dir + "/nats-server"
+	require.NoError(t, os.WriteFile(bin, []byte("#!/bin/sh\necho 'nats-server: v2.9.10'\n"), 0o755))
+	rep := &Report{Started: time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC), Cores: 2}
+	rep.Host.PostgreSQL = "PostgreSQL 15.20 on x86_64"
+	rep.Host.NATSServer = natsServerVersion(context.Background(), bin)
+	require.Contains(t, rep.Markdown(), "2 cores, PostgreSQL 15.20, nats-server v2.9.10; ")
+	require.Equal(t, "nats-server, version unknown", natsServerVersion(context.Background(), dir+"/missing"))
 }
