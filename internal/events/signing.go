@@ -168,17 +168,7 @@ func (t *Trust) Has(service string) bool {
 // Verify checks that body was signed by producer with one of its trusted keys, as the headers
 // say. Its errors are Unauthenticated.
 func (t *Trust) Verify(producer string, body []byte, h nats.Header) error {
-	if t.insecure {
-		return nil
-	}
-	id, sig, err := t.signature(producer, h)
-	if err != nil {
-		return err
-	}
-	if !voied.VerifyExpandedWithOptions(t.expanded[id], body, sig, verifyOptions) {
-		return mismatch(id)
-	}
-	return nil
+	return t.VerifyAll(producer, []Signed{{Body: body, Header: h}})[0]
 }
 
 // Signed is a message as VerifyAll takes it: its body and its headers.
@@ -187,34 +177,49 @@ type Signed struct {
 	Header nats.Header
 }
 
-// VerifyAll verifies msgs as Verify verifies each, in one batch: errs[i] is msgs[i]'s error,
-// nil when it was signed by producer with a trusted key. A batch costs about a third of
-// verifying its signatures one by one; one bad signature in it has every message of the batch
-// verified alone, so that the others are still accepted.
+// VerifyAll verifies msgs as one batch: errs[i] is msgs[i]'s error, Unauthenticated, or nil
+// when it was signed by producer with one of its trusted keys, as its headers say. A batch
+// costs about a third of verifying its signatures one by one; one bad signature in it has
+// every message of the batch verified alone, so that the others are still accepted. A single
+// signature is verified alone.
 func (t *Trust) VerifyAll(producer string, msgs []Signed) []error {
 	errs := make([]error, len(msgs))
-	if t.insecure || len(msgs) == 0 {
+	if t.insecure {
 		return errs
 	}
-	batch := voied.NewBatchVerifierWithCapacity(len(msgs))
-	var ids []string
-	var in []int // the batch's entries: indexes into msgs
+	type signed struct {
+		msg     int // index into msgs
+		keyID   string
+		sig     []byte
+		message []byte
+	}
+	var entries []signed
 	for i, m := range msgs {
 		id, sig, err := t.signature(producer, m.Header)
 		if err != nil {
 			errs[i] = err
 			continue
 		}
-		batch.AddExpandedWithOptions(t.expanded[id], m.Body, sig, verifyOptions)
-		ids, in = append(ids, id), append(in, i)
+		entries = append(entries, signed{msg: i, keyID: id, sig: sig, message: m.Body})
 	}
-	if len(in) == 0 {
+	switch len(entries) {
+	case 0:
+		return errs
+	case 1: // a batch of one costs more than verifying it alone
+		e := entries[0]
+		if !voied.VerifyExpandedWithOptions(t.expanded[e.keyID], e.message, e.sig, verifyOptions) {
+			errs[e.msg] = mismatch(e.keyID)
+		}
 		return errs
 	}
+	batch := voied.NewBatchVerifierWithCapacity(len(entries))
+	for _, e := range entries {
+		batch.AddExpandedWithOptions(t.expanded[e.keyID], e.message, e.sig, verifyOptions)
+	}
 	if ok, valid := batch.Verify(nil); !ok {
-		for j, i := range in {
+		for j, e := range entries {
 			if !valid[j] {
-				errs[i] = mismatch(ids[j])
+				errs[e.msg] = mismatch(e.keyID)
 			}
 		}
 	}
