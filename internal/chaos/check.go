@@ -34,8 +34,12 @@ type Counts struct {
 	Faults           int   `json:"faults"`
 }
 
-// waitQuiet waits until every outbox row in both databases is terminal and the GL has as many
-// entries as the wallet has transfers.
+// waitQuiet waits until every outbox row in both databases is terminal, the GL has as many
+// entries as the wallet has transfers, and no hold of the load's 1 s expiry is still pending:
+// a hold placed just before the load ended expires after it, and the expiry worker voids it
+// within its interval (a pending hold that is not yet past its expiry must be waited for too,
+// or the check would find it pending a moment later). The load's other holds expire in an hour
+// or a week.
 func waitQuiet(ctx context.Context, s *System, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
@@ -43,7 +47,7 @@ func waitQuiet(ctx context.Context, s *System, timeout time.Duration) error {
 		err := s.WalletDB.QueryRow(ctx, `SELECT
 			(SELECT count(*) FROM outbox WHERE status NOT IN ('acknowledged', 'dead_letter')),
 			(SELECT count(*) FROM transfers),
-			(SELECT count(*) FROM holds WHERE status = 'pending' AND expires_at < clock_timestamp())`).Scan(&walletOpen, &transfers, &expired)
+			(SELECT count(*) FROM holds WHERE status = 'pending' AND expires_at < clock_timestamp() + interval '1 minute')`).Scan(&walletOpen, &transfers, &expired)
 		if err == nil {
 			err = s.GLDB.QueryRow(ctx, `SELECT
 				(SELECT count(*) FROM outbox WHERE status NOT IN ('acknowledged', 'dead_letter')),
@@ -53,7 +57,7 @@ func waitQuiet(ctx context.Context, s *System, timeout time.Duration) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("not quiet after %s: wallet outbox open %d, gl outbox open %d, transfers %d, entries %d, holds past their expiry still pending %d (last error: %v)",
+			return fmt.Errorf("not quiet after %s: wallet outbox open %d, gl outbox open %d, transfers %d, entries %d, holds expiring within a minute still pending %d (last error: %v)",
 				timeout, walletOpen, glOpen, transfers, entries, expired, err)
 		}
 		select {
