@@ -82,16 +82,24 @@ func urlSets(url, name string) bool {
 	return strings.Contains(lower, name+"=") || strings.Contains(lower, name+"%3d")
 }
 
-// planEachExecution has the server plan every execution of a prepared statement for its
-// parameters (plan_cache_mode = force_custom_plan) unless the URL sets plan_cache_mode itself
-// (options=-c plan_cache_mode=…). The hot statements take arrays (id = ANY($1)) on tables that
-// start empty and grow; a cached generic plan is made once, when they are small, and kept until
-// the statistics change. Where nothing analyzes them (autovacuum off, as on the machines this
-// project runs on), it stays a sequential scan of the whole table for every batch, which cost
-// the wallet's database about three times the CPU per transfer (docs/bench.md).
+// planEachExecution has the server plan every execution of the services' own statements for
+// its parameters, unless the URL chooses pgx's default_query_exec_mode itself: statements go
+// out unnamed (pgx's cache_describe: their descriptions cached, one round trip each), and an
+// unnamed statement is planned at each Bind with the values it gets. The hot statements take
+// arrays (id = ANY($1)) on tables that start empty and grow; a cached generic plan is made once,
+// when they are small, and kept until the statistics change. Where nothing analyzes them
+// (autovacuum off, as on the machines this project runs on), it stays a sequential scan of the
+// whole table for every batch, which cost the wallet's database about three times the CPU per
+// transfer (docs/bench.md).
+//
+// It is not the session's plan_cache_mode = force_custom_plan, which this did before: that
+// also planned anew every query run inside the database for each row, the foreign-key checks
+// of every inserted line and transfer and the triggers' queries, about half of the GL's
+// database CPU per posting (docs/bench.md, session 7). Those keep the server's plan caching:
+// each looks one row up by its key.
 func planEachExecution(cfg *pgxpool.Config, url string) {
-	if !strings.Contains(url, "plan_cache_mode") {
-		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
+	if !strings.Contains(url, "default_query_exec_mode") {
+		cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
 	}
 }
 
