@@ -13,24 +13,31 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"walletgl/internal/database"
 	"walletgl/internal/testenv"
 )
 
-func setting(t *testing.T, url string, bookkeeping bool, name string) string {
+// openPool opens a pool of one connection as a service does (bookkeeping: the relay's pool),
+// closed when the test ends.
+func openPool(t *testing.T, url string, bookkeeping bool) *pgxpool.Pool {
 	t.Helper()
-	ctx := context.Background()
 	open := database.Open
 	if bookkeeping {
 		open = database.OpenBookkeeping
 	}
-	pool, err := open(ctx, url, 1)
+	pool, err := open(context.Background(), url, 1)
 	require.NoError(t, err)
-	defer pool.Close()
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+func setting(t *testing.T, url string, bookkeeping bool, name string) string {
+	t.Helper()
 	var value string
-	require.NoError(t, pool.QueryRow(ctx, "SHOW "+name).Scan(&value))
+	require.NoError(t, openPool(t, url, bookkeeping).QueryRow(context.Background(), "SHOW "+name).Scan(&value))
 	return value
 }
 
@@ -39,13 +46,7 @@ func setting(t *testing.T, url string, bookkeeping bool, name string) string {
 func namedStatements(t *testing.T, url string, bookkeeping bool) int {
 	t.Helper()
 	ctx := context.Background()
-	open := database.Open
-	if bookkeeping {
-		open = database.OpenBookkeeping
-	}
-	pool, err := open(ctx, url, 1)
-	require.NoError(t, err)
-	defer pool.Close()
+	pool := openPool(t, url, bookkeeping)
 	for i := range 3 {
 		var n int
 		require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM pg_class WHERE relpages >= $1", i).Scan(&n))
