@@ -149,8 +149,8 @@ func TestTrustAcceptsAnEventOnlyFromItsProducer(t *testing.T) {
 	}
 
 	t.Run("a batch verifies each message as Verify does", func(t *testing.T) {
-		// Every case above in one batch, and again each among good messages, so that the batch's
-		// own check fails and each message is verified alone.
+		// Every case above in one batch among 20 good messages: the bad ones make the batch's own
+		// check fail, so each message is verified alone and only the bad ones are refused.
 		var msgs []events.Signed
 		var want []string
 		for range 20 {
@@ -175,7 +175,7 @@ func TestTrustAcceptsAnEventOnlyFromItsProducer(t *testing.T) {
 		require.Empty(t, trust.VerifyAll(events.SourceWallet, nil))
 		require.Equal(t, make([]error, 2), events.AcceptUnsigned().VerifyAll(events.SourceWallet, []events.Signed{{Body: body}, {Body: body}}))
 	})
-	t.Run("a signature is crypto/ed25519's, both ways", func(t *testing.T) {
+	t.Run("a signature is the one crypto/ed25519 makes, and crypto/ed25519 verifies it", func(t *testing.T) {
 		dir := t.TempDir()
 		_, _, err := events.WriteKeyFiles(dir, walletOld)
 		require.NoError(t, err)
