@@ -346,12 +346,21 @@ func TestADatabaseSlowerThanTheAckWaitFailsNoEvent(t *testing.T) {
 	require.Eventually(t, func() bool { return c.Stats().Retried >= 3*int64(len(ids)) }, 30*time.Second, 20*time.Millisecond)
 	require.NoError(t, lock.Rollback(ctx))
 
-	require.Eventually(t, func() bool { return c.Stats().Processed == int64(len(ids)) }, 60*time.Second, 20*time.Millisecond)
+	// The inbox, not the consumer's counters, says what was applied: a commit that outran its
+	// deadline as the lock went may have committed, and its redelivery then counts as a duplicate.
+	inbox := func() map[string]int64 {
+		counts, err := eventsdb.New(b.pool).InboxStatusCounts(ctx)
+		if err != nil {
+			return nil
+		}
+		byStatus := map[string]int64{}
+		for _, row := range counts {
+			byStatus[row.Status] = row.Count
+		}
+		return byStatus
+	}
+	require.Eventually(t, func() bool { return inbox()[events.StatusProcessed] == int64(len(ids)) }, 60*time.Second, 20*time.Millisecond)
 	stop()
 	require.Zero(t, c.Stats().Failed)
-	counts, err := eventsdb.New(b.pool).InboxStatusCounts(ctx)
-	require.NoError(t, err)
-	require.Len(t, counts, 1)
-	require.Equal(t, events.StatusProcessed, counts[0].Status)
-	require.Equal(t, int64(len(ids)), counts[0].Count)
+	require.Equal(t, map[string]int64{events.StatusProcessed: int64(len(ids))}, inbox(), "every event processed, none failed")
 }
