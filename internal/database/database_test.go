@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -75,6 +76,39 @@ func TestPoolsPlanEachExecutionUnlessTheURLSaysOtherwise(t *testing.T) {
 		require.Zero(t, namedStatements(t, url, bookkeeping), "bookkeeping %v", bookkeeping)
 		require.Equal(t, "auto", setting(t, url, bookkeeping, "plan_cache_mode"), "bookkeeping %v", bookkeeping)
 		require.Positive(t, namedStatements(t, url+"&default_query_exec_mode=cache_statement", bookkeeping), "bookkeeping %v", bookkeeping)
+	}
+}
+
+// The pools know github.com/google/uuid's types (EncodeUUIDsDirectly): ids, arrays of ids and
+// nullable ids go out and come back as they were, and the connection's type map decodes a uuid
+// as a uuid.UUID, which it does only with the types registered.
+func TestPoolsEncodeUUIDsAsTheirOwnType(t *testing.T) {
+	t.Parallel()
+	url := testenv.DatabaseURL(t)
+	ctx := context.Background()
+	ids := []uuid.UUID{uuid.New(), uuid.New(), uuid.New()}
+	for _, bookkeeping := range []bool{false, true} {
+		pool := openPool(t, url, bookkeeping)
+		var (
+			back    []uuid.UUID
+			one     uuid.UUID
+			null    uuid.NullUUID
+			present uuid.NullUUID
+		)
+		require.NoError(t, pool.QueryRow(ctx, "SELECT $1::uuid[], $2::uuid, $3::uuid, $4::uuid",
+			ids, ids[0], uuid.NullUUID{}, uuid.NullUUID{UUID: ids[1], Valid: true}).Scan(&back, &one, &null, &present))
+		require.Equal(t, ids, back, "bookkeeping %v", bookkeeping)
+		require.Equal(t, ids[0], one)
+		require.False(t, null.Valid)
+		require.Equal(t, uuid.NullUUID{UUID: ids[1], Valid: true}, present)
+
+		rows, err := pool.Query(ctx, "SELECT $1::uuid", ids[2])
+		require.NoError(t, err)
+		require.True(t, rows.Next())
+		values, err := rows.Values()
+		require.NoError(t, err)
+		rows.Close()
+		require.Equal(t, []any{ids[2]}, values, "bookkeeping %v: decoded as uuid.UUID", bookkeeping)
 	}
 }
 

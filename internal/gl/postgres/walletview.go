@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"walletgl/internal/database"
 	"walletgl/internal/gl"
 	"walletgl/internal/gl/postgres/internal/reconciledb"
 )
@@ -44,6 +45,7 @@ func OpenWalletView(ctx context.Context, dbURL string) (*WalletView, error) {
 	}
 	cfg.MaxConns = 2
 	cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
+	database.EncodeUUIDsDirectly(cfg)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open the wallet's database: %w", err)
