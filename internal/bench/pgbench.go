@@ -349,8 +349,9 @@ func ParsePgbench(out string) (tps, latencyMS float64, processed, failed int64, 
 }
 
 // pgbenchArgs are pgbench's arguments for running s, written at path, against dbURL with clients
-// connections, in prepared mode like pgx's statement cache and without pgbench's own vacuum (the
-// tables are not pgbench's); length is how long: "-T", "<seconds>" or "-t", "<transactions>".
+// connections, in prepared mode (parsed once, generic plans: the best this SQL can do; the
+// services plan each execution, docs/bench.md) and without pgbench's own vacuum (the tables are
+// not pgbench's); length is how long: "-T", "<seconds>" or "-t", "<transactions>".
 func pgbenchArgs(s Script, path, dbURL string, clients int, length ...string) []string {
 	args := []string{"-n", "-M", "prepared", "-c", strconv.Itoa(clients), "-j", strconv.Itoa(min(clients, 2))}
 	args = append(args, length...)
