@@ -398,6 +398,7 @@ func measureLimits(ctx context.Context, opts Options, runID, dir string, out io.
 	fmt.Fprintf(out, "pgbench (the limit): wallet transaction at %d clients, GL batch of %d at %d and 2 clients, relay claim+mark of %d at 1 and 2 clients, %s each …\n",
 		opts.Clients, opts.GLBatch, opts.Clients, RelayBatch, opts.PgbenchTime)
 	lim.Wallet = runPgbench(ctx, bin, dir, walletURL, walletScript, opts.Clients, opts.PgbenchTime)
+	lim.WalletUnnamed = runPgbenchWith(ctx, bin, dir, walletURL, ProtocolUnnamed, walletScript, opts.Clients, opts.PgbenchTime)
 	lim.GL = runPgbench(ctx, bin, dir, glURL, glScript, opts.Clients, opts.PgbenchTime)
 	lim.GLTwoClients = runPgbench(ctx, bin, dir, glURL, glScript, 2, opts.PgbenchTime)
 	// The relay's rounds run on the wallet's scratch database, its outbox filled anew for each.

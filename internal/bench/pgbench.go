@@ -320,7 +320,20 @@ type PgbenchResult struct {
 	Failed       int64   `json:"failed"`          // failed transactions (pgbench 15 reports them)
 	Error        string  `json:"error,omitempty"` // why there is no figure
 	Note         string  `json:"note,omitempty"`  // how to read the figure
+	// Protocol is pgbench's -M: prepared (the limits) or extended (unnamed statements, parsed and
+	// planned at each execution, as the services send theirs).
+	Protocol string `json:"protocol"`
 }
+
+// pgbench's query protocols (-M) the benchmark runs.
+const (
+	// Prepared statements: parsed once, and PostgreSQL keeps a generic plan after five
+	// executions. The cheapest way to run the SQL: the limits.
+	ProtocolPrepared = "prepared"
+	// Unnamed statements, parsed and planned at each execution: how the services send theirs
+	// (database.Open), so that no plan goes stale as their tables grow.
+	ProtocolUnnamed = "extended"
+)
 
 var (
 	tpsLine    = regexp.MustCompile(`(?m)^tps = ([0-9.]+)`)
@@ -349,11 +362,11 @@ func ParsePgbench(out string) (tps, latencyMS float64, processed, failed int64, 
 }
 
 // pgbenchArgs are pgbench's arguments for running s, written at path, against dbURL with clients
-// connections, in prepared mode (parsed once, generic plans: the best this SQL can do; the
-// services plan each execution, docs/bench.md) and without pgbench's own vacuum (the tables are
-// not pgbench's); length is how long: "-T", "<seconds>" or "-t", "<transactions>".
-func pgbenchArgs(s Script, path, dbURL string, clients int, length ...string) []string {
-	args := []string{"-n", "-M", "prepared", "-c", strconv.Itoa(clients), "-j", strconv.Itoa(min(clients, 2))}
+// connections, with the query protocol (ProtocolPrepared or ProtocolUnnamed) and without
+// pgbench's own vacuum (the tables are not pgbench's); length is how long: "-T", "<seconds>" or
+// "-t", "<transactions>".
+func pgbenchArgs(s Script, path, dbURL, protocol string, clients int, length ...string) []string {
+	args := []string{"-n", "-M", protocol, "-c", strconv.Itoa(clients), "-j", strconv.Itoa(min(clients, 2))}
 	args = append(args, length...)
 	args = append(args, "-f", path)
 	keys := make([]string, 0, len(s.Vars))
@@ -367,18 +380,25 @@ func pgbenchArgs(s Script, path, dbURL string, clients int, length ...string) []
 	return append(args, dbURL)
 }
 
-// runPgbench runs script against dbURL with clients connections for d.
+// runPgbench runs script against dbURL with clients connections for d, with prepared
+// statements: a limit.
 func runPgbench(ctx context.Context, bin, dir, dbURL string, s Script, clients int, d time.Duration) PgbenchResult {
-	res := PgbenchResult{Script: s.Name, Clients: clients, Seconds: d.Seconds(), Unit: s.Unit}
+	return runPgbenchWith(ctx, bin, dir, dbURL, ProtocolPrepared, s, clients, d)
+}
+
+// runPgbenchWith runs script against dbURL with clients connections for d and the query
+// protocol.
+func runPgbenchWith(ctx context.Context, bin, dir, dbURL, protocol string, s Script, clients int, d time.Duration) PgbenchResult {
+	res := PgbenchResult{Script: s.Name, Clients: clients, Seconds: d.Seconds(), Unit: s.Unit, Protocol: protocol}
 	path := filepath.Join(dir, s.Name+".pgbench.sql")
 	if err := os.WriteFile(path, []byte(s.Text), 0o644); err != nil {
 		res.Error = err.Error()
 		return res
 	}
-	args := pgbenchArgs(s, path, dbURL, clients, "-T", strconv.Itoa(max(int(d.Seconds()), 1)))
+	args := pgbenchArgs(s, path, dbURL, protocol, clients, "-T", strconv.Itoa(max(int(d.Seconds()), 1)))
 	cmd := exec.CommandContext(ctx, bin, args...)
 	out, err := cmd.CombinedOutput()
-	_ = os.WriteFile(filepath.Join(dir, s.Name+fmt.Sprintf(".c%d.pgbench.log", clients)), out, 0o644)
+	_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s.c%d.%s.pgbench.log", s.Name, clients, protocol)), out, 0o644)
 	tps, lat, processed, failed, perr := ParsePgbench(string(out))
 	if err != nil || perr != nil {
 		res.Error = fmt.Sprintf("pgbench: %v %v: %s", err, perr, lastLines(string(out), 5))

@@ -163,7 +163,7 @@ func TestScriptsRunInPostgres(t *testing.T) {
 		}
 		t.Skipf("pgbench not found: %v", err)
 	}
-	run := func(t *testing.T, s Script, service string, users int, prepare func(*pgxpool.Pool)) *pgxpool.Pool {
+	run := func(t *testing.T, s Script, service, protocol string, users int, prepare func(*pgxpool.Pool)) *pgxpool.Pool {
 		t.Helper()
 		ctx := context.Background()
 		url := testenv.DatabaseURL(t)
@@ -176,7 +176,7 @@ func TestScriptsRunInPostgres(t *testing.T) {
 		}
 		path := filepath.Join(t.TempDir(), s.Name+".pgbench.sql")
 		require.NoError(t, os.WriteFile(path, []byte(s.Text), 0o644))
-		out, err := exec.CommandContext(ctx, bin, pgbenchArgs(s, path, url, 1, "-t", "2")...).CombinedOutput()
+		out, err := exec.CommandContext(ctx, bin, pgbenchArgs(s, path, url, protocol, 1, "-t", "2")...).CombinedOutput()
 		require.NoError(t, err, "pgbench:\n%s", out)
 		_, _, processed, failed, err := ParsePgbench(string(out))
 		require.NoError(t, err, "pgbench:\n%s", out)
@@ -194,17 +194,19 @@ func TestScriptsRunInPostgres(t *testing.T) {
 		t.Parallel()
 		s, err := WalletScript(db.Queries(), 3, sampleTransferCompleted())
 		require.NoError(t, err)
-		pool := run(t, s, "wallet", 3, nil)
-		assert.Equal(t, 2, count(t, pool, "SELECT count(*) FROM transfers"))
-		assert.Equal(t, 2, count(t, pool, "SELECT count(*) FROM outbox WHERE status = 'dispatching'"), "written claimed, as publish on commit writes them")
-		assert.Equal(t, 0, count(t, pool, "SELECT sum(balance)::int FROM wallets"), "money only moved")
+		for _, protocol := range []string{ProtocolPrepared, ProtocolUnnamed} { // the limit, and as the services send it
+			pool := run(t, s, "wallet", protocol, 3, nil)
+			assert.Equal(t, 2, count(t, pool, "SELECT count(*) FROM transfers"), protocol)
+			assert.Equal(t, 2, count(t, pool, "SELECT count(*) FROM outbox WHERE status = 'dispatching'"), "%s: written claimed, as publish on commit writes them", protocol)
+			assert.Equal(t, 0, count(t, pool, "SELECT sum(balance)::int FROM wallets"), "%s: money only moved", protocol)
+		}
 	})
 	t.Run("gl", func(t *testing.T) {
 		t.Parallel()
 		const batch = 5
 		s, err := GLScript(db.Queries(), batch, sampleAcknowledgment(batch))
 		require.NoError(t, err)
-		pool := run(t, s, "gl", 0, nil)
+		pool := run(t, s, "gl", ProtocolPrepared, 0, nil)
 		assert.Equal(t, 2*batch, count(t, pool, "SELECT count(*) FROM inbox WHERE status = 'processed' AND consumer = 'gl'"))
 		assert.Equal(t, 2*batch, count(t, pool, "SELECT count(*) FROM journal_entries"))
 		assert.Equal(t, 4*batch, count(t, pool, "SELECT count(*) FROM journal_lines"))
@@ -219,7 +221,7 @@ func TestScriptsRunInPostgres(t *testing.T) {
 		t.Parallel()
 		s, err := RelayScript(db.Queries(), RelayBatch)
 		require.NoError(t, err)
-		pool := run(t, s, "wallet", 0, func(pool *pgxpool.Pool) {
+		pool := run(t, s, "wallet", ProtocolPrepared, 0, func(pool *pgxpool.Pool) {
 			require.NoError(t, fillOutbox(context.Background(), pool, 2*RelayBatch+50, sampleTransferCompleted()))
 		})
 		assert.Equal(t, 2*RelayBatch, count(t, pool, "SELECT count(*) FROM outbox WHERE status = 'dispatched' AND publish_count = 1 AND attempts = 1 AND lease_owner IS NULL AND stream_seq > 0"))

@@ -42,6 +42,31 @@ func TestEveryTargetHasALineAndNoneUnmeasuredPasses(t *testing.T) {
 	require.Contains(t, ts[6].Figure, "-scale-lines 0")
 }
 
+// Target 1 is judged against the prepared limit; the same SQL sent unnamed, as the services send
+// it, is shown beside it, never instead.
+func TestTheAPITargetIsJudgedAgainstThePreparedLimit(t *testing.T) {
+	t.Parallel()
+	rep := &Report{
+		Limits: Limits{
+			Wallet:        PgbenchResult{TPS: 2000, Clients: 16, Protocol: ProtocolPrepared},
+			WalletUnnamed: PgbenchResult{TPS: 1000, Clients: 16, Protocol: ProtocolUnnamed},
+		},
+		Closed: &Phase{APIRate: 900},
+	}
+	api := targets(rep)[0]
+	require.InDelta(t, 0.45, api.Value, 0.001, "900 ÷ the prepared 2,000")
+	require.False(t, api.Met)
+	require.Equal(t, "900/s ÷ 2000/s = 0.45× (÷ the same SQL sent unnamed, 1000/s: 0.90×)", api.Figure)
+	var row [3]string
+	for _, r := range rep.figures() {
+		if strings.HasPrefix(r[0], "wallet tx sent as the services send it") {
+			row = r
+		}
+	}
+	require.Equal(t, "1000 tx/s", row[1])
+	require.Contains(t, row[2], "0.50× the limit")
+}
+
 // The backlog's ratios use the 2-client limits (the relay's two rounds, the consumer's two
 // loops), and a missing Watermill peer is reported, not judged.
 func TestTheBacklogTargetsUseTheTwoClientLimits(t *testing.T) {
