@@ -395,7 +395,7 @@ func measureLimits(ctx context.Context, opts Options, runID, dir string, out io.
 		lim.Error = err.Error()
 		return lim
 	}
-	fmt.Fprintf(out, "pgbench (the limit): wallet transaction at %d clients, GL batch of %d at %d and 2 clients, relay claim+mark of %d at 1 and 2 clients, %s each …\n",
+	fmt.Fprintf(out, "pgbench (the limit): wallet transaction at %d clients (prepared, then unnamed as the services send it), GL batch of %d at %d and 2 clients, relay claim+mark of %d at 1 and 2 clients, %s each …\n",
 		opts.Clients, opts.GLBatch, opts.Clients, RelayBatch, opts.PgbenchTime)
 	lim.Wallet = runPgbench(ctx, bin, dir, walletURL, walletScript, opts.Clients, opts.PgbenchTime)
 	lim.WalletUnnamed = runPgbenchWith(ctx, bin, dir, walletURL, ProtocolUnnamed, walletScript, opts.Clients, opts.PgbenchTime)
