@@ -365,9 +365,12 @@ func (r *Report) figures() [][3]string {
 	if lim.Wallet.TPS > 0 {
 		add(fmt.Sprintf("limit: wallet tx, pgbench c=%d", lim.Wallet.Clients), fmt.Sprintf("%.0f tx/s", lim.Wallet.TPS), fmt.Sprintf("avg %.2f ms", lim.Wallet.LatencyAvgMS))
 	}
-	if u := lim.WalletUnnamed; u.TPS > 0 {
+	switch u := lim.WalletUnnamed; {
+	case u.TPS > 0:
 		add(fmt.Sprintf("wallet tx sent as the services send it (unnamed statements), pgbench c=%d", u.Clients), fmt.Sprintf("%.0f tx/s", u.TPS),
 			fmt.Sprintf("avg %.2f ms; %s", u.LatencyAvgMS, ratioText(u.TPS, lim.Wallet.TPS, "the limit")))
+	case u.Error != "": // not a limit, so no target says it is missing: the row does
+		add("wallet tx sent as the services send it (unnamed statements)", u.Error, "")
 	}
 	if lim.GL.TPS > 0 {
 		add(fmt.Sprintf("limit: GL batch of %d, pgbench c=%d", r.Options.GLBatch, lim.GL.Clients), fmt.Sprintf("%.0f events/s", lim.GL.EventsPerSec), fmt.Sprintf("%.1f batches/s", lim.GL.TPS))

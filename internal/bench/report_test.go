@@ -65,6 +65,16 @@ func TestTheAPITargetIsJudgedAgainstThePreparedLimit(t *testing.T) {
 	}
 	require.Equal(t, "1000 tx/s", row[1])
 	require.Contains(t, row[2], "0.50× the limit")
+
+	rep.Limits.WalletUnnamed = PgbenchResult{Error: "pgbench: exit status 1"}
+	require.Equal(t, "900/s ÷ 2000/s = 0.45×", targets(rep)[0].Figure, "without the unnamed figure, the bracket goes")
+	row = [3]string{}
+	for _, r := range rep.figures() {
+		if strings.HasPrefix(r[0], "wallet tx sent as the services send it") {
+			row = r
+		}
+	}
+	require.Equal(t, "pgbench: exit status 1", row[1], "a failed run says why instead of vanishing")
 }
 
 // The backlog's ratios use the 2-client limits (the relay's two rounds, the consumer's two
