@@ -1,13 +1,14 @@
 package events_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"math/big"
 	"net"
@@ -26,12 +27,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"walletgl/internal/events"
+	"walletgl/internal/harness"
 	"walletgl/internal/testenv"
 )
 
-// serverTLS makes a certificate for 127.0.0.1 signed by itself, and returns the server's TLS
-// configuration and the CA file a client verifies it with.
-func serverTLS(t *testing.T) (*tls.Config, string) {
+// serverTLS makes a certificate for 127.0.0.1 signed by itself and writes it and its key into
+// files: the server's certificate and key, and the CA file a client verifies it with (the
+// certificate itself).
+func serverTLS(t *testing.T) (certFile, keyFile string) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	require.NoError(t, err)
@@ -44,9 +47,39 @@ func serverTLS(t *testing.T) (*tls.Config, string) {
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	require.NoError(t, err)
-	caFile := filepath.Join(t.TempDir(), "ca.pem")
-	require.NoError(t, os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
-	return &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}, caFile
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	require.NoError(t, os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
+	require.NoError(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600))
+	return certFile, keyFile
+}
+
+// startTLSBroker starts a nats-server process that takes TLS only, with the given users and
+// permissions. Not the embedded broker: both services create and update their streams and
+// consumers at once here, and nats-server v2.15.3 races a stream's update against a consumer's
+// creation; the race detector reports that in the test binary and fails every test running
+// then (see the e2e broker test).
+func startTLSBroker(t *testing.T, certFile, keyFile string, users []map[string]any) string {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	var conf bytes.Buffer
+	enc := json.NewEncoder(&conf) // nats-server reads JSON as its configuration format,
+	enc.SetEscapeHTML(false)      // but not JSON's \u escapes (the '>' of a wildcard)
+	require.NoError(t, enc.Encode(map[string]any{
+		"tls":           map[string]any{"cert_file": certFile, "key_file": keyFile, "timeout": 5},
+		"authorization": map[string]any{"users": users},
+	}))
+	confFile := filepath.Join(dir, "nats.conf")
+	require.NoError(t, os.WriteFile(confFile, conf.Bytes(), 0o600))
+	bin, err := harness.NATSServerBinary(ctx, dir)
+	require.NoError(t, err)
+	broker, err := harness.StartBrokerWithConfig(ctx, bin, dir, confFile)
+	require.NoError(t, err, "start a TLS broker with users")
+	t.Cleanup(func() { _ = broker.Kill() })
+	return broker.URL()
 }
 
 // The least-privilege users of docs/security.md on a broker that takes TLS only: each service's
@@ -58,23 +91,23 @@ func TestLeastPrivilegeBrokerUsersCarryThePipelineAndNothingElse(t *testing.T) {
 	walletPool, _ := testenv.MigratedPool(t, "wallet")
 	glPool, _ := testenv.MigratedPool(t, "gl")
 	topo := events.Topology{Namespace: "perm", MaxBytes: testenv.StreamMaxBytes}
-	tlsConfig, caFile := serverTLS(t)
+	certFile, keyFile := serverTLS(t)
+	caFile := certFile // signed by itself: the certificate is its own CA
 	users := map[string]string{events.SourceWallet: "wallet-secret", events.SourceGL: "gl-secret"}
-	broker := testenv.StartBrokerWith(t, 0, func(o *server.Options) {
-		o.TLSConfig, o.TLSTimeout = tlsConfig, 5
-		for service, password := range users {
-			p, err := topo.Permissions(service)
-			require.NoError(t, err)
-			o.Users = append(o.Users, &server.User{Username: service, Password: password, Permissions: &server.Permissions{
-				Publish: &server.SubjectPermission{Allow: p.Publish}, Subscribe: &server.SubjectPermission{Allow: p.Subscribe},
-			}})
-		}
-	})
+	var conf []map[string]any
+	for service, password := range users {
+		p, err := topo.Permissions(service)
+		require.NoError(t, err)
+		conf = append(conf, map[string]any{"user": service, "password": password, "permissions": map[string]any{
+			"publish": map[string]any{"allow": p.Publish}, "subscribe": map[string]any{"allow": p.Subscribe},
+		}})
+	}
+	brokerURL := startTLSBroker(t, certFile, keyFile, conf)
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	connect := func(service string) *nats.Conn {
 		opts, err := events.Credentials{User: service, Password: users[service], TLSCA: caFile}.Options()
 		require.NoError(t, err)
-		nc, err := events.Connect(ctx, broker.URL(), service, log, opts...)
+		nc, err := events.Connect(ctx, brokerURL, service, log, opts...)
 		require.NoError(t, err)
 		t.Cleanup(nc.Close)
 		require.Eventually(t, nc.IsConnected, 10*time.Second, 20*time.Millisecond, "%s connects over TLS", service)
@@ -149,7 +182,7 @@ func TestLeastPrivilegeBrokerUsersCarryThePipelineAndNothingElse(t *testing.T) {
 	require.Equal(t, uint64(1), info.State.Msgs, "only the wallet's own event is in its stream")
 
 	// Without TLS the broker does not talk at all.
-	plain, err := nats.Connect(broker.URL(), nats.UserInfo("gl", users["gl"]), nats.Timeout(2*time.Second))
+	plain, err := nats.Connect(brokerURL, nats.UserInfo("gl", users["gl"]), nats.Timeout(2*time.Second))
 	if err == nil {
 		plain.Close()
 	}

@@ -44,11 +44,26 @@ type Broker struct {
 // plain server, or a cluster of n on loopback. A start that fails (a port taken by another
 // process between its choice and the server's bind) is tried again on other ports.
 func StartBrokers(ctx context.Context, bin, dir string, n int) ([]*Broker, error) {
+	return startBrokers(ctx, bin, dir, n, nil)
+}
+
+// StartBrokerWithConfig starts one nats-server process with JetStream that also reads the
+// configuration file conf (TLS, users and their permissions): the harness's flags set its
+// ports, store and name, the file the rest.
+func StartBrokerWithConfig(ctx context.Context, bin, dir, conf string) (*Broker, error) {
+	brokers, err := startBrokers(ctx, bin, dir, 1, []string{"-c", conf})
+	if err != nil {
+		return nil, err
+	}
+	return brokers[0], nil
+}
+
+func startBrokers(ctx context.Context, bin, dir string, n int, extra []string) ([]*Broker, error) {
 	const attempts = 3
 	var err error
 	for range attempts {
 		var brokers []*Broker
-		if brokers, err = startBrokersOnce(ctx, bin, dir, n); err == nil {
+		if brokers, err = startBrokersOnce(ctx, bin, dir, n, extra); err == nil {
 			return brokers, nil
 		}
 		for _, b := range brokers {
@@ -61,9 +76,9 @@ func StartBrokers(ctx context.Context, bin, dir string, n int) ([]*Broker, error
 	return nil, err
 }
 
-// startBrokersOnce starts the n brokers on fresh ports; on failure it returns those it started,
-// for the caller to stop.
-func startBrokersOnce(ctx context.Context, bin, dir string, n int) ([]*Broker, error) {
+// startBrokersOnce starts the n brokers on fresh ports, extra added to each one's flags; on
+// failure it returns those it started, for the caller to stop.
+func startBrokersOnce(ctx context.Context, bin, dir string, n int, extra []string) ([]*Broker, error) {
 	flat, err := freePorts(3 * n)
 	if err != nil {
 		return nil, err
@@ -88,6 +103,7 @@ func startBrokersOnce(ctx context.Context, bin, dir string, n int) ([]*Broker, e
 			args = append(args, "--cluster_name", "harness", "--cluster", "nats://127.0.0.1:"+strconv.Itoa(p[2]),
 				"--routes", strings.Join(routes, ","))
 		}
+		args = append(args, extra...)
 		b := &Broker{
 			Process: &Process{Name: name, Bin: bin, Args: args, Addr: "127.0.0.1:" + strconv.Itoa(p[1]),
 				Log: filepath.Join(dir, name+".log")},
