@@ -411,10 +411,59 @@ func WithTxV[T any](ctx context.Context, db TxBeginner, fn func(pgx.Tx) (T, erro
 }
 
 // hookedTx is the transaction WithTxV hands to its function on a pool: it keeps what must run
-// once the transaction has committed (AfterCommit).
+// once the transaction has committed (AfterCommit), and sends the statements marked FixedPlan
+// as prepared statements.
 type hookedTx struct {
 	pgx.Tx
 	afterCommit []func()
+	// prepare says whether FixedPlan statements go out prepared: decided at the first one, from
+	// the pool's exec mode (0: not decided yet).
+	prepare int8
+}
+
+// FixedPlan marks, inside a query's text (`INSERT /* fixed plan */ INTO …`), a statement whose
+// plan has no choice to make: an INSERT from unnest, an advisory lock. In a transaction WithTx
+// or WithTxV began on a pool that plans each execution (planEachExecution), such a statement
+// goes out as a named prepared statement instead (pgx's cache_statement): parsed and analyzed
+// once per connection, and after five executions run on the server's generic plan, which
+// cannot go stale because there is nothing for it to choose. It saves the 30–70 µs of parsing
+// and planning each of them cost per execution (docs/bench.md). A statement that looks
+// anything up by a value must not carry the mark: its cached generic plan would be the one made
+// when the table was small.
+const FixedPlan = "/* fixed plan */"
+
+// Exec runs sql in the transaction, prepared when it is marked FixedPlan.
+func (t *hookedTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	return t.Tx.Exec(ctx, sql, t.execArgs(sql, args)...)
+}
+
+// Query runs sql in the transaction, prepared when it is marked FixedPlan.
+func (t *hookedTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	return t.Tx.Query(ctx, sql, t.execArgs(sql, args)...)
+}
+
+// QueryRow runs sql in the transaction, prepared when it is marked FixedPlan.
+func (t *hookedTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	return t.Tx.QueryRow(ctx, sql, t.execArgs(sql, args)...)
+}
+
+// execArgs puts pgx's cache_statement exec mode before args when sql is marked FixedPlan and
+// the pool plans each execution; a pool whose URL chose its own exec mode (simple_protocol
+// behind a transaction-mode pooler) keeps it for every statement.
+func (t *hookedTx) execArgs(sql string, args []any) []any {
+	if !strings.Contains(sql, FixedPlan) {
+		return args
+	}
+	if t.prepare == 0 {
+		t.prepare = -1
+		if t.Tx.Conn().Config().DefaultQueryExecMode == pgx.QueryExecModeCacheDescribe {
+			t.prepare = 1
+		}
+	}
+	if t.prepare < 0 {
+		return args
+	}
+	return append([]any{pgx.QueryExecModeCacheStatement}, args...)
 }
 
 // AfterCommit registers hook to run right after db's transaction commits, in the goroutine that

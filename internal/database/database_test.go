@@ -79,6 +79,42 @@ func TestPoolsPlanEachExecutionUnlessTheURLSaysOtherwise(t *testing.T) {
 	}
 }
 
+// preparedInTx runs, in one WithTx transaction on a pool of one connection, a statement marked
+// database.FixedPlan and one that is not, each with a parameter, and returns the statements the
+// session then holds prepared under a name.
+func preparedInTx(t *testing.T, url string) []string {
+	t.Helper()
+	ctx := context.Background()
+	pool := openPool(t, url, false)
+	require.NoError(t, database.WithTx(ctx, pool, func(tx pgx.Tx) error {
+		for i := range 3 {
+			if _, err := tx.Exec(ctx, "SELECT "+database.FixedPlan+" pg_advisory_xact_lock_shared($1::bigint)", int64(i)); err != nil {
+				return err
+			}
+			var n int
+			if err := tx.QueryRow(ctx, "SELECT count(*) FROM pg_class WHERE relpages >= $1", i).Scan(&n); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	var statements []string
+	require.NoError(t, pool.QueryRow(ctx, "SELECT coalesce(array_agg(statement), '{}') FROM pg_prepared_statements WHERE NOT from_sql").Scan(&statements))
+	return statements
+}
+
+// A statement marked FixedPlan goes out prepared in a transaction WithTx began (its plan has
+// nothing to choose, so a kept one cannot go stale); the statements beside it stay unnamed and
+// planned at each execution. A URL choosing pgx's exec mode itself keeps it for all of them.
+func TestOnlyStatementsMarkedFixedPlanArePrepared(t *testing.T) {
+	t.Parallel()
+	url := testenv.DatabaseURL(t)
+	prepared := preparedInTx(t, url)
+	require.Len(t, prepared, 1, "one statement held prepared: %q", prepared)
+	require.Contains(t, prepared[0], database.FixedPlan)
+	require.Empty(t, preparedInTx(t, url+"&default_query_exec_mode=exec"), "the URL's exec mode is obeyed")
+}
+
 // The pools know github.com/google/uuid's types (EncodeUUIDsDirectly): ids, arrays of ids and
 // nullable ids go out and come back as they were, and the connection's type map decodes a uuid
 // as a uuid.UUID, which it does only with the types registered.

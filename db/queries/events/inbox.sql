@@ -49,7 +49,7 @@ RETURNING *;
 -- row is written processed at once: the claim, the handler's writes and the row commit or roll
 -- back together, so no other transaction can see it in between, and a second UPDATE of every
 -- row to mark it processed would only cost the database a new version of each.
-INSERT INTO inbox (id, consumer, event_id, event_type, status, stream_seq, processed_at)
+INSERT /* fixed plan */ INTO inbox (id, consumer, event_id, event_type, status, stream_seq, processed_at)
 SELECT c.id, @consumer::text, c.event_id, c.event_type, 'processed', c.stream_seq, clock_timestamp()
 FROM (SELECT unnest(@ids::text[]) AS id, unnest(@event_ids::text[]) AS event_id,
              unnest(@event_types::text[]) AS event_type, unnest(@stream_seqs::bigint[]) AS stream_seq) AS c

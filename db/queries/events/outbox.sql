@@ -1,7 +1,7 @@
 -- name: InsertOutboxBatch :execrows
 -- InsertOutboxBatch writes many events in one statement (one NOTIFY: the trigger is per statement).
 -- An empty trace context is stored NULL (the row was written untraced).
-INSERT INTO outbox (id, event_type, aggregate_id, payload, trace_context)
+INSERT /* fixed plan */ INTO outbox (id, event_type, aggregate_id, payload, trace_context)
 SELECT unnest(@ids::uuid[]), unnest(@event_types::text[]), unnest(@aggregate_ids::text[]), unnest(@payloads::jsonb[]),
        nullif(unnest(@trace_contexts::text[]), '');
 
@@ -10,7 +10,7 @@ SELECT unnest(@ids::uuid[]), unnest(@event_types::text[]), unnest(@aggregate_ids
 -- (publish on commit): the claim is part of the insert, so the happy path costs no claim
 -- round trip and no second version of the row. If that process dies before it publishes, the
 -- lease runs out and any relay's ClaimOutbox takes the rows, as for any other claim.
-INSERT INTO outbox (id, event_type, aggregate_id, payload, trace_context, status, attempts, lease_owner, lease_until)
+INSERT /* fixed plan */ INTO outbox (id, event_type, aggregate_id, payload, trace_context, status, attempts, lease_owner, lease_until)
 SELECT unnest(@ids::uuid[]), unnest(@event_types::text[]), unnest(@aggregate_ids::text[]), unnest(@payloads::jsonb[]),
        nullif(unnest(@trace_contexts::text[]), ''),
        'dispatching', 1, @owner::text, clock_timestamp() + make_interval(secs => @lease_seconds::float8);

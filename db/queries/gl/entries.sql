@@ -171,7 +171,7 @@ RETURNING *;
 -- InsertEntry for a whole batch; rows that conflict (event or transfer already posted, also
 -- earlier in the same batch) are skipped and missing from the result.
 -- A reverses_entry_id of the zero uuid stands for none (NULL), as does a hold_id of ''.
-INSERT INTO journal_entries (id, event_id, transfer_id, currency, description, occurred_at, reverses_entry_id, hold_id, event_type, kind)
+INSERT /* fixed plan */ INTO journal_entries (id, event_id, transfer_id, currency, description, occurred_at, reverses_entry_id, hold_id, event_type, kind)
 SELECT e.id, e.event_id, e.transfer_id, e.currency, e.description, e.occurred_at,
        nullif(e.reverses_entry_id, '00000000-0000-0000-0000-000000000000'::uuid), nullif(e.hold_id, ''),
        e.event_type, e.kind
@@ -194,7 +194,7 @@ FROM journal_entries e
 WHERE e.transfer_id = ANY (@transfer_ids::text[]);
 
 -- name: InsertLinesBatch :exec
-INSERT INTO journal_lines (entry_id, account_code, direction, amount, currency, posted_at)
+INSERT /* fixed plan */ INTO journal_lines (entry_id, account_code, direction, amount, currency, posted_at)
 SELECT l.entry_id, l.account_code, l.direction, l.amount, l.currency, l.posted_at
 FROM (SELECT unnest(@entry_ids::uuid[]) AS entry_id, unnest(@account_codes::text[]) AS account_code,
              unnest(@directions::text[]) AS direction, unnest(@amounts::bigint[]) AS amount,

@@ -2,7 +2,7 @@
 -- Taken by every posting batch before it reads the rules, held to its commit: gl rules set
 -- takes it exclusively, so a batch reads the rules after a new one commits, never before it
 -- while posting an event the new rule would cover.
-SELECT pg_advisory_xact_lock_shared(@lock_key::bigint);
+SELECT /* fixed plan */ pg_advisory_xact_lock_shared(@lock_key::bigint);
 
 -- name: LockPostingRulesExclusive :exec
 -- gl rules set: waits for the batches posting now, and holds new ones back, until it commits.

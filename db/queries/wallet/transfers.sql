@@ -11,7 +11,7 @@ RETURNING *;
 -- sorts them by key, so two batches claim their keys in the same order). A key that another
 -- transaction holds or committed comes back missing: ON CONFLICT DO NOTHING. created_at stays
 -- clock_timestamp(), per row.
-INSERT INTO transfers (id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key, reference)
+INSERT /* fixed plan */ INTO transfers (id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key, reference)
 SELECT unnest(@ids::uuid[]), unnest(@idempotency_keys::text[]), unnest(@request_hashes::bytea[]),
        unnest(@from_wallet_ids::text[]), unnest(@to_wallet_ids::text[]), unnest(@amounts::bigint[]),
        unnest(@currencies::text[]), unnest(@event_ids::uuid[]), nullif(unnest(@created_by_keys::uuid[]), '00000000-0000-0000-0000-000000000000'::uuid),

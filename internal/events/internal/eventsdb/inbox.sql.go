@@ -10,7 +10,7 @@ import (
 )
 
 const claimInboxBatch = `-- name: ClaimInboxBatch :many
-INSERT INTO inbox (id, consumer, event_id, event_type, status, stream_seq, processed_at)
+INSERT /* fixed plan */ INTO inbox (id, consumer, event_id, event_type, status, stream_seq, processed_at)
 SELECT c.id, $1::text, c.event_id, c.event_type, 'processed', c.stream_seq, clock_timestamp()
 FROM (SELECT unnest($2::text[]) AS id, unnest($3::text[]) AS event_id,
              unnest($4::text[]) AS event_type, unnest($5::bigint[]) AS stream_seq) AS c

@@ -279,7 +279,7 @@ func (q *Queries) GetOutbox(ctx context.Context, id uuid.UUID) (Outbox, error) {
 }
 
 const insertOutboxBatch = `-- name: InsertOutboxBatch :execrows
-INSERT INTO outbox (id, event_type, aggregate_id, payload, trace_context)
+INSERT /* fixed plan */ INTO outbox (id, event_type, aggregate_id, payload, trace_context)
 SELECT unnest($1::uuid[]), unnest($2::text[]), unnest($3::text[]), unnest($4::jsonb[]),
        nullif(unnest($5::text[]), '')
 `
@@ -309,7 +309,7 @@ func (q *Queries) InsertOutboxBatch(ctx context.Context, arg InsertOutboxBatchPa
 }
 
 const insertOutboxBatchClaimed = `-- name: InsertOutboxBatchClaimed :execrows
-INSERT INTO outbox (id, event_type, aggregate_id, payload, trace_context, status, attempts, lease_owner, lease_until)
+INSERT /* fixed plan */ INTO outbox (id, event_type, aggregate_id, payload, trace_context, status, attempts, lease_owner, lease_until)
 SELECT unnest($1::uuid[]), unnest($2::text[]), unnest($3::text[]), unnest($4::jsonb[]),
        nullif(unnest($5::text[]), ''),
        'dispatching', 1, $6::text, clock_timestamp() + make_interval(secs => $7::float8)

@@ -312,7 +312,7 @@ func (q *Queries) InsertAccount(ctx context.Context, arg InsertAccountParams) (A
 }
 
 const insertEntriesBatch = `-- name: InsertEntriesBatch :many
-INSERT INTO journal_entries (id, event_id, transfer_id, currency, description, occurred_at, reverses_entry_id, hold_id, event_type, kind)
+INSERT /* fixed plan */ INTO journal_entries (id, event_id, transfer_id, currency, description, occurred_at, reverses_entry_id, hold_id, event_type, kind)
 SELECT e.id, e.event_id, e.transfer_id, e.currency, e.description, e.occurred_at,
        nullif(e.reverses_entry_id, '00000000-0000-0000-0000-000000000000'::uuid), nullif(e.hold_id, ''),
        e.event_type, e.kind
@@ -457,7 +457,7 @@ func (q *Queries) InsertLines(ctx context.Context, arg InsertLinesParams) error 
 }
 
 const insertLinesBatch = `-- name: InsertLinesBatch :exec
-INSERT INTO journal_lines (entry_id, account_code, direction, amount, currency, posted_at)
+INSERT /* fixed plan */ INTO journal_lines (entry_id, account_code, direction, amount, currency, posted_at)
 SELECT l.entry_id, l.account_code, l.direction, l.amount, l.currency, l.posted_at
 FROM (SELECT unnest($1::uuid[]) AS entry_id, unnest($2::text[]) AS account_code,
              unnest($3::text[]) AS direction, unnest($4::bigint[]) AS amount,

@@ -144,7 +144,7 @@ func (q *Queries) LockPostingRulesExclusive(ctx context.Context, lockKey int64) 
 }
 
 const lockPostingRulesShared = `-- name: LockPostingRulesShared :exec
-SELECT pg_advisory_xact_lock_shared($1::bigint)
+SELECT /* fixed plan */ pg_advisory_xact_lock_shared($1::bigint)
 `
 
 // Taken by every posting batch before it reads the rules, held to its commit: gl rules set

@@ -297,7 +297,7 @@ func (q *Queries) InsertTransfer(ctx context.Context, arg InsertTransferParams) 
 }
 
 const insertTransfers = `-- name: InsertTransfers :many
-INSERT INTO transfers (id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key, reference)
+INSERT /* fixed plan */ INTO transfers (id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key, reference)
 SELECT unnest($1::uuid[]), unnest($2::text[]), unnest($3::bytea[]),
        unnest($4::text[]), unnest($5::text[]), unnest($6::bigint[]),
        unnest($7::text[]), unnest($8::uuid[]), nullif(unnest($9::uuid[]), '00000000-0000-0000-0000-000000000000'::uuid),
