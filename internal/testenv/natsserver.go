@@ -22,10 +22,21 @@ type Broker struct {
 // StartBroker starts an embedded JetStream server on a free loopback port with its store in a
 // temporary directory; it is shut down when the test ends. The port is below the kernel's
 // ephemeral range (harness.ListenFree), so no client connection can take it while the broker
-// is down for a restart.
+// is down for a restart. A test that needs users, TLS or both services reaching the broker at
+// once runs a nats-server process instead (harness.StartBrokers, StartBrokerWithConfig).
 func StartBroker(t testing.TB) *Broker {
 	t.Helper()
-	return StartBrokerOn(t, freeBrokerPort(t))
+	b := &Broker{t: t, opts: server.Options{
+		Host:      "127.0.0.1",
+		Port:      freeBrokerPort(t),
+		JetStream: true,
+		StoreDir:  t.TempDir(),
+		NoLog:     true,
+		NoSigs:    true,
+	}}
+	b.start()
+	t.Cleanup(b.Shutdown)
+	return b
 }
 
 func freeBrokerPort(t testing.TB) int {
@@ -36,36 +47,6 @@ func freeBrokerPort(t testing.TB) int {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
-}
-
-// StartBrokerOn starts an embedded JetStream server on the given loopback port.
-func StartBrokerOn(t testing.TB, port int) *Broker {
-	t.Helper()
-	return StartBrokerWith(t, port, nil)
-}
-
-// StartBrokerWith starts an embedded JetStream server on the given loopback port (0: a free
-// one, as StartBroker) with the options configure sets (users and their permissions, TLS).
-func StartBrokerWith(t testing.TB, port int, configure func(*server.Options)) *Broker {
-	t.Helper()
-	if port == 0 {
-		port = freeBrokerPort(t)
-	}
-	b := &Broker{t: t, opts: server.Options{
-		Host:      "127.0.0.1",
-		Port:      port,
-		JetStream: true,
-		StoreDir:  t.TempDir(),
-		NoLog:     true,
-		NoSigs:    true,
-	}}
-	if configure != nil {
-		configure(&b.opts)
-	}
-	b.start()
-	b.opts.Port = b.srv.Addr().(*net.TCPAddr).Port
-	t.Cleanup(b.Shutdown)
-	return b
 }
 
 // URL is the client URL of the broker; it stays the same across restarts.
