@@ -115,7 +115,8 @@ func urlSets(url, name string) bool {
 // also planned anew every query run inside the database for each row, the foreign-key checks
 // of every inserted line and transfer and the triggers' queries, about half of the GL's
 // database CPU per posting (docs/bench.md, session 7). Those keep the server's plan caching:
-// each looks one row up by its key.
+// each looks one row up by its key. The statements marked FixedPlan, whose plan has nothing to
+// choose, are the exception: in a WithTx transaction they go out prepared (hookedTx).
 func planEachExecution(cfg *pgxpool.Config, url string) {
 	if !strings.Contains(url, "default_query_exec_mode") {
 		cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
