@@ -53,14 +53,14 @@ func TestWalletScriptRunsTheTransfersStatements(t *testing.T) {
 		"ON CONFLICT (idempotency_key) DO NOTHING",
 		"FOR NO KEY UPDATE;",
 		"UPDATE wallets w",
-		"INSERT INTO outbox (id, event_type, aggregate_id, payload, trace_context, status, attempts, lease_owner, lease_until)",
+		"INSERT " + database.FixedPlan + " INTO outbox (id, event_type, aggregate_id, payload, trace_context, status, attempts, lease_owner, lease_until)",
 		"ARRAY[(:payload)::jsonb]",
 		"COMMIT;",
 	} {
 		assert.Contains(t, s.Text, want)
 	}
 	assert.NotContains(t, s.Text, "@", "no sqlc parameter is left")
-	assert.Less(t, strings.Index(s.Text, "INSERT INTO transfers"), strings.Index(s.Text, "INSERT INTO outbox"), "statements in the store's order")
+	assert.Less(t, strings.Index(s.Text, "INSERT INTO transfers"), strings.Index(s.Text, "INTO outbox"), "statements in the store's order")
 }
 
 // assertVerbatim checks that text runs the named query of db/queries/<set> as written: every
@@ -112,7 +112,8 @@ func TestGLScriptRunsTheBatchPostingStatements(t *testing.T) {
 		last = at
 	}
 	assert.Greater(t, strings.Index(s.Text, "COMMIT;"), last)
-	for _, stmt := range []string{"INSERT INTO inbox", "INSERT INTO journal_entries", "INSERT INTO journal_lines", "INSERT INTO outbox"} {
+	for _, table := range []string{"inbox", "journal_entries", "journal_lines", "outbox"} {
+		stmt := "INSERT " + database.FixedPlan + " INTO " + table // the services' SQL, prepared
 		assert.Equal(t, 1, strings.Count(s.Text, stmt), "one statement for the whole batch: %s", stmt)
 	}
 	assert.Contains(t, s.Text, "ARRAY['"+events.TypeTransferPostedV2+"']", "one acknowledgment for the whole batch")
