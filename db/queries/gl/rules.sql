@@ -10,8 +10,9 @@ SELECT pg_advisory_xact_lock(@lock_key::bigint);
 
 -- name: ListPostingRules :many
 -- Every rule; the seed rules' -infinity reads as the year 1, Go's zero time (Go has no
--- infinite time; a rule set by gl rules set is never older than its day).
-SELECT event_type, kind, greatest(effective_from, '0001-01-01 00:00:00Z'::timestamptz)::timestamptz AS effective_from,
+-- infinite time; a rule set by gl rules set is never older than its day). A fixed plan: it has
+-- no parameter and reads the whole (small) table whatever plan it gets.
+SELECT /* fixed plan */ event_type, kind, greatest(effective_from, '0001-01-01 00:00:00Z'::timestamptz)::timestamptz AS effective_from,
        debit_account, credit_account, created_at
 FROM posting_rules
 ORDER BY event_type, kind, effective_from;

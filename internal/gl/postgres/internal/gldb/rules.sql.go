@@ -89,7 +89,7 @@ func (q *Queries) LatestOccurredAt(ctx context.Context, arg LatestOccurredAtPara
 }
 
 const listPostingRules = `-- name: ListPostingRules :many
-SELECT event_type, kind, greatest(effective_from, '0001-01-01 00:00:00Z'::timestamptz)::timestamptz AS effective_from,
+SELECT /* fixed plan */ event_type, kind, greatest(effective_from, '0001-01-01 00:00:00Z'::timestamptz)::timestamptz AS effective_from,
        debit_account, credit_account, created_at
 FROM posting_rules
 ORDER BY event_type, kind, effective_from
@@ -105,7 +105,8 @@ type ListPostingRulesRow struct {
 }
 
 // Every rule; the seed rules' -infinity reads as the year 1, Go's zero time (Go has no
-// infinite time; a rule set by gl rules set is never older than its day).
+// infinite time; a rule set by gl rules set is never older than its day). A fixed plan: it has
+// no parameter and reads the whole (small) table whatever plan it gets.
 func (q *Queries) ListPostingRules(ctx context.Context) ([]ListPostingRulesRow, error) {
 	rows, err := q.db.Query(ctx, listPostingRules)
 	if err != nil {
