@@ -423,14 +423,14 @@ type hookedTx struct {
 }
 
 // FixedPlan marks, inside a query's text (`INSERT /* fixed plan */ INTO …`), a statement whose
-// plan has no choice to make: an INSERT from unnest, an advisory lock. In a transaction WithTx
-// or WithTxV began on a pool that plans each execution (planEachExecution), such a statement
-// goes out as a named prepared statement instead (pgx's cache_statement): parsed and analyzed
-// once per connection, and after five executions run on the server's generic plan, which
-// cannot go stale because there is nothing for it to choose. It saves the 30–70 µs of parsing
-// and planning each of them cost per execution (docs/bench.md). A statement that looks
-// anything up by a value must not carry the mark: its cached generic plan would be the one made
-// when the table was small.
+// plan has no choice to make: an INSERT from unnest, an advisory lock, a read of a whole small
+// table without parameters. In a transaction WithTx or WithTxV began on a pool that plans each
+// execution (planEachExecution), such a statement goes out as a named prepared statement
+// instead (pgx's cache_statement): parsed and analyzed once per connection, and after five
+// executions run on the server's generic plan, which cannot go stale because there is nothing
+// for it to choose. It saves the 30–70 µs of parsing and planning each of them cost per
+// execution (docs/bench.md). A statement that looks anything up by a value must not carry the
+// mark: its cached generic plan would be the one made when the table was small.
 const FixedPlan = "/* fixed plan */"
 
 // Exec runs sql in the transaction, prepared when it is marked FixedPlan.
