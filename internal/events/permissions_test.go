@@ -58,9 +58,10 @@ func serverTLS(t *testing.T) (certFile, keyFile string) {
 
 // startTLSBroker starts a nats-server process that takes TLS only, with the given users and
 // permissions. Not the embedded broker: both services create and update their streams and
-// consumers at once here, and nats-server v2.15.3 races a stream's update against a consumer's
-// creation; the race detector reports that in the test binary and fails every test running
-// then (see the e2e broker test).
+// consumers at once here, and under -race CI reported a data race inside the embedded
+// nats-server v2.15.3 (its JetStream API workers), failing every test running then; the e2e
+// broker test met one between a stream's update and a consumer's creation. A process keeps the
+// server's own races out of the test binary.
 func startTLSBroker(t *testing.T, certFile, keyFile string, users []map[string]any) string {
 	t.Helper()
 	ctx := context.Background()
