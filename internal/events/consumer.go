@@ -85,6 +85,7 @@ type Consumer struct {
 	log      zerolog.Logger
 	producer string        // the one service whose events it accepts (Producer of EventType)
 	batches  *watchdog     // batches in flight, to report a loop that no longer ends one
+	backlog  *backlogGate  // whether the extra loops have work
 	failing  *failureCount // deliveries whose handler ran and failed, per event
 	tracing  eventTracing
 
@@ -121,6 +122,7 @@ func NewConsumer(cfg ConsumerConfig, topo Topology, nc *nats.Conn, pool *pgxpool
 		cfg: cfg, topo: topo, nc: nc, js: js, pool: pool, inbox: NewInbox(cfg.Name, handler), producer: producer,
 		log:     log.With().Str("component", "consumer").Str("consumer", cfg.Name).Logger(),
 		batches: newWatchdog(stallAfter(cfg.AckWait + bookkeepingTimeout)),
+		backlog: newBacklogGate(),
 		failing: newFailureCount(failureCountLimit),
 		tracing: newEventTracing(cfg.Tracing),
 	}, nil
@@ -138,8 +140,8 @@ func (c *Consumer) Stats() ConsumerStats {
 // acknowledged) before Run returns; what was not yet fetched stays with the broker.
 func (c *Consumer) Run(ctx context.Context) error {
 	g, ctx := errgroup.WithContext(ctx)
-	for range c.cfg.Workers {
-		g.Go(func() error { return c.consume(ctx) })
+	for i := range c.cfg.Workers {
+		g.Go(func() error { return c.consume(ctx, i > 0) })
 	}
 	return g.Wait()
 }
@@ -174,7 +176,9 @@ func (c *Consumer) Unauthenticated(context.Context) error {
 
 // consume is one fetch-commit-ack loop; Run runs Workers of them on the durable consumer.
 // Events are independent, so while one loop waits for its commit another fetches and posts.
-func (c *Consumer) consume(ctx context.Context) error {
+// An extra loop (every one but the first) takes part only while the consumer is behind
+// (backlogGate), and then takes only what is waiting: it never waits for the next event.
+func (c *Consumer) consume(ctx context.Context, extra bool) error {
 	// acks holds the confirmed acks of this loop's last committed batch while it fetches and
 	// commits the next one: one batch of acks in flight at most.
 	acks := &acks{confirm: true}
@@ -192,7 +196,10 @@ func (c *Consumer) consume(ctx context.Context) error {
 				continue
 			}
 		}
-		msgs, err := c.fetch(cons, c.cfg.BatchSize)
+		if extra && !c.backlog.wait(ctx) {
+			break
+		}
+		msgs, err := c.fetchAs(cons, extra)
 		if err != nil {
 			failures++
 			c.logFailure(err, failures).Msg("fetch events")
@@ -201,23 +208,17 @@ func (c *Consumer) consume(ctx context.Context) error {
 			continue
 		}
 		failures = 0
-		if len(msgs) == 0 && time.Since(checked) > consumerCheckInterval {
-			// An idle fetch cannot tell "nothing to do" from "the broker lost this consumer"
-			// (nats-server 2.9 just lets the pull expire): ask now and then.
-			checked = time.Now()
-			info, err := cons.Info(ctx)
-			if err != nil && ctx.Err() == nil {
-				c.log.Warn().Err(err).Msg("consumer lost by the broker; creating it again")
-				cons = nil
-			}
-			if err == nil {
-				c.cfg.Metrics.Pending(info.NumPending)
-			}
-			continue
-		}
+		c.backlog.set(fetchedBehind(msgs, c.cfg.BatchSize))
 		if len(msgs) > 0 {
 			// Finish the batch even if ctx is cancelled meanwhile.
 			c.handleBatch(context.WithoutCancel(ctx), c.inspectAll(msgs, 1), acks)
+			continue
+		}
+		if !extra && time.Since(checked) > consumerCheckInterval {
+			checked = time.Now()
+			if !c.consumerExists(ctx, cons) {
+				cons = nil
+			}
 		}
 	}
 	return nil
@@ -227,12 +228,37 @@ func (c *Consumer) consume(ctx context.Context) error {
 // consumer still exists.
 const consumerCheckInterval = 5 * time.Second
 
+// consumerExists asks the broker about the durable consumer after idle fetches: an idle fetch
+// cannot tell "nothing to do" from "the broker lost this consumer" (nats-server 2.9 just lets
+// the pull expire). False means it is lost and must be created again.
+func (c *Consumer) consumerExists(ctx context.Context, cons jetstream.Consumer) bool {
+	info, err := cons.Info(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return true
+		}
+		c.log.Warn().Err(err).Msg("consumer lost by the broker; creating it again")
+		return false
+	}
+	c.cfg.Metrics.Pending(info.NumPending)
+	return true
+}
+
 func (c *Consumer) logFailure(err error, failures int) *zerolog.Event {
 	ev := c.log.Debug()
 	if failures == 1 || failures%50 == 0 {
 		ev = c.log.Warn()
 	}
 	return ev.Err(err).Int("failures", failures)
+}
+
+// fetchAs fetches the next batch for a loop: the first loop waits for events (fetch), an
+// extra one takes only what is waiting.
+func (c *Consumer) fetchAs(cons jetstream.Consumer, extra bool) ([]jetstream.Msg, error) {
+	if extra {
+		return collect(cons.FetchNoWait(c.cfg.BatchSize))
+	}
+	return c.fetch(cons, c.cfg.BatchSize)
 }
 
 // fetch returns the next batch: whatever is waiting right now (up to the batch size), or else

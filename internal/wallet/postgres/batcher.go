@@ -17,15 +17,22 @@ import (
 type BatchConfig struct {
 	// MaxSize is the most transfer requests one transaction takes.
 	MaxSize int
-	// Workers is how many batches may be committing at once. A batch starts as soon as a
-	// worker is free, with whatever requests queued meanwhile: there is no timer to wait for.
+	// Workers is how many batches may be committing at once. With none committing, a batch
+	// starts as soon as a request waits; while one commits, a further one starts only once
+	// SplitAt requests wait (or MaxSize, if smaller). There is no timer to wait for.
 	Workers int
+	// SplitAt is how many waiting requests start a batch beside one already committing
+	// (DefaultBatchSplitAt). Fewer wait for that one to finish and then go together: on a
+	// machine whose cores are busy, two transactions of a few transfers each cost nearly twice
+	// the CPU of one holding them all, and commit no sooner.
+	SplitAt int
 }
 
 // The batcher's defaults.
 const (
 	DefaultBatchMaxSize = 256
 	DefaultBatchWorkers = 2
+	DefaultBatchSplitAt = 32
 )
 
 func (c BatchConfig) withDefaults() BatchConfig {
@@ -35,6 +42,10 @@ func (c BatchConfig) withDefaults() BatchConfig {
 	if c.Workers <= 0 {
 		c.Workers = DefaultBatchWorkers
 	}
+	if c.SplitAt <= 0 {
+		c.SplitAt = DefaultBatchSplitAt
+	}
+	c.SplitAt = min(c.SplitAt, c.MaxSize)
 	return c
 }
 
@@ -56,7 +67,8 @@ type batcher[Req, Res any] struct {
 	mu      sync.Mutex
 	running bool
 	queue   []*batchCall[Req, Res]
-	wake    chan struct{} // one token: the queue may have grown
+	wake    chan struct{} // one token: the queue may have grown, or a batch finished
+	writing atomic.Int32  // batches being written
 }
 
 // batchCall is one request waiting in the batcher, and the way its answer comes back.
@@ -119,8 +131,13 @@ func (b *batcher[Req, Res]) run(ctx context.Context) error {
 	slots := make(chan struct{}, b.cfg.Workers)
 	var wg sync.WaitGroup
 	launch := func(batch []*batchCall[Req, Res]) {
+		b.writing.Add(1)
 		wg.Go(func() {
-			defer func() { <-slots }()
+			defer func() {
+				b.writing.Add(-1)
+				<-slots
+				b.signal()
+			}()
 			b.runBatch(batchCtx, batch)
 		})
 	}
@@ -143,7 +160,7 @@ func (b *batcher[Req, Res]) run(ctx context.Context) error {
 func (b *batcher[Req, Res]) drain(slots chan struct{}, launch func([]*batchCall[Req, Res]), wg *sync.WaitGroup) error {
 	b.stop()
 	for {
-		batch := b.take()
+		batch := b.take(1)
 		if batch == nil {
 			break
 		}
@@ -196,17 +213,27 @@ func (b *batcher[Req, Res]) enqueue(c *batchCall[Req, Res]) bool {
 	}
 	b.queue = append(b.queue, c)
 	b.mu.Unlock()
+	b.signal()
+	return true
+}
+
+// signal wakes next: the queue grew, or a batch finished.
+func (b *batcher[Req, Res]) signal() {
 	select {
 	case b.wake <- struct{}{}:
 	default:
 	}
-	return true
 }
 
-// next waits for queued requests and takes up to MaxSize of them; nil when ctx ends first.
+// next waits for enough queued requests (one, or SplitAt while another batch is being
+// written) and takes up to MaxSize of them; nil when ctx ends first.
 func (b *batcher[Req, Res]) next(ctx context.Context) []*batchCall[Req, Res] {
 	for {
-		if batch := b.take(); batch != nil {
+		least := 1
+		if b.writing.Load() > 0 {
+			least = b.cfg.SplitAt
+		}
+		if batch := b.take(least); batch != nil {
 			return batch
 		}
 		select {
@@ -217,12 +244,13 @@ func (b *batcher[Req, Res]) next(ctx context.Context) []*batchCall[Req, Res] {
 	}
 }
 
-// take removes up to MaxSize requests from the queue, oldest first; nil when it is empty.
-func (b *batcher[Req, Res]) take() []*batchCall[Req, Res] {
+// take removes up to MaxSize requests from the queue, oldest first, if at least least wait;
+// nil otherwise.
+func (b *batcher[Req, Res]) take(least int) []*batchCall[Req, Res] {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	n := min(len(b.queue), b.cfg.MaxSize)
-	if n == 0 {
+	if n == 0 || len(b.queue) < least {
 		return nil
 	}
 	batch := b.queue[:n:n]

@@ -177,6 +177,30 @@ func TestBatcherRunsAtMostWorkersBatchesAtOnce(t *testing.T) {
 	requireWritten(t, []<-chan batcherAnswer{first, second, third}, 1)
 }
 
+// A free worker does not start a batch of a few requests beside one being written: they wait
+// for it to finish and go together, unless SplitAt of them wait.
+func TestBatcherStartsASecondBatchOnlyWhenSplitAtRequestsWait(t *testing.T) {
+	t.Parallel()
+	bb := setupBatcher(t, BatchConfig{MaxSize: 10, Workers: 2, SplitAt: 3})
+	held := bb.hold(t, 0)
+	few := bb.queue(t, 1, 2)
+	select {
+	case batch := <-bb.writes.started:
+		t.Fatalf("batch %v started beside the one being written with 2 requests waiting, under SplitAt", batch)
+	case <-time.After(100 * time.Millisecond):
+	}
+	more := []<-chan batcherAnswer{bb.call(context.Background(), 3)}
+	require.Equal(t, []int{1, 2, 3}, bb.writes.nextBatch(t), "SplitAt requests wait: a second batch starts")
+
+	late := bb.queue(t, 4, 5)
+	bb.releaseOne()
+	bb.releaseOne()
+	require.Equal(t, batcherAnswer{"0", true, nil}, receive(t, held))
+	require.Equal(t, []int{4, 5}, bb.writes.nextBatch(t), "with none being written, any request starts a batch")
+	bb.releaseOne()
+	requireWritten(t, append(append(few, more...), late...), 1)
+}
+
 func TestBatcherAnswersEachRequestWithItsOwnResult(t *testing.T) {
 	t.Parallel()
 	bb := setupBatcher(t, BatchConfig{Workers: 1})
@@ -265,7 +289,10 @@ func TestACallerThatStopsWaitingIsLeftOutOfItsBatch(t *testing.T) {
 func TestBatcherOutsideRun(t *testing.T) {
 	t.Parallel()
 	b := newBatcher(BatchConfig{}, newHeldWrites().write)
-	require.Equal(t, BatchConfig{MaxSize: DefaultBatchMaxSize, Workers: DefaultBatchWorkers}, b.cfg, "zero values are the defaults")
+	require.Equal(t, BatchConfig{MaxSize: DefaultBatchMaxSize, Workers: DefaultBatchWorkers, SplitAt: DefaultBatchSplitAt}, b.cfg,
+		"zero values are the defaults")
+	require.Equal(t, 4, newBatcher(BatchConfig{MaxSize: 4}, newHeldWrites().write).cfg.SplitAt,
+		"a full batch always starts one beside another")
 
 	_, batched, err := b.do(context.Background(), 1)
 	require.NoError(t, err)
