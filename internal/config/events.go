@@ -70,7 +70,7 @@ func BindEvents(s *Set, c *Events) {
 	s.Duration(&c.Retention, "EVENTS_RETENTION", "retention", events.DefaultRetention, "acknowledged outbox rows older than this are deleted")
 	s.Int(&c.BatchSize, "EVENTS_BATCH_SIZE", "batch-size", events.DefaultBatchSize, "rows a relay claims, and events a consumer fetches and commits, per round")
 	s.Int(&c.RelayWorkers, "EVENTS_RELAY_WORKERS", "relay-workers", events.DefaultRelayWorkers, "publish rounds a relay keeps in flight at once (claims and hand-offs each)")
-	s.Int(&c.ConsumerWorkers, "EVENTS_CONSUMER_WORKERS", "consumer-workers", events.DefaultConsumerWorkers, "fetch-and-commit loops a consumer runs at once on its durable consumer")
+	s.Int(&c.ConsumerWorkers, "EVENTS_CONSUMER_WORKERS", "consumer-workers", events.DefaultConsumerWorkers, "fetch-and-commit loops a consumer runs on its durable consumer; all but the first work only while a backlog waits")
 	s.Bool(&c.PublishOnCommit, "EVENTS_PUBLISH_ON_COMMIT", "publish-on-commit", true, "write outbox rows claimed by this process's relay and publish them right after commit (false: every row waits for a NOTIFY and a claim)")
 	s.Int(&c.MaxDeliver, "EVENTS_MAX_DELIVER", "max-deliver", events.DefaultMaxDeliver, "deliveries whose handler ran and failed before the inbox records the event failed (exhausted); a database that is down never counts")
 	s.Duration(&c.AckWait, "EVENTS_ACK_WAIT", "ack-wait", events.DefaultAckWait, "how long the broker waits for a consumer's ack before redelivering")

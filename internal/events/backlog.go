@@ -36,6 +36,13 @@ func (g *backlogGate) set(behind bool) {
 	g.behind = behind
 }
 
+// isBehind says what the last fetch said.
+func (g *backlogGate) isBehind() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.behind
+}
+
 // wait returns once the consumer is behind, or false when ctx ends first.
 func (g *backlogGate) wait(ctx context.Context) bool {
 	g.mu.Lock()
@@ -52,12 +59,13 @@ func (g *backlogGate) wait(ctx context.Context) bool {
 // fetchedBehind says whether a fetch of size messages left more waiting: it came back full,
 // or the broker counted messages pending after its last one.
 func fetchedBehind(msgs []jetstream.Msg, size int) bool {
-	if len(msgs) == 0 {
-		return false
-	}
-	if len(msgs) >= size {
-		return true
-	}
+	return len(msgs) > 0 && (len(msgs) >= size || pendingAfter(msgs))
+}
+
+// pendingAfter says whether the broker had messages for the consumer beyond the last of msgs
+// when it delivered that one. A message whose metadata cannot be read says yes: asking costs
+// a pull request, guessing wrong leaves events waiting for the next round.
+func pendingAfter(msgs []jetstream.Msg) bool {
 	meta, err := msgs[len(msgs)-1].Metadata()
-	return err == nil && meta.NumPending > 0
+	return err != nil || meta.NumPending > 0
 }

@@ -258,23 +258,30 @@ func (c *Consumer) fetchAs(cons jetstream.Consumer, extra bool) ([]jetstream.Msg
 	if extra {
 		return collect(cons.FetchNoWait(c.cfg.BatchSize))
 	}
-	return c.fetch(cons, c.cfg.BatchSize)
+	return c.fetch(cons, c.cfg.BatchSize, c.backlog.isBehind())
 }
 
 // fetch returns the next batch: whatever is waiting right now (up to the batch size), or else
 // the first message to arrive within a second followed by whatever came with it. Every pull
 // request is complete when fetch returns, so no message is left parked in a request nobody
 // reads, and nothing is buffered ahead to outlive its ack wait.
-func (c *Consumer) fetch(cons jetstream.Consumer, size int) ([]jetstream.Msg, error) {
-	msgs, err := collect(cons.FetchNoWait(size))
-	if err != nil || len(msgs) > 0 {
-		return msgs, err
+//
+// Each pull request is a subscription, a request and its end at the broker, so fetch asks no
+// more than the broker's counts call for: caught up (behind false), it waits for the first
+// message at once instead of first asking for what waits, and it asks for the rest only when
+// that message says more are pending.
+func (c *Consumer) fetch(cons jetstream.Consumer, size int, behind bool) ([]jetstream.Msg, error) {
+	if behind {
+		msgs, err := collect(cons.FetchNoWait(size))
+		if err != nil || len(msgs) > 0 {
+			return msgs, err
+		}
 	}
-	msgs, err = collect(cons.Fetch(1, jetstream.FetchMaxWait(time.Second)))
+	msgs, err := collect(cons.Fetch(1, jetstream.FetchMaxWait(time.Second)))
 	if err != nil || len(msgs) == 0 {
 		return msgs, err
 	}
-	if size > 1 {
+	if size > 1 && pendingAfter(msgs) {
 		if rest, err := collect(cons.FetchNoWait(size - 1)); err == nil {
 			msgs = append(msgs, rest...)
 		}
@@ -468,7 +475,7 @@ func (c *Consumer) Replay(ctx context.Context, opts ReplayOptions, progress func
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		msgs, err := c.fetch(cons, opts.BatchSize)
+		msgs, err := c.fetch(cons, opts.BatchSize, true)
 		if err != nil {
 			return err
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
 	"walletgl/internal/events"
@@ -73,4 +74,34 @@ func TestACaughtUpConsumerTakesATrickleWithOneLoop(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return cons.Stats().Processed == n }, 30*time.Second, 10*time.Millisecond)
 	require.EqualValues(t, 1, h.most.Load(), "one loop held every batch")
+}
+
+// A consumer that keeps up sends the broker one pull request per event that comes alone: it
+// waits for the first at once, and asks for more only when that one counts more pending after
+// it (before, each such event cost three: what waits, the wait, and what came with it).
+func TestACaughtUpConsumerAsksTheBrokerOncePerLoneEvent(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	var requests atomic.Int32
+	stream := b.topo.StreamName(events.SourceWallet)
+	sub, err := b.nc.Subscribe("$JS.API.CONSUMER.MSG.NEXT."+stream+".gl", func(*nats.Msg) { requests.Add(1) })
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	require.NoError(t, b.nc.Flush())
+
+	cons := b.consumer(t, "gl", &overlapHandler{})
+	runInBackground(t, cons.Run)
+	require.Eventually(t, func() bool { return requests.Load() > 0 }, 10*time.Second, 5*time.Millisecond, "the consumer waits for events")
+	relay := b.relay(t, events.RelayConfig{})
+	const n = 10
+	for i := range n {
+		b.addEvents(t, 1)
+		_, err := relay.DispatchOnce(ctx)
+		require.NoError(t, err)
+		require.Eventually(t, func() bool { return cons.Stats().Processed == int64(i+1) }, 10*time.Second, 2*time.Millisecond)
+	}
+	// One request per event, the one waiting when the run began, and one per loop for every
+	// second the run took (a wait that expired).
+	require.LessOrEqual(t, int(requests.Load()), n+1+4, "pull requests for %d lone events", n)
 }
