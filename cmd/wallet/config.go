@@ -59,7 +59,8 @@ func (c *Config) Bind(s *config.Set) {
 	s.String(&c.GLURL, "GL_URL", "gl-url", "http://127.0.0.1:8081", "the GL's HTTP API, which wallet outbox reconcile asks what it posted")
 	s.Secret(&c.GLAPIKey, "GL_API_KEY", "an API key of the GL with ledger:read, sent by wallet outbox reconcile")
 	s.Int(&c.BatchMax, "WALLET_BATCH_MAX", "batch-max", postgres.DefaultBatchMaxSize, "most transfer requests committed in one transaction")
-	s.Int(&c.BatchWorkers, "WALLET_BATCH_WORKERS", "batch-workers", postgres.DefaultBatchWorkers, fmt.Sprintf("most transfer batches committing at once (a second starts only when %d requests wait); 0 gives each request a transaction of its own", postgres.DefaultBatchSplitAt))
+	s.Int(&c.BatchWorkers, "WALLET_BATCH_WORKERS", "batch-workers", postgres.DefaultBatchWorkers, fmt.Sprintf("most transfer batches committing at once (a second starts only when %d requests wait or one has waited %s); 0 gives each request a transaction of its own",
+		postgres.DefaultBatchSplitAt, postgres.DefaultBatchSplitAfter))
 	s.Int(&c.TransferEventVersion, "WALLET_TRANSFER_EVENT_VERSION", "transfer-event-version", 2,
 		"version of TransferCompleted published: 2 (kind and reference), or 1 until every GL accepts v2 (docs/operations.md, upgrade order)")
 	s.Duration(&c.HoldExpiryInterval, "WALLET_HOLD_EXPIRY_INTERVAL", "hold-expiry-interval", postgres.DefaultHoldExpiryInterval, "how often serve voids the pending holds whose expiry has passed")

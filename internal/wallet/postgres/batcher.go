@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Group commit: one transaction, and so one commit and one WAL flush, serves many transfers.
@@ -19,20 +20,24 @@ type BatchConfig struct {
 	MaxSize int
 	// Workers is how many batches may be committing at once. With none committing, a batch
 	// starts as soon as a request waits; while one commits, a further one starts only once
-	// SplitAt requests wait (or MaxSize, if smaller). There is no timer to wait for.
+	// SplitAt requests wait (or MaxSize, if smaller), or the oldest has waited SplitAfter.
 	Workers int
 	// SplitAt is how many waiting requests start a batch beside one already committing
 	// (DefaultBatchSplitAt). Fewer wait for that one to finish and then go together: on a
 	// machine whose cores are busy, two transactions of a few transfers each cost nearly twice
 	// the CPU of one holding them all, and commit no sooner.
 	SplitAt int
+	// SplitAfter bounds that wait (DefaultBatchSplitAfter): a batch slow to commit (waiting
+	// for a row lock, say) does not hold the requests behind it for longer.
+	SplitAfter time.Duration
 }
 
 // The batcher's defaults.
 const (
-	DefaultBatchMaxSize = 256
-	DefaultBatchWorkers = 2
-	DefaultBatchSplitAt = 32
+	DefaultBatchMaxSize    = 256
+	DefaultBatchWorkers    = 2
+	DefaultBatchSplitAt    = 32
+	DefaultBatchSplitAfter = 20 * time.Millisecond
 )
 
 func (c BatchConfig) withDefaults() BatchConfig {
@@ -46,6 +51,9 @@ func (c BatchConfig) withDefaults() BatchConfig {
 		c.SplitAt = DefaultBatchSplitAt
 	}
 	c.SplitAt = min(c.SplitAt, c.MaxSize)
+	if c.SplitAfter <= 0 {
+		c.SplitAfter = DefaultBatchSplitAfter
+	}
 	return c
 }
 
@@ -73,7 +81,8 @@ type batcher[Req, Res any] struct {
 
 // batchCall is one request waiting in the batcher, and the way its answer comes back.
 type batchCall[Req, Res any] struct {
-	req Req
+	req    Req
+	queued time.Time
 	// abandoned is set when the caller stopped waiting; a batch not yet started leaves it out.
 	abandoned atomic.Bool
 	answered  atomic.Bool
@@ -99,7 +108,7 @@ func newBatcher[Req, Res any](cfg BatchConfig, write batchWriteFunc[Req, Res]) *
 // running: the caller then writes req itself. When ctx ends first, do returns ctx's error; the
 // batch may still write req if it has started.
 func (b *batcher[Req, Res]) do(ctx context.Context, req Req) (res Res, ok bool, err error) {
-	c := &batchCall[Req, Res]{req: req, done: make(chan batchAnswer[Res], 1)}
+	c := &batchCall[Req, Res]{req: req, queued: time.Now(), done: make(chan batchAnswer[Res], 1)}
 	if !b.enqueue(c) {
 		return res, false, nil
 	}
@@ -160,7 +169,7 @@ func (b *batcher[Req, Res]) run(ctx context.Context) error {
 func (b *batcher[Req, Res]) drain(slots chan struct{}, launch func([]*batchCall[Req, Res]), wg *sync.WaitGroup) error {
 	b.stop()
 	for {
-		batch := b.take(1)
+		batch := b.take()
 		if batch == nil {
 			break
 		}
@@ -225,32 +234,65 @@ func (b *batcher[Req, Res]) signal() {
 	}
 }
 
-// next waits for enough queued requests (one, or SplitAt while another batch is being
-// written) and takes up to MaxSize of them; nil when ctx ends first.
+// next waits for queued requests and takes up to MaxSize of them once they may start a batch
+// (due); nil when ctx ends first.
 func (b *batcher[Req, Res]) next(ctx context.Context) []*batchCall[Req, Res] {
 	for {
-		least := 1
-		if b.writing.Load() > 0 {
-			least = b.cfg.SplitAt
-		}
-		if batch := b.take(least); batch != nil {
+		batch, wait := b.takeDue()
+		if batch != nil {
 			return batch
 		}
-		select {
-		case <-b.wake:
-		case <-ctx.Done():
+		if !b.waitForMore(ctx, wait) {
 			return nil
 		}
 	}
 }
 
-// take removes up to MaxSize requests from the queue, oldest first, if at least least wait;
-// nil otherwise.
-func (b *batcher[Req, Res]) take(least int) []*batchCall[Req, Res] {
+// waitForMore waits until the queue may have grown or a batch finished, or for wait (when
+// above zero); false when ctx ended.
+func (b *batcher[Req, Res]) waitForMore(ctx context.Context, wait time.Duration) bool {
+	var timeout <-chan time.Time
+	if wait > 0 {
+		timer := time.NewTimer(wait)
+		defer timer.Stop()
+		timeout = timer.C
+	}
+	select {
+	case <-b.wake:
+	case <-timeout:
+	case <-ctx.Done():
+		return false
+	}
+	return true
+}
+
+// takeDue takes a batch if the queued requests may start one: any request when no batch is
+// being written, else SplitAt of them or one that has waited SplitAfter. Otherwise it says how
+// long until the oldest has waited that long (0: the queue is empty).
+func (b *batcher[Req, Res]) takeDue() ([]*batchCall[Req, Res], time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if len(b.queue) == 0 {
+		return nil, 0
+	}
+	if b.writing.Load() > 0 && len(b.queue) < b.cfg.SplitAt {
+		if waited := time.Since(b.queue[0].queued); waited < b.cfg.SplitAfter {
+			return nil, b.cfg.SplitAfter - waited
+		}
+	}
+	return b.takeLocked(), 0
+}
+
+// take removes up to MaxSize requests from the queue, oldest first; nil when it is empty.
+func (b *batcher[Req, Res]) take() []*batchCall[Req, Res] {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.takeLocked()
+}
+
+func (b *batcher[Req, Res]) takeLocked() []*batchCall[Req, Res] {
 	n := min(len(b.queue), b.cfg.MaxSize)
-	if n == 0 || len(b.queue) < least {
+	if n == 0 {
 		return nil
 	}
 	batch := b.queue[:n:n]

@@ -181,7 +181,7 @@ func TestBatcherRunsAtMostWorkersBatchesAtOnce(t *testing.T) {
 // for it to finish and go together, unless SplitAt of them wait.
 func TestBatcherStartsASecondBatchOnlyWhenSplitAtRequestsWait(t *testing.T) {
 	t.Parallel()
-	bb := setupBatcher(t, BatchConfig{MaxSize: 10, Workers: 2, SplitAt: 3})
+	bb := setupBatcher(t, BatchConfig{MaxSize: 10, Workers: 2, SplitAt: 3, SplitAfter: time.Hour})
 	held := bb.hold(t, 0)
 	few := bb.queue(t, 1, 2)
 	select {
@@ -199,6 +199,21 @@ func TestBatcherStartsASecondBatchOnlyWhenSplitAtRequestsWait(t *testing.T) {
 	require.Equal(t, []int{4, 5}, bb.writes.nextBatch(t), "with none being written, any request starts a batch")
 	bb.releaseOne()
 	requireWritten(t, append(append(few, more...), late...), 1)
+}
+
+// Behind a batch slow to commit, a request waits at most SplitAfter for a batch of its own.
+func TestBatcherStartsASecondBatchForARequestThatWaitedSplitAfter(t *testing.T) {
+	t.Parallel()
+	const splitAfter = 200 * time.Millisecond
+	bb := setupBatcher(t, BatchConfig{MaxSize: 10, Workers: 2, SplitAt: 10, SplitAfter: splitAfter})
+	held := bb.hold(t, 0)
+	queued := time.Now()
+	waiting := bb.call(context.Background(), 1)
+	require.Equal(t, []int{1}, bb.writes.nextBatch(t), "a batch of its own while the first is still being written")
+	require.GreaterOrEqual(t, time.Since(queued), splitAfter, "not before it waited SplitAfter")
+	bb.releaseOne()
+	bb.releaseOne()
+	requireWritten(t, []<-chan batcherAnswer{held, waiting}, 0)
 }
 
 func TestBatcherAnswersEachRequestWithItsOwnResult(t *testing.T) {
@@ -289,7 +304,8 @@ func TestACallerThatStopsWaitingIsLeftOutOfItsBatch(t *testing.T) {
 func TestBatcherOutsideRun(t *testing.T) {
 	t.Parallel()
 	b := newBatcher(BatchConfig{}, newHeldWrites().write)
-	require.Equal(t, BatchConfig{MaxSize: DefaultBatchMaxSize, Workers: DefaultBatchWorkers, SplitAt: DefaultBatchSplitAt}, b.cfg,
+	require.Equal(t, BatchConfig{MaxSize: DefaultBatchMaxSize, Workers: DefaultBatchWorkers,
+		SplitAt: DefaultBatchSplitAt, SplitAfter: DefaultBatchSplitAfter}, b.cfg,
 		"zero values are the defaults")
 	require.Equal(t, 4, newBatcher(BatchConfig{MaxSize: 4}, newHeldWrites().write).cfg.SplitAt,
 		"a full batch always starts one beside another")
