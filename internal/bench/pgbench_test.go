@@ -145,7 +145,7 @@ func TestRelayScriptClaimsAndMarksARound(t *testing.T) {
 	assert.True(t, claim < gset && gset < mark, "the claim's ids reach the mark through \\gset")
 	assert.Contains(t, s.Text, "LIMIT (100)")
 	assert.Contains(t, s.Text, "unnest((:ids)::uuid[]) AS id")
-	assert.Equal(t, 2, strings.Count(s.Text, "('"+relayOwner+"')::text"), "one lease owner for the claim and the mark")
+	assert.Equal(t, 3, strings.Count(s.Text, "('"+relayOwner+"')::text"), "one lease owner for the claim and the mark (its lock and its update)")
 	assert.NotContains(t, s.Text, "BEGIN;", "each statement is its own transaction, as in the relay")
 	assert.NotContains(t, s.Text, "@")
 }

@@ -58,6 +58,11 @@ WHERE o.id = due.id
 RETURNING o.id, o.event_type, o.payload, o.attempts, o.trace_context;
 
 -- name: MarkDispatched :execrows
+-- MarkDispatched, ReleaseOutbox and AcknowledgeOutbox lock their rows in id order (the
+-- locked subquery) before they change them: the relay's marks and the acknowledgments of the
+-- consuming service touch the same rows at once, and two statements locking them in orders of
+-- their plans' choosing deadlocked each other until PostgreSQL's deadlock_timeout (1 s)
+-- broke the tie.
 UPDATE outbox o
 SET status        = 'dispatched',
     dispatched_at = clock_timestamp(),
@@ -67,8 +72,13 @@ SET status        = 'dispatched',
     lease_owner   = NULL,
     lease_until   = NULL,
     last_error    = NULL
-FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@seqs::bigint[]) AS seq, unnest(@dups::int[]) AS dups) AS p
+FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@seqs::bigint[]) AS seq, unnest(@dups::int[]) AS dups) AS p,
+     (SELECT l.id FROM outbox l
+      WHERE l.id = ANY (@ids::uuid[]) AND l.status = 'dispatching' AND l.lease_owner = @owner::text
+      ORDER BY l.id
+      FOR UPDATE) AS locked
 WHERE o.id = p.id
+  AND o.id = locked.id
   AND o.status = 'dispatching'
   AND o.lease_owner = @owner::text;
 
@@ -85,15 +95,19 @@ WHERE id = @id
 
 -- name: ReleaseOutbox :execrows
 -- ReleaseOutbox gives rows back without counting an attempt: the broker was unreachable, which
--- says nothing about the rows themselves.
-UPDATE outbox
-SET status      = CASE WHEN dispatched_at IS NULL THEN 'pending' ELSE 'dispatched' END,
-    attempts    = CASE WHEN dispatched_at IS NULL THEN greatest(attempts - 1, 0) ELSE attempts END,
+-- says nothing about the rows themselves. Rows locked in id order (MarkDispatched).
+UPDATE outbox o
+SET status      = CASE WHEN o.dispatched_at IS NULL THEN 'pending' ELSE 'dispatched' END,
+    attempts    = CASE WHEN o.dispatched_at IS NULL THEN greatest(o.attempts - 1, 0) ELSE o.attempts END,
     lease_owner = NULL,
     lease_until = NULL
-WHERE id = ANY (@ids::uuid[])
-  AND status = 'dispatching'
-  AND lease_owner = @owner::text;
+FROM (SELECT l.id FROM outbox l
+      WHERE l.id = ANY (@ids::uuid[]) AND l.status = 'dispatching' AND l.lease_owner = @owner::text
+      ORDER BY l.id
+      FOR UPDATE) AS locked
+WHERE o.id = locked.id
+  AND o.status = 'dispatching'
+  AND o.lease_owner = @owner::text;
 
 -- name: DeadLetterAbandoned :execrows
 UPDATE outbox
@@ -106,13 +120,18 @@ WHERE status = 'dispatching'
   AND attempts >= @max_attempts::int;
 
 -- name: AcknowledgeOutbox :execrows
-UPDATE outbox
+-- Rows locked in id order (MarkDispatched).
+UPDATE outbox o
 SET status          = 'acknowledged',
     acknowledged_at = clock_timestamp(),
     lease_owner     = NULL,
     lease_until     = NULL
-WHERE id = ANY (@ids::uuid[])
-  AND status <> 'acknowledged';
+FROM (SELECT l.id FROM outbox l
+      WHERE l.id = ANY (@ids::uuid[]) AND l.status <> 'acknowledged'
+      ORDER BY l.id
+      FOR UPDATE) AS locked
+WHERE o.id = locked.id
+  AND o.status <> 'acknowledged';
 
 -- name: ListDispatchedUpTo :many
 -- ListDispatchedUpTo lists published rows at or below a consuming service's ack floor: the

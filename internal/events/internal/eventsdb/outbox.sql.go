@@ -39,15 +39,20 @@ func (q *Queries) AcknowledgeDispatched(ctx context.Context, arg AcknowledgeDisp
 }
 
 const acknowledgeOutbox = `-- name: AcknowledgeOutbox :execrows
-UPDATE outbox
+UPDATE outbox o
 SET status          = 'acknowledged',
     acknowledged_at = clock_timestamp(),
     lease_owner     = NULL,
     lease_until     = NULL
-WHERE id = ANY ($1::uuid[])
-  AND status <> 'acknowledged'
+FROM (SELECT l.id FROM outbox l
+      WHERE l.id = ANY ($1::uuid[]) AND l.status <> 'acknowledged'
+      ORDER BY l.id
+      FOR UPDATE) AS locked
+WHERE o.id = locked.id
+  AND o.status <> 'acknowledged'
 `
 
+// Rows locked in id order (MarkDispatched).
 func (q *Queries) AcknowledgeOutbox(ctx context.Context, ids []uuid.UUID) (int64, error) {
 	result, err := q.db.Exec(ctx, acknowledgeOutbox, ids)
 	if err != nil {
@@ -512,8 +517,13 @@ SET status        = 'dispatched',
     lease_owner   = NULL,
     lease_until   = NULL,
     last_error    = NULL
-FROM (SELECT unnest($2::uuid[]) AS id, unnest($3::bigint[]) AS seq, unnest($4::int[]) AS dups) AS p
+FROM (SELECT unnest($2::uuid[]) AS id, unnest($3::bigint[]) AS seq, unnest($4::int[]) AS dups) AS p,
+     (SELECT l.id FROM outbox l
+      WHERE l.id = ANY ($2::uuid[]) AND l.status = 'dispatching' AND l.lease_owner = $1::text
+      ORDER BY l.id
+      FOR UPDATE) AS locked
 WHERE o.id = p.id
+  AND o.id = locked.id
   AND o.status = 'dispatching'
   AND o.lease_owner = $1::text
 `
@@ -525,6 +535,11 @@ type MarkDispatchedParams struct {
 	Dups  []int32
 }
 
+// MarkDispatched, ReleaseOutbox and AcknowledgeOutbox lock their rows in id order (the
+// locked subquery) before they change them: the relay's marks and the acknowledgments of the
+// consuming service touch the same rows at once, and two statements locking them in orders of
+// their plans' choosing deadlocked each other until PostgreSQL's deadlock_timeout (1 s)
+// broke the tie.
 func (q *Queries) MarkDispatched(ctx context.Context, arg MarkDispatchedParams) (int64, error) {
 	result, err := q.db.Exec(ctx, markDispatched,
 		arg.Owner,
@@ -687,25 +702,29 @@ func (q *Queries) OutboxStatusCounts(ctx context.Context) ([]OutboxStatusCountsR
 }
 
 const releaseOutbox = `-- name: ReleaseOutbox :execrows
-UPDATE outbox
-SET status      = CASE WHEN dispatched_at IS NULL THEN 'pending' ELSE 'dispatched' END,
-    attempts    = CASE WHEN dispatched_at IS NULL THEN greatest(attempts - 1, 0) ELSE attempts END,
+UPDATE outbox o
+SET status      = CASE WHEN o.dispatched_at IS NULL THEN 'pending' ELSE 'dispatched' END,
+    attempts    = CASE WHEN o.dispatched_at IS NULL THEN greatest(o.attempts - 1, 0) ELSE o.attempts END,
     lease_owner = NULL,
     lease_until = NULL
-WHERE id = ANY ($1::uuid[])
-  AND status = 'dispatching'
-  AND lease_owner = $2::text
+FROM (SELECT l.id FROM outbox l
+      WHERE l.id = ANY ($2::uuid[]) AND l.status = 'dispatching' AND l.lease_owner = $1::text
+      ORDER BY l.id
+      FOR UPDATE) AS locked
+WHERE o.id = locked.id
+  AND o.status = 'dispatching'
+  AND o.lease_owner = $1::text
 `
 
 type ReleaseOutboxParams struct {
-	Ids   []uuid.UUID
 	Owner string
+	Ids   []uuid.UUID
 }
 
 // ReleaseOutbox gives rows back without counting an attempt: the broker was unreachable, which
-// says nothing about the rows themselves.
+// says nothing about the rows themselves. Rows locked in id order (MarkDispatched).
 func (q *Queries) ReleaseOutbox(ctx context.Context, arg ReleaseOutboxParams) (int64, error) {
-	result, err := q.db.Exec(ctx, releaseOutbox, arg.Ids, arg.Owner)
+	result, err := q.db.Exec(ctx, releaseOutbox, arg.Owner, arg.Ids)
 	if err != nil {
 		return 0, err
 	}
