@@ -109,6 +109,14 @@ func startBrokersOnce(ctx context.Context, bin, dir string, n int, extra []strin
 				Log: filepath.Join(dir, name+".log")},
 			ClientPort: p[0], StoreDir: store,
 		}
+		if n > 1 {
+			// A cluster node is ready once its JetStream is up and current with the meta leader.
+			// Every replica current as well (plain /healthz) is more than a node coming back can
+			// promise: on nats-server 2.9 the replica of an idle consumer whose leader moved
+			// meanwhile stays "not current" until the consumer's next ack or delivery (CI saw
+			// one for 30 s after the load had ended, every invariant holding).
+			b.HealthPath = "/healthz?js-server-only=true"
+		}
 		if err := b.Start(); err != nil {
 			return brokers, err
 		}

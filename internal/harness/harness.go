@@ -5,6 +5,7 @@ package harness
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -138,6 +139,8 @@ type Process struct {
 	Env  []string // added to the harness's own environment
 	Addr string   // its HTTP address, for health checks
 	Log  string   // file that receives its output (appended across restarts)
+	// HealthPath is what WaitHealthy asks at Addr ("/healthz" when empty).
+	HealthPath string
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -188,11 +191,12 @@ func isClosed(ch chan struct{}) bool {
 	}
 }
 
-// WaitHealthy polls GET /healthz until it answers 200 or ctx ends.
+// WaitHealthy polls GET /healthz (HealthPath) until it answers 200 or ctx ends.
 func (p *Process) WaitHealthy(ctx context.Context) error {
 	client := &http.Client{Timeout: time.Second}
+	path := cmp.Or(p.HealthPath, "/healthz")
 	for {
-		resp, err := client.Get("http://" + p.Addr + "/healthz")
+		resp, err := client.Get("http://" + p.Addr + path)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
