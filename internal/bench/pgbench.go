@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -323,6 +324,15 @@ type PgbenchResult struct {
 	// Protocol is pgbench's -M: prepared (the limits) or extended (unnamed statements, parsed and
 	// planned at each execution, as the services send theirs).
 	Protocol string `json:"protocol"`
+	// MachineBusy is the share of all cores busy while pgbench ran (pgbench itself, its
+	// backends, PostgreSQL's own processes, anything else on the machine).
+	MachineBusy float64 `json:"machine_busy,omitzero"`
+	// MachineCPUSeconds is that busy share × cores × pgbench's wall time.
+	MachineCPUSeconds float64 `json:"machine_cpu_seconds,omitzero"`
+	// MachinePerUnitUS is that busy CPU per Unit (transfer, event, row), in microseconds: what
+	// the bare SQL costs the machine, pgbench's client included, as CPUUse.MachinePerEventUS
+	// is what the pipeline costs it.
+	MachinePerUnitUS float64 `json:"machine_per_unit_us,omitzero"`
 }
 
 // pgbench's query protocols (-M) the benchmark runs.
@@ -397,7 +407,11 @@ func runPgbenchWith(ctx context.Context, bin, dir, dbURL, protocol string, s Scr
 	}
 	args := pgbenchArgs(s, path, dbURL, protocol, clients, "-T", strconv.Itoa(max(int(d.Seconds()), 1)))
 	cmd := exec.CommandContext(ctx, bin, args...)
+	busy0, all0 := machineCPU()
+	started := time.Now()
 	out, err := cmd.CombinedOutput()
+	wall := time.Since(started).Seconds()
+	busy1, all1 := machineCPU()
 	_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s.c%d.%s.pgbench.log", s.Name, clients, protocol)), out, 0o644)
 	tps, lat, processed, failed, perr := ParsePgbench(string(out))
 	if err != nil || perr != nil {
@@ -408,6 +422,12 @@ func runPgbenchWith(ctx context.Context, bin, dir, dbURL, protocol string, s Scr
 	}
 	res.TPS, res.LatencyAvgMS, res.Transactions, res.Failed = round(tps, 1), lat, processed, failed
 	res.EventsPerSec = round(tps*float64(s.Events), 1)
+	if all1 > all0 && processed > 0 {
+		busy := (busy1 - busy0) / (all1 - all0)
+		res.MachineBusy = round(busy, 3)
+		res.MachineCPUSeconds = round(busy*float64(runtime.NumCPU())*wall, 3)
+		res.MachinePerUnitUS = round(res.MachineCPUSeconds/float64(processed*int64(s.Events))*1e6, 1)
+	}
 	return res
 }
 

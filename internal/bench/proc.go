@@ -149,13 +149,22 @@ type CPUUse struct {
 	// workers on a shared machine included): 1.0 is every core busy.
 	MachineBusy float64 `json:"machine_busy"`
 	Cores       int     `json:"cores"`
+	// MachinePerEventUS is the whole machine's busy CPU per transfer (or event) of the phase,
+	// in microseconds: every process, the kernel's work for them included. The limits measure
+	// the same (PgbenchResult.MachinePerUnitUS), so the two say how far apart the pipeline's
+	// cost and the bare SQL's are (docs/bench.md, "The CPU budget").
+	MachinePerEventUS float64 `json:"machine_per_event_us,omitzero"`
 }
 
 func diffCPU(a, b cpuSnapshot, events int64, order []string) CPUUse {
 	wall := b.at.Sub(a.at).Seconds()
 	use := CPUUse{Cores: runtime.NumCPU()}
 	if b.machAll > a.machAll {
-		use.MachineBusy = round((b.machBusy-a.machBusy)/(b.machAll-a.machAll), 3)
+		busy := (b.machBusy - a.machBusy) / (b.machAll - a.machAll)
+		use.MachineBusy = round(busy, 3)
+		if events > 0 {
+			use.MachinePerEventUS = round(busy*float64(use.Cores)*wall/float64(events)*1e6, 1)
+		}
 	}
 	for _, name := range order {
 		end, ok := b.seconds[name]

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"fmt"
 	"image/color"
 	"io"
@@ -173,6 +174,7 @@ func targets(r *Report) []Target {
 			if u := lim.WalletUnnamed.TPS; u > 0 {
 				figure += fmt.Sprintf(" (÷ the same SQL sent unnamed, %.0f/s: %.2f×)", u, Ratio(c.APIRate, u))
 			}
+			figure += budgetText(c.CPU, lim.Wallet)
 			ts = append(ts, Target{Name: apiName, Figure: figure, Target: apiTarget, Value: ratio, Met: ratio >= 0.8, Known: true})
 		} else {
 			ts = append(ts, notMeasured(apiName, apiTarget, limitMissing))
@@ -203,21 +205,23 @@ func targets(r *Report) []Target {
 		ts = append(ts, notMeasured(dispName, dispTarget, why), notMeasured(postName, postTarget, why), notMeasured(peerName, peerTarget, why))
 	default:
 		for _, x := range []struct {
-			name, unit  string
-			ours, limit float64
-			secs        float64
-			partial     bool
+			name, unit string
+			ours       float64
+			limit      PgbenchResult
+			secs       float64
+			partial    bool
 		}{
-			{dispName, "rows", d.DispatchRate, lim.RelayTwoClients.EventsPerSec, d.DispatchSeconds, d.DispatchPartial},
-			{postName, "events", d.PostRate, lim.GLTwoClients.EventsPerSec, d.PostSeconds, d.PostPartial},
+			{dispName, "rows", d.DispatchRate, lim.RelayTwoClients, d.DispatchSeconds, d.DispatchPartial},
+			{postName, "events", d.PostRate, lim.GLTwoClients, d.PostSeconds, d.PostPartial},
 		} {
-			if x.limit <= 0 {
+			if x.limit.EventsPerSec <= 0 {
 				ts = append(ts, notMeasured(x.name+rows, dispTarget, limitMissing))
 				continue
 			}
-			ratio := Ratio(x.ours, x.limit)
+			ratio := Ratio(x.ours, x.limit.EventsPerSec)
 			ts = append(ts, Target{Name: x.name + rows,
-				Figure: fmt.Sprintf("%.0f/s ÷ %.0f %s/s = %.2f× (%.2fs%s)", x.ours, x.limit, x.unit, ratio, x.secs, partial(x.partial)),
+				Figure: fmt.Sprintf("%.0f/s ÷ %.0f %s/s = %.2f× (%.2fs%s)%s", x.ours, x.limit.EventsPerSec, x.unit, ratio, x.secs, partial(x.partial),
+					budgetText(d.CPU, x.limit)),
 				Target: dispTarget, Value: ratio, Met: ratio >= 0.8 && !x.partial, Known: x.ours > 0})
 		}
 		switch p := r.Peer; {
@@ -363,7 +367,7 @@ func (r *Report) figures() [][3]string {
 		add("pgbench", lim.Error, "")
 	}
 	if lim.Wallet.TPS > 0 {
-		add(fmt.Sprintf("limit: wallet tx, pgbench c=%d", lim.Wallet.Clients), fmt.Sprintf("%.0f tx/s", lim.Wallet.TPS), fmt.Sprintf("avg %.2f ms", lim.Wallet.LatencyAvgMS))
+		add(fmt.Sprintf("limit: wallet tx, pgbench c=%d", lim.Wallet.Clients), fmt.Sprintf("%.0f tx/s", lim.Wallet.TPS), fmt.Sprintf("avg %.2f ms", lim.Wallet.LatencyAvgMS)+machineText(lim.Wallet))
 	}
 	switch u := lim.WalletUnnamed; {
 	case u.TPS > 0:
@@ -373,15 +377,15 @@ func (r *Report) figures() [][3]string {
 		add("wallet tx sent as the services send it (unnamed statements)", u.Error, "")
 	}
 	if lim.GL.TPS > 0 {
-		add(fmt.Sprintf("limit: GL batch of %d, pgbench c=%d", r.Options.GLBatch, lim.GL.Clients), fmt.Sprintf("%.0f events/s", lim.GL.EventsPerSec), fmt.Sprintf("%.1f batches/s", lim.GL.TPS))
+		add(fmt.Sprintf("limit: GL batch of %d, pgbench c=%d", r.Options.GLBatch, lim.GL.Clients), fmt.Sprintf("%.0f events/s", lim.GL.EventsPerSec), fmt.Sprintf("%.1f batches/s", lim.GL.TPS)+machineText(lim.GL))
 	}
 	if lim.GLTwoClients.TPS > 0 {
-		add(fmt.Sprintf("limit: GL batch of %d, pgbench c=2", r.Options.GLBatch), fmt.Sprintf("%.0f events/s", lim.GLTwoClients.EventsPerSec), "the consumer's two loops' ceiling")
+		add(fmt.Sprintf("limit: GL batch of %d, pgbench c=2", r.Options.GLBatch), fmt.Sprintf("%.0f events/s", lim.GLTwoClients.EventsPerSec), "the consumer's two loops' ceiling"+machineText(lim.GLTwoClients))
 	}
 	for _, rl := range []PgbenchResult{lim.Relay, lim.RelayTwoClients} {
 		if rl.TPS > 0 {
 			add(fmt.Sprintf("limit: relay claim+mark of %d, pgbench c=%d", RelayBatch, rl.Clients), fmt.Sprintf("%.0f rows/s", rl.EventsPerSec),
-				strings.TrimSuffix(fmt.Sprintf("%.1f rounds/s; %s", rl.TPS, rl.Note), "; "))
+				strings.TrimSuffix(fmt.Sprintf("%.1f rounds/s%s; %s", rl.TPS, machineText(rl), rl.Note), "; "))
 		}
 	}
 	if c := r.Closed; c != nil {
@@ -393,7 +397,7 @@ func (r *Report) figures() [][3]string {
 		add("  commit→GL inbox claim", latText(c.CommitToClaimed), "")
 		add("  commit→posted", latText(c.CommitToPosted), fmt.Sprintf("drained %s after the load", c.DrainAfterLoad))
 		add("  commit→acknowledged", latText(c.CommitToAcked), "")
-		add("  CPU per transfer", cpuText(c.CPU), fmt.Sprintf("machine %.0f%% busy", c.CPU.MachineBusy*100))
+		add("  CPU per transfer", cpuText(c.CPU), busyText(c.CPU, "transfer"))
 	}
 	if o := r.Open; o != nil {
 		add(fmt.Sprintf("API open loop at %.0f/s", o.TargetRate), fmt.Sprintf("%.0f transfers/s", o.APIRate), fmt.Sprintf("%d errors, %d skipped", o.Errors, o.Skipped))
@@ -402,12 +406,12 @@ func (r *Report) figures() [][3]string {
 		add("  commit→GL inbox claim", latText(o.CommitToClaimed), "")
 		add("  commit→posted", latText(o.CommitToPosted), fmt.Sprintf("%d unposted", o.Unposted))
 		add("  commit→acknowledged", latText(o.CommitToAcked), "")
-		add("  CPU per transfer", cpuText(o.CPU), fmt.Sprintf("machine %.0f%% busy", o.CPU.MachineBusy*100))
+		add("  CPU per transfer", cpuText(o.CPU), busyText(o.CPU, "transfer"))
 	}
 	if a := r.Alone; a != nil {
 		add(fmt.Sprintf("API wallet alone (GL stopped), %d clients", a.Clients), fmt.Sprintf("%.0f transfers/s", a.APIRate), ratioText(a.APIRate, lim.Wallet.TPS, "pgbench wallet tx"))
 		add("  API latency", latText(a.API), fmt.Sprintf("%d errors", a.Errors))
-		add("  CPU per transfer", cpuText(a.CPU), fmt.Sprintf("machine %.0f%% busy", a.CPU.MachineBusy*100))
+		add("  CPU per transfer", cpuText(a.CPU), busyText(a.CPU, "transfer"))
 		add("  GL catch-up from the broker", fmt.Sprintf("%d events in %.2fs, %.0f/s", a.CatchUpEvents, a.CatchUpSeconds, a.CatchUpRate), ratioText(a.CatchUpRate, lim.GL.EventsPerSec, "pgbench GL"))
 		for _, n := range a.Notes {
 			add("  note", n, "")
@@ -418,7 +422,7 @@ func (r *Report) figures() [][3]string {
 		if d.Republished > 0 {
 			add("  re-published by catch-up", fmt.Sprintf("%d rows", d.Republished), "acknowledged later than EVENTS_ACK_TIMEOUT")
 		}
-		add("  CPU per event", cpuText(d.CPU), fmt.Sprintf("machine %.0f%% busy", d.CPU.MachineBusy*100))
+		add("  CPU per event", cpuText(d.CPU), busyText(d.CPU, "event"))
 		for _, n := range d.Notes {
 			add("  note", n, "")
 		}
@@ -463,6 +467,37 @@ func ratioText(ours, limit float64, what string) string {
 		return "÷ " + what + ": n/a"
 	}
 	return fmt.Sprintf("%.2f× %s", Ratio(ours, limit), what)
+}
+
+// busyText is how busy a phase kept the machine and, when measured, the machine's CPU per unit.
+func busyText(c CPUUse, unit string) string {
+	text := fmt.Sprintf("machine %.0f%% busy", c.MachineBusy*100)
+	if c.MachinePerEventUS > 0 {
+		text += fmt.Sprintf(", %.0f µs per %s", c.MachinePerEventUS, unit)
+	}
+	return text
+}
+
+// machineText is how busy pgbench kept the machine and its CPU per unit, "" when not measured.
+func machineText(lim PgbenchResult) string {
+	if lim.MachinePerUnitUS <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("; machine %.0f%% busy, %.0f µs per %s", lim.MachineBusy*100, lim.MachinePerUnitUS, strings.TrimSuffix(cmp.Or(lim.Unit, "units"), "s"))
+}
+
+// budgetText sets what a phase cost the whole machine per unit beside what the limit's bare SQL
+// cost it, and how busy each kept the machine: the ratio of two rates is the ratio of their
+// CPU per unit times the ratio of their busy shares, so the text says whether a phase is
+// behind its limit for its cost or for waiting (docs/bench.md, "The CPU budget"). Empty when
+// either was not measured.
+func budgetText(use CPUUse, lim PgbenchResult) string {
+	if use.MachinePerEventUS <= 0 || lim.MachinePerUnitUS <= 0 {
+		return ""
+	}
+	unit := strings.TrimSuffix(cmp.Or(lim.Unit, "units"), "s")
+	return fmt.Sprintf("; machine CPU per %s %.0f µs against the limit's %.0f µs (%.2f×), machine %.0f%% busy against %.0f%%",
+		unit, use.MachinePerEventUS, lim.MachinePerUnitUS, lim.MachinePerUnitUS/use.MachinePerEventUS, use.MachineBusy*100, lim.MachineBusy*100)
 }
 
 func growsText(g bool) string {

@@ -77,6 +77,33 @@ func TestTheAPITargetIsJudgedAgainstThePreparedLimit(t *testing.T) {
 	require.Equal(t, "pgbench: exit status 1", row[1], "a failed run says why instead of vanishing")
 }
 
+// Targets 1 and 2 set the machine's CPU per unit of the phase beside the limit's: a pipeline
+// that costs twice the bare SQL's CPU and keeps the machine as busy reaches half the limit.
+func TestTheThroughputTargetsShowTheCPUBudget(t *testing.T) {
+	t.Parallel()
+	rep := &Report{
+		Limits: Limits{
+			Wallet:       PgbenchResult{TPS: 2000, Clients: 16, Unit: "transfers", MachineBusy: 0.9, MachinePerUnitUS: 900},
+			GLTwoClients: PgbenchResult{EventsPerSec: 10_000, Unit: "events", MachineBusy: 0.5, MachinePerUnitUS: 100},
+		},
+		Closed: &Phase{APIRate: 1000, CPU: CPUUse{MachineBusy: 0.9, MachinePerEventUS: 1800}},
+		Drain:  &Drain{Rows: 100_000, PostRate: 2_500, CPU: CPUUse{MachineBusy: 0.5, MachinePerEventUS: 400}},
+	}
+	ts := targets(rep)
+	require.Equal(t, "1000/s ÷ 2000/s = 0.50×; machine CPU per transfer 1800 µs against the limit's 900 µs (0.50×), machine 90% busy against 90%", ts[0].Figure)
+	require.Contains(t, ts[3].Figure, "machine CPU per event 400 µs against the limit's 100 µs (0.25×), machine 50% busy against 50%")
+	var limitRow [3]string
+	for _, r := range rep.figures() {
+		if strings.HasPrefix(r[0], "limit: wallet tx") {
+			limitRow = r
+		}
+	}
+	require.Contains(t, limitRow[2], "machine 90% busy, 900 µs per transfer")
+
+	rep.Limits.Wallet.MachinePerUnitUS = 0
+	require.Equal(t, "1000/s ÷ 2000/s = 0.50×", targets(rep)[0].Figure, "a limit without its CPU has no budget")
+}
+
 // The backlog's ratios use the 2-client limits (the relay's two rounds, the consumer's two
 // loops), and a missing Watermill peer is reported, not judged.
 func TestTheBacklogTargetsUseTheTwoClientLimits(t *testing.T) {
