@@ -55,6 +55,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		keep      = fs.Bool("keep", false, "keep the databases, logs and scripts")
 		walletEnv = fs.String("wallet-env", "", "settings for the wallet, KEY=VALUE,… (e.g. EVENTS_BATCH_SIZE=500)")
 		glEnv     = fs.String("gl-env", "", "settings for the GL, KEY=VALUE,…")
+		procs     = fs.Int("gomaxprocs", 1, "both services' GOMAXPROCS, as a CPU limit of that many cores per container sets it; 0 for Go's default (every core)")
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -84,6 +85,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	opts.Rate, opts.Pgbench, opts.Plot, opts.Keep = *rate, *pgbench, *plot, *keep
 	opts.Warmup = min(opts.Warmup, opts.Duration/3)
 	opts.WalletEnv, opts.GLEnv = splitEnv(*walletEnv), splitEnv(*glEnv)
+	if *procs < 0 {
+		return fmt.Errorf("-gomaxprocs: 0 for Go's default, or the cores each service may use")
+	}
+	opts.ServiceProcs = *procs
 	opts.NATSServerBin = getenv("NATS_SERVER_BIN")
 	if f, ok := stdout.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
 		opts.TTY = true

@@ -48,13 +48,17 @@ type Options struct {
 	GLBatch       int           // events per GL transaction in the pgbench script (the consumer's batch)
 	Quick         bool          // the quick form, said in the report
 	Keep          bool          // keep databases and logs
-	WalletEnv     []string      // settings added to the wallet's environment
-	GLEnv         []string      // settings added to the GL's environment
-	TTY           bool          // progress rewritten in place
-	WorkDir       string        // logs, scripts and broker store (default: a new temp dir)
-	ResultsDir    string        // where the report goes ("" : not written)
-	Plot          bool          // write a PNG of latency over time
-	NATSServerBin string        // a nats-server to use instead of building one
+	// ServiceProcs is both services' GOMAXPROCS (0: Go's default, one per core). The bench runs
+	// them with 1, as a one-CPU container limit would: on a box they share with both databases
+	// and the broker, the backlog costs a sixth less CPU per event (docs/bench.md).
+	ServiceProcs  int
+	WalletEnv     []string // settings added to the wallet's environment
+	GLEnv         []string // settings added to the GL's environment
+	TTY           bool     // progress rewritten in place
+	WorkDir       string   // logs, scripts and broker store (default: a new temp dir)
+	ResultsDir    string   // where the report goes ("" : not written)
+	Plot          bool     // write a PNG of latency over time
+	NATSServerBin string   // a nats-server to use instead of building one
 }
 
 // Default is `make bench`: about three minutes.
@@ -62,7 +66,7 @@ func Default(dbURL string) Options {
 	return Options{
 		DatabaseURL: dbURL, Clients: 16, Duration: 40 * time.Second, Warmup: 8 * time.Second,
 		OpenDuration: 20 * time.Second, Users: 1000, Backlog: 100_000, DrainTimeout: 75 * time.Second, PgbenchTime: 10 * time.Second,
-		Pgbench: "pgbench", GLBatch: 100, ScaleLines: 10_000_000, Replay: true, PeerWatermill: true,
+		Pgbench: "pgbench", GLBatch: 100, ScaleLines: 10_000_000, Replay: true, PeerWatermill: true, ServiceProcs: 1,
 	}
 }
 

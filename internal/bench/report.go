@@ -331,7 +331,7 @@ func thousands(n int) string {
 
 // PrintTable writes the figures and the targets as aligned text.
 func (r *Report) PrintTable(w io.Writer) {
-	fmt.Fprintf(w, "\n== walletgl benchmark %s (%d cores%s) ==\n", r.Started.Format(time.RFC3339), r.Cores, quickNote(r))
+	fmt.Fprintf(w, "\n== walletgl benchmark %s (%d cores%s, %s) ==\n", r.Started.Format(time.RFC3339), r.Cores, quickNote(r), procsNote(r.Options.ServiceProcs))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, row := range r.figures() {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", row[0], row[1], row[2])
@@ -349,6 +349,14 @@ func (r *Report) PrintTable(w io.Writer) {
 	for _, n := range r.Notes {
 		fmt.Fprintln(w, "note:", n)
 	}
+}
+
+// procsNote says how many cores the services' Go runtimes used.
+func procsNote(n int) string {
+	if n <= 0 {
+		return "services at Go's default GOMAXPROCS"
+	}
+	return fmt.Sprintf("services at GOMAXPROCS=%d", n)
 }
 
 func quickNote(r *Report) string {
@@ -533,8 +541,8 @@ func cpuText(c CPUUse) string {
 func (r *Report) Markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# walletgl benchmark, %s\n\n", r.Started.Format("2006-01-02 15:04 MST"))
-	fmt.Fprintf(&b, "%d cores%s, %s, %s; load average at start %s; synchronous_commit=%s. Elapsed %s.\n\n",
-		r.Cores, quickNote(r), firstWords(r.Host.PostgreSQL, 2), r.Host.NATSServer, r.Host.LoadAvg, r.Host.SynchronousCommit, r.Elapsed)
+	fmt.Fprintf(&b, "%d cores%s, %s, %s, %s; load average at start %s; synchronous_commit=%s. Elapsed %s.\n\n",
+		r.Cores, quickNote(r), firstWords(r.Host.PostgreSQL, 2), r.Host.NATSServer, procsNote(r.Options.ServiceProcs), r.Host.LoadAvg, r.Host.SynchronousCommit, r.Elapsed)
 	if len(r.Options.WalletEnv)+len(r.Options.GLEnv) > 0 {
 		// A run with settings of its own (an unsigned run of a pair, a larger batch) says so.
 		fmt.Fprintf(&b, "Settings added: wallet `%s`; gl `%s`.\n\n", strings.Join(r.Options.WalletEnv, ","), strings.Join(r.Options.GLEnv, ","))

@@ -188,6 +188,8 @@ func TestTheSummaryNamesTheBroker(t *testing.T) {
 	rep := &Report{Started: time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC), Cores: 2}
 	rep.Host.PostgreSQL = "PostgreSQL 15.20 on x86_64"
 	rep.Host.NATSServer = natsServerVersion(context.Background(), bin)
-	require.Contains(t, rep.Markdown(), "2 cores, PostgreSQL 15.20, nats-server v2.9.10; ")
+	require.Contains(t, rep.Markdown(), "2 cores, PostgreSQL 15.20, nats-server v2.9.10, services at Go's default GOMAXPROCS; ")
+	rep.Options.ServiceProcs = 1
+	require.Contains(t, rep.Markdown(), "nats-server v2.9.10, services at GOMAXPROCS=1; ", "the summary says how many cores the services' runtimes used")
 	require.Equal(t, "nats-server, version unknown", natsServerVersion(context.Background(), dir+"/missing"))
 }

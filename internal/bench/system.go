@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -66,6 +67,9 @@ func startSystem(ctx context.Context, opts Options, runID, dir string, bins harn
 	}
 	if s.glMetrics, err = harness.FreeAddr(); err != nil {
 		return s, err
+	}
+	if opts.ServiceProcs > 0 { // before the settings added: -wallet-env GOMAXPROCS=… wins
+		common = append(common, "GOMAXPROCS="+strconv.Itoa(opts.ServiceProcs))
 	}
 	walletEnv := slices.Concat(keys.Env(events.SourceWallet), common, []string{"WALLET_METRICS_ADDR=" + s.walletMetrics}, opts.WalletEnv)
 	if s.wallet, err = harness.Service("wallet", bins.Wallet, "WALLET", s.walletURL, dir, walletEnv); err != nil {
