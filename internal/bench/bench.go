@@ -50,7 +50,7 @@ type Options struct {
 	Keep          bool          // keep databases and logs
 	// ServiceProcs is both services' GOMAXPROCS (0: Go's default, one per core). The bench runs
 	// them with 1, as a one-CPU container limit would: on a box they share with both databases
-	// and the broker, the backlog costs a sixth less CPU per event (docs/bench.md).
+	// and the broker, a backlog event costs 7% less of the machine's CPU (docs/bench.md).
 	ServiceProcs  int
 	WalletEnv     []string // settings added to the wallet's environment
 	GLEnv         []string // settings added to the GL's environment
