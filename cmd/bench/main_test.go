@@ -85,7 +85,7 @@ func TestBenchEndToEnd(t *testing.T) {
 	require.NotNil(t, rep.Scale)
 	assert.Empty(t, rep.Scale.Error)
 	require.Len(t, rep.Scale.Sizes, 1, "one size: 30k lines, below 100k")
-	assert.Equal(t, 200, rep.Scale.Sizes[0].Reads["trial balance"].Count)
+	assert.Equal(t, 1000, rep.Scale.Sizes[0].Reads["trial balance"].Count)
 	if pgbench != "" {
 		assert.Positive(t, rep.Limits.Wallet.TPS, "pgbench ran the wallet script: %s", rep.Limits.Wallet.Error)
 		assert.Positive(t, rep.Limits.GL.EventsPerSec, "pgbench ran the GL script: %s", rep.Limits.GL.Error)
