@@ -106,7 +106,11 @@ func TestBenchEndToEnd(t *testing.T) {
 	moved := map[string]bool{}
 	for _, mv := range rep.Metrics.Metrics {
 		moved[mv.Service+" "+mv.Name] = mv.Moved
+		if mv.Name == "go_sched_gomaxprocs_threads" {
+			assert.Equal(t, 1.0, mv.End, "%s ran with GOMAXPROCS=1, the bench's default", mv.Service)
+		}
 	}
+	assert.True(t, moved["wallet go_sched_gomaxprocs_threads"] && moved["gl go_sched_gomaxprocs_threads"], "both runtimes report their GOMAXPROCS")
 	for _, name := range []string{"wallet walletgl_transfers_total", "wallet walletgl_relay_published_total",
 		"gl walletgl_consumer_processed_total", "gl walletgl_commit_to_posted_seconds", "wallet walletgl_consumer_processed_total"} {
 		assert.True(t, moved[name], "%s moved", name)

@@ -405,7 +405,7 @@ func (r *Report) figures() [][3]string {
 		add("  commit→GL inbox claim", latText(c.CommitToClaimed), "")
 		add("  commit→posted", latText(c.CommitToPosted), fmt.Sprintf("drained %s after the load", c.DrainAfterLoad))
 		add("  commit→acknowledged", latText(c.CommitToAcked), "")
-		add("  CPU per transfer", cpuText(c.CPU), busyText(c.CPU, "transfer"))
+		add("  CPU per transfer", cpuText(c.CPU), busyText(c.CPU.MachineBusy, c.CPU.MachinePerEventUS, "transfer"))
 	}
 	if o := r.Open; o != nil {
 		add(fmt.Sprintf("API open loop at %.0f/s", o.TargetRate), fmt.Sprintf("%.0f transfers/s", o.APIRate), fmt.Sprintf("%d errors, %d skipped", o.Errors, o.Skipped))
@@ -414,12 +414,12 @@ func (r *Report) figures() [][3]string {
 		add("  commit→GL inbox claim", latText(o.CommitToClaimed), "")
 		add("  commit→posted", latText(o.CommitToPosted), fmt.Sprintf("%d unposted", o.Unposted))
 		add("  commit→acknowledged", latText(o.CommitToAcked), "")
-		add("  CPU per transfer", cpuText(o.CPU), busyText(o.CPU, "transfer"))
+		add("  CPU per transfer", cpuText(o.CPU), busyText(o.CPU.MachineBusy, o.CPU.MachinePerEventUS, "transfer"))
 	}
 	if a := r.Alone; a != nil {
 		add(fmt.Sprintf("API wallet alone (GL stopped), %d clients", a.Clients), fmt.Sprintf("%.0f transfers/s", a.APIRate), ratioText(a.APIRate, lim.Wallet.TPS, "pgbench wallet tx"))
 		add("  API latency", latText(a.API), fmt.Sprintf("%d errors", a.Errors))
-		add("  CPU per transfer", cpuText(a.CPU), busyText(a.CPU, "transfer"))
+		add("  CPU per transfer", cpuText(a.CPU), busyText(a.CPU.MachineBusy, a.CPU.MachinePerEventUS, "transfer"))
 		add("  GL catch-up from the broker", fmt.Sprintf("%d events in %.2fs, %.0f/s", a.CatchUpEvents, a.CatchUpSeconds, a.CatchUpRate), ratioText(a.CatchUpRate, lim.GL.EventsPerSec, "pgbench GL"))
 		for _, n := range a.Notes {
 			add("  note", n, "")
@@ -430,7 +430,7 @@ func (r *Report) figures() [][3]string {
 		if d.Republished > 0 {
 			add("  re-published by catch-up", fmt.Sprintf("%d rows", d.Republished), "acknowledged later than EVENTS_ACK_TIMEOUT")
 		}
-		add("  CPU per event", cpuText(d.CPU), busyText(d.CPU, "event"))
+		add("  CPU per event", cpuText(d.CPU), busyText(d.CPU.MachineBusy, d.CPU.MachinePerEventUS, "event"))
 		for _, n := range d.Notes {
 			add("  note", n, "")
 		}
@@ -477,22 +477,26 @@ func ratioText(ours, limit float64, what string) string {
 	return fmt.Sprintf("%.2f× %s", Ratio(ours, limit), what)
 }
 
-// busyText is how busy a phase kept the machine and, when measured, the machine's CPU per unit.
-func busyText(c CPUUse, unit string) string {
-	text := fmt.Sprintf("machine %.0f%% busy", c.MachineBusy*100)
-	if c.MachinePerEventUS > 0 {
-		text += fmt.Sprintf(", %.0f µs per %s", c.MachinePerEventUS, unit)
+// busyText is how busy a phase (or a pgbench run) kept the machine and, when measured, the
+// machine's CPU per unit.
+func busyText(busy, perUnitUS float64, unit string) string {
+	text := fmt.Sprintf("machine %.0f%% busy", busy*100)
+	if perUnitUS > 0 {
+		text += fmt.Sprintf(", %.0f µs per %s", perUnitUS, unit)
 	}
 	return text
 }
 
-// machineText is how busy pgbench kept the machine and its CPU per unit, "" when not measured.
+// machineText is busyText for a limit, after "; ", or "" when its CPU was not measured.
 func machineText(lim PgbenchResult) string {
 	if lim.MachinePerUnitUS <= 0 {
 		return ""
 	}
-	return fmt.Sprintf("; machine %.0f%% busy, %.0f µs per %s", lim.MachineBusy*100, lim.MachinePerUnitUS, strings.TrimSuffix(cmp.Or(lim.Unit, "units"), "s"))
+	return "; " + busyText(lim.MachineBusy, lim.MachinePerUnitUS, lim.unit())
 }
+
+// unit is one of what the limit counts: "transfer", "event", "row".
+func (r PgbenchResult) unit() string { return strings.TrimSuffix(cmp.Or(r.Unit, "units"), "s") }
 
 // budgetText sets what a phase cost the whole machine per unit beside what the limit's bare SQL
 // cost it, and how busy each kept the machine: the ratio of two rates is the ratio of their
@@ -503,9 +507,8 @@ func budgetText(use CPUUse, lim PgbenchResult) string {
 	if use.MachinePerEventUS <= 0 || lim.MachinePerUnitUS <= 0 {
 		return ""
 	}
-	unit := strings.TrimSuffix(cmp.Or(lim.Unit, "units"), "s")
 	return fmt.Sprintf("; machine CPU per %s %.0f µs against the limit's %.0f µs (%.2f×), machine %.0f%% busy against %.0f%%",
-		unit, use.MachinePerEventUS, lim.MachinePerUnitUS, lim.MachinePerUnitUS/use.MachinePerEventUS, use.MachineBusy*100, lim.MachineBusy*100)
+		lim.unit(), use.MachinePerEventUS, lim.MachinePerUnitUS, lim.MachinePerUnitUS/use.MachinePerEventUS, use.MachineBusy*100, lim.MachineBusy*100)
 }
 
 func growsText(g bool) string {

@@ -82,6 +82,7 @@ var watchedMetrics = []watched{
 	{name: "go_memstats_heap_alloc_bytes", services: bothServices},
 	{name: "go_gc_duration_seconds", services: bothServices},
 	{name: "process_cpu_seconds_total", services: bothServices},
+	{name: "go_sched_gomaxprocs_threads", services: bothServices}, // what -gomaxprocs set
 }
 
 // family is one metric family at one scrape: its type and the value of each series (a
