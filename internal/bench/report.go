@@ -174,7 +174,7 @@ func targets(r *Report) []Target {
 			if u := lim.WalletUnnamed.TPS; u > 0 {
 				figure += fmt.Sprintf(" (÷ the same SQL sent unnamed, %.0f/s: %.2f×)", u, Ratio(c.APIRate, u))
 			}
-			figure += budgetText(c.CPU, lim.Wallet)
+			figure += budgetText(c.CPU, lim.Wallet) + apiCeilingText(lim)
 			ts = append(ts, Target{Name: apiName, Figure: figure, Target: apiTarget, Value: ratio, Met: ratio >= 0.8, Known: true})
 		} else {
 			ts = append(ts, notMeasured(apiName, apiTarget, limitMissing))
@@ -210,9 +210,12 @@ func targets(r *Report) []Target {
 			limit      PgbenchResult
 			secs       float64
 			partial    bool
+			ceiling    string
 		}{
-			{dispName, "rows", d.DispatchRate, lim.RelayTwoClients, d.DispatchSeconds, d.DispatchPartial},
-			{postName, "events", d.PostRate, lim.GLTwoClients, d.PostSeconds, d.PostPartial},
+			{dispName, "rows", d.DispatchRate, lim.RelayTwoClients, d.DispatchSeconds, d.DispatchPartial,
+				drainCeilingText(lim.RelayTwoClients, lim.GLTwoClients, "dispatched")},
+			{postName, "events", d.PostRate, lim.GLTwoClients, d.PostSeconds, d.PostPartial,
+				drainCeilingText(lim.GLTwoClients, lim.RelayTwoClients, "posted")},
 		} {
 			if x.limit.EventsPerSec <= 0 {
 				ts = append(ts, notMeasured(x.name+rows, dispTarget, limitMissing))
@@ -220,8 +223,8 @@ func targets(r *Report) []Target {
 			}
 			ratio := Ratio(x.ours, x.limit.EventsPerSec)
 			ts = append(ts, Target{Name: x.name + rows,
-				Figure: fmt.Sprintf("%.0f/s ÷ %.0f %s/s = %.2f× (%.2fs%s)%s", x.ours, x.limit.EventsPerSec, x.unit, ratio, x.secs, partial(x.partial),
-					budgetText(d.CPU, x.limit)),
+				Figure: fmt.Sprintf("%.0f/s ÷ %.0f %s/s = %.2f× (%.2fs%s)%s%s", x.ours, x.limit.EventsPerSec, x.unit, ratio, x.secs, partial(x.partial),
+					budgetText(d.CPU, x.limit), x.ceiling),
 				Target: dispTarget, Value: ratio, Met: ratio >= 0.8 && !x.partial, Known: x.ours > 0})
 		}
 		switch p := r.Peer; {
@@ -509,6 +512,35 @@ func budgetText(use CPUUse, lim PgbenchResult) string {
 	}
 	return fmt.Sprintf("; machine CPU per %s %.0f µs against the limit's %.0f µs (%.2f×), machine %.0f%% busy against %.0f%%",
 		lim.unit(), use.MachinePerEventUS, lim.MachinePerUnitUS, lim.MachinePerUnitUS/use.MachinePerEventUS, use.MachineBusy*100, lim.MachineBusy*100)
+}
+
+// apiCeilingText says how far target 1 can go on one machine: every transfer costs at least
+// the wallet transaction's bare SQL and the GL batch's bare SQL per event, on the same cores, so
+// the API reaches at most wallet ÷ (wallet + GL) of the wallet's limit (at equal busy shares),
+// and 0.8× leaves what remains of 1.25× the wallet's SQL for everything else: the services'
+// HTTP, signing and decoding, the broker, the relay's marks, the acknowledgments (docs/bench.md,
+// "The ceiling on one machine"). Empty when either limit's CPU was not measured.
+func apiCeilingText(lim Limits) string {
+	w, g := lim.Wallet.MachinePerUnitUS, lim.GLTwoClients.MachinePerUnitUS
+	if w <= 0 || g <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("; on one machine the wallet tx's and the GL batch's SQL alone (%.0f + %.0f µs) cap it at %.2f×, and 0.8× leaves %.0f µs per transfer for everything else",
+		w, g, w/(w+g), w/0.8-w-g)
+}
+
+// drainCeilingText says how far a backlog ratio can go while the relay and the GL drain at once
+// on the same cores: each event costs at least both parts' bare SQL, so the part whose limit
+// the ratio divides by reaches at most its own CPU ÷ both (at equal busy shares). For
+// dispatched that holds only while the GL drains alongside; posted cannot avoid the relay's
+// work however it is scheduled. Empty when either limit's CPU was not measured.
+func drainCeilingText(own, other PgbenchResult, what string) string {
+	o, x := own.MachinePerUnitUS, other.MachinePerUnitUS
+	if o <= 0 || x <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("; on one machine, relay and GL draining at once, the two limits' SQL alone (%.0f + %.0f µs per event) cap %s at %.2f×",
+		o, x, what, o/(o+x))
 }
 
 func growsText(g bool) string {

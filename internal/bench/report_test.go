@@ -90,8 +90,11 @@ func TestTheThroughputTargetsShowTheCPUBudget(t *testing.T) {
 		Drain:  &Drain{Rows: 100_000, PostRate: 2_500, CPU: CPUUse{MachineBusy: 0.5, MachinePerEventUS: 400}},
 	}
 	ts := targets(rep)
-	require.Equal(t, "1000/s ÷ 2000/s = 0.50×; machine CPU per transfer 1800 µs against the limit's 900 µs (0.50×), machine 90% busy against 90%", ts[0].Figure)
+	require.Equal(t, "1000/s ÷ 2000/s = 0.50×; machine CPU per transfer 1800 µs against the limit's 900 µs (0.50×), machine 90% busy against 90%"+
+		"; on one machine the wallet tx's and the GL batch's SQL alone (900 + 100 µs) cap it at 0.90×, and 0.8× leaves 125 µs per transfer for everything else",
+		ts[0].Figure)
 	require.Contains(t, ts[3].Figure, "machine CPU per event 400 µs against the limit's 100 µs (0.25×), machine 50% busy against 50%")
+	require.NotContains(t, ts[3].Figure, "cap", "without the relay's CPU there is no ceiling to draw")
 	var limitRow [3]string
 	for _, r := range rep.figures() {
 		if strings.HasPrefix(r[0], "limit: wallet tx") {
@@ -102,6 +105,29 @@ func TestTheThroughputTargetsShowTheCPUBudget(t *testing.T) {
 
 	rep.Limits.Wallet.MachinePerUnitUS = 0
 	require.Equal(t, "1000/s ÷ 2000/s = 0.50×", targets(rep)[0].Figure, "a limit without its CPU has no budget")
+}
+
+// While the relay and the GL drain a backlog at once on the same cores, each event costs both
+// limits' SQL, so each ratio has a ceiling below 1: the part's share of the two.
+func TestTheBacklogTargetsShowTheirCeilingOnOneMachine(t *testing.T) {
+	t.Parallel()
+	rep := &Report{
+		Limits: Limits{
+			RelayTwoClients: PgbenchResult{EventsPerSec: 10_000, Unit: "rows", MachineBusy: 0.8, MachinePerUnitUS: 150},
+			GLTwoClients:    PgbenchResult{EventsPerSec: 7_000, Unit: "events", MachineBusy: 0.9, MachinePerUnitUS: 250},
+		},
+		Drain: &Drain{Rows: 100_000, DispatchRate: 3_000, PostRate: 2_500, CPU: CPUUse{MachineBusy: 0.95, MachinePerEventUS: 800}},
+	}
+	figures := map[string]string{}
+	for _, tg := range targets(rep) {
+		figures[tg.Name] = tg.Figure
+	}
+	dispatched := figures["2. backlog dispatched ÷ the relay's pgbench limit at 2 clients (its two rounds at once)"]
+	require.True(t, strings.HasSuffix(dispatched,
+		"; on one machine, relay and GL draining at once, the two limits' SQL alone (150 + 250 µs per event) cap dispatched at 0.38×"), dispatched)
+	posted := figures["2. backlog posted ÷ the GL's pgbench batch limit at 2 clients (the consumer's two loops)"]
+	require.True(t, strings.HasSuffix(posted,
+		"; on one machine, relay and GL draining at once, the two limits' SQL alone (250 + 150 µs per event) cap posted at 0.62×"), posted)
 }
 
 // The backlog's ratios use the 2-client limits (the relay's two rounds, the consumer's two
