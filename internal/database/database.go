@@ -378,15 +378,14 @@ func WithTx(ctx context.Context, db TxBeginner, fn func(pgx.Tx) error) error {
 }
 
 // WithTxV runs fn in a transaction begun on db, commits it when fn returns nil and returns fn's
-// value. On a pool it is a transaction of its own, whose BEGIN goes out with its first
-// statement (pipelinedTx) and whose AfterCommit hooks run once it has committed; on a
-// transaction it is a savepoint, which commits or rolls back with its parent.
+// value. On a pool it is a transaction of its own, whose AfterCommit hooks run once it has
+// committed; on a transaction it is a savepoint, which commits or rolls back with its parent.
 // Whatever fn returns, the rollback runs even when ctx is cancelled. Nothing is retried: a
 // caller that wants a deadlock or a serialization failure tried again says so
 // (RetrySerialization).
 func WithTxV[T any](ctx context.Context, db TxBeginner, fn func(pgx.Tx) (T, error)) (T, error) {
 	var zero T
-	begun, err := beginTx(ctx, db)
+	begun, err := db.Begin(ctx)
 	if err != nil {
 		return zero, fmt.Errorf("begin: %w", err)
 	}
@@ -410,15 +409,6 @@ func WithTxV[T any](ctx context.Context, db TxBeginner, fn func(pgx.Tx) (T, erro
 		}
 	}
 	return v, nil
-}
-
-// beginTx begins WithTxV's transaction on db: on a pool, one whose BEGIN travels with its
-// first statement (pipelinedTx).
-func beginTx(ctx context.Context, db TxBeginner) (pgx.Tx, error) {
-	if pool, ok := db.(*pgxpool.Pool); ok {
-		return beginPipelined(ctx, pool)
-	}
-	return db.Begin(ctx)
 }
 
 // hookedTx is the transaction WithTxV hands to its function on a pool: it keeps what must run
