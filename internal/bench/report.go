@@ -519,14 +519,18 @@ func budgetText(use CPUUse, lim PgbenchResult) string {
 // the API reaches at most wallet ÷ (wallet + GL) of the wallet's limit (at equal busy shares),
 // and 0.8× leaves what remains of 1.25× the wallet's SQL for everything else: the services'
 // HTTP, signing and decoding, the broker, the relay's marks, the acknowledgments (docs/bench.md,
-// "The ceiling on one machine"). Empty when either limit's CPU was not measured.
+// "The ceiling on one machine"); when the two SQL alone pass 1.25× the wallet's, it says the
+// target is out of reach instead. Empty when either limit's CPU was not measured.
 func apiCeilingText(lim Limits) string {
 	w, g := lim.Wallet.MachinePerUnitUS, lim.GLTwoClients.MachinePerUnitUS
 	if w <= 0 || g <= 0 {
 		return ""
 	}
-	return fmt.Sprintf("; on one machine the wallet tx's and the GL batch's SQL alone (%.0f + %.0f µs) cap it at %.2f×, and 0.8× leaves %.0f µs per transfer for everything else",
-		w, g, w/(w+g), w/0.8-w-g)
+	text := fmt.Sprintf("; on one machine the wallet tx's and the GL batch's SQL alone (%.0f + %.0f µs) cap it at %.2f×", w, g, w/(w+g))
+	if left := w/0.8 - w - g; left >= 0 {
+		return text + fmt.Sprintf(", and 0.8× leaves %.0f µs per transfer for everything else", left)
+	}
+	return text + ", below 0.8× whatever everything else costs"
 }
 
 // drainCeilingText says how far a backlog ratio can go while the relay and the GL drain at once

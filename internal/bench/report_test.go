@@ -103,6 +103,10 @@ func TestTheThroughputTargetsShowTheCPUBudget(t *testing.T) {
 	}
 	require.Contains(t, limitRow[2], "machine 90% busy, 900 µs per transfer")
 
+	rep.Limits.GLTwoClients.MachinePerUnitUS = 300 // more than the quarter of 900 that 0.8× allows
+	require.True(t, strings.HasSuffix(targets(rep)[0].Figure, "(900 + 300 µs) cap it at 0.75×, below 0.8× whatever everything else costs"),
+		"no negative budget: %s", targets(rep)[0].Figure)
+
 	rep.Limits.Wallet.MachinePerUnitUS = 0
 	require.Equal(t, "1000/s ÷ 2000/s = 0.50×", targets(rep)[0].Figure, "a limit without its CPU has no budget")
 }
