@@ -22,13 +22,13 @@ const (
 )
 
 // OpenDatabase connects an operator command to the database at dbURL, with a tool's pool
-// (database.ToolMaxConns), and checks that it answers. It never creates nor migrates a
+// (database.OpenTool), and checks that it answers. It never creates nor migrates a
 // database: a wrong URL fails here instead of leaving an empty database behind.
 func OpenDatabase(ctx context.Context, dbURL string, access Access) (*pgxpool.Pool, error) {
 	if access == ReadOnly {
 		dbURL = readOnly(dbURL)
 	}
-	pool, err := database.Open(ctx, dbURL, database.ToolMaxConns)
+	pool, err := database.OpenTool(ctx, dbURL)
 	if err != nil {
 		return nil, err
 	}

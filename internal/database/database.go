@@ -43,6 +43,17 @@ const (
 // Open connects a pool to the database at url, with at most maxConns connections unless the
 // URL sets pool_max_conns (0: pgxpool's default). Its commits are synchronous.
 func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error) {
+	return open(ctx, url, maxConns, false)
+}
+
+// OpenTool connects an operator command's pool (ToolMaxConns) as Open does, except that the
+// server may run its reads in parallel, as the server's settings say: gl verify, gl reconcile
+// and the outbox listings read whole tables, which is what parallel plans are for.
+func OpenTool(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	return open(ctx, url, ToolMaxConns, true)
+}
+
+func open(ctx context.Context, url string, maxConns int32, parallel bool) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("parse database url: %w", err)
@@ -54,6 +65,9 @@ func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error
 	}
 	planEachExecution(cfg, url)
 	noJIT(cfg, url)
+	if !parallel {
+		noParallelWorkers(cfg, url)
+	}
 	EncodeUUIDsDirectly(cfg)
 	// Transfers and postings commit only once their WAL is on disk, whatever the database's or
 	// the role's default says: a synchronous_commit = off there would make them lossy.
@@ -74,6 +88,19 @@ func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error
 func noJIT(cfg *pgxpool.Config, url string) {
 	if !urlSets(url, "jit") {
 		cfg.ConnConfig.RuntimeParams["jit"] = "off"
+	}
+}
+
+// noParallelWorkers keeps the services' statements in their own backend unless the URL sets
+// max_parallel_workers_per_gather itself. Each reads a handful of rows through an index, and
+// a parallel plan only comes from a wrong estimate: a table nothing has analyzed is sized
+// from its pages, which hold a dead version of every row for each status it went through, so
+// the metrics' outbox counts were planned as a Gather and started two worker processes at
+// every scrape, 55 ms a scrape against 3-7 ms without (docs/bench.md, session 13).
+// Starting a worker is a fork of the postmaster on the machine the pipeline shares.
+func noParallelWorkers(cfg *pgxpool.Config, url string) {
+	if !urlSets(url, "max_parallel_workers_per_gather") {
+		cfg.ConnConfig.RuntimeParams["max_parallel_workers_per_gather"] = "0"
 	}
 }
 
@@ -136,6 +163,7 @@ func OpenBookkeeping(ctx context.Context, url string, maxConns int32) (*pgxpool.
 	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
 	planEachExecution(cfg, url)
 	noJIT(cfg, url)
+	noParallelWorkers(cfg, url)
 	EncodeUUIDsDirectly(cfg)
 	// The relay's statements take the oldest rows of a partial index in id order with a LIMIT.
 	// Without statistics (nothing analyzes a table that just took a backlog), the planner
