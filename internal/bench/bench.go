@@ -161,6 +161,7 @@ func Run(ctx context.Context, opts Options, out io.Writer) (rep *Report, err err
 	gen := newLoadGen(sys.wallet.Addr, key, opts.Users, runID, started, opts.Clients)
 	defer gen.close()
 
+	settle(ctx, sys, rep, out)
 	// Closed loop: the API's throughput, and whether the pipeline keeps up with it.
 	fmt.Fprintf(out, "closed loop: %d clients for %s …\n", opts.Clients, opts.Duration)
 	closed, err := runPhase(ctx, sys, meter, gen, out, opts, phaseSpec{mode: "closed", clients: opts.Clients, d: opts.Duration})
@@ -175,6 +176,7 @@ func Run(ctx context.Context, opts Options, out io.Writer) (rep *Report, err err
 		sustained := min(closed.Steady.EntryRate, closed.APIRate)
 		rate = max(sustained/2, 1)
 	}
+	settle(ctx, sys, rep, out)
 	fmt.Fprintf(out, "open loop: %.0f transfers/s for %s …\n", rate, opts.OpenDuration)
 	open, err := runPhase(ctx, sys, meter, gen, out, opts, phaseSpec{mode: "open", rate: rate, d: opts.OpenDuration})
 	if err != nil {
@@ -231,6 +233,18 @@ func Run(ctx context.Context, opts Options, out io.Writer) (rep *Report, err err
 	}
 	rep.Targets = targets(rep)
 	return rep, nil
+}
+
+// settle has the run's writes so far on disk before a latency is measured (system.settle),
+// saying how long it took; a failure is a note of the report.
+func settle(ctx context.Context, sys *system, rep *Report, out io.Writer) {
+	took, err := sys.settle(ctx)
+	if err != nil {
+		rep.Notes = append(rep.Notes, "settle: "+firstLine(err.Error()))
+		fmt.Fprintf(out, "settle: %v\n", err)
+		return
+	}
+	fmt.Fprintf(out, "settled: CHECKPOINT and sync in %s\n", took.Round(time.Millisecond))
 }
 
 type phaseSpec struct {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -238,6 +239,21 @@ func unacknowledged(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
 	err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM outbox WHERE status IN ('pending', 'dispatching', 'failed'))
 		+ (SELECT count(*) FROM outbox WHERE status = 'dispatched')`).Scan(&n)
 	return n, err
+}
+
+// settle writes out what the run wrote before a measured phase: a CHECKPOINT of the server, then
+// the kernel's dirty pages (sync). Left in the page cache, the writes of setting up (creating
+// the databases, funding the wallets, pgbench's tables) or of the phase before went to disk 30 s
+// later (the kernel's dirty_expire), in the middle of the next phase, and every commit of the
+// machine waited behind them for the WAL's flush: 160-180 ms at once, on this machine.
+func (s *system) settle(ctx context.Context) (time.Duration, error) {
+	start := time.Now()
+	if _, err := s.admin.Exec(ctx, "CHECKPOINT"); err != nil {
+		syscall.Sync()
+		return time.Since(start), fmt.Errorf("checkpoint (needs superuser or pg_checkpoint): %w", err)
+	}
+	syscall.Sync()
+	return time.Since(start), nil
 }
 
 // waitQuiet waits until every transfer is posted and acknowledged, or timeout.
