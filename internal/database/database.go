@@ -96,7 +96,7 @@ func noJIT(cfg *pgxpool.Config, url string) {
 // a parallel plan only comes from a wrong estimate: a table nothing has analyzed is sized
 // from its pages, which hold a dead version of every row for each status it went through, so
 // the metrics' outbox counts were planned as a Gather and started two worker processes at
-// every scrape, 55 ms a scrape against 3-7 ms without (docs/bench.md, session 13).
+// every scrape: 57-65 ms a scrape of the GL against 3 ms without (docs/bench.md, session 13).
 // Starting a worker is a fork of the postmaster on the machine the pipeline shares.
 func noParallelWorkers(cfg *pgxpool.Config, url string) {
 	if !urlSets(url, "max_parallel_workers_per_gather") {

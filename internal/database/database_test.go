@@ -65,8 +65,7 @@ func TestPoolsCompileNoQueryUnlessTheURLSaysOtherwise(t *testing.T) {
 	require.Equal(t, "on", setting(t, url+"&options=-c%20jit%3Don", false, "jit"))
 }
 
-// plannedWorkers runs EXPLAIN ANALYZE of query on db and returns the parallel workers its
-// plan asked for (whether the server had them free or not).
+// plannedWorkers returns the parallel workers db's plan of query asks for (EXPLAIN).
 func plannedWorkers(t *testing.T, db interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
 }, query string) int {
@@ -74,9 +73,9 @@ func plannedWorkers(t *testing.T, db interface {
 	var plan []struct {
 		Plan map[string]any `json:"Plan"`
 	}
-	require.NoError(t, db.QueryRow(context.Background(), "EXPLAIN (ANALYZE, FORMAT JSON) "+query).Scan(&plan))
-	var launched func(node map[string]any) int
-	launched = func(node map[string]any) int {
+	require.NoError(t, db.QueryRow(context.Background(), "EXPLAIN (FORMAT JSON) "+query).Scan(&plan))
+	var planned func(node map[string]any) int
+	planned = func(node map[string]any) int {
 		n := 0
 		if w, ok := node["Workers Planned"].(float64); ok {
 			n += int(w)
@@ -84,17 +83,18 @@ func plannedWorkers(t *testing.T, db interface {
 		children, _ := node["Plans"].([]any)
 		for _, c := range children {
 			if child, ok := c.(map[string]any); ok {
-				n += launched(child)
+				n += planned(child)
 			}
 		}
 		return n
 	}
-	return launched(plan[0].Plan)
+	return planned(plan[0].Plan)
 }
 
 // A table nothing has analyzed, sized from its pages, gets a parallel plan on a plain
-// connection; the services' pools run it in their own backend, unless the URL sets
-// max_parallel_workers_per_gather itself. An operator command's pool keeps the server's setting.
+// connection that allows one; the services' pools plan it in their own backend, unless the URL
+// sets max_parallel_workers_per_gather itself. An operator command's pool keeps the server's
+// setting.
 func TestPoolsStartNoParallelWorkersUnlessTheURLSaysOtherwise(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -102,20 +102,30 @@ func TestPoolsStartNoParallelWorkersUnlessTheURLSaysOtherwise(t *testing.T) {
 	conn, err := pgx.Connect(ctx, url)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close(ctx) })
+	var serverSetting string
+	require.NoError(t, conn.QueryRow(ctx, "SHOW max_parallel_workers_per_gather").Scan(&serverSetting))
 	_, err = conn.Exec(ctx, `CREATE TABLE unanalyzed (id bigint, status text) WITH (autovacuum_enabled = off);
 		INSERT INTO unanalyzed SELECT g, 'acknowledged' FROM generate_series(1, 300000) AS g`)
 	require.NoError(t, err)
 	const query = "SELECT count(*) FROM unanalyzed WHERE status = 'pending'"
-	require.Positive(t, plannedWorkers(t, conn, query), "a plain connection plans it in parallel")
+	serverPlan := plannedWorkers(t, conn, query) // as the server's setting plans it
+	_, err = conn.Exec(ctx, "SET max_parallel_workers_per_gather = 2")
+	require.NoError(t, err)
+	require.Positive(t, plannedWorkers(t, conn, query), "a connection allowing parallel plans plans it in parallel")
+
 	for _, bookkeeping := range []bool{false, true} {
 		require.Equal(t, "0", setting(t, url, bookkeeping, "max_parallel_workers_per_gather"), "bookkeeping %v", bookkeeping)
 		require.Zero(t, plannedWorkers(t, openPool(t, url, bookkeeping), query), "bookkeeping %v", bookkeeping)
 	}
 	require.Positive(t, plannedWorkers(t, openPool(t, url+"&options=-c%20max_parallel_workers_per_gather%3D2", false), query))
+
 	tool, err := database.OpenTool(ctx, url)
 	require.NoError(t, err)
 	t.Cleanup(tool.Close)
-	require.Positive(t, plannedWorkers(t, tool, query), "an operator command's pool keeps the server's setting")
+	var toolSetting string
+	require.NoError(t, tool.QueryRow(ctx, "SHOW max_parallel_workers_per_gather").Scan(&toolSetting))
+	require.Equal(t, serverSetting, toolSetting, "an operator command's pool keeps the server's setting")
+	require.Equal(t, serverPlan, plannedWorkers(t, tool, query))
 }
 
 // The services' statements are planned at each execution for their parameters (sent unnamed:
