@@ -220,7 +220,7 @@ type QueryPlan struct {
 }
 
 // scrapeQueries are the queries the outbox collector runs at every scrape (events.Admin.OutboxOpen).
-var scrapeQueries = []string{"OutboxOpenCounts", "OutboxOldest"}
+var scrapeQueries = []string{"OutboxOpen"}
 
 // explainScrapeQueries runs EXPLAIN ANALYZE of each scrape query on pool, as the service's
 // pool would run it.

@@ -108,28 +108,23 @@ type Requeued struct {
 }
 
 // OutboxOpen counts the rows the relay still works on and the dead letters, and dates the
-// oldest waiting ones, reading only the partial indexes of those statuses (not the acknowledged
-// rows retention keeps): what the metrics read at every scrape.
+// oldest waiting ones, in one read of the partial indexes of those statuses (not the
+// acknowledged rows retention keeps): what the metrics read at every scrape.
 func (a *Admin) OutboxOpen(ctx context.Context) (metrics.OutboxSample, error) {
-	q := eventsdb.New(a.db)
-	c, err := q.OutboxOpenCounts(ctx)
+	o, err := eventsdb.New(a.db).OutboxOpen(ctx)
 	if err != nil {
-		return metrics.OutboxSample{}, fmt.Errorf("count open outbox rows: %w", interpretError(err))
+		return metrics.OutboxSample{}, fmt.Errorf("read open outbox rows: %w", interpretError(err))
 	}
 	sample := metrics.OutboxSample{Rows: map[string]int64{
-		StatusPending: c.Pending, StatusDispatching: c.Dispatching, "dispatched": c.Dispatched,
-		"failed": c.Failed, "dead_letter": c.DeadLetter,
+		StatusPending: o.Pending, StatusDispatching: o.Dispatching, "dispatched": o.Dispatched,
+		"failed": o.Failed, "dead_letter": o.DeadLetter,
 	}}
-	oldest, err := q.OutboxOldest(ctx)
-	if err != nil {
-		return metrics.OutboxSample{}, fmt.Errorf("find oldest outbox rows: %w", interpretError(err))
-	}
 	now := time.Now()
-	if oldest.Pending > 0 {
-		_, sample.OldestPending = since(now, oldest.OldestPending)
+	if o.Pending > 0 {
+		_, sample.OldestPending = since(now, o.OldestPending)
 	}
-	if oldest.Unacknowledged > 0 {
-		_, sample.OldestUnacknowledged = since(now, oldest.OldestUnacknowledged)
+	if o.Pending+o.Dispatching+o.Dispatched+o.Failed > 0 {
+		_, sample.OldestUnacknowledged = since(now, o.OldestUnacknowledged)
 	}
 	return sample, nil
 }

@@ -45,7 +45,7 @@ func outboxStatus(t *testing.T, pool *pgxpool.Pool, id uuid.UUID) (status string
 	return row.Status, row.Attempts
 }
 
-func TestAdminOutboxStatsCountEveryStatusAndDateTheOldest(t *testing.T) {
+func TestAdminOutboxStatsAndTheMetricsCountEveryStatusAndDateTheOldest(t *testing.T) {
 	t.Parallel()
 	pool, _ := testenv.MigratedPool(t, "wallet")
 	admin := events.NewAdmin(pool)
@@ -56,6 +56,11 @@ func TestAdminOutboxStatsCountEveryStatusAndDateTheOldest(t *testing.T) {
 	require.Len(t, empty.Counts, 6, "every status is reported, zeros included")
 	require.Nil(t, empty.OldestPending)
 	require.Nil(t, empty.OldestUnacknowledged)
+	emptyOpen, err := admin.OutboxOpen(ctx)
+	require.NoError(t, err)
+	require.Equal(t, map[string]int64{"pending": 0, "dispatching": 0, "dispatched": 0, "failed": 0, "dead_letter": 0}, emptyOpen.Rows)
+	require.Zero(t, emptyOpen.OldestPending)
+	require.Zero(t, emptyOpen.OldestUnacknowledged)
 
 	want := map[string]int64{"pending": 2, "dispatching": 1, "dispatched": 3, "acknowledged": 4, "failed": 1, "dead_letter": 2}
 	for status, n := range want {
@@ -76,6 +81,14 @@ func TestAdminOutboxStatsCountEveryStatusAndDateTheOldest(t *testing.T) {
 	require.InDelta(t, (10 * time.Minute).Seconds(), stats.OldestPendingAge.Seconds(), 5)
 	require.InDelta(t, time.Hour.Seconds(), stats.OldestUnacknowledgedAge.Seconds(), 5)
 	require.NotNil(t, stats.OldestPending)
+
+	// What the metrics read at every scrape: the same, but for the acknowledged rows.
+	open, err := admin.OutboxOpen(ctx)
+	require.NoError(t, err)
+	delete(want, "acknowledged")
+	require.Equal(t, want, open.Rows)
+	require.InDelta(t, (10 * time.Minute).Seconds(), open.OldestPending.Seconds(), 5)
+	require.InDelta(t, time.Hour.Seconds(), open.OldestUnacknowledged.Seconds(), 5, "a dead letter waits for an operator, not the relay")
 }
 
 func TestAdminListsAndShowsOutboxRows(t *testing.T) {
