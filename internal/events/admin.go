@@ -123,10 +123,16 @@ func (a *Admin) OutboxOpen(ctx context.Context) (metrics.OutboxSample, error) {
 	if o.Pending > 0 {
 		_, sample.OldestPending = since(now, o.OldestPending)
 	}
-	if o.Pending+o.Dispatching+o.Dispatched+o.Failed > 0 {
+	if unacknowledged(o) > 0 {
 		_, sample.OldestUnacknowledged = since(now, o.OldestUnacknowledged)
 	}
 	return sample, nil
+}
+
+// unacknowledged counts the rows of an OutboxOpen read the relay still has to bring home
+// (dead letters wait for an operator instead).
+func unacknowledged(o eventsdb.OutboxOpenRow) int64 {
+	return o.Pending + o.Dispatching + o.Dispatched + o.Failed
 }
 
 // OutboxStats counts the outbox rows per status and dates the oldest waiting ones.
@@ -143,16 +149,16 @@ func (a *Admin) OutboxStats(ctx context.Context) (OutboxStats, error) {
 	for _, r := range rows {
 		stats.Counts[r.Status] = r.Count
 	}
-	oldest, err := q.OutboxOldest(ctx)
+	open, err := q.OutboxOpen(ctx)
 	if err != nil {
 		return OutboxStats{}, fmt.Errorf("find oldest outbox rows: %w", interpretError(err))
 	}
 	now := time.Now()
-	if oldest.Pending > 0 {
-		stats.OldestPending, stats.OldestPendingAge = since(now, oldest.OldestPending)
+	if open.Pending > 0 {
+		stats.OldestPending, stats.OldestPendingAge = since(now, open.OldestPending)
 	}
-	if oldest.Unacknowledged > 0 {
-		stats.OldestUnacknowledged, stats.OldestUnacknowledgedAge = since(now, oldest.OldestUnacknowledged)
+	if unacknowledged(open) > 0 {
+		stats.OldestUnacknowledged, stats.OldestUnacknowledgedAge = since(now, open.OldestUnacknowledged)
 	}
 	return stats, nil
 }

@@ -180,23 +180,6 @@ FROM outbox
 GROUP BY status
 ORDER BY status;
 
--- name: OutboxOldest :one
--- The oldest rows the relay still has to bring home (dead-lettered rows wait for an operator
--- instead). With a count of 0 the time is meaningless: the current time stands in for NULL.
--- One branch per partial index, each read once: a status IN (…) over several indexes would read
--- every acknowledged row that retention keeps, and a branch per status read the relay's work
--- index three times, each pass visiting every row it holds (a backlog's, say).
-WITH open AS (
-    SELECT status, created_at FROM outbox WHERE status IN ('pending', 'dispatching', 'failed')
-    UNION ALL SELECT status, created_at FROM outbox WHERE status = 'dispatched'
-)
-SELECT
-    count(*) FILTER (WHERE status = 'pending')::bigint AS pending,
-    coalesce(min(created_at) FILTER (WHERE status = 'pending'), clock_timestamp())::timestamptz AS oldest_pending,
-    count(*)::bigint AS unacknowledged,
-    coalesce(min(created_at), clock_timestamp())::timestamptz AS oldest_unacknowledged
-FROM open;
-
 -- name: RequeueOutbox :many
 UPDATE outbox
 SET status = 'pending', attempts = 0, last_error = NULL, next_attempt_at = NULL

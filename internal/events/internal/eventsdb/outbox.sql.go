@@ -598,43 +598,6 @@ func (q *Queries) NotifyOutboxRelays(ctx context.Context) error {
 	return err
 }
 
-const outboxOldest = `-- name: OutboxOldest :one
-WITH open AS (
-    SELECT status, created_at FROM outbox WHERE status IN ('pending', 'dispatching', 'failed')
-    UNION ALL SELECT status, created_at FROM outbox WHERE status = 'dispatched'
-)
-SELECT
-    count(*) FILTER (WHERE status = 'pending')::bigint AS pending,
-    coalesce(min(created_at) FILTER (WHERE status = 'pending'), clock_timestamp())::timestamptz AS oldest_pending,
-    count(*)::bigint AS unacknowledged,
-    coalesce(min(created_at), clock_timestamp())::timestamptz AS oldest_unacknowledged
-FROM open
-`
-
-type OutboxOldestRow struct {
-	Pending              int64
-	OldestPending        time.Time
-	Unacknowledged       int64
-	OldestUnacknowledged time.Time
-}
-
-// The oldest rows the relay still has to bring home (dead-lettered rows wait for an operator
-// instead). With a count of 0 the time is meaningless: the current time stands in for NULL.
-// One branch per partial index, each read once: a status IN (…) over several indexes would read
-// every acknowledged row that retention keeps, and a branch per status read the relay's work
-// index three times, each pass visiting every row it holds (a backlog's, say).
-func (q *Queries) OutboxOldest(ctx context.Context) (OutboxOldestRow, error) {
-	row := q.db.QueryRow(ctx, outboxOldest)
-	var i OutboxOldestRow
-	err := row.Scan(
-		&i.Pending,
-		&i.OldestPending,
-		&i.Unacknowledged,
-		&i.OldestUnacknowledged,
-	)
-	return i, err
-}
-
 const outboxOpen = `-- name: OutboxOpen :one
 WITH open AS (
     SELECT status, created_at FROM outbox WHERE status IN ('pending', 'dispatching', 'failed')
