@@ -239,9 +239,9 @@ SELECT pg_notify('outbox', '');
 
 -- name: OutboxOpen :one
 -- OutboxOpen counts the rows the relay still works on and the dead letters, and dates the
--- oldest waiting ones, for every metrics scrape: one pass over each status's partial index (the
--- relay's work index holds pending, dispatching and failed), never the acknowledged rows that
--- retention keeps. With a count of 0 a time is meaningless: the current time stands in for NULL.
+-- oldest waiting ones, for every metrics scrape and the status command: one pass over each
+-- status's partial index (the relay's work index holds pending, dispatching and failed), never
+-- the acknowledged rows that retention keeps. With a count of 0 a time is meaningless: the current time stands in for NULL.
 WITH open AS (
     SELECT status, created_at FROM outbox WHERE status IN ('pending', 'dispatching', 'failed')
     UNION ALL SELECT status, created_at FROM outbox WHERE status = 'dispatched'

@@ -626,9 +626,9 @@ type OutboxOpenRow struct {
 }
 
 // OutboxOpen counts the rows the relay still works on and the dead letters, and dates the
-// oldest waiting ones, for every metrics scrape: one pass over each status's partial index (the
-// relay's work index holds pending, dispatching and failed), never the acknowledged rows that
-// retention keeps. With a count of 0 a time is meaningless: the current time stands in for NULL.
+// oldest waiting ones, for every metrics scrape and the status command: one pass over each
+// status's partial index (the relay's work index holds pending, dispatching and failed), never
+// the acknowledged rows that retention keeps. With a count of 0 a time is meaningless: the current time stands in for NULL.
 func (q *Queries) OutboxOpen(ctx context.Context) (OutboxOpenRow, error) {
 	row := q.db.QueryRow(ctx, outboxOpen)
 	var i OutboxOpenRow
