@@ -72,8 +72,11 @@ func mark(header http.Header, name, why string) http.Header {
 	return h
 }
 
-// Document is an OpenAPI 3.1 document ready to check exchanges against.
+// Document is an OpenAPI 3.1 document ready to check exchanges against. It is safe for
+// concurrent use: its checks take turns, because libopenapi renders a schema for validation by
+// writing into the shared model (a data race when parallel tests check answers at once).
 type Document struct {
+	mu        sync.Mutex // serializes every use of model, validator and schemas
 	model     *v3.Document
 	validator validator.Validator
 	schemas   schema_validation.SchemaValidator
@@ -127,6 +130,8 @@ type Operation struct {
 
 // Operations lists every operation of the document, in its order.
 func (d *Document) Operations() []Operation {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	var ops []Operation
 	for path, item := range d.model.Paths.PathItems.FromOldest() {
 		for method, op := range item.GetOperations().FromOldest() {
@@ -156,6 +161,8 @@ type Exchange struct {
 // Beyond the validator's checks, the query string must parse, and name only parameters of the
 // operation, each once unless it is an array: the validator lets the rest through.
 func (d *Document) CheckRequest(x Exchange) []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	req := x.request()
 	_, errs := d.validator.ValidateHttpRequestSync(req)
 	return append(describe(errs), d.checkQuery(req)...)
@@ -204,6 +211,8 @@ func isArray(p *v3.Parameter) bool {
 // conforms). The answer to a request no route matches must be the document's NotFound or
 // MethodNotAllowed response.
 func (d *Document) CheckResponse(x Exchange) []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	req, res := x.request(), x.response()
 	_, errs := d.validator.ValidateHttpResponse(req, res)
 	for _, e := range errs {
