@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -176,5 +177,35 @@ func TestCheckRequestQuery(t *testing.T) {
 			}
 			require.Contains(t, got, want)
 		})
+	}
+}
+
+// A Document is shared by a service's parallel tests: its checks, of the same component
+// response at once, must be safe for concurrent use (libopenapi renders a schema for validation
+// by writing into the model; under -race this test fails without the Document's lock).
+func TestChecksAreSafeForConcurrentUse(t *testing.T) {
+	t.Parallel()
+	doc := openapitest.Load(t, []byte(spec))
+	res := httptest.NewRecorder()
+	res.Header().Set("Content-Type", "application/problem+json")
+	res.WriteHeader(http.StatusNotFound)
+	x := openapitest.Exchange{
+		Request:      httptest.NewRequest(http.MethodGet, "/nothing", nil),
+		Response:     res.Result(),
+		ResponseBody: []byte(`{"type":"not-found","status":404}`),
+	}
+	const checkers = 8
+	problems := make([][]string, checkers)
+	var wg sync.WaitGroup
+	for i := range checkers {
+		wg.Go(func() {
+			for range 20 {
+				problems[i] = append(problems[i], doc.CheckResponse(x)...)
+			}
+		})
+	}
+	wg.Wait()
+	for i := range checkers {
+		require.Empty(t, problems[i], "a conforming NotFound answer, checked concurrently")
 	}
 }
