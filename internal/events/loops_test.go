@@ -2,6 +2,7 @@ package events_test
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,9 +17,12 @@ import (
 // overlapHandler holds each batch for a while and records how many batches it held at once.
 type overlapHandler struct {
 	hold time.Duration
-	// untilOverlap, when set, first holds each batch until two have been held at once, for at
-	// most this long: a loop that takes part is seen however late the machine schedules it.
+	// overlapped, when set, is closed once two batches are held at once, and each batch is first
+	// held until then, for at most untilOverlap: a loop that takes part is seen however late the
+	// machine schedules it.
+	overlapped   chan struct{}
 	untilOverlap time.Duration
+	closeOnce    sync.Once
 	inFlight     atomic.Int32
 	most         atomic.Int32
 	events       atomic.Int32
@@ -34,6 +38,9 @@ func (h *overlapHandler) Handle(ctx context.Context, _ pgx.Tx, envs []events.Env
 		}
 	}
 	h.events.Add(int32(len(envs)))
+	if n >= 2 && h.overlapped != nil {
+		h.closeOnce.Do(func() { close(h.overlapped) })
+	}
 	if err := h.awaitOverlap(ctx); err != nil {
 		return err
 	}
@@ -47,21 +54,16 @@ func (h *overlapHandler) Handle(ctx context.Context, _ pgx.Tx, envs []events.Env
 
 // awaitOverlap waits until two batches have been held at once, or untilOverlap has passed.
 func (h *overlapHandler) awaitOverlap(ctx context.Context) error {
-	if h.untilOverlap == 0 {
+	if h.overlapped == nil {
 		return nil
 	}
 	deadline := time.NewTimer(h.untilOverlap)
 	defer deadline.Stop()
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for h.most.Load() < 2 {
-		select {
-		case <-tick.C:
-		case <-deadline.C:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	select {
+	case <-h.overlapped:
+	case <-deadline.C:
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 	return nil
 }
@@ -78,7 +80,7 @@ func TestTheConsumersSecondLoopTakesPartInABacklog(t *testing.T) {
 	_, err := b.relay(t, events.RelayConfig{BatchSize: 500}).DispatchOnce(ctx)
 	require.NoError(t, err)
 
-	h := &overlapHandler{hold: 50 * time.Millisecond, untilOverlap: 3 * time.Second}
+	h := &overlapHandler{hold: 50 * time.Millisecond, overlapped: make(chan struct{}), untilOverlap: 3 * time.Second}
 	cons := b.consumer(t, "gl", h) // two loops, batches of 100
 	runInBackground(t, cons.Run)
 	require.Eventually(t, func() bool { return cons.Stats().Processed == 500 }, 30*time.Second, 10*time.Millisecond)
