@@ -82,6 +82,30 @@ func machineCPU() (busy, total float64) {
 	return busy, total
 }
 
+// machineSwitches reads the context switches all cores have made since boot from /proc/stat's
+// ctxt line; 0 when it cannot.
+func machineSwitches() float64 {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	return parseSwitches(string(data))
+}
+
+// parseSwitches finds the ctxt line of a /proc/stat text; 0 when there is none.
+func parseSwitches(stat string) float64 {
+	for line := range strings.Lines(stat) {
+		if rest, ok := strings.CutPrefix(line, "ctxt "); ok {
+			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			if err != nil {
+				return 0
+			}
+			return v
+		}
+	}
+	return 0
+}
+
 // cpuMeter measures the CPU the harness's processes use over a phase: the two services, the
 // broker, the PostgreSQL backends serving the run's databases, and the harness itself (the
 // load generator).
@@ -95,6 +119,7 @@ type cpuSnapshot struct {
 	at                time.Time
 	seconds           map[string]float64
 	machBusy, machAll float64
+	switches          float64 // the machine's context switches since boot
 }
 
 func (m *cpuMeter) snapshot(ctx context.Context) cpuSnapshot {
@@ -128,6 +153,7 @@ func (m *cpuMeter) snapshot(ctx context.Context) cpuSnapshot {
 		s.seconds[label] = total
 	}
 	s.machBusy, s.machAll = machineCPU()
+	s.switches = machineSwitches()
 	return s
 }
 
@@ -154,6 +180,11 @@ type CPUUse struct {
 	// the same (PgbenchResult.MachinePerUnitUS), so the two say how far apart the pipeline's
 	// cost and the bare SQL's are (docs/bench.md, "The CPU budget").
 	MachinePerEventUS float64 `json:"machine_per_event_us,omitzero"`
+	// SwitchesPerEvent is the machine's context switches per transfer (or event) of the phase,
+	// every process's: how often something went to sleep or was put aside, which on a VM
+	// where a wake-up is dear says what a phase's CPU per transfer is made of (docs/bench.md,
+	// "What a wake-up costs").
+	SwitchesPerEvent float64 `json:"machine_context_switches_per_event,omitzero"`
 }
 
 func diffCPU(a, b cpuSnapshot, events int64, order []string) CPUUse {
@@ -165,6 +196,9 @@ func diffCPU(a, b cpuSnapshot, events int64, order []string) CPUUse {
 		if events > 0 {
 			use.MachinePerEventUS = round(busy*float64(use.Cores)*wall/float64(events)*1e6, 1)
 		}
+	}
+	if events > 0 && b.switches > a.switches {
+		use.SwitchesPerEvent = round((b.switches-a.switches)/float64(events), 1)
 	}
 	for _, name := range order {
 		end, ok := b.seconds[name]

@@ -408,7 +408,7 @@ func (r *Report) figures() [][3]string {
 		add("  commit→GL inbox claim", latText(c.CommitToClaimed), "")
 		add("  commit→posted", latText(c.CommitToPosted), fmt.Sprintf("drained %s after the load", c.DrainAfterLoad))
 		add("  commit→acknowledged", latText(c.CommitToAcked), "")
-		add("  CPU per transfer", cpuText(c.CPU), busyText(c.CPU.MachineBusy, c.CPU.MachinePerEventUS, "transfer"))
+		add("  CPU per transfer", cpuText(c.CPU), phaseBusyText(c.CPU, "transfer"))
 	}
 	if o := r.Open; o != nil {
 		add(fmt.Sprintf("API open loop at %.0f/s", o.TargetRate), fmt.Sprintf("%.0f transfers/s", o.APIRate), fmt.Sprintf("%d errors, %d skipped", o.Errors, o.Skipped))
@@ -417,12 +417,12 @@ func (r *Report) figures() [][3]string {
 		add("  commit→GL inbox claim", latText(o.CommitToClaimed), "")
 		add("  commit→posted", latText(o.CommitToPosted), fmt.Sprintf("%d unposted", o.Unposted))
 		add("  commit→acknowledged", latText(o.CommitToAcked), "")
-		add("  CPU per transfer", cpuText(o.CPU), busyText(o.CPU.MachineBusy, o.CPU.MachinePerEventUS, "transfer"))
+		add("  CPU per transfer", cpuText(o.CPU), phaseBusyText(o.CPU, "transfer"))
 	}
 	if a := r.Alone; a != nil {
 		add(fmt.Sprintf("API wallet alone (GL stopped), %d clients", a.Clients), fmt.Sprintf("%.0f transfers/s", a.APIRate), ratioText(a.APIRate, lim.Wallet.TPS, "pgbench wallet tx"))
 		add("  API latency", latText(a.API), fmt.Sprintf("%d errors", a.Errors))
-		add("  CPU per transfer", cpuText(a.CPU), busyText(a.CPU.MachineBusy, a.CPU.MachinePerEventUS, "transfer"))
+		add("  CPU per transfer", cpuText(a.CPU), phaseBusyText(a.CPU, "transfer"))
 		add("  GL catch-up from the broker", fmt.Sprintf("%d events in %.2fs, %.0f/s", a.CatchUpEvents, a.CatchUpSeconds, a.CatchUpRate), ratioText(a.CatchUpRate, lim.GL.EventsPerSec, "pgbench GL"))
 		for _, n := range a.Notes {
 			add("  note", n, "")
@@ -433,7 +433,7 @@ func (r *Report) figures() [][3]string {
 		if d.Republished > 0 {
 			add("  re-published by catch-up", fmt.Sprintf("%d rows", d.Republished), "acknowledged later than EVENTS_ACK_TIMEOUT")
 		}
-		add("  CPU per event", cpuText(d.CPU), busyText(d.CPU.MachineBusy, d.CPU.MachinePerEventUS, "event"))
+		add("  CPU per event", cpuText(d.CPU), phaseBusyText(d.CPU, "event"))
 		for _, n := range d.Notes {
 			add("  note", n, "")
 		}
@@ -486,6 +486,16 @@ func busyText(busy, perUnitUS float64, unit string) string {
 	text := fmt.Sprintf("machine %.0f%% busy", busy*100)
 	if perUnitUS > 0 {
 		text += fmt.Sprintf(", %.0f µs per %s", perUnitUS, unit)
+	}
+	return text
+}
+
+// phaseBusyText is busyText for a phase of the pipeline, with the machine's context switches
+// per unit when they were counted.
+func phaseBusyText(use CPUUse, unit string) string {
+	text := busyText(use.MachineBusy, use.MachinePerEventUS, unit)
+	if use.SwitchesPerEvent > 0 {
+		text += fmt.Sprintf(", %.0f context switches per %s", use.SwitchesPerEvent, unit)
 	}
 	return text
 }
