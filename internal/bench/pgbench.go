@@ -407,11 +407,11 @@ func runPgbenchWith(ctx context.Context, bin, dir, dbURL, protocol string, s Scr
 	}
 	args := pgbenchArgs(s, path, dbURL, protocol, clients, "-T", strconv.Itoa(max(int(d.Seconds()), 1)))
 	cmd := exec.CommandContext(ctx, bin, args...)
-	busy0, all0 := machineCPU()
+	m0 := readMachineStat()
 	started := time.Now()
 	out, err := cmd.CombinedOutput()
 	wall := time.Since(started).Seconds()
-	busy1, all1 := machineCPU()
+	m1 := readMachineStat()
 	_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s.c%d.%s.pgbench.log", s.Name, clients, protocol)), out, 0o644)
 	tps, lat, processed, failed, perr := ParsePgbench(string(out))
 	if err != nil || perr != nil {
@@ -422,8 +422,8 @@ func runPgbenchWith(ctx context.Context, bin, dir, dbURL, protocol string, s Scr
 	}
 	res.TPS, res.LatencyAvgMS, res.Transactions, res.Failed = round(tps, 1), lat, processed, failed
 	res.EventsPerSec = round(tps*float64(s.Events), 1)
-	if all1 > all0 && processed > 0 {
-		busy := (busy1 - busy0) / (all1 - all0)
+	if m1.total > m0.total && processed > 0 {
+		busy := (m1.busy - m0.busy) / (m1.total - m0.total)
 		res.MachineBusy = round(busy, 3)
 		res.MachineCPUSeconds = round(busy*float64(runtime.NumCPU())*wall, 3)
 		res.MachinePerUnitUS = round(res.MachineCPUSeconds/float64(processed*int64(s.Events))*1e6, 1)

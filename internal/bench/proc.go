@@ -64,46 +64,40 @@ func memory(pid int) (rss, peak float64, err error) {
 	return rss, peak, sc.Err()
 }
 
-// machineCPU reads the busy and total jiffies of all cores from /proc/stat.
-func machineCPU() (busy, total float64) {
-	data, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return 0, 0
-	}
-	line, _, _ := strings.Cut(string(data), "\n")
-	fields := strings.Fields(line)
-	for i, f := range fields[1:] {
-		v, _ := strconv.ParseFloat(f, 64)
-		total += v
-		if i != 3 && i != 4 { // idle, iowait
-			busy += v
-		}
-	}
-	return busy, total
+// machineStat is what /proc/stat says of the whole machine since boot.
+type machineStat struct {
+	busy, total float64 // jiffies of all cores: all but idle and iowait, and all
+	switches    float64 // context switches (the ctxt line)
 }
 
-// machineSwitches reads the context switches all cores have made since boot from /proc/stat's
-// ctxt line; 0 when it cannot.
-func machineSwitches() float64 {
+// readMachineStat reads /proc/stat once; zero when it cannot.
+func readMachineStat() machineStat {
 	data, err := os.ReadFile("/proc/stat")
 	if err != nil {
-		return 0
+		return machineStat{}
 	}
-	return parseSwitches(string(data))
+	return parseMachineStat(string(data))
 }
 
-// parseSwitches finds the ctxt line of a /proc/stat text; 0 when there is none.
-func parseSwitches(stat string) float64 {
+// parseMachineStat reads the all-cores cpu line and the ctxt line of a /proc/stat text.
+func parseMachineStat(stat string) machineStat {
+	var m machineStat
 	for line := range strings.Lines(stat) {
-		if rest, ok := strings.CutPrefix(line, "ctxt "); ok {
-			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
-			if err != nil {
-				return 0
+		fields := strings.Fields(line)
+		switch {
+		case len(fields) > 1 && fields[0] == "cpu":
+			for i, f := range fields[1:] {
+				v, _ := strconv.ParseFloat(f, 64)
+				m.total += v
+				if i != 3 && i != 4 { // idle, iowait
+					m.busy += v
+				}
 			}
-			return v
+		case len(fields) == 2 && fields[0] == "ctxt":
+			m.switches, _ = strconv.ParseFloat(fields[1], 64)
 		}
 	}
-	return 0
+	return m
 }
 
 // cpuMeter measures the CPU the harness's processes use over a phase: the two services, the
@@ -116,10 +110,9 @@ type cpuMeter struct {
 }
 
 type cpuSnapshot struct {
-	at                time.Time
-	seconds           map[string]float64
-	machBusy, machAll float64
-	switches          float64 // the machine's context switches since boot
+	at      time.Time
+	seconds map[string]float64
+	mach    machineStat
 }
 
 func (m *cpuMeter) snapshot(ctx context.Context) cpuSnapshot {
@@ -152,8 +145,7 @@ func (m *cpuMeter) snapshot(ctx context.Context) cpuSnapshot {
 		rows.Close()
 		s.seconds[label] = total
 	}
-	s.machBusy, s.machAll = machineCPU()
-	s.switches = machineSwitches()
+	s.mach = readMachineStat()
 	return s
 }
 
@@ -190,15 +182,15 @@ type CPUUse struct {
 func diffCPU(a, b cpuSnapshot, events int64, order []string) CPUUse {
 	wall := b.at.Sub(a.at).Seconds()
 	use := CPUUse{Cores: runtime.NumCPU()}
-	if b.machAll > a.machAll {
-		busy := (b.machBusy - a.machBusy) / (b.machAll - a.machAll)
+	if b.mach.total > a.mach.total {
+		busy := (b.mach.busy - a.mach.busy) / (b.mach.total - a.mach.total)
 		use.MachineBusy = round(busy, 3)
 		if events > 0 {
 			use.MachinePerEventUS = round(busy*float64(use.Cores)*wall/float64(events)*1e6, 1)
 		}
 	}
-	if events > 0 && b.switches > a.switches {
-		use.SwitchesPerEvent = round((b.switches-a.switches)/float64(events), 1)
+	if events > 0 && b.mach.switches > a.mach.switches {
+		use.SwitchesPerEvent = round((b.mach.switches-a.mach.switches)/float64(events), 1)
 	}
 	for _, name := range order {
 		end, ok := b.seconds[name]

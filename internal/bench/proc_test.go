@@ -9,29 +9,31 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The machine's context switches come from /proc/stat's ctxt line, and a phase divides what the
-// machine made over it by its transfers.
+// The machine's busy jiffies and context switches come from one read of /proc/stat, and a phase
+// divides the switches the machine made over it by its transfers.
 func TestAPhaseCountsTheMachinesContextSwitchesPerTransfer(t *testing.T) {
 	t.Parallel()
 	const stat = "cpu  10 0 20 300 4 0 1 0 0 0\ncpu0 5 0 10 150 2 0 1 0 0 0\nintr 12345 0 0\nctxt 987654\nbtime 1764633600\nprocesses 42\n"
-	require.Equal(t, 987654.0, parseSwitches(stat))
-	require.Zero(t, parseSwitches("cpu  1 2 3 4\nintr 5\n"), "no ctxt line")
-	require.Zero(t, parseSwitches("ctxt many\n"), "not a number")
+	require.Equal(t, machineStat{busy: 31, total: 335, switches: 987654}, parseMachineStat(stat), "cpu0 is not the machine; idle and iowait are not busy")
+	require.Zero(t, parseMachineStat("cpu  1 2 3 4\nintr 5\n").switches, "no ctxt line")
+	require.Zero(t, parseMachineStat("ctxt many\n").switches, "not a number")
 
 	if _, err := os.Stat("/proc/stat"); err != nil {
 		t.Skip("no /proc/stat:", err)
 	}
-	before := machineSwitches()
+	before := readMachineStat()
 	time.Sleep(20 * time.Millisecond) // this goroutine's thread sleeps, so the machine switches at least once
-	after := machineSwitches()
-	require.Positive(t, before)
-	require.Greater(t, after, before)
+	after := readMachineStat()
+	require.Positive(t, before.switches)
+	require.Greater(t, after.switches, before.switches)
+	require.Greater(t, after.total, before.total)
 
 	t0 := time.Now()
-	a := cpuSnapshot{at: t0, seconds: map[string]float64{}, machBusy: 100, machAll: 400, switches: 1_000}
-	b := cpuSnapshot{at: t0.Add(time.Second), seconds: map[string]float64{}, machBusy: 200, machAll: 600, switches: 8_300}
+	a := cpuSnapshot{at: t0, seconds: map[string]float64{}, mach: machineStat{busy: 100, total: 400, switches: 1_000}}
+	b := cpuSnapshot{at: t0.Add(time.Second), seconds: map[string]float64{}, mach: machineStat{busy: 200, total: 600, switches: 8_300}}
 	use := diffCPU(a, b, 100, nil)
 	require.Equal(t, 73.0, use.SwitchesPerEvent)
+	require.Equal(t, 0.5, use.MachineBusy)
 
 	rep := &Report{Open: &Phase{TargetRate: 100, APIRate: 100, CPU: use}}
 	var line string
@@ -42,7 +44,7 @@ func TestAPhaseCountsTheMachinesContextSwitchesPerTransfer(t *testing.T) {
 	}
 	require.Contains(t, line, ", 73 context switches per transfer")
 
-	use = diffCPU(a, cpuSnapshot{at: b.at, seconds: map[string]float64{}, machBusy: 200, machAll: 600}, 100, nil)
+	use = diffCPU(a, cpuSnapshot{at: b.at, seconds: map[string]float64{}, mach: machineStat{busy: 200, total: 600}}, 100, nil)
 	require.Zero(t, use.SwitchesPerEvent, "not counted: no figure rather than a wrong one")
 	rep.Open.CPU = use
 	for _, f := range rep.figures() {
