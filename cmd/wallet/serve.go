@@ -56,7 +56,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 		return err
 	}
 	ackCfg.Metrics, ackCfg.Tracing = deps.Metrics.Consumer, deps.Tracing
-	acks, err := events.NewConsumer(ackCfg, deps.Topology, deps.NATS, pool, postgres.NewAcknowledgments(), log)
+	acks, err := events.NewConsumer(ackCfg, deps.Topology, deps.NATS, pool, postgres.NewRelayAcknowledgments(relay), log)
 	if err != nil {
 		return err
 	}

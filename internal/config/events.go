@@ -34,6 +34,7 @@ type Events struct {
 	RelayWorkers    int
 	ConsumerWorkers int
 	PublishOnCommit bool
+	MarkDelay       time.Duration
 	MaxDeliver      int
 	AckWait         time.Duration
 	Faults          string
@@ -72,6 +73,7 @@ func BindEvents(s *Set, c *Events) {
 	s.Int(&c.RelayWorkers, "EVENTS_RELAY_WORKERS", "relay-workers", events.DefaultRelayWorkers, "publish rounds a relay keeps in flight at once (claims and hand-offs each)")
 	s.Int(&c.ConsumerWorkers, "EVENTS_CONSUMER_WORKERS", "consumer-workers", events.DefaultConsumerWorkers, "fetch-and-commit loops a consumer runs on its durable consumer; all but the first work only while a backlog waits")
 	s.Bool(&c.PublishOnCommit, "EVENTS_PUBLISH_ON_COMMIT", "publish-on-commit", true, "write outbox rows claimed by this process's relay and publish them right after commit (false: every row waits for a NOTIFY and a claim)")
+	s.Duration(&c.MarkDelay, "EVENTS_MARK_DELAY", "mark-delay", events.DefaultMarkDelay, "how long the wallet's relay leaves a published row for the GL's acknowledgment to record its publish in the same update (0: mark it dispatched at once; at most half EVENTS_LEASE and EVENTS_ACK_TIMEOUT)")
 	s.Int(&c.MaxDeliver, "EVENTS_MAX_DELIVER", "max-deliver", events.DefaultMaxDeliver, "deliveries whose handler ran and failed before the inbox records the event failed (exhausted); a database that is down never counts")
 	s.Duration(&c.AckWait, "EVENTS_ACK_WAIT", "ack-wait", events.DefaultAckWait, "how long the broker waits for a consumer's ack before redelivering")
 	s.String(&c.Faults, "FAULTS", "faults", "", "arms fault points for game days and the fault harness, e.g. gl.consumer.after_commit:crash@0.05 (empty: none)")
@@ -202,6 +204,9 @@ func (c Events) Validate() error {
 			errs = append(errs, fmt.Errorf("%s must be at least 1, got %d", name, n))
 		}
 	}
+	if limit := min(c.Lease, c.AckTimeout) / 2; c.MarkDelay < 0 || c.MarkDelay > limit {
+		errs = append(errs, fmt.Errorf("EVENTS_MARK_DELAY must be between 0 and half of EVENTS_LEASE and EVENTS_ACK_TIMEOUT (%s), got %s", limit, c.MarkDelay))
+	}
 	if c.StreamMaxBytes <= 0 {
 		errs = append(errs, fmt.Errorf("EVENTS_STREAM_MAX_BYTES must be positive, got %d", c.StreamMaxBytes))
 	}
@@ -231,7 +236,7 @@ func (c Events) Relay(source, ackConsumer string, f *faults.Set, signer *events.
 		Faults: f, Signer: signer,
 		Source: source, BatchSize: c.BatchSize, Workers: c.RelayWorkers, CatchUpLimit: c.CatchUpLimit, PollInterval: c.PollInterval,
 		AckTimeout: c.AckTimeout, PublishTimeout: c.PublishTimeout, MaxAttempts: c.MaxAttempts, Lease: c.Lease, Retention: c.Retention,
-		AckConsumer: ackConsumer,
+		AckConsumer: ackConsumer, MarkDelay: c.MarkDelay,
 	}
 }
 

@@ -67,6 +67,12 @@ type RelayConfig struct {
 	// Tracing continues the trace a row stores with a publish span (nil: no spans; a row's
 	// trace context still goes into its message's headers).
 	Tracing *tracing.Provider
+	// MarkDelay, when set on a relay without an AckConsumer, holds each first publish's mark
+	// back this long: an acknowledgment applied through Relay.Acknowledge meanwhile writes the
+	// publish's details in the update that acknowledges the row, which is then written once
+	// instead of twice; rows still unacknowledged are marked dispatched when it runs out (see
+	// heldMarks). Zero marks every publish at once. Keep it well below Lease and AckTimeout.
+	MarkDelay time.Duration
 }
 
 func (c RelayConfig) withDefaults() RelayConfig {
@@ -83,6 +89,9 @@ func (c RelayConfig) withDefaults() RelayConfig {
 	c.Lease = orDefault(c.Lease, DefaultLease)
 	c.Retention = orDefault(c.Retention, DefaultRetention)
 	c.PublishTimeout = orDefault(c.PublishTimeout, DefaultPublishTimeout)
+	if c.AckConsumer != "" {
+		c.MarkDelay = 0 // its rows are acknowledged by the ack floor, which reads marked rows
+	}
 	return c
 }
 
@@ -115,6 +124,8 @@ type Relay struct {
 	handOffWake  chan struct{}
 	accepting    atomic.Bool // Run is up to take hand-offs
 
+	held *heldMarks // publishes whose mark is held back (MarkDelay); nil: marked at once
+
 	needTopology atomic.Bool
 	rounds       *watchdog                     // publish rounds in flight, to report one that never ends
 	refusal      atomic.Pointer[brokerRefusal] // set while the broker refuses this relay's publishes
@@ -130,6 +141,10 @@ func NewRelay(cfg RelayConfig, topo Topology, pool *pgxpool.Pool, nc *nats.Conn,
 	if cfg.Signer != nil && cfg.Signer.Service() != cfg.Source {
 		return nil, fmt.Errorf("relay %s: the signing key is %s's", cfg.Source, cfg.Signer.Service())
 	}
+	if cfg.MarkDelay < 0 || cfg.MarkDelay > min(cfg.Lease, cfg.AckTimeout)/2 {
+		return nil, fmt.Errorf("relay %s: mark delay %s must be between 0 and half the lease and the acknowledgment timeout (%s)",
+			cfg.Source, cfg.MarkDelay, min(cfg.Lease, cfg.AckTimeout)/2)
+	}
 	// Room for every round that may be in flight: claims and hand-offs, and one catch-up batch.
 	// PubAcks that do not come in time are dropped by nats.go too: left pending, they would fill
 	// the bound and stall every later publish for good.
@@ -143,6 +158,9 @@ func NewRelay(cfg RelayConfig, topo Topology, pool *pgxpool.Pool, nc *nats.Conn,
 		log:  log.With().Str("component", "relay").Str("source", cfg.Source).Logger(),
 		wake: make(chan struct{}, 1), handOffWake: make(chan struct{}, 1),
 		rounds: newWatchdog(stallAfter(cfg.PublishTimeout)), tr: newEventTracing(cfg.Tracing),
+	}
+	if cfg.MarkDelay > 0 {
+		r.held = newHeldMarks(cfg.MarkDelay, 10*r.handOffLimit())
 	}
 	r.needTopology.Store(true)
 	return r, nil
@@ -170,8 +188,16 @@ func (r *Relay) Run(ctx context.Context) error {
 	if r.cfg.AckConsumer != "" {
 		g.Go(func() error { return r.ackFloorLoop(ctx) })
 	}
+	if r.holding() {
+		g.Go(func() error { return r.markLoop(ctx) })
+	}
 	err := g.Wait()
 	r.accepting.Store(false)
+	if r.holding() {
+		if markErr := r.markHeld(ctx, true); markErr != nil {
+			r.log.Warn().Err(markErr).Msg("marking held publishes at stop; their rows wait for their lease")
+		}
+	}
 	r.releaseHandOffs(ctx)
 	return err
 }
@@ -412,6 +438,7 @@ func (r *Relay) publish(ctx context.Context, rows []claimedRow, republish bool) 
 	defer r.rounds.begin()()
 	started := time.Now()
 	outcomes := r.send(ctx, rows)
+	acked := time.Now()
 	if err := r.cfg.Faults.Hit(r.cfg.Source + faults.RelayAfterPublish); err != nil {
 		return err
 	}
@@ -460,8 +487,16 @@ func (r *Relay) publish(ctx context.Context, rows []claimedRow, republish bool) 
 	// The marks run even when ctx is being cancelled: the broker has the messages already.
 	markCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if len(ids) > 0 {
-		if _, err := r.q.MarkDispatched(markCtx, eventsdb.MarkDispatchedParams{Ids: ids, Seqs: seqs, Dups: dups, Owner: r.cfg.Owner}); err != nil {
+	switch {
+	case len(ids) == 0:
+	case r.holding() && !republish:
+		r.held.hold(ids, seqs, dups, acked)
+	default:
+		ats := make([]time.Time, len(ids))
+		for i := range ats {
+			ats[i] = acked
+		}
+		if _, err := r.q.MarkDispatched(markCtx, eventsdb.MarkDispatchedParams{Ids: ids, Seqs: seqs, Dups: dups, Ats: ats, Owner: r.cfg.Owner}); err != nil {
 			return fmt.Errorf("mark %d outbox rows dispatched: %w", len(ids), err)
 		}
 	}

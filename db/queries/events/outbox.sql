@@ -63,16 +63,19 @@ RETURNING o.id, o.event_type, o.payload, o.attempts, o.trace_context;
 -- consuming service touch the same rows at once, and two statements locking them in orders of
 -- their plans' choosing deadlocked each other until PostgreSQL's deadlock_timeout (1 s)
 -- broke the tie.
+-- dispatched_at is the time the relay had the broker's PubAck, which its mark may follow by up
+-- to the relay's mark delay.
 UPDATE outbox o
 SET status        = 'dispatched',
-    dispatched_at = clock_timestamp(),
+    dispatched_at = p.at,
     stream_seq    = p.seq,
     publish_count = o.publish_count + 1,
     broker_duplicates = o.broker_duplicates + p.dups,
     lease_owner   = NULL,
     lease_until   = NULL,
     last_error    = NULL
-FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@seqs::bigint[]) AS seq, unnest(@dups::int[]) AS dups) AS p,
+FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@seqs::bigint[]) AS seq, unnest(@dups::int[]) AS dups,
+             unnest(@ats::timestamptz[]) AS at) AS p,
      (SELECT l.id FROM outbox l
       WHERE l.id = ANY (@ids::uuid[]) AND l.status = 'dispatching' AND l.lease_owner = @owner::text
       ORDER BY l.id
@@ -132,6 +135,48 @@ FROM (SELECT l.id FROM outbox l
       FOR UPDATE) AS locked
 WHERE o.id = locked.id
   AND o.status <> 'acknowledged';
+
+-- name: AcknowledgePublished :execrows
+-- AcknowledgePublished is AcknowledgeOutbox for the consumer that runs beside the rows' relay:
+-- a row its relay published and holds unmarked (seq > 0: events.RelayConfig.MarkDelay) gets
+-- the publish's details, as MarkDispatched would write them, in the update that acknowledges
+-- it, so it is written once instead of twice. A row already marked, or claimed by another
+-- relay since, keeps its own. Rows locked in id order (MarkDispatched).
+UPDATE outbox o
+SET status            = 'acknowledged',
+    acknowledged_at   = clock_timestamp(),
+    dispatched_at     = CASE WHEN p.held THEN p.at ELSE o.dispatched_at END,
+    stream_seq        = CASE WHEN p.held THEN p.seq ELSE o.stream_seq END,
+    publish_count     = CASE WHEN p.held THEN o.publish_count + 1 ELSE o.publish_count END,
+    broker_duplicates = CASE WHEN p.held THEN o.broker_duplicates + p.dups ELSE o.broker_duplicates END,
+    lease_owner       = NULL,
+    lease_until       = NULL
+FROM (SELECT u.id, u.seq, u.dups, u.at,
+             u.seq > 0 AND r.status = 'dispatching' AND r.lease_owner = @owner::text AS held
+      FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@seqs::bigint[]) AS seq, unnest(@dups::int[]) AS dups,
+                   unnest(@ats::timestamptz[]) AS at) AS u
+      JOIN (SELECT l.id, l.status, l.lease_owner FROM outbox l
+            WHERE l.id = ANY (@ids::uuid[]) AND l.status <> 'acknowledged'
+            ORDER BY l.id
+            FOR UPDATE) AS r ON r.id = u.id) AS p
+WHERE o.id = p.id
+  AND o.status <> 'acknowledged';
+
+-- name: RecordPublishes :execrows
+-- RecordPublishes writes a held publish's details on a row acknowledged before its relay
+-- marked it, without them (by a consumer beside another relay, or an operator): once, on rows
+-- that have none. It leaves status alone, so the transition guard, which keeps an
+-- acknowledged row's status final, does not run.
+UPDATE outbox o
+SET dispatched_at     = p.at,
+    stream_seq        = p.seq,
+    publish_count     = o.publish_count + 1,
+    broker_duplicates = o.broker_duplicates + p.dups
+FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@seqs::bigint[]) AS seq, unnest(@dups::int[]) AS dups,
+             unnest(@ats::timestamptz[]) AS at) AS p
+WHERE o.id = p.id
+  AND o.status = 'acknowledged'
+  AND o.dispatched_at IS NULL;
 
 -- name: ListDispatchedUpTo :many
 -- ListDispatchedUpTo lists published rows at or below a consuming service's ack floor: the

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/rs/zerolog"
 
+	"walletgl/internal/database"
 	"walletgl/internal/events"
 )
 
@@ -15,7 +16,13 @@ import (
 // GL moves the outbox rows of the transfers it posted to acknowledged, one event at a time or
 // a whole fetched batch in one statement.
 type Acknowledgments struct {
-	outbox *events.Outbox
+	outbox acknowledger
+}
+
+// acknowledger moves outbox rows to acknowledged in the consumer's transaction: the wallet's
+// outbox, or its relay, which also records the publishes whose marks it holds.
+type acknowledger interface {
+	Acknowledge(ctx context.Context, db database.Executor, ids ...uuid.UUID) (int64, error)
 }
 
 var _ events.Handler = (*Acknowledgments)(nil)
@@ -23,6 +30,13 @@ var _ events.Handler = (*Acknowledgments)(nil)
 // NewAcknowledgments returns the handler of the GL's acknowledgments, for the wallet's database.
 func NewAcknowledgments() *Acknowledgments {
 	return &Acknowledgments{outbox: events.NewOutbox(events.SourceWallet)}
+}
+
+// NewRelayAcknowledgments is NewAcknowledgments for the consumer that runs beside relay, the
+// wallet's: a row whose mark relay holds (events.RelayConfig.MarkDelay) is acknowledged and
+// marked in one update.
+func NewRelayAcknowledgments(relay *events.Relay) *Acknowledgments {
+	return &Acknowledgments{outbox: relay}
 }
 
 // Handle acknowledges the outbox rows of a batch of acknowledgments (TransferPosted.v2, or

@@ -61,6 +61,55 @@ func (q *Queries) AcknowledgeOutbox(ctx context.Context, ids []uuid.UUID) (int64
 	return result.RowsAffected(), nil
 }
 
+const acknowledgePublished = `-- name: AcknowledgePublished :execrows
+UPDATE outbox o
+SET status            = 'acknowledged',
+    acknowledged_at   = clock_timestamp(),
+    dispatched_at     = CASE WHEN p.held THEN p.at ELSE o.dispatched_at END,
+    stream_seq        = CASE WHEN p.held THEN p.seq ELSE o.stream_seq END,
+    publish_count     = CASE WHEN p.held THEN o.publish_count + 1 ELSE o.publish_count END,
+    broker_duplicates = CASE WHEN p.held THEN o.broker_duplicates + p.dups ELSE o.broker_duplicates END,
+    lease_owner       = NULL,
+    lease_until       = NULL
+FROM (SELECT u.id, u.seq, u.dups, u.at,
+             u.seq > 0 AND r.status = 'dispatching' AND r.lease_owner = $1::text AS held
+      FROM (SELECT unnest($2::uuid[]) AS id, unnest($3::bigint[]) AS seq, unnest($4::int[]) AS dups,
+                   unnest($5::timestamptz[]) AS at) AS u
+      JOIN (SELECT l.id, l.status, l.lease_owner FROM outbox l
+            WHERE l.id = ANY ($2::uuid[]) AND l.status <> 'acknowledged'
+            ORDER BY l.id
+            FOR UPDATE) AS r ON r.id = u.id) AS p
+WHERE o.id = p.id
+  AND o.status <> 'acknowledged'
+`
+
+type AcknowledgePublishedParams struct {
+	Owner string
+	Ids   []uuid.UUID
+	Seqs  []int64
+	Dups  []int32
+	Ats   []time.Time
+}
+
+// AcknowledgePublished is AcknowledgeOutbox for the consumer that runs beside the rows' relay:
+// a row its relay published and holds unmarked (seq > 0: events.RelayConfig.MarkDelay) gets
+// the publish's details, as MarkDispatched would write them, in the update that acknowledges
+// it, so it is written once instead of twice. A row already marked, or claimed by another
+// relay since, keeps its own. Rows locked in id order (MarkDispatched).
+func (q *Queries) AcknowledgePublished(ctx context.Context, arg AcknowledgePublishedParams) (int64, error) {
+	result, err := q.db.Exec(ctx, acknowledgePublished,
+		arg.Owner,
+		arg.Ids,
+		arg.Seqs,
+		arg.Dups,
+		arg.Ats,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const allowOutboxRepublish = `-- name: AllowOutboxRepublish :exec
 SELECT set_config('outbox.republish', 'on', true)
 `
@@ -510,14 +559,15 @@ func (q *Queries) ListenOutbox(ctx context.Context) error {
 const markDispatched = `-- name: MarkDispatched :execrows
 UPDATE outbox o
 SET status        = 'dispatched',
-    dispatched_at = clock_timestamp(),
+    dispatched_at = p.at,
     stream_seq    = p.seq,
     publish_count = o.publish_count + 1,
     broker_duplicates = o.broker_duplicates + p.dups,
     lease_owner   = NULL,
     lease_until   = NULL,
     last_error    = NULL
-FROM (SELECT unnest($2::uuid[]) AS id, unnest($3::bigint[]) AS seq, unnest($4::int[]) AS dups) AS p,
+FROM (SELECT unnest($2::uuid[]) AS id, unnest($3::bigint[]) AS seq, unnest($4::int[]) AS dups,
+             unnest($5::timestamptz[]) AS at) AS p,
      (SELECT l.id FROM outbox l
       WHERE l.id = ANY ($2::uuid[]) AND l.status = 'dispatching' AND l.lease_owner = $1::text
       ORDER BY l.id
@@ -533,6 +583,7 @@ type MarkDispatchedParams struct {
 	Ids   []uuid.UUID
 	Seqs  []int64
 	Dups  []int32
+	Ats   []time.Time
 }
 
 // MarkDispatched, ReleaseOutbox and AcknowledgeOutbox lock their rows in id order (the
@@ -540,12 +591,15 @@ type MarkDispatchedParams struct {
 // consuming service touch the same rows at once, and two statements locking them in orders of
 // their plans' choosing deadlocked each other until PostgreSQL's deadlock_timeout (1 s)
 // broke the tie.
+// dispatched_at is the time the relay had the broker's PubAck, which its mark may follow by up
+// to the relay's mark delay.
 func (q *Queries) MarkDispatched(ctx context.Context, arg MarkDispatchedParams) (int64, error) {
 	result, err := q.db.Exec(ctx, markDispatched,
 		arg.Owner,
 		arg.Ids,
 		arg.Seqs,
 		arg.Dups,
+		arg.Ats,
 	)
 	if err != nil {
 		return 0, err
@@ -674,6 +728,43 @@ func (q *Queries) OutboxStatusCounts(ctx context.Context) ([]OutboxStatusCountsR
 		return nil, err
 	}
 	return items, nil
+}
+
+const recordPublishes = `-- name: RecordPublishes :execrows
+UPDATE outbox o
+SET dispatched_at     = p.at,
+    stream_seq        = p.seq,
+    publish_count     = o.publish_count + 1,
+    broker_duplicates = o.broker_duplicates + p.dups
+FROM (SELECT unnest($1::uuid[]) AS id, unnest($2::bigint[]) AS seq, unnest($3::int[]) AS dups,
+             unnest($4::timestamptz[]) AS at) AS p
+WHERE o.id = p.id
+  AND o.status = 'acknowledged'
+  AND o.dispatched_at IS NULL
+`
+
+type RecordPublishesParams struct {
+	Ids  []uuid.UUID
+	Seqs []int64
+	Dups []int32
+	Ats  []time.Time
+}
+
+// RecordPublishes writes a held publish's details on a row acknowledged before its relay
+// marked it, without them (by a consumer beside another relay, or an operator): once, on rows
+// that have none. It leaves status alone, so the transition guard, which keeps an
+// acknowledged row's status final, does not run.
+func (q *Queries) RecordPublishes(ctx context.Context, arg RecordPublishesParams) (int64, error) {
+	result, err := q.db.Exec(ctx, recordPublishes,
+		arg.Ids,
+		arg.Seqs,
+		arg.Dups,
+		arg.Ats,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const releaseOutbox = `-- name: ReleaseOutbox :execrows

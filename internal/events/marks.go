@@ -1,0 +1,178 @@
+package events
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"walletgl/internal/database"
+	"walletgl/internal/events/internal/eventsdb"
+)
+
+// DefaultMarkDelay is how long the wallet's relay holds a publish's mark back for the GL's
+// acknowledgment to write it (RelayConfig.MarkDelay).
+const DefaultMarkDelay = 2 * time.Second
+
+// maxMarksPerStatement bounds one MarkDispatched of held marks.
+const maxMarksPerStatement = 1000
+
+// heldMark is what a PubAck said of a row, kept until the row is acknowledged or marked.
+type heldMark struct {
+	seq  int64
+	dups int32
+	at   time.Time // when the PubAck came: the row's dispatched_at
+}
+
+// heldMarks are the publishes whose mark a relay holds back: the outbox rows stay dispatching,
+// under the relay's lease, until the consumer beside the relay acknowledges them (and writes
+// the details in the same update) or the delay runs out and the relay marks them as it would
+// have at once. Rows a relay that dies holds stay dispatching until their lease runs out, and
+// are published again then unless acknowledged first, as after a death between publish and
+// mark.
+type heldMarks struct {
+	delay time.Duration
+	limit int // past this many held, the oldest are marked without waiting
+
+	mu    sync.Mutex
+	byID  map[uuid.UUID]heldMark
+	order []heldID // oldest first; ids acknowledged meanwhile are skipped when they come due
+}
+
+type heldID struct {
+	id  uuid.UUID
+	due time.Time
+}
+
+func newHeldMarks(delay time.Duration, limit int) *heldMarks {
+	return &heldMarks{delay: delay, limit: limit, byID: map[uuid.UUID]heldMark{}}
+}
+
+// hold keeps the marks of ids (seqs, dups and at as MarkDispatched takes them).
+func (h *heldMarks) hold(ids []uuid.UUID, seqs []int64, dups []int32, at time.Time) {
+	due := at.Add(h.delay)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i, id := range ids {
+		h.byID[id] = heldMark{seq: seqs[i], dups: dups[i], at: at}
+		h.order = append(h.order, heldID{id: id, due: due})
+	}
+}
+
+// lookup returns what is held of ids, a zero heldMark (seq 0) for each one not held.
+func (h *heldMarks) lookup(ids []uuid.UUID) []heldMark {
+	marks := make([]heldMark, len(ids))
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i, id := range ids {
+		marks[i] = h.byID[id]
+	}
+	return marks
+}
+
+// forget drops ids, whose acknowledgment wrote their details.
+func (h *heldMarks) forget(ids []uuid.UUID) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, id := range ids {
+		delete(h.byID, id)
+	}
+	if len(h.byID) == 0 {
+		h.order = nil
+	}
+}
+
+// takeDue removes and returns the held marks due at now, and the oldest past the limit; all
+// of them when all is set.
+func (h *heldMarks) takeDue(now time.Time, all bool) (ids []uuid.UUID, marks []heldMark) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for ; n < len(h.order); n++ {
+		e := h.order[n]
+		if !all && e.due.After(now) && len(h.byID) <= h.limit {
+			break
+		}
+		if m, ok := h.byID[e.id]; ok {
+			delete(h.byID, e.id)
+			ids = append(ids, e.id)
+			marks = append(marks, m)
+		}
+	}
+	h.order = h.order[n:]
+	if len(h.order) == 0 {
+		h.order = nil
+	}
+	return ids, marks
+}
+
+// holding says whether this relay holds its marks back: only when the consumer beside it
+// acknowledges its rows (no AckConsumer) and a delay is set.
+func (r *Relay) holding() bool { return r.held != nil }
+
+// markLoop marks the held publishes whose delay ran out, a few times per delay.
+func (r *Relay) markLoop(ctx context.Context) error {
+	round := func(ctx context.Context) error { return r.markHeld(ctx, false) }
+	return r.every(ctx, max(r.cfg.MarkDelay/4, 10*time.Millisecond), round, "marking held publishes failed")
+}
+
+// markHeld marks the held publishes that are due (all of them with all), as MarkDispatched
+// after a PubAck. Rows acknowledged meanwhile without their details (by a consumer that does
+// not run beside this relay) get them from RecordPublishes. Marks that fail are logged and
+// dropped: their rows stay dispatching until their lease runs out and are published again,
+// unless they are acknowledged first.
+func (r *Relay) markHeld(ctx context.Context, all bool) error {
+	ids, marks := r.held.takeDue(time.Now(), all)
+	for from := 0; from < len(ids); from += maxMarksPerStatement {
+		to := min(from+maxMarksPerStatement, len(ids))
+		if err := r.markHeldBatch(ctx, ids[from:to], marks[from:to]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Relay) markHeldBatch(ctx context.Context, ids []uuid.UUID, marks []heldMark) error {
+	seqs, dups, ats := make([]int64, len(marks)), make([]int32, len(marks)), make([]time.Time, len(marks))
+	for i, m := range marks {
+		seqs[i], dups[i], ats[i] = m.seq, m.dups, m.at
+	}
+	markCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	n, err := r.q.MarkDispatched(markCtx, eventsdb.MarkDispatchedParams{Ids: ids, Seqs: seqs, Dups: dups, Ats: ats, Owner: r.cfg.Owner})
+	if err != nil {
+		return fmt.Errorf("mark %d held outbox rows dispatched: %w", len(ids), err)
+	}
+	if n == int64(len(ids)) {
+		return nil
+	}
+	if _, err := r.q.RecordPublishes(markCtx, eventsdb.RecordPublishesParams{Ids: ids, Seqs: seqs, Dups: dups, Ats: ats}); err != nil {
+		return fmt.Errorf("record the publishes of %d acknowledged outbox rows: %w", len(ids), err)
+	}
+	return nil
+}
+
+// Acknowledge moves the outbox rows with these ids to acknowledged in db, the consumer's
+// transaction, as Outbox.Acknowledge does; rows whose mark this relay holds get their
+// publish's details in the same update, and the relay forgets them once db commits. It
+// returns how many rows moved.
+func (r *Relay) Acknowledge(ctx context.Context, db database.Executor, ids ...uuid.UUID) (int64, error) {
+	if !r.holding() {
+		return NewOutbox(r.cfg.Source).Acknowledge(ctx, db, ids...)
+	}
+	marks := r.held.lookup(ids)
+	seqs, dups, ats := make([]int64, len(ids)), make([]int32, len(ids)), make([]time.Time, len(ids))
+	for i, m := range marks {
+		seqs[i], dups[i], ats[i] = m.seq, m.dups, m.at
+	}
+	n, err := eventsdb.New(db).AcknowledgePublished(ctx, eventsdb.AcknowledgePublishedParams{
+		Ids: ids, Seqs: seqs, Dups: dups, Ats: ats, Owner: r.cfg.Owner,
+	})
+	if err != nil {
+		return 0, fmt.Errorf("acknowledge outbox %v: %w", ids, err)
+	}
+	database.AfterCommit(db, func() { r.held.forget(ids) })
+	return n, nil
+}
