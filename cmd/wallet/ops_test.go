@@ -467,3 +467,14 @@ func TestServeNeedsEventKeys(t *testing.T) {
 	t.Parallel()
 	clitest.SignedEvents(t, run, events.SourceWallet, events.SourceGL, map[string]string{"WALLET_DATABASE_URL": testenv.DatabaseURL(t), "LOG_FORMAT": "json"})
 }
+
+func TestAMarkDelayThatTheLeaseCannotCoverIsRefused(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"WALLET_DATABASE_URL": testenv.DatabaseURL(t), "EVENTS_MARK_DELAY": "20s"}
+	_, _, err := (&testBundle{env: env}).run(t, "serve")
+	require.ErrorContains(t, err, "EVENTS_MARK_DELAY must be between 0 and half of EVENTS_LEASE and EVENTS_ACK_TIMEOUT (15s), got 20s")
+	env["EVENTS_LEASE"] = "60s"
+	env["EVENTS_ACK_TIMEOUT"] = "60s"
+	_, _, err = (&testBundle{env: env}).run(t, "serve")
+	require.NotContains(t, fmt.Sprint(err), "EVENTS_MARK_DELAY", "within half a longer lease and timeout")
+}

@@ -14,7 +14,7 @@ import (
 
 // DefaultMarkDelay is how long the wallet's relay holds a publish's mark back for the GL's
 // acknowledgment to write it (RelayConfig.MarkDelay).
-const DefaultMarkDelay = 2 * time.Second
+const DefaultMarkDelay = time.Second
 
 // maxMarksPerStatement bounds one MarkDispatched of held marks.
 const maxMarksPerStatement = 1000
@@ -26,12 +26,12 @@ type heldMark struct {
 	at   time.Time // when the PubAck came: the row's dispatched_at
 }
 
-// heldMarks are the publishes whose mark a relay holds back: the outbox rows stay dispatching,
-// under the relay's lease, until the consumer beside the relay acknowledges them (and writes
-// the details in the same update) or the delay runs out and the relay marks them as it would
-// have at once. Rows a relay that dies holds stay dispatching until their lease runs out, and
-// are published again then unless acknowledged first, as after a death between publish and
-// mark.
+// heldMarks are the publishes on commit whose mark a relay holds back: the outbox rows stay
+// dispatching, under the relay's lease, until the consumer beside the relay acknowledges them
+// (and writes the details in the same update) or the delay runs out and the relay marks them
+// as it would have at once. Rows a relay that dies holds stay dispatching until their lease
+// runs out, and are published again then unless acknowledged first, as after a death between
+// publish and mark.
 type heldMarks struct {
 	delay time.Duration
 	limit int // past this many held, the oldest are marked without waiting

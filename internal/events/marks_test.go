@@ -116,12 +116,28 @@ func TestAHeldMarkIsWrittenWhenItsDelayRunsOut(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	r := b.relay(t, events.RelayConfig{PollInterval: time.Hour, MarkDelay: 100 * time.Millisecond})
-	ids := b.addEvents(t, 4) // pending: claimed by a round, not handed off
-	runRelayUntil(t, r)      // its first round claims and publishes them
+	runRelayUntil(t, r)
+	ids, _ := b.writeEvents(t, events.NewOutbox(events.SourceWallet).PublishOnCommit(r), 4, false)
 	require.Eventually(t, func() bool { return b.statusCounts(t)["dispatched"] == 4 }, 5*time.Second, 10*time.Millisecond)
 	for _, id := range ids {
 		row := b.requirePublishRecorded(t, id, "dispatched")
 		require.Nil(t, row.LeaseOwner)
+	}
+}
+
+func TestClaimedRowsAreMarkedAtOnceWhateverTheMarkDelay(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	// Held, a claimed row would stay in the claim's index (pending, dispatching, failed), which
+	// every later claim of a backlog walks through.
+	r := b.relay(t, events.RelayConfig{PollInterval: time.Hour, MarkDelay: 15 * time.Second})
+	ids := b.addEvents(t, 4) // pending: claimed by a round, not handed off
+	n, err := r.DispatchOnce(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, 4, n)
+	require.Equal(t, map[string]int64{"dispatched": 4}, b.statusCounts(t))
+	for _, id := range ids {
+		b.requirePublishRecorded(t, id, "dispatched")
 	}
 }
 

@@ -67,8 +67,8 @@ type RelayConfig struct {
 	// Tracing continues the trace a row stores with a publish span (nil: no spans; a row's
 	// trace context still goes into its message's headers).
 	Tracing *tracing.Provider
-	// MarkDelay, when set on a relay without an AckConsumer, holds each first publish's mark
-	// back this long: an acknowledgment applied through Relay.Acknowledge meanwhile writes the
+	// MarkDelay, when set on a relay without an AckConsumer, holds the mark of each row it
+	// published on commit (a hand-off) back this long: an acknowledgment applied through Relay.Acknowledge meanwhile writes the
 	// publish's details in the update that acknowledges the row, which is then written once
 	// instead of twice; rows still unacknowledged are marked dispatched when it runs out (see
 	// heldMarks). Zero marks every publish at once. Keep it well below Lease and AckTimeout.
@@ -273,7 +273,7 @@ func (r *Relay) DispatchOnce(ctx context.Context) (int, error) {
 	for i, row := range rows {
 		claimed[i] = claimedRow{id: row.ID, eventType: row.EventType, payload: row.Payload, attempts: row.Attempts, traceParent: deref(row.TraceContext)}
 	}
-	return len(rows), r.publish(ctx, claimed, false)
+	return len(rows), r.publish(ctx, claimed, claimedRound)
 }
 
 // handOffLimit is how many handed-off rows may wait for a publish round; past it, rows are
@@ -351,7 +351,7 @@ func (r *Relay) handOffLoop(ctx context.Context) error {
 			if len(rows) == r.cfg.BatchSize {
 				r.wakeHandOff() // another round for the rest
 			}
-			if err := r.publish(ctx, rows, false); err != nil && ctx.Err() == nil {
+			if err := r.publish(ctx, rows, handOffRound); err != nil && ctx.Err() == nil {
 				r.log.Warn().Err(err).Int("rows", len(rows)).Msg("hand-off round failed; its rows wait for a claim")
 				r.Wake()
 			}
@@ -397,7 +397,7 @@ func (r *Relay) CatchUpOnce(ctx context.Context) (int, error) {
 	if len(rows) > 0 {
 		r.log.Info().Int("rows", len(rows)).Str("ack_timeout", r.cfg.AckTimeout.String()).Msg("catch-up: re-publishing unacknowledged events")
 	}
-	return len(rows), r.publish(ctx, claimed, true)
+	return len(rows), r.publish(ctx, claimed, catchUpRound)
 }
 
 func (r *Relay) ready(ctx context.Context) error {
@@ -429,9 +429,20 @@ type publishOutcome struct {
 	err  error
 }
 
+// roundKind is where a publish round's rows come from.
+type roundKind int
+
+const (
+	claimedRound roundKind = iota // claimed by ClaimOutbox
+	handOffRound                  // written claimed and handed off on commit
+	catchUpRound                  // published before, not acknowledged in time
+)
+
 // publish sends rows asynchronously (bounded by the batch), waits for every PubAck and then
-// records the outcome in at most three statements: dispatched, released, failed.
-func (r *Relay) publish(ctx context.Context, rows []claimedRow, republish bool) error {
+// records the outcome in at most three statements: dispatched (or held: a hand-off round's
+// marks, with MarkDelay), released, failed.
+func (r *Relay) publish(ctx context.Context, rows []claimedRow, kind roundKind) error {
+	republish := kind == catchUpRound
 	if len(rows) == 0 {
 		return nil
 	}
@@ -489,7 +500,9 @@ func (r *Relay) publish(ctx context.Context, rows []claimedRow, republish bool) 
 	defer cancel()
 	switch {
 	case len(ids) == 0:
-	case r.holding() && !republish:
+	case r.holding() && kind == handOffRound:
+		// Only hand-offs: a claimed round's rows held dispatching would stay in the claim's
+		// index, which every later claim of a backlog would walk through.
 		r.held.hold(ids, seqs, dups, acked)
 	default:
 		ats := make([]time.Time, len(ids))

@@ -146,8 +146,12 @@ func steps(d traceData) []step {
 			step{"stored in the stream", "done", "(the row is gone; its sequence with it)"})
 	case row.Status == "failed" || row.Status == "dead_letter":
 		out = append(out, step{"outbox row", "failed", row.Status + ": " + clipped(row.LastError, 160)})
+	case row.StreamSeq == nil && row.Status == "acknowledged":
+		// Acknowledged before the relay that published it recorded the publish (it stopped
+		// while it held the mark: EVENTS_MARK_DELAY).
+		out = append(out, step{"outbox row", "done", row.Status}, step{"stored in the stream", "done", "its publish was not recorded"})
 	case row.StreamSeq == nil:
-		out = append(out, step{"outbox row", "waiting", row.Status}, step{"stored in the stream", "waiting", "not published yet"})
+		out = append(out, step{"outbox row", "waiting", row.Status}, step{"stored in the stream", "waiting", "no PubAck recorded yet"})
 	default:
 		out = append(out, step{"outbox row", "done", row.Status}, step{"stored in the stream", "done", ""})
 	}

@@ -1,0 +1,28 @@
+package httpapi
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"walletgl/internal/events"
+)
+
+// The trace's stored-in-the-stream step reads the outbox row's stream_seq, which a held mark
+// (EVENTS_MARK_DELAY) writes with the acknowledgment, or never when the publishing wallet
+// stopped holding it.
+func TestTheTraceTellsAHeldPublishFromAnAcknowledgedRowWithoutItsRecord(t *testing.T) {
+	seq := int64(7)
+	stored := func(row *events.OutboxRow) step {
+		for _, s := range steps(traceData{Outbox: row}) {
+			if s.Name == "stored in the stream" {
+				return s
+			}
+		}
+		t.Fatalf("no stream step for %+v", row)
+		return step{}
+	}
+	require.Equal(t, step{"stored in the stream", "waiting", "no PubAck recorded yet"}, stored(&events.OutboxRow{Status: "dispatching"}))
+	require.Equal(t, step{"stored in the stream", "done", "its publish was not recorded"}, stored(&events.OutboxRow{Status: "acknowledged"}))
+	require.Equal(t, step{"stored in the stream", "done", ""}, stored(&events.OutboxRow{Status: "acknowledged", StreamSeq: &seq}))
+}
