@@ -68,10 +68,11 @@ type RelayConfig struct {
 	// trace context still goes into its message's headers).
 	Tracing *tracing.Provider
 	// MarkDelay, when set on a relay without an AckConsumer, holds the mark of each row it
-	// published on commit (a hand-off) back this long: an acknowledgment applied through Relay.Acknowledge meanwhile writes the
-	// publish's details in the update that acknowledges the row, which is then written once
-	// instead of twice; rows still unacknowledged are marked dispatched when it runs out (see
-	// heldMarks). Zero marks every publish at once. Keep it well below Lease and AckTimeout.
+	// published on commit (a hand-off) back this long: an acknowledgment applied through
+	// Relay.Acknowledge meanwhile writes the publish's details in the update that acknowledges
+	// the row, which is then written once instead of twice; rows still unacknowledged are
+	// marked dispatched when it runs out (see heldMarks). Zero marks every publish at once. At
+	// most half of Lease and of AckTimeout.
 	MarkDelay time.Duration
 }
 
