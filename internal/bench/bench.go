@@ -627,16 +627,10 @@ func measureDrain(ctx context.Context, sys *system, meter *cpuMeter, n int, time
 	// over the time watched.
 	watched := after.at.Sub(t0).Seconds()
 	// dispatched_at is overwritten when catch-up re-publishes a row whose acknowledgment is
-	// late, so the end of the first dispatch is when the poll saw no row left to dispatch, or
-	// the last PubAck when that came earlier: a row whose mark the wallet's relay holds
-	// (EVENTS_MARK_DELAY) stays dispatching after its PubAck until the GL's acknowledgment
-	// comes or the delay runs out.
+	// late, so the end of the first dispatch is when the poll saw no row left to dispatch.
 	_ = sys.walletDB.QueryRow(ctx, "SELECT coalesce(sum(greatest(publish_count - 1, 0)), 0) FROM outbox WHERE created_at >= $1", writeStart).
 		Scan(&d.Republished)
 	if !dispatchedAt.IsZero() && lastDispatched != nil {
-		if lastDispatched.Before(dispatchedAt) {
-			dispatchedAt = *lastDispatched
-		}
 		d.DispatchSeconds = round(dispatchedAt.Sub(t0).Seconds(), 3)
 		d.DispatchRate = round(float64(n)/d.DispatchSeconds, 1)
 	} else {

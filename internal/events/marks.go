@@ -12,8 +12,9 @@ import (
 	"walletgl/internal/events/internal/eventsdb"
 )
 
-// DefaultMarkDelay is how long the wallet's relay holds a publish's mark back for the GL's
-// acknowledgment to write it (RelayConfig.MarkDelay).
+// DefaultMarkDelay is the wallet relay's EVENTS_MARK_DELAY: how long it holds a publish on
+// commit's mark back for the GL's acknowledgment to write it. (A RelayConfig's zero MarkDelay
+// is not defaulted: it marks at once.)
 const DefaultMarkDelay = time.Second
 
 // maxMarksPerStatement bounds one MarkDispatched of held marks.
@@ -24,6 +25,15 @@ type heldMark struct {
 	seq  int64
 	dups int32
 	at   time.Time // when the PubAck came: the row's dispatched_at
+}
+
+// columns are marks as the queries take them: stream sequences, duplicates, PubAck times.
+func columns(marks []heldMark) (seqs []int64, dups []int32, ats []time.Time) {
+	seqs, dups, ats = make([]int64, len(marks)), make([]int32, len(marks)), make([]time.Time, len(marks))
+	for i, m := range marks {
+		seqs[i], dups[i], ats[i] = m.seq, m.dups, m.at
+	}
+	return seqs, dups, ats
 }
 
 // heldMarks are the publishes on commit whose mark a relay holds back: the outbox rows stay
@@ -135,10 +145,7 @@ func (r *Relay) markHeld(ctx context.Context, all bool) error {
 }
 
 func (r *Relay) markHeldBatch(ctx context.Context, ids []uuid.UUID, marks []heldMark) error {
-	seqs, dups, ats := make([]int64, len(marks)), make([]int32, len(marks)), make([]time.Time, len(marks))
-	for i, m := range marks {
-		seqs[i], dups[i], ats[i] = m.seq, m.dups, m.at
-	}
+	seqs, dups, ats := columns(marks)
 	markCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	n, err := r.q.MarkDispatched(markCtx, eventsdb.MarkDispatchedParams{Ids: ids, Seqs: seqs, Dups: dups, Ats: ats, Owner: r.cfg.Owner})
@@ -162,11 +169,7 @@ func (r *Relay) Acknowledge(ctx context.Context, db database.Executor, ids ...uu
 	if !r.holding() {
 		return NewOutbox(r.cfg.Source).Acknowledge(ctx, db, ids...)
 	}
-	marks := r.held.lookup(ids)
-	seqs, dups, ats := make([]int64, len(ids)), make([]int32, len(ids)), make([]time.Time, len(ids))
-	for i, m := range marks {
-		seqs[i], dups[i], ats[i] = m.seq, m.dups, m.at
-	}
+	seqs, dups, ats := columns(r.held.lookup(ids))
 	n, err := eventsdb.New(db).AcknowledgePublished(ctx, eventsdb.AcknowledgePublishedParams{
 		Ids: ids, Seqs: seqs, Dups: dups, Ats: ats, Owner: r.cfg.Owner,
 	})
