@@ -2,6 +2,7 @@ package events
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -135,13 +136,12 @@ func (r *Relay) markLoop(ctx context.Context) error {
 // unless they are acknowledged first.
 func (r *Relay) markHeld(ctx context.Context, all bool) error {
 	ids, marks := r.held.takeDue(time.Now(), all)
+	var errs []error
 	for from := 0; from < len(ids); from += maxMarksPerStatement {
 		to := min(from+maxMarksPerStatement, len(ids))
-		if err := r.markHeldBatch(ctx, ids[from:to], marks[from:to]); err != nil {
-			return err
-		}
+		errs = append(errs, r.markHeldBatch(ctx, ids[from:to], marks[from:to]))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 func (r *Relay) markHeldBatch(ctx context.Context, ids []uuid.UUID, marks []heldMark) error {
