@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,18 +19,23 @@ import (
 )
 
 // runRelay runs r until the test ends, once r has checked the broker's streams (as its first
-// round does at start-up).
-func runRelay(t *testing.T, r *events.Relay) {
+// round does at start-up). The stop it returns ends r's Run sooner and waits for it.
+func runRelay(t *testing.T, r *events.Relay) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			require.NoError(t, <-done)
+		})
+	}
+	t.Cleanup(stop)
 	_, err := r.DispatchOnce(ctx)
 	require.NoError(t, err)
+	return stop
 }
 
 // writeEvents writes n events through outbox in one WithTx transaction that commits, or rolls

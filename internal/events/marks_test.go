@@ -2,6 +2,7 @@ package events_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -14,26 +15,6 @@ import (
 	"walletgl/internal/events"
 	"walletgl/internal/events/internal/eventsdb"
 )
-
-// runRelayUntil runs r like runRelay and returns a stop that ends its Run and waits for it.
-func runRelayUntil(t *testing.T, r *events.Relay) (stop func()) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-	stopped := false
-	stop = func() {
-		if !stopped {
-			stopped = true
-			cancel()
-			require.NoError(t, <-done)
-		}
-	}
-	t.Cleanup(stop)
-	_, err := r.DispatchOnce(ctx)
-	require.NoError(t, err)
-	return stop
-}
 
 // requirePublishRecorded checks that the row with id records one publish whose stream
 // sequence is the message the stream stores with id as its Nats-Msg-Id, in status.
@@ -59,7 +40,7 @@ func (b *testBundle) acknowledgeThrough(t *testing.T, a interface {
 	Acknowledge(context.Context, database.Executor, ...uuid.UUID) (int64, error)
 }, ids []uuid.UUID, rollback bool) {
 	t.Helper()
-	errRollback := context.Canceled
+	errRollback := errors.New("the consumer's transaction failed")
 	err := database.WithTx(context.Background(), b.pool, func(tx pgx.Tx) error {
 		n, err := a.Acknowledge(context.Background(), tx, ids...)
 		if err != nil {
@@ -83,7 +64,7 @@ func TestAHeldMarkIsWrittenByTheAcknowledgmentAndTheRestAtStop(t *testing.T) {
 	b := setup(t)
 	// A delay longer than the test: only an acknowledgment or the stop can write a mark.
 	r := b.relay(t, events.RelayConfig{PollInterval: time.Hour, MarkDelay: 15 * time.Second})
-	stop := runRelayUntil(t, r)
+	stop := runRelay(t, r)
 	ids, status := b.writeEvents(t, events.NewOutbox(events.SourceWallet).PublishOnCommit(r), 5, false)
 	require.Equal(t, events.StatusDispatching, status)
 	require.Eventually(t, func() bool { return b.streamMessages(t) == 5 }, 5*time.Second, 10*time.Millisecond)
@@ -116,7 +97,7 @@ func TestAHeldMarkIsWrittenWhenItsDelayRunsOut(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	r := b.relay(t, events.RelayConfig{PollInterval: time.Hour, MarkDelay: 100 * time.Millisecond})
-	runRelayUntil(t, r)
+	runRelay(t, r)
 	ids, _ := b.writeEvents(t, events.NewOutbox(events.SourceWallet).PublishOnCommit(r), 4, false)
 	require.Eventually(t, func() bool { return b.statusCounts(t)["dispatched"] == 4 }, 5*time.Second, 10*time.Millisecond)
 	for _, id := range ids {
@@ -145,7 +126,7 @@ func TestAHeldPublishIsRecordedOnARowAcknowledgedWithoutIt(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	r := b.relay(t, events.RelayConfig{PollInterval: time.Hour, MarkDelay: 300 * time.Millisecond})
-	stop := runRelayUntil(t, r)
+	stop := runRelay(t, r)
 	ids, _ := b.writeEvents(t, events.NewOutbox(events.SourceWallet).PublishOnCommit(r), 3, false)
 	require.Eventually(t, func() bool { return r.Stats().Published == 3 }, 5*time.Second, 10*time.Millisecond)
 	// Acknowledged by a consumer that does not run beside this relay (another replica's).

@@ -164,7 +164,7 @@ WHERE o.id = p.id
 
 -- name: RecordPublishes :execrows
 -- RecordPublishes writes a held publish's details on a row acknowledged before its relay
--- marked it, without them (by a consumer beside another relay, or an operator): once, on rows
+-- marked it, without them (by the consumer beside another wallet replica): once, on rows
 -- that have none. It leaves status alone, so the transition guard, which keeps an
 -- acknowledged row's status final, does not run.
 UPDATE outbox o

@@ -751,7 +751,7 @@ type RecordPublishesParams struct {
 }
 
 // RecordPublishes writes a held publish's details on a row acknowledged before its relay
-// marked it, without them (by a consumer beside another relay, or an operator): once, on rows
+// marked it, without them (by the consumer beside another wallet replica): once, on rows
 // that have none. It leaves status alone, so the transition guard, which keeps an
 // acknowledged row's status final, does not run.
 func (q *Queries) RecordPublishes(ctx context.Context, arg RecordPublishesParams) (int64, error) {
