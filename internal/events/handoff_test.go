@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,18 +21,8 @@ import (
 // round does at start-up). The stop it returns ends r's Run sooner and waits for it.
 func runRelay(t *testing.T, r *events.Relay) (stop func()) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			require.NoError(t, <-done)
-		})
-	}
-	t.Cleanup(stop)
-	_, err := r.DispatchOnce(ctx)
+	stop = runInBackground(t, r.Run)
+	_, err := r.DispatchOnce(t.Context())
 	require.NoError(t, err)
 	return stop
 }
