@@ -203,8 +203,8 @@ func (l *scaleLoader) growTo(ctx context.Context, size int64) (*ScaleSize, error
 	}
 	// The load writes far faster than any GL posts, so it ends with PostgreSQL's write-back of
 	// it still to come: a checkpoint its WAL started, spread over minutes
-	// (checkpoint_completion_target), and shared buffers full of dirty pages that each read's
-	// miss would have to write out first. The reads would then time the load's aftermath, by how
+	// (checkpoint_completion_target), and shared buffers full of dirty pages that a read's miss
+	// may have to write out first. The reads would then time the load's aftermath, by how
 	// much of it overlaps them, not the ledger's size; one forced checkpoint ends it first.
 	if _, err := conn.Exec(ctx, "CHECKPOINT"); err != nil {
 		return nil, fmt.Errorf("checkpoint after the load: %w", err)
