@@ -624,9 +624,10 @@ func (c *Consumer) processTx(ctx context.Context, ds []delivery) (fresh []bool, 
 
 // acks is how a loop acknowledges its committed deliveries to the broker.
 //
-// Confirmed (the live loop): double acks, sent in parallel while the loop goes on to the next
-// batch, the acks of one batch in flight at most. Otherwise (a replay): plain acks, awaited by
-// nobody; they only tell the replay's own consumer how far it got.
+// Confirmed (the live loop): a batch's acks are sent while the loop goes on to the next batch,
+// the acks of one batch in flight at most, and confirmed once per batch (confirmAcks).
+// Otherwise (a replay): plain acks, awaited by nobody; they only tell the replay's own consumer
+// how far it got.
 //
 // Either way the commit is what counts, and a lost ack only brings a redelivery that the inbox
 // recognises as a duplicate.
@@ -669,20 +670,35 @@ func (c *Consumer) acknowledge(ctx context.Context, ds []delivery, fresh []bool,
 	acks.sending.Add(1)
 	go func() {
 		defer acks.sending.Done()
-		ackCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.AckWait)
-		defer cancel()
-		var wg sync.WaitGroup
-		for i, d := range ds {
-			wg.Go(func() {
-				if err := d.msg.DoubleAck(ackCtx); err != nil {
-					// Committed already: a redelivery will be recognised as a duplicate.
-					tracing.LogTraceID(c.log.Debug(), d.traceID).Err(err).Str("event_id", d.EventID).Msg("ack not confirmed")
-				}
-				endConsume(d, outcomeOf(fresh[i]), nil)
-			})
-		}
-		wg.Wait()
+		c.confirmAcks(ctx, ds, fresh)
 	}()
+}
+
+// confirmAcks acknowledges committed deliveries with plain acks and a double ack of the last
+// one: the connection carries them in order, so its confirmation comes back after the broker
+// has received the others. That is one round trip per batch where a double ack of each event
+// cost the broker and this process about twice the CPU per event of a plain ack (docs/bench.md,
+// session 19). Committed already, an ack that is lost only brings a redelivery, which the inbox
+// recognises as a duplicate.
+func (c *Consumer) confirmAcks(ctx context.Context, ds []delivery, fresh []bool) {
+	if len(ds) == 0 {
+		return
+	}
+	ackCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.AckWait)
+	defer cancel()
+	last := len(ds) - 1
+	for _, d := range ds[:last] {
+		if err := d.msg.Ack(); err != nil {
+			tracing.LogTraceID(c.log.Debug(), d.traceID).Err(err).Str("event_id", d.EventID).Msg("ack not sent")
+		}
+	}
+	if err := ds[last].msg.DoubleAck(ackCtx); err != nil {
+		tracing.LogTraceID(c.log.Debug(), ds[last].traceID).Err(err).Str("event_id", ds[last].EventID).
+			Int("events", len(ds)).Msg("acks not confirmed")
+	}
+	for i, d := range ds {
+		endConsume(d, outcomeOf(fresh[i]), nil)
+	}
 }
 
 // bookkeepingTimeout bounds the writes that record what became of a delivery. They run on a

@@ -137,3 +137,30 @@ func TestACaughtUpConsumerAsksTheBrokerOncePerLoneEvent(t *testing.T) {
 	// second the run took (a wait that expired).
 	require.LessOrEqual(t, int(requests.Load()), n+1+4, "pull requests for %d lone events", n)
 }
+
+// A batch is acknowledged with plain acks and one double ack of its last event: every event
+// of it is acknowledged at the broker, not only the confirmed one, by the time the consumer
+// has stopped (its loops wait for their batch's confirmation). Events left unacknowledged
+// would stay pending for the 30-s ack wait and be delivered again.
+func TestEveryEventOfABatchIsAcknowledgedAtTheBroker(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	const n = 250
+	b.addEvents(t, n)
+	_, err := b.relay(t, events.RelayConfig{BatchSize: n}).DispatchOnce(ctx)
+	require.NoError(t, err)
+
+	cons := b.consumer(t, "gl", &overlapHandler{}) // batches of 100: 100, 100, 50, or smaller
+	stop := runInBackground(t, cons.Run)
+	require.Eventually(t, func() bool { return cons.Stats().Processed == n }, 30*time.Second, 10*time.Millisecond)
+	stop()
+
+	durable, err := b.js.Consumer(ctx, b.topo.StreamName(events.SourceWallet), "gl")
+	require.NoError(t, err)
+	info, err := durable.Info(ctx)
+	require.NoError(t, err)
+	require.Zero(t, info.NumAckPending, "events delivered and not acknowledged")
+	require.EqualValues(t, n, info.AckFloor.Consumer, "the ack floor is past every event")
+	require.Zero(t, info.NumRedelivered)
+}
