@@ -658,12 +658,8 @@ func (c *Consumer) acknowledge(ctx context.Context, ds []delivery, fresh []bool,
 	}
 	c.cfg.Metrics.Processed(c.cfg.EventType, 0, dups)
 	if !acks.confirm {
-		for i, d := range ds {
-			if err := d.msg.Ack(); err != nil {
-				tracing.LogTraceID(c.log.Debug(), d.traceID).Err(err).Str("event_id", d.EventID).Msg("ack not sent")
-			}
-			endConsume(d, outcomeOf(fresh[i]), nil)
-		}
+		c.sendAcks(ds)
+		endConsumes(ds, fresh)
 		return
 	}
 	acks.sending.Wait()
@@ -687,15 +683,25 @@ func (c *Consumer) confirmAcks(ctx context.Context, ds []delivery, fresh []bool)
 	ackCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.AckWait)
 	defer cancel()
 	last := len(ds) - 1
-	for _, d := range ds[:last] {
-		if err := d.msg.Ack(); err != nil {
-			tracing.LogTraceID(c.log.Debug(), d.traceID).Err(err).Str("event_id", d.EventID).Msg("ack not sent")
-		}
-	}
+	c.sendAcks(ds[:last])
 	if err := ds[last].msg.DoubleAck(ackCtx); err != nil {
 		tracing.LogTraceID(c.log.Debug(), ds[last].traceID).Err(err).Str("event_id", ds[last].EventID).
 			Int("events", len(ds)).Msg("acks not confirmed")
 	}
+	endConsumes(ds, fresh)
+}
+
+// sendAcks sends a plain ack of each delivery; nothing waits for the broker's answer.
+func (c *Consumer) sendAcks(ds []delivery) {
+	for _, d := range ds {
+		if err := d.msg.Ack(); err != nil {
+			tracing.LogTraceID(c.log.Debug(), d.traceID).Err(err).Str("event_id", d.EventID).Msg("ack not sent")
+		}
+	}
+}
+
+// endConsumes ends the consume spans of acknowledged deliveries with their outcomes.
+func endConsumes(ds []delivery, fresh []bool) {
 	for i, d := range ds {
 		endConsume(d, outcomeOf(fresh[i]), nil)
 	}
