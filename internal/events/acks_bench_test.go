@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"walletgl/internal/testenv"
+	"walletgl/internal/testenv/cputime"
 )
 
 // BenchmarkAcks compares two ways of acknowledging a fetched batch of 100 messages, on a
@@ -57,7 +57,7 @@ func benchmarkAcks(b *testing.B, mode string) {
 		b.Fatal(err)
 	}
 
-	cpu0 := processCPU()
+	cpu0 := cputime.Process(b)
 	b.ResetTimer()
 	var inFlight sync.WaitGroup // one batch of acks in flight at most, as in the consumer loop
 	for got := 0; got < b.N; {
@@ -68,7 +68,7 @@ func benchmarkAcks(b *testing.B, mode string) {
 	}
 	inFlight.Wait()
 	b.StopTimer()
-	b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N), "cpu-µs/msg")
+	b.ReportMetric(float64((cputime.Process(b)-cpu0).Microseconds())/float64(b.N), "cpu-µs/msg")
 
 	info, err := cons.Info(ctx)
 	if err != nil {
@@ -138,13 +138,4 @@ func ackBatch(b *testing.B, mode string, msgs []jetstream.Msg) {
 			b.Error(err)
 		}
 	}
-}
-
-// processCPU is the test process's user and system CPU so far.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -1,9 +1,10 @@
 package metrics
 
 import (
-	"syscall"
 	"testing"
 	"time"
+
+	"walletgl/internal/testenv/cputime"
 )
 
 // The cost of instrumentation per event: each observation the relay, the consumer, the wallet,
@@ -13,27 +14,17 @@ import (
 // BenchmarkPerTransfer and quotes its cpu-ns/op in the report's metrics overhead; see
 // docs/bench.md#metrics-overhead.
 
-// cpuNanos is the CPU time the process has used so far, user and system, in nanoseconds.
-func cpuNanos(b *testing.B) int64 {
-	b.Helper()
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatalf("getrusage: %v", err)
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
-}
-
 // measure runs op b.N times and reports its CPU time per operation.
 func measure(b *testing.B, op func()) {
 	b.Helper()
 	b.ReportAllocs()
 	b.ResetTimer()
-	start := cpuNanos(b)
+	start := cputime.Process(b)
 	for range b.N {
 		op()
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(cpuNanos(b)-start)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64((cputime.Process(b)-start).Nanoseconds())/float64(b.N), "cpu-ns/op")
 }
 
 // BenchmarkPerTransfer is every observation one transfer causes in both services, with each
