@@ -314,3 +314,24 @@ func TestServeNeedsEventKeys(t *testing.T) {
 	t.Parallel()
 	clitest.SignedEvents(t, run, events.SourceGL, events.SourceWallet, glEnv(testenv.DatabaseURL(t)))
 }
+
+func TestCheckpointSettingsOutOfRangeAreRefused(t *testing.T) {
+	t.Parallel()
+	_, dbURL := testenv.MigratedPool(t, "gl")
+	for setting, want := range map[string]string{
+		"GL_CHECKPOINT_LINES=0":        "GL_CHECKPOINT_LINES 0: want 1 to 1000000",
+		"GL_CHECKPOINT_LINES=2000000":  "GL_CHECKPOINT_LINES 2000000: want 1 to 1000000",
+		"GL_CHECKPOINT_INTERVAL=500ms": "GL_CHECKPOINT_INTERVAL 500ms: want 1s to 1h",
+		"GL_CHECKPOINT_LINES=some":     "GL_CHECKPOINT_LINES",
+	} {
+		env := glEnv(dbURL)
+		k, v, _ := strings.Cut(setting, "=")
+		env[k] = v
+		_, _, err := runGL(t, env, "accounts", "list")
+		require.ErrorContains(t, err, want, setting)
+	}
+	env := glEnv(dbURL)
+	env["GL_CHECKPOINT_LINES"] = "1"
+	_, _, err := runGL(t, env, "accounts", "list")
+	require.NoError(t, err, "one line is in range")
+}

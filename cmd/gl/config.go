@@ -29,14 +29,19 @@ var service = cli.Service[*Config]{
 	EventsFunc:       func(c *Config) config.Events { return c.Events },
 }
 
+// maxCheckpointLines bounds GL_CHECKPOINT_LINES: a read sums at most about this many lines more
+// than the checkpoint before it; beyond a million, balance reads would take tens of ms.
+const maxCheckpointLines = 1_000_000
+
 // Config is every setting of the GL service.
 type Config struct {
 	serve.Settings
 	Rule   gl.PostingRule
 	Events config.Events
 	Log    config.Log
-	// CheckpointInterval is how often serve takes a balance checkpoint (GL_CHECKPOINT_INTERVAL).
-	CheckpointInterval time.Duration
+	// Checkpoints is when serve takes a balance checkpoint (GL_CHECKPOINT_INTERVAL,
+	// GL_CHECKPOINT_LINES).
+	Checkpoints postgres.CheckpointPolicy
 	Traces             tracing.Config // the standard OTEL_* variables: where traces go, if anywhere
 
 	// The owner's URL for migrations (empty: DatabaseURL), which grant DatabaseURL's user what
@@ -50,8 +55,10 @@ func (c *Config) Bind(s *config.Set) {
 		"the debit account the posting rule in force for TransferCompleted.v1 (kind unspecified) must have; checked at start, set with gl rules set")
 	s.String(&c.Rule.CreditAccount, "GL_TRANSFER_CREDIT_ACCOUNT", "transfer-credit-account", gl.DefaultPostingRule.CreditAccount,
 		"the credit account the posting rule in force for TransferCompleted.v1 (kind unspecified) must have; checked at start, set with gl rules set")
-	s.Duration(&c.CheckpointInterval, "GL_CHECKPOINT_INTERVAL", "checkpoint-interval", postgres.DefaultCheckpointInterval,
-		"how often serve totals every account's balance up to now, so that balance reads add only the lines after it")
+	s.Duration(&c.Checkpoints.Interval, "GL_CHECKPOINT_INTERVAL", "checkpoint-interval", postgres.DefaultCheckpointPolicy.Interval,
+		"the longest serve goes without totalling every account's balance up to now (a balance checkpoint) while lines are posted; reads add only the lines after the latest")
+	s.Int64(&c.Checkpoints.Lines, "GL_CHECKPOINT_LINES", "checkpoint-lines", postgres.DefaultCheckpointPolicy.Lines,
+		"serve takes a balance checkpoint, at most once a second, as soon as this many lines were posted after the latest")
 	config.BindEvents(s, &c.Events)
 	config.BindLog(s, &c.Log)
 	config.BindTraces(s, &c.Traces)
@@ -66,8 +73,11 @@ func (c *Config) Validate() error {
 	if c.Rule.DebitAccount == "" || c.Rule.CreditAccount == "" {
 		errs = append(errs, errors.New("GL_TRANSFER_DEBIT_ACCOUNT and GL_TRANSFER_CREDIT_ACCOUNT must be set"))
 	}
-	if c.CheckpointInterval < time.Second || c.CheckpointInterval > time.Hour {
-		errs = append(errs, fmt.Errorf("GL_CHECKPOINT_INTERVAL %s: want 1s to 1h", c.CheckpointInterval))
+	if c.Checkpoints.Interval < time.Second || c.Checkpoints.Interval > time.Hour {
+		errs = append(errs, fmt.Errorf("GL_CHECKPOINT_INTERVAL %s: want 1s to 1h", c.Checkpoints.Interval))
+	}
+	if c.Checkpoints.Lines < 1 || c.Checkpoints.Lines > maxCheckpointLines {
+		errs = append(errs, fmt.Errorf("GL_CHECKPOINT_LINES %d: want 1 to %d", c.Checkpoints.Lines, maxCheckpointLines))
 	}
 	return errors.Join(append(errs, c.Settings.Validate(), c.Events.Validate(), c.Traces.Validate())...)
 }

@@ -72,7 +72,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 		{Name: "acknowledgment relay", Run: relay.Run},
 		{Name: "API key use", Run: keys.Run},
 		{Name: "balance checkpoints", Run: func(ctx context.Context) error {
-			return ledger.RunCheckpoints(ctx, cfg.CheckpointInterval, log)
+			return ledger.RunCheckpoints(ctx, cfg.Checkpoints, log)
 		}},
 	}
 	if cfg.MetricsAddr != "" {

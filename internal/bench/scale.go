@@ -23,14 +23,15 @@ import (
 const (
 	// ScaleSmallLines is the first size the reads are timed at.
 	ScaleSmallLines = 100_000
-	// scaleCheckpointLines are the lines loaded between two balance checkpoints: what serve's
-	// checkpoint every 5 s (postgres.DefaultCheckpointInterval) leaves at 1,000 entries/s,
-	// about the whole pipeline's sustained rate on the 2-core machine.
-	scaleCheckpointLines = 10_000
+	// scaleCheckpointLines are the lines loaded between two balance checkpoints: what serve
+	// leaves between two (postgres.DefaultCheckpointPolicy: one once 2,000 lines were posted,
+	// looked for every second) at 1,000 entries/s, about the whole pipeline's sustained rate on
+	// the 2-core machine.
+	scaleCheckpointLines = 2_000
 	// scaleTailLines are the lines after the latest checkpoint when the reads are timed, the
-	// same at both sizes: what a read meets on average, half an interval's lines plus the
-	// second's a checkpoint stays behind now (3.5 s at 2,000 lines/s).
-	scaleTailLines = 7_000
+	// same at both sizes: what a read meets on average at that rate, half a checkpoint's lines
+	// plus the second a checkpoint stays behind now (1.5 s at 2,000 lines/s).
+	scaleTailLines = 3_000
 	// ScaleMinLines is the smallest ledger the phase loads: a checkpoint and the tail after it.
 	ScaleMinLines = scaleCheckpointLines + scaleTailLines
 	// scaleReads is how many times each read is timed at each size: the p99 is the tenth

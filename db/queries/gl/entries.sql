@@ -133,8 +133,10 @@ WHERE a.datname = current_database() AND a.pid <> pg_backend_pid() AND a.xact_st
 
 -- name: TakeBalanceCheckpoint :execrows
 -- A checkpoint at @through: the latest one's totals plus the lines posted after it up to
--- @through, for every account and currency. Nothing when no line was posted since, or when
--- @through is not after the latest checkpoint (another instance took a later one).
+-- @through, for every account and currency. Taken only when it is due: at least @min_lines
+-- lines were posted after the latest one, or the latest is at or before @stale_before (and
+-- at least one line was posted since). Nothing when @through is not after the latest
+-- checkpoint (another instance took a later one).
 WITH prev AS (
     SELECT coalesce(max(through), '-infinity'::timestamptz) AS through FROM balance_checkpoints
 ), base AS (
@@ -142,7 +144,8 @@ WITH prev AS (
 ), fresh AS (
     SELECT l.account_code, l.currency,
            coalesce(sum(l.amount) FILTER (WHERE l.direction = 'debit'), 0)::numeric  AS debits,
-           coalesce(sum(l.amount) FILTER (WHERE l.direction = 'credit'), 0)::numeric AS credits
+           coalesce(sum(l.amount) FILTER (WHERE l.direction = 'credit'), 0)::numeric AS credits,
+           count(*) AS lines
     FROM journal_lines l, prev
     WHERE l.posted_at > prev.through AND l.posted_at <= @through::timestamptz
     GROUP BY l.account_code, l.currency
@@ -152,6 +155,7 @@ SELECT @through::timestamptz, coalesce(b.account_code, f.account_code), coalesce
        coalesce(b.debits, 0) + coalesce(f.debits, 0), coalesce(b.credits, 0) + coalesce(f.credits, 0)
 FROM base b FULL JOIN fresh f ON f.account_code = b.account_code AND f.currency = b.currency
 WHERE EXISTS (SELECT 1 FROM fresh) AND @through::timestamptz > (SELECT through FROM prev)
+  AND ((SELECT sum(lines) FROM fresh) >= @min_lines::bigint OR (SELECT through FROM prev) <= @stale_before::timestamptz)
 ON CONFLICT DO NOTHING;
 
 -- name: GetAccount :one

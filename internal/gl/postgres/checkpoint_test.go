@@ -6,9 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
 	"walletgl/internal/gl"
+	"walletgl/internal/gl/postgres"
 )
 
 // summed is an account's balance summed over every line, without checkpoints: what every read
@@ -185,4 +187,78 @@ func TestACheckpointNeverCoversAnOpenTransaction(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, gl.SumOf(140), got.Balance(), "the posting that committed after the checkpoint counts")
 	b.requireReadsAgree(t, []time.Time{through, openPostedAt})
+}
+
+// A checkpoint is due once the policy's lines were posted after the latest one, or once the
+// latest is the policy's interval old; never when nothing was posted since.
+func TestACheckpointIsDueAfterItsLinesOrItsInterval(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	hourly := func(lines int64) postgres.CheckpointPolicy {
+		return postgres.CheckpointPolicy{Interval: time.Hour, Lines: lines}
+	}
+	postN := func(phase string, n int) {
+		for i := range n {
+			_, err := b.post(t, entry(fmt.Sprintf("%s-%d", phase, i), "USD", int64(10+i)))
+			require.NoError(t, err)
+		}
+		time.Sleep(1100 * time.Millisecond) // past the bound's second
+	}
+	due := func(p postgres.CheckpointPolicy) bool {
+		t.Helper()
+		_, taken, err := b.ledger.CheckpointIfDue(ctx, p)
+		require.NoError(t, err)
+		return taken
+	}
+
+	postN("a", 1)
+	require.True(t, due(hourly(1_000)), "the first checkpoint is due however few lines: there is none before it")
+	postN("b", 2) // four lines
+	require.False(t, due(hourly(5)), "four lines after the latest checkpoint, five asked for, within the hour")
+	require.True(t, due(hourly(4)), "four lines, four asked for")
+	postN("c", 1) // two lines, more than a second after the latest checkpoint's bound
+	require.False(t, due(hourly(100)))
+	require.True(t, due(postgres.CheckpointPolicy{Interval: time.Second, Lines: 100}), "the latest checkpoint is older than the interval")
+	require.False(t, due(postgres.CheckpointPolicy{Interval: time.Second, Lines: 1}), "no line since the latest checkpoint")
+
+	var checkpoints int
+	require.NoError(t, b.pool.QueryRow(ctx, "SELECT count(DISTINCT through) FROM balance_checkpoints").Scan(&checkpoints))
+	require.Equal(t, 3, checkpoints)
+	b.requireReadsAgree(t, []time.Time{time.Now()})
+}
+
+// serve's checkpoint worker takes one once the policy's lines were posted, and stops with its
+// context.
+func TestRunCheckpointsTakesOneOnceItsLinesArePosted(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- b.ledger.RunCheckpoints(ctx, postgres.CheckpointPolicy{Interval: time.Hour, Lines: 4}, zerolog.Nop())
+	}()
+	checkpoints := func() int {
+		var n int
+		require.NoError(t, b.pool.QueryRow(context.Background(), "SELECT count(DISTINCT through) FROM balance_checkpoints").Scan(&n))
+		return n
+	}
+	_, err := b.post(t, entry("first", "USD", 10))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return checkpoints() == 1 }, 10*time.Second, 100*time.Millisecond,
+		"the first checkpoint: there is none before it")
+	for i := range 2 { // four lines
+		_, err := b.post(t, entry(fmt.Sprintf("next-%d", i), "USD", 10))
+		require.NoError(t, err)
+	}
+	require.Eventually(t, func() bool { return checkpoints() == 2 }, 10*time.Second, 100*time.Millisecond,
+		"four lines after the latest checkpoint")
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("RunCheckpoints did not stop with its context")
+	}
+	b.requireReadsAgree(t, []time.Time{time.Now()})
 }

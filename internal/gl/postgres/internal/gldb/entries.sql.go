@@ -717,7 +717,8 @@ WITH prev AS (
 ), fresh AS (
     SELECT l.account_code, l.currency,
            coalesce(sum(l.amount) FILTER (WHERE l.direction = 'debit'), 0)::numeric  AS debits,
-           coalesce(sum(l.amount) FILTER (WHERE l.direction = 'credit'), 0)::numeric AS credits
+           coalesce(sum(l.amount) FILTER (WHERE l.direction = 'credit'), 0)::numeric AS credits,
+           count(*) AS lines
     FROM journal_lines l, prev
     WHERE l.posted_at > prev.through AND l.posted_at <= $1::timestamptz
     GROUP BY l.account_code, l.currency
@@ -727,14 +728,23 @@ SELECT $1::timestamptz, coalesce(b.account_code, f.account_code), coalesce(b.cur
        coalesce(b.debits, 0) + coalesce(f.debits, 0), coalesce(b.credits, 0) + coalesce(f.credits, 0)
 FROM base b FULL JOIN fresh f ON f.account_code = b.account_code AND f.currency = b.currency
 WHERE EXISTS (SELECT 1 FROM fresh) AND $1::timestamptz > (SELECT through FROM prev)
+  AND ((SELECT sum(lines) FROM fresh) >= $2::bigint OR (SELECT through FROM prev) <= $3::timestamptz)
 ON CONFLICT DO NOTHING
 `
 
+type TakeBalanceCheckpointParams struct {
+	Through     time.Time
+	MinLines    int64
+	StaleBefore time.Time
+}
+
 // A checkpoint at @through: the latest one's totals plus the lines posted after it up to
-// @through, for every account and currency. Nothing when no line was posted since, or when
-// @through is not after the latest checkpoint (another instance took a later one).
-func (q *Queries) TakeBalanceCheckpoint(ctx context.Context, through time.Time) (int64, error) {
-	result, err := q.db.Exec(ctx, takeBalanceCheckpoint, through)
+// @through, for every account and currency. Taken only when it is due: at least @min_lines
+// lines were posted after the latest one, or the latest is at or before @stale_before (and
+// at least one line was posted since). Nothing when @through is not after the latest
+// checkpoint (another instance took a later one).
+func (q *Queries) TakeBalanceCheckpoint(ctx context.Context, arg TakeBalanceCheckpointParams) (int64, error) {
+	result, err := q.db.Exec(ctx, takeBalanceCheckpoint, arg.Through, arg.MinLines, arg.StaleBefore)
 	if err != nil {
 		return 0, err
 	}
