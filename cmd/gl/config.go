@@ -42,7 +42,7 @@ type Config struct {
 	// Checkpoints is when serve takes a balance checkpoint (GL_CHECKPOINT_INTERVAL,
 	// GL_CHECKPOINT_LINES).
 	Checkpoints postgres.CheckpointPolicy
-	Traces             tracing.Config // the standard OTEL_* variables: where traces go, if anywhere
+	Traces      tracing.Config // the standard OTEL_* variables: where traces go, if anywhere
 
 	// The owner's URL for migrations (empty: DatabaseURL), which grant DatabaseURL's user what
 	// the service needs; and whether serve migrates at start.
