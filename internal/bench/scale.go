@@ -24,7 +24,7 @@ const (
 	// ScaleSmallLines is the first size the reads are timed at.
 	ScaleSmallLines = 100_000
 	// scaleCheckpointLines are the lines loaded between two balance checkpoints: what serve
-	// leaves between two (postgres.DefaultCheckpointPolicy: one once 2,000 lines were posted,
+	// leaves between two (postgres.DefaultCheckpointLines: one once 2,000 lines were posted,
 	// looked for every second) at 1,000 entries/s, about the whole pipeline's sustained rate on
 	// the 2-core machine.
 	scaleCheckpointLines = 2_000

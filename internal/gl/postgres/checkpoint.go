@@ -21,10 +21,14 @@ type CheckpointPolicy struct {
 	Lines    int64         // GL_CHECKPOINT_LINES
 }
 
-// DefaultCheckpointPolicy: at 1,000 entries/s, about the whole pipeline's rate on the 2-core
-// machine, a checkpoint every second; a read adds 2,000–4,000 lines with the second a
-// checkpoint stays behind (docs/gl.md#balance-checkpoints, docs/bench.md).
-var DefaultCheckpointPolicy = CheckpointPolicy{Interval: 5 * time.Second, Lines: 2_000}
+// The default checkpoint policy (GL_CHECKPOINT_INTERVAL, GL_CHECKPOINT_LINES): at 1,000
+// entries/s, about the whole pipeline's rate on the 2-core machine, a checkpoint every second;
+// a read adds 2,000–4,000 lines with the second a checkpoint stays behind
+// (docs/gl.md#balance-checkpoints, docs/bench.md).
+const (
+	DefaultCheckpointInterval = 5 * time.Second
+	DefaultCheckpointLines    = 2_000
+)
 
 // checkpointPoll is how often serve looks whether a checkpoint is due.
 const checkpointPoll = time.Second
