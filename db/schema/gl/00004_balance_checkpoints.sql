@@ -5,7 +5,7 @@
 -- adds the lines posted after it (a few seconds' worth, through the covering indexes).
 --
 -- Like the journal, checkpoints are append-only (the runtime role may SELECT and INSERT) and
--- are never written by a posting: the GL takes one every GL_CHECKPOINT_INTERVAL in the
+-- are never written by a posting: the GL takes them (GL_CHECKPOINT_LINES, GL_CHECKPOINT_INTERVAL) in the
 -- background, so there is no balance row a posting would lock. `through` is always before the
 -- start of every transaction still open when the checkpoint is taken, so no line can commit
 -- later with a posting time the checkpoint covers (docs/gl.md#balance-checkpoints).
