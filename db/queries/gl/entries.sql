@@ -134,10 +134,13 @@ WHERE a.datname = current_database() AND a.pid <> pg_backend_pid() AND a.xact_st
 -- name: TakeBalanceCheckpoint :execrows
 -- A checkpoint at @through: the latest one's totals plus the lines posted after it up to
 -- @through, for every account and currency. Taken only when it is due: at least @min_lines
--- lines were posted after the latest one, or the latest is at or before @stale_before (and
--- at least one line was posted since). Nothing when @through is not after the latest
+-- lines were posted after the latest one, and at least @lines_per_row for each of its rows (an
+-- account and currency), or the latest is at or before @stale_before (and at least one line was
+-- posted since). Nothing when @through is not after the latest
 -- checkpoint (another instance took a later one).
-WITH prev AS (
+WITH policy AS (
+    SELECT @min_lines::bigint AS min_lines, @lines_per_row::bigint AS lines_per_row, @stale_before::timestamptz AS stale_before
+), prev AS (
     SELECT coalesce(max(through), '-infinity'::timestamptz) AS through FROM balance_checkpoints
 ), base AS (
     SELECT b.account_code, b.currency, b.debits, b.credits FROM balance_checkpoints b, prev WHERE b.through = prev.through
@@ -155,7 +158,8 @@ SELECT @through::timestamptz, coalesce(b.account_code, f.account_code), coalesce
        coalesce(b.debits, 0) + coalesce(f.debits, 0), coalesce(b.credits, 0) + coalesce(f.credits, 0)
 FROM base b FULL JOIN fresh f ON f.account_code = b.account_code AND f.currency = b.currency
 WHERE EXISTS (SELECT 1 FROM fresh) AND @through::timestamptz > (SELECT through FROM prev)
-  AND ((SELECT sum(lines) FROM fresh) >= @min_lines::bigint OR (SELECT through FROM prev) <= @stale_before::timestamptz)
+  AND ((SELECT sum(lines) FROM fresh) >= (SELECT greatest(p.min_lines, p.lines_per_row * (SELECT count(*) FROM base)) FROM policy p)
+       OR (SELECT through FROM prev) <= (SELECT stale_before FROM policy))
 ON CONFLICT DO NOTHING;
 
 -- name: GetAccount :one

@@ -11,8 +11,8 @@ import (
 )
 
 // CheckpointPolicy is when serve takes a balance checkpoint: once Lines lines were posted after
-// the latest one, or once the latest is Interval old and a line was posted since, whichever
-// comes first. It looks every second (every Interval when that is shorter). A read adds to the
+// the latest one (and at least checkpointLinesPerRow for each row it writes), or once the
+// latest is Interval old and a line was posted since, whichever comes first. It looks every second (every Interval when that is shorter). A read adds to the
 // latest checkpoint only the lines after it, so Lines bounds what a read sums (a second's lines
 // when more are posted in a second), and Interval how long a quiet ledger goes without one (a
 // checkpoint is a row per account and currency: taking one for every few lines would outgrow
@@ -34,12 +34,18 @@ const (
 // checkpointPoll is how often serve looks whether a checkpoint is due.
 const checkpointPoll = time.Second
 
+// checkpointLinesPerRow: a checkpoint taken for its lines covers at least this many for each
+// row it writes (an account and currency of the latest checkpoint), so that on a large chart of
+// accounts the checkpoints stay a twentieth of the lines they save reads from; below that,
+// only the interval takes one, as before the line threshold.
+const checkpointLinesPerRow = 20
+
 // Checkpoint takes a balance checkpoint (db/schema/gl/00004) now: the totals of every account
 // and currency up to a second before the oldest transaction open in the database. It reports
 // the checkpoint's time, or false when there was nothing new to total (or another instance took
 // a later one).
 func (l *Ledger) Checkpoint(ctx context.Context) (time.Time, bool, error) {
-	return l.CheckpointIfDue(ctx, CheckpointPolicy{Lines: 1})
+	return l.CheckpointIfDue(ctx, CheckpointPolicy{}) // no interval: due with any line
 }
 
 // CheckpointIfDue takes a balance checkpoint as Checkpoint does when p says one is due, and
@@ -52,7 +58,7 @@ func (l *Ledger) CheckpointIfDue(ctx context.Context, p CheckpointPolicy) (time.
 		return time.Time{}, false, fmt.Errorf("balance checkpoint bound: %w", interpretError(err))
 	}
 	n, err := l.queries.TakeBalanceCheckpoint(ctx, gldb.TakeBalanceCheckpointParams{
-		Through: through, MinLines: max(p.Lines, 1), StaleBefore: through.Add(-p.Interval),
+		Through: through, MinLines: max(p.Lines, 1), LinesPerRow: checkpointLinesPerRow, StaleBefore: through.Add(-p.Interval),
 	})
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("balance checkpoint through %s: %w", through.Format(time.RFC3339Nano), interpretError(err))

@@ -189,8 +189,9 @@ func TestACheckpointNeverCoversAnOpenTransaction(t *testing.T) {
 	b.requireReadsAgree(t, []time.Time{through, openPostedAt})
 }
 
-// A checkpoint is due once the policy's lines were posted after the latest one, or once the
-// latest is the policy's interval old; never when nothing was posted since.
+// A checkpoint is due once the policy's lines, and 20 for each of its rows, were posted after
+// the latest one, or once the latest is the policy's interval old; never when nothing was
+// posted since.
 func TestACheckpointIsDueAfterItsLinesOrItsInterval(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -212,13 +213,15 @@ func TestACheckpointIsDueAfterItsLinesOrItsInterval(t *testing.T) {
 		return taken
 	}
 
-	postN("a", 1)
+	postN("a", 1) // 1010 and 2010 in USD: the checkpoint's two rows
 	require.True(t, due(hourly(1_000)), "the first checkpoint is due however few lines: there is none before it")
-	postN("b", 2) // four lines
-	require.False(t, due(hourly(5)), "four lines after the latest checkpoint, five asked for, within the hour")
-	require.True(t, due(hourly(4)), "four lines, four asked for")
-	postN("c", 1) // two lines, more than a second after the latest checkpoint's bound
-	require.False(t, due(hourly(100)))
+	postN("b", 19) // 38 lines
+	require.False(t, due(hourly(4)), "38 lines are fewer than 20 for each of the checkpoint's two rows")
+	postN("c", 1) // 40 lines
+	require.False(t, due(hourly(41)), "40 lines after the latest checkpoint, 41 asked for, within the hour")
+	require.True(t, due(hourly(40)), "40 lines, 40 asked for")
+	postN("d", 1) // two lines, more than a second after the latest checkpoint's bound
+	require.False(t, due(hourly(1)), "two lines, fewer than 20 a row")
 	require.True(t, due(postgres.CheckpointPolicy{Interval: time.Second, Lines: 100}), "the latest checkpoint is older than the interval")
 	require.False(t, due(postgres.CheckpointPolicy{Interval: time.Second, Lines: 1}), "no line since the latest checkpoint")
 
@@ -247,12 +250,12 @@ func TestRunCheckpointsTakesOneOnceItsLinesArePosted(t *testing.T) {
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return checkpoints() == 1 }, 10*time.Second, 100*time.Millisecond,
 		"the first checkpoint: there is none before it")
-	for i := range 2 { // four lines
+	for i := range 20 { // 40 lines: 20 for each of the checkpoint's two rows
 		_, err := b.post(t, entry(fmt.Sprintf("next-%d", i), "USD", 10))
 		require.NoError(t, err)
 	}
 	require.Eventually(t, func() bool { return checkpoints() == 2 }, 10*time.Second, 100*time.Millisecond,
-		"four lines after the latest checkpoint")
+		"40 lines after the latest checkpoint")
 	cancel()
 	select {
 	case err := <-done:

@@ -710,7 +710,9 @@ func (q *Queries) ListReversingEntries(ctx context.Context, entryIds []uuid.UUID
 }
 
 const takeBalanceCheckpoint = `-- name: TakeBalanceCheckpoint :execrows
-WITH prev AS (
+WITH policy AS (
+    SELECT $2::bigint AS min_lines, $3::bigint AS lines_per_row, $4::timestamptz AS stale_before
+), prev AS (
     SELECT coalesce(max(through), '-infinity'::timestamptz) AS through FROM balance_checkpoints
 ), base AS (
     SELECT b.account_code, b.currency, b.debits, b.credits FROM balance_checkpoints b, prev WHERE b.through = prev.through
@@ -728,23 +730,31 @@ SELECT $1::timestamptz, coalesce(b.account_code, f.account_code), coalesce(b.cur
        coalesce(b.debits, 0) + coalesce(f.debits, 0), coalesce(b.credits, 0) + coalesce(f.credits, 0)
 FROM base b FULL JOIN fresh f ON f.account_code = b.account_code AND f.currency = b.currency
 WHERE EXISTS (SELECT 1 FROM fresh) AND $1::timestamptz > (SELECT through FROM prev)
-  AND ((SELECT sum(lines) FROM fresh) >= $2::bigint OR (SELECT through FROM prev) <= $3::timestamptz)
+  AND ((SELECT sum(lines) FROM fresh) >= (SELECT greatest(p.min_lines, p.lines_per_row * (SELECT count(*) FROM base)) FROM policy p)
+       OR (SELECT through FROM prev) <= (SELECT stale_before FROM policy))
 ON CONFLICT DO NOTHING
 `
 
 type TakeBalanceCheckpointParams struct {
 	Through     time.Time
 	MinLines    int64
+	LinesPerRow int64
 	StaleBefore time.Time
 }
 
 // A checkpoint at @through: the latest one's totals plus the lines posted after it up to
 // @through, for every account and currency. Taken only when it is due: at least @min_lines
-// lines were posted after the latest one, or the latest is at or before @stale_before (and
-// at least one line was posted since). Nothing when @through is not after the latest
+// lines were posted after the latest one, and at least @lines_per_row for each of its rows (an
+// account and currency), or the latest is at or before @stale_before (and at least one line was
+// posted since). Nothing when @through is not after the latest
 // checkpoint (another instance took a later one).
 func (q *Queries) TakeBalanceCheckpoint(ctx context.Context, arg TakeBalanceCheckpointParams) (int64, error) {
-	result, err := q.db.Exec(ctx, takeBalanceCheckpoint, arg.Through, arg.MinLines, arg.StaleBefore)
+	result, err := q.db.Exec(ctx, takeBalanceCheckpoint,
+		arg.Through,
+		arg.MinLines,
+		arg.LinesPerRow,
+		arg.StaleBefore,
+	)
 	if err != nil {
 		return 0, err
 	}
