@@ -59,7 +59,7 @@ func (c *Config) Bind(s *config.Set) {
 	s.Duration(&c.Checkpoints.Interval, "GL_CHECKPOINT_INTERVAL", "checkpoint-interval", postgres.DefaultCheckpointInterval,
 		"the longest serve goes without totalling every account's balance up to now (a balance checkpoint) while lines are posted; reads add only the lines after the latest")
 	s.Int64(&c.Checkpoints.Lines, "GL_CHECKPOINT_LINES", "checkpoint-lines", postgres.DefaultCheckpointLines,
-		"serve takes a balance checkpoint, at most once a second, as soon as this many lines were posted after the latest")
+		"serve takes a balance checkpoint, at most once a second, as soon as this many lines (and 20 for each account and currency) were posted after the latest")
 	config.BindEvents(s, &c.Events)
 	config.BindLog(s, &c.Log)
 	config.BindTraces(s, &c.Traces)
