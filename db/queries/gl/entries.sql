@@ -136,8 +136,8 @@ WHERE a.datname = current_database() AND a.pid <> pg_backend_pid() AND a.xact_st
 -- @through, for every account and currency. Taken only when it is due: at least @min_lines
 -- lines were posted after the latest one, and at least @lines_per_row for each of its rows (an
 -- account and currency), or the latest is at or before @stale_before (and at least one line was
--- posted since). Nothing when @through is not after the latest
--- checkpoint (another instance took a later one).
+-- posted since). Nothing when @through is not after the latest checkpoint (another instance
+-- took a later one). The parameters are read through policy, where sqlc can type them.
 WITH policy AS (
     SELECT @min_lines::bigint AS min_lines, @lines_per_row::bigint AS lines_per_row, @stale_before::timestamptz AS stale_before
 ), prev AS (

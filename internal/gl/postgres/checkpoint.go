@@ -12,7 +12,8 @@ import (
 
 // CheckpointPolicy is when serve takes a balance checkpoint: once Lines lines were posted after
 // the latest one (and at least checkpointLinesPerRow for each row it writes), or once the
-// latest is Interval old and a line was posted since, whichever comes first. It looks every second (every Interval when that is shorter). A read adds to the
+// latest is Interval old and a line was posted since, whichever comes first. It looks every
+// second (every Interval when that is shorter). A read adds to the
 // latest checkpoint only the lines after it, so Lines bounds what a read sums (a second's lines
 // when more are posted in a second), and Interval how long a quiet ledger goes without one (a
 // checkpoint is a row per account and currency: taking one for every few lines would outgrow
@@ -36,8 +37,8 @@ const checkpointPoll = time.Second
 
 // checkpointLinesPerRow: a checkpoint taken for its lines covers at least this many for each
 // row it writes (an account and currency of the latest checkpoint), so that on a large chart of
-// accounts the checkpoints stay a twentieth of the lines they save reads from; below that,
-// only the interval takes one, as before the line threshold.
+// accounts a checkpoint's rows stay within a twentieth of the lines it covers; below that, only
+// the interval takes one, as before the line threshold.
 const checkpointLinesPerRow = 20
 
 // Checkpoint takes a balance checkpoint (db/schema/gl/00004) now: the totals of every account

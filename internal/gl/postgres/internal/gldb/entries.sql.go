@@ -746,8 +746,8 @@ type TakeBalanceCheckpointParams struct {
 // @through, for every account and currency. Taken only when it is due: at least @min_lines
 // lines were posted after the latest one, and at least @lines_per_row for each of its rows (an
 // account and currency), or the latest is at or before @stale_before (and at least one line was
-// posted since). Nothing when @through is not after the latest
-// checkpoint (another instance took a later one).
+// posted since). Nothing when @through is not after the latest checkpoint (another instance
+// took a later one). The parameters are read through policy, where sqlc can type them.
 func (q *Queries) TakeBalanceCheckpoint(ctx context.Context, arg TakeBalanceCheckpointParams) (int64, error) {
 	result, err := q.db.Exec(ctx, takeBalanceCheckpoint,
 		arg.Through,
