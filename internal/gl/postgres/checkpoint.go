@@ -13,11 +13,10 @@ import (
 // CheckpointPolicy is when serve takes a balance checkpoint: once Lines lines were posted after
 // the latest one (and at least checkpointLinesPerRow for each row it writes), or once the
 // latest is Interval old and a line was posted since, whichever comes first. It looks every
-// second (every Interval when that is shorter). A read adds to the
-// latest checkpoint only the lines after it, so Lines bounds what a read sums (a second's lines
-// when more are posted in a second), and Interval how long a quiet ledger goes without one (a
-// checkpoint is a row per account and currency: taking one for every few lines would outgrow
-// the ledger).
+// second (every Interval when that is shorter). A read adds to the latest checkpoint only the
+// lines after it, so Lines bounds what a read sums (a second's lines when more are posted in a
+// second), and Interval how long a quiet ledger goes without one (a checkpoint is a row per
+// account and currency: taking one for every few lines would outgrow the ledger).
 type CheckpointPolicy struct {
 	Interval time.Duration // GL_CHECKPOINT_INTERVAL
 	Lines    int64         // GL_CHECKPOINT_LINES
