@@ -231,8 +231,8 @@ func TestACheckpointIsDueAfterItsLinesOrItsInterval(t *testing.T) {
 	b.requireReadsAgree(t, []time.Time{time.Now()})
 }
 
-// serve's checkpoint worker takes one once the policy's lines were posted, and stops with its
-// context.
+// serve's checkpoint worker takes one once the policy's lines were posted, not before, and
+// stops with its context.
 func TestRunCheckpointsTakesOneOnceItsLinesArePosted(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -250,10 +250,14 @@ func TestRunCheckpointsTakesOneOnceItsLinesArePosted(t *testing.T) {
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return checkpoints() == 1 }, 10*time.Second, 100*time.Millisecond,
 		"the first checkpoint: there is none before it")
-	for i := range 20 { // 40 lines: 20 for each of the checkpoint's two rows
+	for i := range 19 { // 38 lines: fewer than 20 for each of the checkpoint's two rows
 		_, err := b.post(t, entry(fmt.Sprintf("next-%d", i), "USD", 10))
 		require.NoError(t, err)
 	}
+	time.Sleep(2500 * time.Millisecond) // past the bound's second and two looks
+	require.Equal(t, 1, checkpoints(), "38 lines do not make a checkpoint of two rows due")
+	_, err = b.post(t, entry("next-19", "USD", 10)) // 40 lines
+	require.NoError(t, err)
 	require.Eventually(t, func() bool { return checkpoints() == 2 }, 10*time.Second, 100*time.Millisecond,
 		"40 lines after the latest checkpoint")
 	cancel()
