@@ -23,12 +23,26 @@ SELECT * FROM journal_entries WHERE event_id = @event_id ORDER BY posted_at, id;
 
 -- name: ListEntriesPosted :many
 -- A page of entries posted in [posted_from, posted_before), each bound optional, in posting
--- order after the entry named by after_id (the cursor; NULL for the first page).
+-- order after the entry named by after_id (the cursor; NULL for the first page); a cursor that
+-- names no entry gives an empty page. The page starts after the later of the cursor and
+-- (posted_from, the nil UUID, which no entry has), one row comparison: the index scan on
+-- (posted_at, id) starts there in any plan, where a scalar bound beside a row comparison would
+-- leave it starting at the index's first entry (00010). A missing bound is an infinity.
+WITH cursor_entry AS (
+    SELECT c.posted_at, c.id FROM journal_entries c WHERE c.id = sqlc.narg('after_id')::uuid
+), start AS (
+    SELECT b.posted_at, b.id FROM (
+        SELECT coalesce(sqlc.narg('posted_from')::timestamptz, '-infinity') AS posted_at, '00000000-0000-0000-0000-000000000000'::uuid AS id
+        UNION ALL
+        SELECT posted_at, id FROM cursor_entry
+    ) b
+    WHERE sqlc.narg('after_id')::uuid IS NULL OR EXISTS (SELECT FROM cursor_entry)
+    ORDER BY b.posted_at DESC, b.id DESC
+    LIMIT 1
+)
 SELECT e.* FROM journal_entries e
-WHERE (sqlc.narg('posted_from')::timestamptz IS NULL OR e.posted_at >= sqlc.narg('posted_from')::timestamptz)
-  AND (sqlc.narg('posted_before')::timestamptz IS NULL OR e.posted_at < sqlc.narg('posted_before')::timestamptz)
-  AND (sqlc.narg('after_id')::uuid IS NULL
-       OR (e.posted_at, e.id) > (SELECT c.posted_at, c.id FROM journal_entries c WHERE c.id = sqlc.narg('after_id')::uuid))
+WHERE (e.posted_at, e.id) > (SELECT posted_at, id FROM start)
+  AND e.posted_at < coalesce(sqlc.narg('posted_before')::timestamptz, 'infinity')
 ORDER BY e.posted_at, e.id
 LIMIT @row_limit;
 
@@ -38,19 +52,21 @@ SELECT * FROM journal_lines WHERE entry_id = ANY (@entry_ids::uuid[]) ORDER BY e
 -- name: AccountBalance :one
 -- Starts from the chart of accounts so that an unknown code returns no row (not found) while a
 -- known account without lines in this currency returns zeros. With as_of, only lines posted at
--- or before it count: the balance as the ledger stood then. The latest balance checkpoint at or
--- before as_of (db/schema/gl/00004) gives the totals up to its time; the covering index on
--- (account_code, currency, posted_at, id) adds the lines after it with an index-only range scan,
--- so the cost does not grow with the ledger.
+-- or before it count: the balance as the ledger stood then. The account's latest balance
+-- checkpoint row at or before as_of (db/schema/gl/00004, found in one descent of the index of
+-- 00010) gives its totals up to that row's time; the covering index on (account_code,
+-- currency, posted_at, id) adds the lines after it with an index-only range scan, so the cost
+-- does not grow with the ledger. A NULL bound is written as an infinity, never as
+-- `$1 IS NULL OR …`, so that both scans are bounded in a generic plan too (00010).
 -- The sums stay numeric, what sum(bigint) returns, and are never cast back to bigint: lines
 -- are append-only, so a total beyond int64 would fail the report for good. The same holds for
 -- every sum over lines below; the ledger reads them into gl.Sum.
-WITH cp AS (
-    SELECT coalesce(max(c.through), '-infinity'::timestamptz) AS through FROM balance_checkpoints c
-    WHERE sqlc.narg('as_of')::timestamptz IS NULL OR c.through <= sqlc.narg('as_of')::timestamptz
-), base AS (
-    SELECT b.debits, b.credits FROM balance_checkpoints b, cp
-    WHERE b.through = cp.through AND b.account_code = @account_code AND b.currency = @currency
+WITH base AS (
+    SELECT b.through, b.debits, b.credits FROM balance_checkpoints b
+    WHERE b.account_code = @account_code AND b.currency = @currency
+      AND b.through <= coalesce(sqlc.narg('as_of')::timestamptz, 'infinity')
+    ORDER BY b.through DESC
+    LIMIT 1
 )
 SELECT
     a.code                                                                                                     AS account_code,
@@ -59,8 +75,8 @@ SELECT
     (coalesce((SELECT credits FROM base), 0) + coalesce(sum(l.amount) FILTER (WHERE l.direction = 'credit'), 0))::numeric AS credits
 FROM accounts a
 LEFT JOIN journal_lines l ON l.account_code = a.code AND l.currency = @currency
-    AND l.posted_at > (SELECT through FROM cp)
-    AND (sqlc.narg('as_of')::timestamptz IS NULL OR l.posted_at <= sqlc.narg('as_of')::timestamptz)
+    AND l.posted_at > coalesce((SELECT through FROM base), '-infinity')
+    AND l.posted_at <= coalesce(sqlc.narg('as_of')::timestamptz, 'infinity')
 WHERE a.code = @account_code
 GROUP BY a.code, a.normal_balance;
 
@@ -68,29 +84,36 @@ GROUP BY a.code, a.normal_balance;
 -- One page of an account's lines in one currency, in posting order, after the line named by
 -- after_id (the cursor; NULL for the first page). running_balance is in the account's normal
 -- balance sign (@normal_balance): the opening balance up to the cursor plus the page's lines.
--- The opening balance is the latest checkpoint before the cursor's posting time plus the lines
--- after it up to the cursor.
+-- The opening balance is the account's latest checkpoint row before the cursor's posting time
+-- plus the lines after it up to the cursor. The page starts after the cursor, or after
+-- (-infinity, 0) for the first page: a bound of the index scan in any plan (00010); a cursor
+-- that names no line of this account and currency gives an empty page.
 WITH cursor_line AS (
     SELECT c.posted_at, c.id FROM journal_lines c
     WHERE c.id = sqlc.narg('after_id')::bigint AND c.account_code = @account_code AND c.currency = @currency
+), start AS (
+    SELECT posted_at, id FROM cursor_line
+    UNION ALL
+    SELECT '-infinity'::timestamptz, 0::bigint WHERE sqlc.narg('after_id')::bigint IS NULL
 ), page AS (
     SELECT l.id, l.entry_id, l.direction, l.amount, l.posted_at
     FROM journal_lines l
     WHERE l.account_code = @account_code AND l.currency = @currency
-      AND (sqlc.narg('after_id')::bigint IS NULL OR (l.posted_at, l.id) > (SELECT posted_at, id FROM cursor_line))
+      AND (l.posted_at, l.id) > (SELECT posted_at, id FROM start)
     ORDER BY l.posted_at, l.id
     LIMIT @row_limit
-), cp AS (
-    SELECT coalesce(max(c.through), '-infinity'::timestamptz) AS through FROM balance_checkpoints c
-    WHERE c.through < (SELECT posted_at FROM cursor_line)
+), base AS (
+    SELECT b.through, CASE WHEN @normal_balance::text = 'debit' THEN b.debits - b.credits ELSE b.credits - b.debits END AS amount
+    FROM balance_checkpoints b
+    WHERE b.account_code = @account_code AND b.currency = @currency AND b.through < (SELECT posted_at FROM cursor_line)
+    ORDER BY b.through DESC
+    LIMIT 1
 ), opening AS (
-    SELECT coalesce((SELECT CASE WHEN @normal_balance::text = 'debit' THEN b.debits - b.credits ELSE b.credits - b.debits END
-                     FROM balance_checkpoints b, cp
-                     WHERE b.through = cp.through AND b.account_code = @account_code AND b.currency = @currency), 0)
+    SELECT coalesce((SELECT amount FROM base), 0)
          + coalesce(sum(CASE WHEN o.direction = @normal_balance::text THEN o.amount ELSE -o.amount END), 0)::numeric AS amount
     FROM journal_lines o
     WHERE o.account_code = @account_code AND o.currency = @currency
-      AND o.posted_at > (SELECT through FROM cp)
+      AND o.posted_at > coalesce((SELECT through FROM base), '-infinity')
       AND (o.posted_at, o.id) <= (SELECT posted_at, id FROM cursor_line)
 )
 SELECT

@@ -14,12 +14,12 @@ import (
 )
 
 const accountBalance = `-- name: AccountBalance :one
-WITH cp AS (
-    SELECT coalesce(max(c.through), '-infinity'::timestamptz) AS through FROM balance_checkpoints c
-    WHERE $2::timestamptz IS NULL OR c.through <= $2::timestamptz
-), base AS (
-    SELECT b.debits, b.credits FROM balance_checkpoints b, cp
-    WHERE b.through = cp.through AND b.account_code = $3 AND b.currency = $1
+WITH base AS (
+    SELECT b.through, b.debits, b.credits FROM balance_checkpoints b
+    WHERE b.account_code = $3 AND b.currency = $1
+      AND b.through <= coalesce($2::timestamptz, 'infinity')
+    ORDER BY b.through DESC
+    LIMIT 1
 )
 SELECT
     a.code                                                                                                     AS account_code,
@@ -28,8 +28,8 @@ SELECT
     (coalesce((SELECT credits FROM base), 0) + coalesce(sum(l.amount) FILTER (WHERE l.direction = 'credit'), 0))::numeric AS credits
 FROM accounts a
 LEFT JOIN journal_lines l ON l.account_code = a.code AND l.currency = $1
-    AND l.posted_at > (SELECT through FROM cp)
-    AND ($2::timestamptz IS NULL OR l.posted_at <= $2::timestamptz)
+    AND l.posted_at > coalesce((SELECT through FROM base), '-infinity')
+    AND l.posted_at <= coalesce($2::timestamptz, 'infinity')
 WHERE a.code = $3
 GROUP BY a.code, a.normal_balance
 `
@@ -49,10 +49,12 @@ type AccountBalanceRow struct {
 
 // Starts from the chart of accounts so that an unknown code returns no row (not found) while a
 // known account without lines in this currency returns zeros. With as_of, only lines posted at
-// or before it count: the balance as the ledger stood then. The latest balance checkpoint at or
-// before as_of (db/schema/gl/00004) gives the totals up to its time; the covering index on
-// (account_code, currency, posted_at, id) adds the lines after it with an index-only range scan,
-// so the cost does not grow with the ledger.
+// or before it count: the balance as the ledger stood then. The account's latest balance
+// checkpoint row at or before as_of (db/schema/gl/00004, found in one descent of the index of
+// 00010) gives its totals up to that row's time; the covering index on (account_code,
+// currency, posted_at, id) adds the lines after it with an index-only range scan, so the cost
+// does not grow with the ledger. A NULL bound is written as an infinity, never as
+// `$1 IS NULL OR …`, so that both scans are bounded in a generic plan too (00010).
 // The sums stay numeric, what sum(bigint) returns, and are never cast back to bigint: lines
 // are append-only, so a total beyond int64 would fail the report for good. The same holds for
 // every sum over lines below; the ledger reads them into gl.Sum.
@@ -72,24 +74,29 @@ const accountStatement = `-- name: AccountStatement :many
 WITH cursor_line AS (
     SELECT c.posted_at, c.id FROM journal_lines c
     WHERE c.id = $2::bigint AND c.account_code = $3 AND c.currency = $4
+), start AS (
+    SELECT posted_at, id FROM cursor_line
+    UNION ALL
+    SELECT '-infinity'::timestamptz, 0::bigint WHERE $2::bigint IS NULL
 ), page AS (
     SELECT l.id, l.entry_id, l.direction, l.amount, l.posted_at
     FROM journal_lines l
     WHERE l.account_code = $3 AND l.currency = $4
-      AND ($2::bigint IS NULL OR (l.posted_at, l.id) > (SELECT posted_at, id FROM cursor_line))
+      AND (l.posted_at, l.id) > (SELECT posted_at, id FROM start)
     ORDER BY l.posted_at, l.id
     LIMIT $5
-), cp AS (
-    SELECT coalesce(max(c.through), '-infinity'::timestamptz) AS through FROM balance_checkpoints c
-    WHERE c.through < (SELECT posted_at FROM cursor_line)
+), base AS (
+    SELECT b.through, CASE WHEN $1::text = 'debit' THEN b.debits - b.credits ELSE b.credits - b.debits END AS amount
+    FROM balance_checkpoints b
+    WHERE b.account_code = $3 AND b.currency = $4 AND b.through < (SELECT posted_at FROM cursor_line)
+    ORDER BY b.through DESC
+    LIMIT 1
 ), opening AS (
-    SELECT coalesce((SELECT CASE WHEN $1::text = 'debit' THEN b.debits - b.credits ELSE b.credits - b.debits END
-                     FROM balance_checkpoints b, cp
-                     WHERE b.through = cp.through AND b.account_code = $3 AND b.currency = $4), 0)
+    SELECT coalesce((SELECT amount FROM base), 0)
          + coalesce(sum(CASE WHEN o.direction = $1::text THEN o.amount ELSE -o.amount END), 0)::numeric AS amount
     FROM journal_lines o
     WHERE o.account_code = $3 AND o.currency = $4
-      AND o.posted_at > (SELECT through FROM cp)
+      AND o.posted_at > coalesce((SELECT through FROM base), '-infinity')
       AND (o.posted_at, o.id) <= (SELECT posted_at, id FROM cursor_line)
 )
 SELECT
@@ -123,8 +130,10 @@ type AccountStatementRow struct {
 // One page of an account's lines in one currency, in posting order, after the line named by
 // after_id (the cursor; NULL for the first page). running_balance is in the account's normal
 // balance sign (@normal_balance): the opening balance up to the cursor plus the page's lines.
-// The opening balance is the latest checkpoint before the cursor's posting time plus the lines
-// after it up to the cursor.
+// The opening balance is the account's latest checkpoint row before the cursor's posting time
+// plus the lines after it up to the cursor. The page starts after the cursor, or after
+// (-infinity, 0) for the first page: a bound of the index scan in any plan (00010); a cursor
+// that names no line of this account and currency gives an empty page.
 func (q *Queries) AccountStatement(ctx context.Context, arg AccountStatementParams) ([]AccountStatementRow, error) {
 	rows, err := q.db.Query(ctx, accountStatement,
 		arg.NormalBalance,
@@ -588,30 +597,44 @@ func (q *Queries) ListEntriesByTransfer(ctx context.Context, transferID string) 
 }
 
 const listEntriesPosted = `-- name: ListEntriesPosted :many
+WITH cursor_entry AS (
+    SELECT c.posted_at, c.id FROM journal_entries c WHERE c.id = $3::uuid
+), start AS (
+    SELECT b.posted_at, b.id FROM (
+        SELECT coalesce($4::timestamptz, '-infinity') AS posted_at, '00000000-0000-0000-0000-000000000000'::uuid AS id
+        UNION ALL
+        SELECT posted_at, id FROM cursor_entry
+    ) b
+    WHERE $3::uuid IS NULL OR EXISTS (SELECT FROM cursor_entry)
+    ORDER BY b.posted_at DESC, b.id DESC
+    LIMIT 1
+)
 SELECT e.id, e.event_id, e.transfer_id, e.currency, e.description, e.occurred_at, e.posted_at, e.reverses_entry_id, e.hold_id, e.event_type, e.kind FROM journal_entries e
-WHERE ($1::timestamptz IS NULL OR e.posted_at >= $1::timestamptz)
-  AND ($2::timestamptz IS NULL OR e.posted_at < $2::timestamptz)
-  AND ($3::uuid IS NULL
-       OR (e.posted_at, e.id) > (SELECT c.posted_at, c.id FROM journal_entries c WHERE c.id = $3::uuid))
+WHERE (e.posted_at, e.id) > (SELECT posted_at, id FROM start)
+  AND e.posted_at < coalesce($1::timestamptz, 'infinity')
 ORDER BY e.posted_at, e.id
-LIMIT $4
+LIMIT $2
 `
 
 type ListEntriesPostedParams struct {
-	PostedFrom   *time.Time
 	PostedBefore *time.Time
-	AfterID      uuid.NullUUID
 	RowLimit     int32
+	AfterID      uuid.NullUUID
+	PostedFrom   *time.Time
 }
 
 // A page of entries posted in [posted_from, posted_before), each bound optional, in posting
-// order after the entry named by after_id (the cursor; NULL for the first page).
+// order after the entry named by after_id (the cursor; NULL for the first page); a cursor that
+// names no entry gives an empty page. The page starts after the later of the cursor and
+// (posted_from, the nil UUID, which no entry has), one row comparison: the index scan on
+// (posted_at, id) starts there in any plan, where a scalar bound beside a row comparison would
+// leave it starting at the index's first entry (00010). A missing bound is an infinity.
 func (q *Queries) ListEntriesPosted(ctx context.Context, arg ListEntriesPostedParams) ([]JournalEntry, error) {
 	rows, err := q.db.Query(ctx, listEntriesPosted,
-		arg.PostedFrom,
 		arg.PostedBefore,
-		arg.AfterID,
 		arg.RowLimit,
+		arg.AfterID,
+		arg.PostedFrom,
 	)
 	if err != nil {
 		return nil, err
