@@ -4,10 +4,11 @@
 -- primary key first and then its row. Any checkpoint row is the account's totals up to its
 -- time, so the read is exact whichever row it starts from.
 --
--- The reads' bounds are also written so that they are index conditions in any plan: a bound
--- written `$1 IS NULL OR col <= $1` was one only in a plan made for the value, and a
--- prepared statement's generic plan (PostgreSQL's choice after five executions) filtered the
--- account's whole history instead (docs/gl.md#reads-that-do-not-grow-with-the-ledger).
+-- The reads' bounds (db/queries/gl/entries.sql) are also written so that they are index
+-- conditions in any plan: a bound written `$1 IS NULL OR col <= $1` was one only in a plan
+-- made for the value, and a prepared statement's generic plan (which PostgreSQL may choose
+-- after five executions; the services plan each execution unless their URL says otherwise)
+-- filtered the account's whole history instead (docs/gl.md#reads-that-do-not-grow-with-the-ledger).
 
 -- +goose Up
 CREATE INDEX balance_checkpoints_account_idx
