@@ -42,19 +42,9 @@ func TestBalanceCheckLooksUpOnlyTheEntriesItsStatementTouched(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close(context.Background()) })
 
-	postEntries := func(db interface {
-		Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
-	}, n int) {
+	postEntries := func(db execer, n int) {
 		t.Helper()
-		_, err := db.Exec(ctx, `
-			WITH e AS (
-				INSERT INTO journal_entries (id, event_id, transfer_id, currency, occurred_at)
-				SELECT gen_random_uuid(), 'ev-' || gen_random_uuid(), 'tr-' || gen_random_uuid(), 'USD', now()
-				FROM generate_series(1, $1::int)
-				RETURNING id)
-			INSERT INTO journal_lines (entry_id, account_code, direction, amount, currency)
-			SELECT id, v.account, v.direction, 100, 'USD' FROM e, (VALUES ('1010', 'debit'), ('2010', 'credit')) AS v(account, direction)`, n)
-		require.NoError(t, err)
+		postUSDEntries(t, db, n)
 	}
 	postEntries(pool, 5000)
 	postEntries(conn, 1000) // the session's plan of the check is made now, for a large statement
@@ -92,4 +82,24 @@ func TestBalanceCheckLooksUpOnlyTheEntriesItsStatementTouched(t *testing.T) {
 	}
 	require.Positive(t, read, "the plan reads journal_entries: %s", plan)
 	require.LessOrEqual(t, read, 2, "the check of a statement that touched 2 entries read %d rows of journal_entries of 16,002:\n%s", read, plan)
+}
+
+// execer is a pool, a connection or a transaction.
+type execer interface {
+	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+}
+
+// postUSDEntries writes n balanced entries of 100 USD from 1010 to 2010 in one statement, with
+// the database's posting times.
+func postUSDEntries(t *testing.T, db execer, n int) {
+	t.Helper()
+	_, err := db.Exec(context.Background(), `
+		WITH e AS (
+			INSERT INTO journal_entries (id, event_id, transfer_id, currency, occurred_at)
+			SELECT gen_random_uuid(), 'ev-' || gen_random_uuid(), 'tr-' || gen_random_uuid(), 'USD', now()
+			FROM generate_series(1, $1::int)
+			RETURNING id)
+		INSERT INTO journal_lines (entry_id, account_code, direction, amount, currency)
+		SELECT id, v.account, v.direction, 100, 'USD' FROM e, (VALUES ('1010', 'debit'), ('2010', 'credit')) AS v(account, direction)`, n)
+	require.NoError(t, err)
 }

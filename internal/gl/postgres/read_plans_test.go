@@ -114,15 +114,7 @@ func TestReadsStayBoundedInAGenericPlan(t *testing.T) {
 	ledger := postgres.NewLedger(pool)
 	postEntries := func(n int) {
 		t.Helper()
-		_, err := pool.Exec(ctx, `
-			WITH e AS (
-				INSERT INTO journal_entries (id, event_id, transfer_id, currency, occurred_at)
-				SELECT gen_random_uuid(), 'ev-' || gen_random_uuid(), 'tr-' || gen_random_uuid(), 'USD', now()
-				FROM generate_series(1, $1::int)
-				RETURNING id)
-			INSERT INTO journal_lines (entry_id, account_code, direction, amount, currency)
-			SELECT id, v.account, v.direction, 100, 'USD' FROM e, (VALUES ('1010', 'debit'), ('2010', 'credit')) AS v(account, direction)`, n)
-		require.NoError(t, err)
+		postUSDEntries(t, pool, n)
 	}
 	checkpoint := func() {
 		t.Helper()
