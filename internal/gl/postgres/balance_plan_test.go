@@ -42,13 +42,9 @@ func TestBalanceCheckLooksUpOnlyTheEntriesItsStatementTouched(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close(context.Background()) })
 
-	postEntries := func(db execer, n int) {
-		t.Helper()
-		postUSDEntries(t, db, n)
-	}
-	postEntries(pool, 5000)
-	postEntries(conn, 1000) // the session's plan of the check is made now, for a large statement
-	postEntries(pool, 10000)
+	postUSDEntries(t, pool, 5000)
+	postUSDEntries(t, conn, 1000) // the session's plan of the check is made now, for a large statement
+	postUSDEntries(t, pool, 10000)
 
 	for _, set := range []string{
 		"LOAD 'auto_explain'", "SET auto_explain.log_min_duration = 0", "SET auto_explain.log_nested_statements = on",
@@ -57,7 +53,7 @@ func TestBalanceCheckLooksUpOnlyTheEntriesItsStatementTouched(t *testing.T) {
 		_, err := conn.Exec(ctx, set)
 		require.NoError(t, err, set)
 	}
-	postEntries(conn, 2)
+	postUSDEntries(t, conn, 2)
 
 	mu.Lock()
 	defer mu.Unlock()

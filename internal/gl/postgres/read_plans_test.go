@@ -112,10 +112,6 @@ func TestReadsStayBoundedInAGenericPlan(t *testing.T) {
 	pool, url := testenv.MigratedPool(t, "gl")
 	ctx := context.Background()
 	ledger := postgres.NewLedger(pool)
-	postEntries := func(n int) {
-		t.Helper()
-		postUSDEntries(t, pool, n)
-	}
 	checkpoint := func() {
 		t.Helper()
 		time.Sleep(1100 * time.Millisecond) // the bound is a second before now
@@ -126,10 +122,10 @@ func TestReadsStayBoundedInAGenericPlan(t *testing.T) {
 
 	// 20,000 entries (40,000 lines) around a window of 10 entries, a checkpoint before the
 	// window and one after all of it.
-	postEntries(10_000)
+	postUSDEntries(t, pool, 10_000)
 	checkpoint()
 	time.Sleep(10 * time.Millisecond)
-	postEntries(10)
+	postUSDEntries(t, pool, 10)
 	var asOf time.Time
 	var lineInWindow int64
 	var entryInWindow string
@@ -139,7 +135,7 @@ func TestReadsStayBoundedInAGenericPlan(t *testing.T) {
 	require.NoError(t, pool.QueryRow(ctx, `SELECT id::text FROM journal_entries WHERE posted_at <= $1
 		ORDER BY posted_at DESC, id DESC OFFSET 5 LIMIT 1`, asOf).Scan(&entryInWindow))
 	time.Sleep(10 * time.Millisecond)
-	postEntries(10_000)
+	postUSDEntries(t, pool, 10_000)
 	checkpoint()
 	_, err := pool.Exec(ctx, "VACUUM ANALYZE journal_lines, journal_entries, balance_checkpoints")
 	require.NoError(t, err)
