@@ -185,6 +185,19 @@ func (c *Consumer) consume(ctx context.Context, extra bool) error {
 	defer acks.wait()
 	failures := 0
 	var cons jetstream.Consumer
+	var pull *standingPull // the first loop's (nil for an extra one, or until started)
+	defer func() {
+		if pull != nil {
+			pull.stop()
+		}
+	}()
+	lose := func() { // the broker may have lost the consumer: ensure it again
+		cons = nil
+		if pull != nil {
+			pull.stop()
+			pull = nil
+		}
+	}
 	checked := time.Now()
 	for ctx.Err() == nil {
 		if cons == nil {
@@ -196,14 +209,24 @@ func (c *Consumer) consume(ctx context.Context, extra bool) error {
 				continue
 			}
 		}
+		if !extra && pull == nil {
+			var err error
+			if pull, err = startStandingPull(cons, c.cfg.BatchSize); err != nil {
+				failures++
+				c.logFailure(err, failures).Msg("start pulling events")
+				lose()
+				sleep(ctx, backoff(failures, 200*time.Millisecond, 5*time.Second))
+				continue
+			}
+		}
 		if extra && !c.backlog.wait(ctx) {
 			break
 		}
-		msgs, err := c.fetchAs(cons, extra)
+		msgs, err := c.fetchAs(ctx, cons, pull)
 		if err != nil {
 			failures++
 			c.logFailure(err, failures).Msg("fetch events")
-			cons = nil // the broker may have lost the consumer: ensure it again
+			lose()
 			sleep(ctx, backoff(failures, 200*time.Millisecond, 5*time.Second))
 			continue
 		}
@@ -217,7 +240,7 @@ func (c *Consumer) consume(ctx context.Context, extra bool) error {
 		if !extra && time.Since(checked) > consumerCheckInterval {
 			checked = time.Now()
 			if !c.consumerExists(ctx, cons) {
-				cons = nil
+				lose()
 			}
 		}
 	}
@@ -252,32 +275,26 @@ func (c *Consumer) logFailure(err error, failures int) *zerolog.Event {
 	return ev.Err(err).Int("failures", failures)
 }
 
-// fetchAs fetches the next batch for a loop: the first loop waits for events (fetch), an
-// extra one takes only what is waiting.
-func (c *Consumer) fetchAs(cons jetstream.Consumer, extra bool) ([]jetstream.Msg, error) {
-	if extra {
+// fetchAs fetches the next batch for a loop: the first loop takes it from its standing pull,
+// waiting up to a second for the first event; an extra one (pull nil) takes only what is
+// waiting at the broker.
+func (c *Consumer) fetchAs(ctx context.Context, cons jetstream.Consumer, pull *standingPull) ([]jetstream.Msg, error) {
+	if pull == nil {
 		return collect(cons.FetchNoWait(c.cfg.BatchSize))
 	}
-	return c.fetch(cons, c.cfg.BatchSize, c.backlog.isBehind())
+	return pull.next(ctx, c.cfg.BatchSize, time.Second)
 }
 
-// fetch returns the next batch: whatever is waiting right now (up to the batch size), or else
-// the first message to arrive within a second followed by whatever came with it. Every pull
-// request is complete when fetch returns, so no message is left parked in a request nobody
-// reads, and nothing is buffered ahead to outlive its ack wait.
-//
-// Each pull request is a subscription, a request and its end at the broker, so fetch asks no
-// more than the broker's counts call for: caught up (behind false), it waits for the first
-// message at once instead of first asking for what waits, and it asks for the rest only when
-// that message says more are pending.
-func (c *Consumer) fetch(cons jetstream.Consumer, size int, behind bool) ([]jetstream.Msg, error) {
-	if behind {
-		msgs, err := collect(cons.FetchNoWait(size))
-		if err != nil || len(msgs) > 0 {
-			return msgs, err
-		}
+// fetch returns the next batch for a replay: whatever is waiting right now (up to the batch
+// size), or else the first message to arrive within a second followed by whatever came with it.
+// Every pull request is complete when fetch returns, so no message is left parked in a request
+// nobody reads, and nothing is buffered ahead to outlive its ack wait.
+func (c *Consumer) fetch(cons jetstream.Consumer, size int) ([]jetstream.Msg, error) {
+	msgs, err := collect(cons.FetchNoWait(size))
+	if err != nil || len(msgs) > 0 {
+		return msgs, err
 	}
-	msgs, err := collect(cons.Fetch(1, jetstream.FetchMaxWait(time.Second)))
+	msgs, err = collect(cons.Fetch(1, jetstream.FetchMaxWait(time.Second)))
 	if err != nil || len(msgs) == 0 {
 		return msgs, err
 	}
@@ -475,7 +492,7 @@ func (c *Consumer) Replay(ctx context.Context, opts ReplayOptions, progress func
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		msgs, err := c.fetch(cons, opts.BatchSize, true)
+		msgs, err := c.fetch(cons, opts.BatchSize)
 		if err != nil {
 			return err
 		}
