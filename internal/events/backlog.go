@@ -8,8 +8,8 @@ import (
 )
 
 // backlogGate tells a consumer's extra loops whether there is work for them. The first loop
-// always fetches; the others fetch only while the consumer is behind (a fetch came back full,
-// or its last message said more were waiting). Caught up, a second loop would only split a
+// always takes events (from its standing pull); the others fetch only while the consumer is
+// behind (a batch came back full, or its last message said more were waiting). Caught up, a second loop would only split a
 // trickle of events into batches of one, and on a busy machine each batch costs about as much
 // as the events in it: two loops taking turns at one event each cost nearly twice the CPU of
 // one loop taking both.
@@ -34,13 +34,6 @@ func (g *backlogGate) set(behind bool) {
 		g.opened = make(chan struct{})
 	}
 	g.behind = behind
-}
-
-// isBehind says what the last fetch said.
-func (g *backlogGate) isBehind() bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.behind
 }
 
 // wait returns once the consumer is behind, or false when ctx ends first.

@@ -41,7 +41,7 @@ func (b *testBundle) durableInfo(t *testing.T) *jetstream.ConsumerInfo {
 // broker: another consumer on the same durable gets each of them well inside the ack wait (a
 // minute), which alone would release them otherwise. Handed back with a plain nak, the first
 // of them waited for the ack wait every time (handBackDelay).
-func TestAStoppedLoopHandsBackTheEventsItHeldAtOnce(t *testing.T) {
+func TestAStoppedLoopHandsBackTheEventsItHeldBeforeTheAckWait(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()

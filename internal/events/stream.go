@@ -119,7 +119,7 @@ const standingPullExpiry = 2 * time.Second
 // handBackDelay is how long after a stopped pull hands a message back the broker delivers it
 // again. A nak travels apart from the unsubscription that ends the pull, and a message
 // redelivered at once can still go to the stopped pull's open request, where nobody reads it
-// and it waits for the ack wait (seen in TestAStoppedLoopHandsBackTheEventsItHeldAtOnce: the
+// and it waits for the ack wait (seen in TestAStoppedLoopHandsBackTheEventsItHeldBeforeTheAckWait: the
 // first message handed back did, every time). Once the request has expired, it is gone
 // whether or not the broker checks the interest in it.
 const handBackDelay = standingPullExpiry + time.Second
