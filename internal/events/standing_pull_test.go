@@ -13,12 +13,12 @@ import (
 	"walletgl/internal/events"
 )
 
-// pullConsumer is a consumer with one loop (the standing pull alone) and an ack wait of a
-// minute, so that an event released only by the ack wait shows.
+// pullConsumer is the gl durable's consumer with one loop (the standing pull alone) and an ack
+// wait of a minute, so that an event released only by the ack wait shows.
 func (b *testBundle) pullConsumer(t *testing.T, h events.Handler) *events.Consumer {
 	t.Helper()
 	c, err := events.NewConsumer(events.ConsumerConfig{
-		ConsumerSpec: events.ConsumerSpec{Name: "gl", Source: events.SourceWallet, EventType: events.TypeTransferCompleted,
+		ConsumerSpec: events.ConsumerSpec{Name: events.ConsumerGL, Source: events.SourceWallet, EventType: events.TypeTransferCompleted,
 			AckWait: time.Minute},
 		BatchSize: 50, Workers: 1, RetryDelay: 50 * time.Millisecond, Trust: b.keys.Trust,
 	}, b.topo, b.nc, b.pool, h, b.log)
@@ -28,9 +28,7 @@ func (b *testBundle) pullConsumer(t *testing.T, h events.Handler) *events.Consum
 
 func (b *testBundle) durableInfo(t *testing.T) *jetstream.ConsumerInfo {
 	t.Helper()
-	spec, err := b.topo.Consumer(events.ConsumerGL)
-	require.NoError(t, err)
-	cons, err := b.js.Consumer(context.Background(), b.topo.StreamName(events.SourceWallet), spec.Name)
+	cons, err := b.js.Consumer(context.Background(), b.topo.StreamName(events.SourceWallet), events.ConsumerGL)
 	require.NoError(t, err)
 	info, err := cons.Info(context.Background())
 	require.NoError(t, err)
@@ -112,9 +110,7 @@ func TestTheStandingPullComesBackWhenTheBrokerDeletesTheConsumer(t *testing.T) {
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return c.Stats().Processed == 3 }, 20*time.Second, 20*time.Millisecond)
 
-	spec, err := b.topo.Consumer(events.ConsumerGL)
-	require.NoError(t, err)
-	require.NoError(t, b.js.DeleteConsumer(ctx, b.topo.StreamName(events.SourceWallet), spec.Name))
+	require.NoError(t, b.js.DeleteConsumer(ctx, b.topo.StreamName(events.SourceWallet), events.ConsumerGL))
 	b.addEvents(t, 4)
 	_, err = relay.DispatchOnce(ctx)
 	require.NoError(t, err)
