@@ -9,10 +9,10 @@ import (
 
 // backlogGate tells a consumer's extra loops whether there is work for them. The first loop
 // always takes events (from its standing pull); the others fetch only while the consumer is
-// behind (a batch came back full, or its last message said more were waiting). Caught up, a second loop would only split a
-// trickle of events into batches of one, and on a busy machine each batch costs about as much
-// as the events in it: two loops taking turns at one event each cost nearly twice the CPU of
-// one loop taking both.
+// behind (a batch came back full, or its last message said more were waiting). Caught up, a
+// second loop would only split a trickle of events into batches of one, and on a busy machine
+// each batch costs about as much as the events in it: two loops taking turns at one event each
+// cost nearly twice the CPU of one loop taking both.
 type backlogGate struct {
 	mu     sync.Mutex
 	behind bool

@@ -186,17 +186,11 @@ func (c *Consumer) consume(ctx context.Context, extra bool) error {
 	failures := 0
 	var cons jetstream.Consumer
 	var pull *standingPull // the first loop's (nil for an extra one, or until started)
-	defer func() {
-		if pull != nil {
-			pull.stop()
-		}
-	}()
+	defer func() { pull.stop() }()
 	lose := func() { // the broker may have lost the consumer: ensure it again
 		cons = nil
-		if pull != nil {
-			pull.stop()
-			pull = nil
-		}
+		pull.stop()
+		pull = nil
 	}
 	checked := time.Now()
 	for ctx.Err() == nil {

@@ -125,8 +125,12 @@ const standingPullExpiry = 2 * time.Second
 const handBackDelay = standingPullExpiry + time.Second
 
 // stop ends the pull and hands what the loop did not take back to the broker (a nak each), to
-// be delivered again within handBackDelay rather than after the ack wait.
+// be delivered again within handBackDelay rather than after the ack wait. A nil pull (none
+// started) has nothing to stop.
 func (s *standingPull) stop() {
+	if s == nil {
+		return
+	}
 	close(s.done)
 	s.cc.Drain() // unsubscribes, then passes what the connection holds already to deliver
 	select {     // the subscription's last delivery has returned
