@@ -341,8 +341,8 @@ func fillWalletStream(ctx context.Context, s *System, rng *rand.Rand, d time.Dur
 // (the scenario's relays wait EVENTS_PUBLISH_TIMEOUT, 3 s). Then the leader is killed (kill -9),
 // the follower resumed, and the other two elect a new leader; the killed node is started again.
 // Before each round it waits for a leader and every replica current, and it leaves the cluster
-// so, or, when a replica is still behind after a minute, with a leader and a quorum current (see
-// waitStreamQuorum).
+// so; a replica still behind after a minute is noted, and a leader with a quorum current is
+// enough then (waitStreamQuorum).
 func killStreamLeaders(ctx context.Context, s *System, rng *rand.Rand, d time.Duration) error {
 	const freeze = 15 * time.Second
 	js, closeJS, err := s.jetStream()
@@ -381,35 +381,37 @@ func killStreamLeaders(ctx context.Context, s *System, rng *rand.Rand, d time.Du
 		}
 	}
 	for _, src := range sources {
-		if err := waitStreamQuorum(ctx, js, s.streamName(src), time.Minute, s.log.Note); err != nil {
+		name := s.streamName(src)
+		leader, err := waitStreamQuorum(ctx, js, name, time.Minute, s.log.Note)
+		if err != nil {
 			return err
 		}
+		s.log.Note("stream %s: leader %s", name, leader)
 	}
 	return nil
 }
 
 // waitStreamQuorum waits up to wait for stream to have a leader and every replica current, as
-// waitStreamLeader does; past that, a leader and a quorum of current replicas is enough, and
-// note is told the replicas still behind. nats-server 2.9 can leave a replica behind for good
+// waitStreamLeader does, and returns the leader; past that, a leader and a quorum of current
+// replicas is enough, and note is told the replicas still behind. nats-server 2.9 can leave a replica behind for good
 // after a round of nats-leader-loss: its leader resets the stream's cluster state ("last
 // sequence mismatch") and then cannot serve the replica's catch-up ("possibly beyond our last
 // index … stream store EOF"). The stream takes and keeps messages on its quorum meanwhile, so
 // the system's checks still mean what they say; the lagging copy is the broker's to repair.
-func waitStreamQuorum(ctx context.Context, js jetstream.JetStream, stream string, wait time.Duration, note func(format string, args ...any)) error {
+func waitStreamQuorum(ctx context.Context, js jetstream.JetStream, stream string, wait time.Duration, note func(format string, args ...any)) (string, error) {
 	leader, err := waitStreamLeader(ctx, js, stream, wait)
 	if err == nil {
-		note("stream %s: leader %s, every replica current", stream, leader)
-		return nil
+		return leader, nil
 	}
 	reqCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	st, infoErr := js.Stream(reqCtx, stream)
 	cancel()
 	if infoErr != nil {
-		return err
+		return "", err
 	}
 	cl := st.CachedInfo().Cluster
 	if cl == nil || cl.Leader == "" {
-		return err
+		return "", err
 	}
 	current := 1 // the leader
 	var behind []string
@@ -421,11 +423,11 @@ func waitStreamQuorum(ctx context.Context, js jetstream.JetStream, stream string
 		behind = append(behind, r.Name)
 	}
 	if members := len(cl.Replicas) + 1; current <= members/2 {
-		return err
+		return "", err
 	}
 	note("stream %s: leader %s and a quorum current; %s still behind after %s (the broker's own catch-up)",
 		stream, cl.Leader, strings.Join(behind, ", "), wait)
-	return nil
+	return cl.Leader, nil
 }
 
 // leaderTarget is one round of killStreamLeaders: source's stream, its leader, the follower
@@ -447,7 +449,7 @@ func (s *System) pickLeader(ctx context.Context, js jetstream.JetStream, sources
 		clients := s.clientBrokers(ctx, sources) // service -> broker name
 		for i, source := range sources {
 			t := leaderTarget{source: source, stream: s.streamName(source), via: "?"}
-			name, err := waitStreamLeader(ctx, js, t.stream, time.Minute)
+			name, err := waitStreamQuorum(ctx, js, t.stream, time.Minute, s.log.Note)
 			if err != nil {
 				return t, err
 			}
@@ -482,7 +484,7 @@ func (s *System) pickLeader(ctx context.Context, js jetstream.JetStream, sources
 			if err != nil {
 				s.log.Note("step down leader of %s: %v", first.stream, err)
 			}
-			if _, err := waitStreamLeader(ctx, js, first.stream, time.Minute); err != nil {
+			if _, err := waitStreamQuorum(ctx, js, first.stream, time.Minute, s.log.Note); err != nil {
 				return first, err
 			}
 		}
