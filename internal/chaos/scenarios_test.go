@@ -15,8 +15,9 @@ import (
 
 // nats-leader-loss waits, before each round and at its end, for each stream's leader and every
 // replica current; a replica the broker leaves behind (nats-server 2.9 can, for good) is noted
-// after the wait, and a leader with a quorum current is enough. With two nodes of three gone there is no leader, and the scenario fails.
-// Three real nats-server processes; one replica killed, then a second.
+// after the wait, and a leader with a quorum current is enough. With two nodes of three gone
+// there is no quorum, and the scenario fails. Three real nats-server processes; one replica
+// killed, then a second.
 func TestTheLeaderLossScenarioEndsOnAQuorumAndNotesAReplicaLeftBehind(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
