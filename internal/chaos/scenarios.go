@@ -393,11 +393,12 @@ func killStreamLeaders(ctx context.Context, s *System, rng *rand.Rand, d time.Du
 
 // waitStreamQuorum waits up to wait for stream to have a leader and every replica current, as
 // waitStreamLeader does, and returns the leader; past that, a leader and a quorum of current
-// replicas is enough, and note is told the replicas still behind. nats-server 2.9 can leave a replica behind for good
-// after a round of nats-leader-loss: its leader resets the stream's cluster state ("last
-// sequence mismatch") and then cannot serve the replica's catch-up ("possibly beyond our last
-// index … stream store EOF"). The stream takes and keeps messages on its quorum meanwhile, so
-// the system's checks still mean what they say; the lagging copy is the broker's to repair.
+// replicas is enough, and note is told the replicas still behind. nats-server 2.9 can leave a
+// replica behind for good after a round of nats-leader-loss: its leader resets the stream's
+// cluster state ("last sequence mismatch") and then cannot serve the replica's catch-up
+// ("possibly beyond our last index … stream store EOF"). The stream takes and keeps messages on
+// its quorum meanwhile, so the system's checks still mean what they say; the lagging copy is the
+// broker's to repair.
 func waitStreamQuorum(ctx context.Context, js jetstream.JetStream, stream string, wait time.Duration, note func(format string, args ...any)) (string, error) {
 	leader, err := waitStreamLeader(ctx, js, stream, wait)
 	if err == nil {

@@ -50,7 +50,7 @@ func TestTheLeaderLossScenarioEndsOnAQuorumAndNotesAReplicaLeftBehind(t *testing
 	require.NoError(t, err)
 	require.Empty(t, notes, "every replica current: nothing to note")
 
-	// Kill the replicas other than the leader and the node the client is on, one at a time.
+	// Kill the two nodes the client is not connected to, one at a time, a follower first.
 	var others []*harness.Broker
 	for _, b := range brokers[1:] {
 		if b.Name != leader {
@@ -61,7 +61,7 @@ func TestTheLeaderLossScenarioEndsOnAQuorumAndNotesAReplicaLeftBehind(t *testing
 		others = append(others, harness.BrokerNamed(brokers, leader))
 	}
 	require.NoError(t, others[0].Kill())
-	require.Eventually(t, func() bool { return !replicaCurrent(ctx, t, js, stream, others[0].Name) },
+	require.Eventually(t, func() bool { return !replicaCurrent(ctx, js, stream, others[0].Name) },
 		30*time.Second, 200*time.Millisecond, "the leader sees %s gone", others[0].Name)
 	notes = nil
 	got, err := waitStreamQuorum(ctx, js, stream, 3*time.Second, note)
@@ -71,7 +71,7 @@ func TestTheLeaderLossScenarioEndsOnAQuorumAndNotesAReplicaLeftBehind(t *testing
 	require.Contains(t, notes[0], "and a quorum current; "+others[0].Name+" still behind")
 
 	require.NoError(t, others[1].Kill())
-	require.Eventually(t, func() bool { return !replicaCurrent(ctx, t, js, stream, others[1].Name) },
+	require.Eventually(t, func() bool { return !replicaCurrent(ctx, js, stream, others[1].Name) },
 		30*time.Second, 200*time.Millisecond, "the stream sees %s gone, or has no leader left to say", others[1].Name)
 	notes = nil
 	_, err = waitStreamQuorum(ctx, js, stream, 3*time.Second, note)
@@ -81,8 +81,7 @@ func TestTheLeaderLossScenarioEndsOnAQuorumAndNotesAReplicaLeftBehind(t *testing
 
 // replicaCurrent says whether the stream's leader reports the replica name online and current;
 // no answer (no leader) is a no.
-func replicaCurrent(ctx context.Context, t *testing.T, js jetstream.JetStream, stream, name string) bool {
-	t.Helper()
+func replicaCurrent(ctx context.Context, js jetstream.JetStream, stream, name string) bool {
 	reqCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	st, err := js.Stream(reqCtx, stream)
