@@ -240,7 +240,7 @@ func GLScript(fsys fs.FS, batch int, payload string) (Script, error) {
 // cannot be one statement: a statement's main UPDATE sees the rows as they were before its own
 // CTE updated them, so it would find none still 'dispatching'.) Unlike the relay, which reads the
 // claimed rows' event types and payloads to publish them, the script receives only their ids.
-// The stream sequences, broker duplicates and PubAck times MarkDispatched records are made up:
+// The stream sequences, broker duplicates and PubAck ages MarkDispatched records are made up:
 // 1…, 0s and the time of the mark.
 func RelayScript(fsys fs.FS, batch int) (Script, error) {
 	if batch < 1 {
@@ -273,7 +273,7 @@ func RelayScript(fsys fs.FS, batch int) (Script, error) {
 	rows := "generate_series(1, :claimed::int) AS g"
 	if err := writeSteps(&b, fsys, []step{{"events", "MarkDispatched", map[string]string{
 		"ids": ":ids", "seqs": "ARRAY(SELECT g::bigint FROM " + rows + ")", "dups": "ARRAY(SELECT 0 FROM " + rows + ")",
-		"ats":   "ARRAY(SELECT clock_timestamp() FROM " + rows + ")",
+		"ages":  "ARRAY(SELECT 0::float8 FROM " + rows + ")",
 		"owner": "'" + relayOwner + "'",
 	}}}); err != nil {
 		return Script{}, err

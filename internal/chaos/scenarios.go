@@ -75,7 +75,7 @@ func Scenarios() []Scenario {
 		},
 		{
 			Name:        "slow-consumer",
-			Description: "the GL paused past the acknowledgment timeout, so catch-up re-publishes, then resumed",
+			Description: "the GL paused past the acknowledgment timeout (catch-up finds its events still in the stream and leaves them), then resumed",
 			Inject:      pauseGL(6 * time.Second),
 		},
 		{

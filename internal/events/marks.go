@@ -25,16 +25,31 @@ const maxMarksPerStatement = 1000
 type heldMark struct {
 	seq  int64
 	dups int32
-	at   time.Time // when the PubAck came: the row's dispatched_at
+	at   time.Time // when the PubAck came (this process's monotonic clock): the row's dispatched_at
 }
 
-// columns are marks as the queries take them: stream sequences, duplicates, PubAck times.
-func columns(marks []heldMark) (seqs []int64, dups []int32, ats []time.Time) {
-	seqs, dups, ats = make([]int64, len(marks)), make([]int32, len(marks)), make([]time.Time, len(marks))
+// columns are marks as the queries take them: stream sequences, duplicates, and the ages of
+// the PubAcks now in seconds (pubAckAges).
+func columns(marks []heldMark) (seqs []int64, dups []int32, ages []float64) {
+	seqs, dups, ats := make([]int64, len(marks)), make([]int32, len(marks)), make([]time.Time, len(marks))
 	for i, m := range marks {
 		seqs[i], dups[i], ats[i] = m.seq, m.dups, m.at
 	}
-	return seqs, dups, ats
+	return seqs, dups, pubAckAges(ats)
+}
+
+// pubAckAges are the ages of PubAcks in seconds, as the queries take them: a row's
+// dispatched_at is the database's clock less its age, so that no time this host's clock
+// read is ever compared with one the database's clock read. An age with no PubAck (a zero
+// time: not held) is 0.
+func pubAckAges(ats []time.Time) []float64 {
+	ages := make([]float64, len(ats))
+	for i, at := range ats {
+		if !at.IsZero() {
+			ages[i] = max(time.Since(at).Seconds(), 0)
+		}
+	}
+	return ages
 }
 
 // heldMarks are the publishes on commit whose mark a relay holds back: the outbox rows stay
@@ -145,17 +160,17 @@ func (r *Relay) markHeld(ctx context.Context, all bool) error {
 }
 
 func (r *Relay) markHeldBatch(ctx context.Context, ids []uuid.UUID, marks []heldMark) error {
-	seqs, dups, ats := columns(marks)
+	seqs, dups, ages := columns(marks)
 	markCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	n, err := r.q.MarkDispatched(markCtx, eventsdb.MarkDispatchedParams{Ids: ids, Seqs: seqs, Dups: dups, Ats: ats, Owner: r.cfg.Owner})
+	n, err := r.q.MarkDispatched(markCtx, eventsdb.MarkDispatchedParams{Ids: ids, Seqs: seqs, Dups: dups, Ages: ages, Owner: r.cfg.Owner})
 	if err != nil {
 		return fmt.Errorf("mark %d held outbox rows dispatched: %w", len(ids), err)
 	}
 	if n == int64(len(ids)) {
 		return nil
 	}
-	if _, err := r.q.RecordPublishes(markCtx, eventsdb.RecordPublishesParams{Ids: ids, Seqs: seqs, Dups: dups, Ats: ats}); err != nil {
+	if _, err := r.q.RecordPublishes(markCtx, eventsdb.RecordPublishesParams{Ids: ids, Seqs: seqs, Dups: dups, Ages: ages}); err != nil {
 		return fmt.Errorf("record the publishes of %d acknowledged outbox rows: %w", len(ids), err)
 	}
 	return nil
@@ -169,9 +184,9 @@ func (r *Relay) Acknowledge(ctx context.Context, db database.Executor, ids ...uu
 	if !r.holding() {
 		return NewOutbox(r.cfg.Source).Acknowledge(ctx, db, ids...)
 	}
-	seqs, dups, ats := columns(r.held.lookup(ids))
+	seqs, dups, ages := columns(r.held.lookup(ids))
 	n, err := eventsdb.New(db).AcknowledgePublished(ctx, eventsdb.AcknowledgePublishedParams{
-		Ids: ids, Seqs: seqs, Dups: dups, Ats: ats, Owner: r.cfg.Owner,
+		Ids: ids, Seqs: seqs, Dups: dups, Ages: ages, Owner: r.cfg.Owner,
 	})
 	if err != nil {
 		return 0, fmt.Errorf("acknowledge outbox %v: %w", ids, err)

@@ -44,7 +44,7 @@ type RelayConfig struct {
 	Workers      int           // publish rounds in flight at once, for claims and hand-offs each
 	CatchUpLimit int           // rows re-published per catch-up round
 	PollInterval time.Duration // fallback poll and catch-up cadence
-	AckTimeout   time.Duration // dispatched rows older than this are re-published
+	AckTimeout   time.Duration // a dispatched row not acknowledged is checked this often: published again if its message left the stream
 	MaxAttempts  int           // refusals of a message itself before its row is dead_letter
 	Lease        time.Duration // how long a claim is held before another relay may take it
 	Retention    time.Duration // acknowledged rows older than this are deleted
@@ -105,8 +105,10 @@ type RelayStats struct {
 }
 
 // Relay publishes a service's outbox rows to JetStream with the row id as Nats-Msg-Id, marks
-// them dispatched after the broker's PubAck, re-publishes rows whose acknowledgment is late,
-// and deletes acknowledged rows past the retention. Several relays may share one outbox.
+// them dispatched after the broker's PubAck, publishes again the rows whose message the stream
+// no longer holds, and deletes acknowledged rows past the retention. It holds rows back in the
+// outbox while the stream's unread backlog fills its share (UnreadShare). Several relays may
+// share one outbox.
 type Relay struct {
 	cfg  RelayConfig
 	topo Topology
@@ -126,6 +128,11 @@ type Relay struct {
 	accepting    atomic.Bool // Run is up to take hand-offs
 
 	held *heldMarks // publishes whose mark is held back (MarkDelay); nil: marked at once
+	room streamRoom // how much more the stream may take before its readers catch up
+	// floorAfter is the stream sequence after which the next acknowledgment round lists rows:
+	// a page of rows it could not settle (their message gone and still inside the duplicate
+	// window) never hides the rows after it.
+	floorAfter atomic.Int64
 
 	needTopology atomic.Bool
 	rounds       *watchdog                     // publish rounds in flight, to report one that never ends
@@ -186,6 +193,7 @@ func (r *Relay) Run(ctx context.Context) error {
 		g.Go(func() error { return r.handOffLoop(ctx) })
 	}
 	g.Go(func() error { return r.maintenanceLoop(ctx) })
+	g.Go(func() error { return r.roomLoop(ctx) })
 	if r.cfg.AckConsumer != "" {
 		g.Go(func() error { return r.ackFloorLoop(ctx) })
 	}
@@ -223,6 +231,11 @@ func (r *Relay) dispatchLoop(ctx context.Context) error {
 		switch {
 		case ctx.Err() != nil:
 			return nil
+		case errors.Is(err, errHeldBack):
+			if !sleep(ctx, roomCheckEvery) {
+				return nil
+			}
+			continue
 		case err != nil:
 			failures++
 			delay := backoff(failures, 100*time.Millisecond, 5*time.Second)
@@ -258,15 +271,24 @@ func (r *Relay) logFailure(err error, failures int) *zerolog.Event {
 }
 
 // DispatchOnce claims one batch of due rows, publishes them and records the outcome. It
-// returns how many rows it claimed. While the broker is unreachable it claims nothing.
+// returns how many rows it claimed. While the broker is unreachable it claims nothing, and
+// while the stream's unread backlog fills its share it claims nothing either (errHeldBack).
 func (r *Relay) DispatchOnce(ctx context.Context) (int, error) {
 	if err := r.ready(ctx); err != nil {
 		return 0, err
 	}
+	if err := r.refreshRoomIfStale(ctx); err != nil {
+		return 0, fmt.Errorf("%w: %w", errBroker, err)
+	}
+	granted := r.room.reserve(r.cfg.BatchSize)
+	if granted == 0 {
+		return 0, errHeldBack
+	}
 	rows, err := r.q.ClaimOutbox(ctx, eventsdb.ClaimOutboxParams{
 		Owner: r.cfg.Owner, LeaseSeconds: r.cfg.Lease.Seconds(),
-		MaxAttempts: int32(r.cfg.MaxAttempts), BatchSize: int32(r.cfg.BatchSize),
+		MaxAttempts: int32(r.cfg.MaxAttempts), BatchSize: int32(granted),
 	})
+	r.room.refund(granted - len(rows))
 	if err != nil {
 		return 0, fmt.Errorf("claim outbox: %w", err)
 	}
@@ -289,8 +311,8 @@ type handOffClaim struct {
 }
 
 // handOffClaim says whether n more rows written now may be claimed for this relay and handed
-// to it on commit (it runs, its broker is connected and takes messages, its queue has room),
-// and under which claim.
+// to it on commit (it runs, its broker is connected and takes messages, its queue and the
+// stream have room), and under which claim.
 func (r *Relay) handOffClaim(n int) handOffClaim {
 	if !r.accepting.Load() || r.needTopology.Load() || r.refusal.Load() != nil || Healthy(r.nc) != nil {
 		return handOffClaim{}
@@ -298,6 +320,10 @@ func (r *Relay) handOffClaim(n int) handOffClaim {
 	r.handOffMu.Lock()
 	defer r.handOffMu.Unlock()
 	if len(r.handOffQueue)+n > r.handOffLimit() {
+		return handOffClaim{}
+	}
+	if granted := r.room.reserve(n); granted < n {
+		r.room.refund(granted)
 		return handOffClaim{}
 	}
 	return handOffClaim{owner: r.cfg.Owner, lease: r.cfg.Lease, ok: true}
@@ -379,28 +405,6 @@ func (r *Relay) releaseHandOffs(ctx context.Context) {
 	}
 }
 
-// CatchUpOnce re-publishes rows dispatched longer than the acknowledgment timeout ago.
-func (r *Relay) CatchUpOnce(ctx context.Context) (int, error) {
-	if err := r.ready(ctx); err != nil {
-		return 0, err
-	}
-	rows, err := r.q.ClaimUnacknowledged(ctx, eventsdb.ClaimUnacknowledgedParams{
-		Owner: r.cfg.Owner, LeaseSeconds: r.cfg.Lease.Seconds(),
-		AckTimeoutSeconds: r.cfg.AckTimeout.Seconds(), BatchSize: int32(r.cfg.CatchUpLimit),
-	})
-	if err != nil {
-		return 0, fmt.Errorf("claim unacknowledged outbox: %w", err)
-	}
-	claimed := make([]claimedRow, len(rows))
-	for i, row := range rows {
-		claimed[i] = claimedRow{id: row.ID, eventType: row.EventType, payload: row.Payload, attempts: row.Attempts, traceParent: deref(row.TraceContext)}
-	}
-	if len(rows) > 0 {
-		r.log.Info().Int("rows", len(rows)).Str("ack_timeout", r.cfg.AckTimeout.String()).Msg("catch-up: re-publishing unacknowledged events")
-	}
-	return len(rows), r.publish(ctx, claimed, catchUpRound)
-}
-
 func (r *Relay) ready(ctx context.Context) error {
 	if err := Healthy(r.nc); err != nil {
 		return fmt.Errorf("%w: %w", errBroker, err)
@@ -436,7 +440,7 @@ type roundKind int
 const (
 	claimedRound roundKind = iota // claimed by ClaimOutbox
 	handOffRound                  // written claimed and handed off on commit
-	catchUpRound                  // published before, not acknowledged in time
+	catchUpRound                  // published before, its message no longer in the stream
 )
 
 // publish sends rows asynchronously (bounded by the batch), waits for every PubAck and then
@@ -450,7 +454,7 @@ func (r *Relay) publish(ctx context.Context, rows []claimedRow, kind roundKind) 
 	defer r.rounds.begin()()
 	started := time.Now()
 	outcomes := r.send(ctx, rows)
-	acked := time.Now()
+	acked := time.Now() // compared with nothing but this process's clock (pubAckAges)
 	if err := r.cfg.Faults.Hit(r.cfg.Source + faults.RelayAfterPublish); err != nil {
 		return err
 	}
@@ -510,7 +514,7 @@ func (r *Relay) publish(ctx context.Context, rows []claimedRow, kind roundKind) 
 		for i := range ats {
 			ats[i] = acked
 		}
-		if _, err := r.q.MarkDispatched(markCtx, eventsdb.MarkDispatchedParams{Ids: ids, Seqs: seqs, Dups: dups, Ats: ats, Owner: r.cfg.Owner}); err != nil {
+		if _, err := r.q.MarkDispatched(markCtx, eventsdb.MarkDispatchedParams{Ids: ids, Seqs: seqs, Dups: dups, Ages: pubAckAges(ats), Owner: r.cfg.Owner}); err != nil {
 			return fmt.Errorf("mark %d outbox rows dispatched: %w", len(ids), err)
 		}
 	}
@@ -685,7 +689,7 @@ func (r *Relay) every(ctx context.Context, interval time.Duration, round func(co
 }
 
 // MaintainOnce runs one round of the slow duties: dead-lettering rows abandoned at the maximum
-// attempts, catch-up re-publishes and retention. (Acknowledgments by ack floor have a loop of
+// attempts, catch-up (publishing again what the stream no longer holds) and retention. (Acknowledgments by ack floor have a loop of
 // their own, every second.)
 func (r *Relay) MaintainOnce(ctx context.Context) error {
 	var errs []error
@@ -694,100 +698,12 @@ func (r *Relay) MaintainOnce(ctx context.Context) error {
 	} else if n > 0 {
 		r.log.Warn().Int64("rows", n).Msg("outbox rows dead-lettered: lease expired at the maximum attempts")
 	}
-	// One batch per round, as the seed's loop: a consumer that is merely behind would otherwise
-	// be sent its whole backlog again every round.
+	// One batch per round: each row is looked at once per acknowledgment timeout at most.
 	if _, err := r.CatchUpOnce(ctx); err != nil {
 		errs = append(errs, err)
 	}
 	errs = append(errs, r.deleteExpired(ctx))
 	return errors.Join(errs...)
-}
-
-// ackFloorBatch is how many rows one acknowledgment round checks at most.
-const ackFloorBatch = 1000
-
-// AcknowledgeAppliedOnce acknowledges the rows the AckConsumer has acknowledged: rows at or
-// below its ack floor whose message is still stored at their sequence with their id as
-// Nats-Msg-Id. The ack floor alone is no evidence: it also passes messages that were purged,
-// or whose sequence a stream recreated after the broker lost its store has given to another
-// message. Those rows stay dispatched, and catch-up publishes them again. The consumer's state
-// is read before and after the check, and the round counts only when it is the same consumer
-// (the same creation time) throughout, so the floor and the stored messages belong to one
-// stream. It returns how many rows it acknowledged.
-func (r *Relay) AcknowledgeAppliedOnce(ctx context.Context) (int64, error) {
-	if r.cfg.AckConsumer == "" || Healthy(r.nc) != nil {
-		return 0, nil
-	}
-	stream, err := r.js.Stream(ctx, r.topo.StreamName(r.cfg.Source))
-	if err != nil {
-		return 0, fmt.Errorf("look up stream for ack floor: %w", err)
-	}
-	cons, err := stream.Consumer(ctx, r.cfg.AckConsumer)
-	if err != nil {
-		return 0, fmt.Errorf("look up consumer %s for ack floor: %w", r.cfg.AckConsumer, err)
-	}
-	before := cons.CachedInfo()
-	rows, err := r.q.ListDispatchedUpTo(ctx, eventsdb.ListDispatchedUpToParams{
-		AckFloor: int64(before.AckFloor.Stream), BatchSize: ackFloorBatch,
-	})
-	if err != nil {
-		return 0, fmt.Errorf("list outbox rows up to ack floor %d: %w", before.AckFloor.Stream, err)
-	}
-	if len(rows) == 0 {
-		return 0, nil
-	}
-	ids, seqs, err := r.storedAsPublished(ctx, stream, rows)
-	if err != nil {
-		return 0, err
-	}
-	after, err := cons.Info(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("consumer %s info: %w", r.cfg.AckConsumer, err)
-	}
-	if !after.Created.Equal(before.Created) {
-		return 0, fmt.Errorf("consumer %s was created again during the round; the floor is not this stream's", r.cfg.AckConsumer)
-	}
-	n, err := r.q.AcknowledgeDispatched(ctx, eventsdb.AcknowledgeDispatchedParams{Ids: ids, Seqs: seqs})
-	if err != nil {
-		return 0, fmt.Errorf("acknowledge %d outbox rows: %w", len(ids), err)
-	}
-	if skipped := len(rows) - len(ids); skipped > 0 {
-		r.log.Warn().Int("rows", skipped).Uint64("ack_floor", before.AckFloor.Stream).
-			Msg("rows below the ack floor are not stored at their sequence (purged, or the stream was recreated); catch-up publishes them again")
-	}
-	return n, nil
-}
-
-// storedAsPublished returns the rows whose message is stored at their sequence under their id.
-func (r *Relay) storedAsPublished(ctx context.Context, stream jetstream.Stream, rows []eventsdb.ListDispatchedUpToRow) ([]uuid.UUID, []int64, error) {
-	stored := make([]bool, len(rows))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(16)
-	for i, row := range rows {
-		g.Go(func() error {
-			msg, err := stream.GetMsg(gctx, uint64(row.StreamSeq))
-			switch {
-			case errors.Is(err, jetstream.ErrMsgNotFound):
-				return nil
-			case err != nil:
-				return fmt.Errorf("get message %d of %s: %w", row.StreamSeq, stream.CachedInfo().Config.Name, err)
-			}
-			stored[i] = msg.Header.Get(jetstream.MsgIDHeader) == row.ID.String()
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, nil, err
-	}
-	var ids []uuid.UUID
-	var seqs []int64
-	for i, row := range rows {
-		if stored[i] {
-			ids = append(ids, row.ID)
-			seqs = append(seqs, row.StreamSeq)
-		}
-	}
-	return ids, seqs, nil
 }
 
 func (r *Relay) deleteExpired(ctx context.Context) error {

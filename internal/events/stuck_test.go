@@ -278,9 +278,10 @@ func TestTwoLostPubAcksInOneRoundEndTheRound(t *testing.T) {
 	require.Equal(t, "dispatched", b.outboxStatus(t, later[0]).Status, "a later row is still published")
 }
 
-// 3. A full stream refuses every publish: a broker-wide condition, so no row spends an attempt
-// or is dead-lettered, and the relay reports it in health; once space is freed, every row is
-// published exactly once.
+// 3. A stream an operator set to refuse new messages (discard policy new at a message limit,
+// as a store that is full refuses them) refuses every publish: a broker-wide condition, so no
+// row spends an attempt or is dead-lettered, and the relay reports it in health; once space is
+// freed, every row is published exactly once.
 func TestAFullStreamDeadLettersNothingAndPublishesEverythingOnceWhenFreed(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -293,13 +294,13 @@ func TestAFullStreamDeadLettersNothingAndPublishesEverythingOnceWhenFreed(t *tes
 	require.NoError(t, err)
 	info, err := stream.Info(ctx)
 	require.NoError(t, err)
-	full := func(c *jetstream.StreamConfig) { c.MaxBytes = int64(info.State.Bytes) } // at its limit, refusing new messages
+	full := func(c *jetstream.StreamConfig) { c.Discard, c.MaxMsgs = jetstream.DiscardNew, int64(info.State.Msgs) } // at its limit, refusing new messages
 	b.editStream(t, events.SourceWallet, full)
 
 	b.addEvents(t, 20)
 	for range 4 {
 		_, err := relay.DispatchOnce(ctx)
-		require.ErrorContains(t, err, "maximum bytes")
+		require.ErrorContains(t, err, "maximum messages")
 	}
 	counts := b.statusCounts(t)
 	require.Equal(t, int64(20), counts["pending"])
@@ -310,7 +311,7 @@ func TestAFullStreamDeadLettersNothingAndPublishesEverythingOnceWhenFreed(t *tes
 	time.Sleep(150 * time.Millisecond) // past the publish timeout, the refusal shows in health
 	require.ErrorContains(t, relay.Health(), "refused publishes")
 
-	b.editStream(t, events.SourceWallet, func(c *jetstream.StreamConfig) { c.MaxBytes = testenv.StreamMaxBytes }) // an operator frees space
+	b.editStream(t, events.SourceWallet, func(c *jetstream.StreamConfig) { c.MaxMsgs = -1 }) // an operator frees space
 	require.Eventually(t, func() bool {
 		_, err := relay.DispatchOnce(ctx)
 		return err == nil && b.statusCounts(t)["dispatched"] == 21

@@ -14,8 +14,8 @@ import (
 
 // The topology's settings when a Topology leaves them zero.
 const (
-	DefaultStreamMaxAge    = 30 * 24 * time.Hour // how long the log stays replayable
-	DefaultStreamMaxBytes  = 1 << 30             // 1 GiB per stream, reserved from the broker's store
+	DefaultStreamMaxAge    = 7 * 24 * time.Hour // how long an event may stay in a stream, read or not
+	DefaultStreamMaxBytes  = 1 << 30            // 1 GiB per stream, reserved from the broker's store
 	DefaultDuplicateWindow = 2 * time.Minute
 	DefaultAckWait         = 30 * time.Second
 	DefaultMaxDeliver      = 10
@@ -37,9 +37,12 @@ type Topology struct {
 	// MaxMsgSize caps one message; 0 leaves the server's limit.
 	MaxMsgSize int32
 	// MaxAge and MaxBytes limit each stream (0: DefaultStreamMaxAge, DefaultStreamMaxBytes).
-	// A stream at MaxBytes refuses new messages (discard policy new): the relay then keeps
-	// the outbox rows and retries without spending their attempts, and nothing is dropped
-	// from the log unread. Messages older than MaxAge leave the stream whether read or not.
+	// The stream is a bounded transport, the outbox the record: a stream at MaxBytes discards
+	// its oldest messages (discard policy old) and never refuses a new one, and the relay
+	// holds rows back in the outbox while the events no consumer has read fill UnreadShare of
+	// MaxBytes, so what leaves a full stream has been read. Messages older than MaxAge leave
+	// the stream whether read or not; a row whose message left unread is published again by
+	// the relay's catch-up.
 	MaxAge   time.Duration
 	MaxBytes int64
 	// AckWait, MaxDeliver and MaxAckPending are the durable consumers' delivery settings (0:
@@ -62,6 +65,18 @@ var durables = []ConsumerSpec{
 	{Name: ConsumerGL, Source: SourceWallet, EventType: TypeTransferCompletedV2, Accepts: []string{TypeTransferCompleted},
 		Also: []string{TypeTransferReversed, TypeHoldPlaced, TypeHoldCaptured, TypeHoldVoided}},
 	{Name: ConsumerWallet, Source: SourceGL, EventType: TypeTransferPostedV2, Accepts: []string{TypeTransferPosted}},
+}
+
+// Readers are the names of the durable consumers that read source's stream: the relay holds
+// rows back while the slowest of them is far behind (UnreadShare).
+func (t Topology) Readers(source string) []string {
+	var names []string
+	for _, spec := range durables {
+		if spec.Source == source {
+			names = append(names, spec.Name)
+		}
+	}
+	return names
 }
 
 // Consumer is the durable consumer called name (ConsumerGL or ConsumerWallet) with the
@@ -102,15 +117,16 @@ func (t Topology) subjectPrefix(source string) string {
 }
 
 // StreamConfig is the configuration of source's stream: file storage and limits retention, so
-// the events stay replayable after they were consumed.
+// recent events stay replayable after they were consumed, and discard policy old, so a full
+// stream makes room by dropping its oldest messages instead of refusing new ones.
 func (t Topology) StreamConfig(source string) jetstream.StreamConfig {
 	return jetstream.StreamConfig{
 		Name:        t.StreamName(source),
-		Description: source + " events: the transactional outbox's log, replayable",
+		Description: source + " events: the transport of the transactional outbox, recent events replayable",
 		Subjects:    []string{t.subjectPrefix(source) + ".>"},
 		Storage:     jetstream.FileStorage,
 		Retention:   jetstream.LimitsPolicy,
-		Discard:     jetstream.DiscardNew,
+		Discard:     jetstream.DiscardOld,
 		Duplicates:  orDefault(t.DuplicateWindow, DefaultDuplicateWindow),
 		Replicas:    max(t.Replicas, 1),
 		MaxMsgSize:  t.MaxMsgSize,
@@ -127,9 +143,11 @@ func orDefault[T int64 | time.Duration](v, def T) T {
 }
 
 // EnsureStreams creates the streams of both services, or updates them to the configuration.
-// An update never lowers a limit (age, bytes, message size) that an operator raised above the
-// configuration on the running stream: lowering it could throw away events. Such a limit is
-// kept and logged; to lower one, change the stream with the nats CLI.
+// An update never lowers a limit (age, bytes, message size, duplicate window) that an operator
+// raised above the configuration on the running stream: lowering it could throw away events or
+// let a re-publish through as a second copy. Such a limit is kept and logged; to lower one,
+// change the stream with the nats CLI. Any other setting the update changes on a running
+// stream is logged with its old and new value: nothing is reset silently.
 func (t Topology) EnsureStreams(ctx context.Context, js jetstream.JetStream) error {
 	for _, source := range []string{SourceWallet, SourceGL} {
 		if err := t.ensureStream(ctx, js, t.StreamConfig(source)); err != nil {
@@ -150,7 +168,11 @@ func (t Topology) ensureStream(ctx context.Context, js jetstream.JetStream, cfg 
 	case err != nil:
 		return fmt.Errorf("look up stream %s: %w", cfg.Name, err)
 	}
-	cfg = t.keepRaisedLimits(cfg, stream.CachedInfo().Config)
+	running := stream.CachedInfo().Config
+	cfg = t.keepRaisedLimits(cfg, running)
+	if !t.reportChanges(cfg, running) {
+		return nil
+	}
 	if _, err := js.UpdateStream(ctx, cfg); err != nil {
 		return fmt.Errorf("update stream %s: %w", cfg.Name, err)
 	}
@@ -170,7 +192,37 @@ func (t Topology) keepRaisedLimits(want, running jetstream.StreamConfig) jetstre
 	want.MaxAge = time.Duration(keep("max_age_ns", int64(want.MaxAge), int64(running.MaxAge)))
 	want.MaxBytes = keep("max_bytes", want.MaxBytes, running.MaxBytes)
 	want.MaxMsgSize = int32(keep("max_msg_size", int64(want.MaxMsgSize), int64(running.MaxMsgSize)))
+	want.Duplicates = time.Duration(keep("duplicate_window_ns", int64(want.Duplicates), int64(running.Duplicates)))
 	return want
+}
+
+// reportChanges logs each setting of the running stream that an update to want changes, at
+// warn: an operator's setting that the configuration overrides is said, never silently
+// reset. It reports whether anything is to change at all.
+func (t Topology) reportChanges(want, running jetstream.StreamConfig) bool {
+	changes := []struct {
+		name          string
+		running, want any
+	}{
+		{"max_age", running.MaxAge, want.MaxAge},
+		{"max_bytes", running.MaxBytes, want.MaxBytes},
+		{"max_msg_size", running.MaxMsgSize, want.MaxMsgSize},
+		{"duplicate_window", running.Duplicates, want.Duplicates},
+		{"discard", running.Discard, want.Discard},
+		{"replicas", running.Replicas, want.Replicas},
+		{"description", running.Description, want.Description},
+		{"subjects", fmt.Sprint(running.Subjects), fmt.Sprint(want.Subjects)},
+	}
+	changed := false
+	for _, c := range changes {
+		if c.running == c.want {
+			continue
+		}
+		changed = true
+		t.Log.Warn().Str("stream", want.Name).Str("setting", c.name).Str("running", fmt.Sprint(c.running)).
+			Str("configured", fmt.Sprint(c.want)).Msg("setting the stream's configuration over its running value")
+	}
+	return changed
 }
 
 // limitAbove reports whether limit a lets more through than b; 0 and -1 mean unlimited.
@@ -312,9 +364,12 @@ func (t Topology) Permissions(service string) (Permissions, error) {
 		"$JS.API.CONSUMER.DURABLE.CREATE."+consumer, "$JS.API.CONSUMER.INFO."+consumer,
 		"$JS.API.CONSUMER.MSG.NEXT."+consumer, "$JS.ACK."+consumer+".>",
 	)
-	if service == SourceGL {
-		own := t.StreamName(SourceGL)
-		pub = append(pub, "$JS.API.CONSUMER.INFO."+own+"."+ConsumerWallet, "$JS.API.STREAM.MSG.GET."+own)
+	// The relay reads how far the readers of its own stream are (UnreadShare) and the messages
+	// stored there (catch-up, and the GL's acknowledgment by ack floor).
+	own := t.StreamName(service)
+	for _, reader := range t.Readers(service) {
+		pub = append(pub, "$JS.API.CONSUMER.INFO."+own+"."+reader)
 	}
+	pub = append(pub, "$JS.API.STREAM.MSG.GET."+own)
 	return Permissions{Publish: pub, Subscribe: []string{"_INBOX.>"}}, nil
 }

@@ -108,6 +108,7 @@ type Relay struct {
 	errors      *prometheus.CounterVec
 	seconds     *prometheus.HistogramVec
 	republished *prometheus.CounterVec
+	heldBack    *prometheus.GaugeVec
 }
 
 func newRelay(f factory) *Relay {
@@ -115,8 +116,10 @@ func newRelay(f factory) *Relay {
 		published:   f.counter("walletgl_relay_published_total", "Messages the broker stored (not counting duplicates it dropped)."),
 		errors:      f.counter("walletgl_relay_publish_errors_total", "Publishes that failed, by reason: message (refused for itself), broker (refused or unreachable), timeout (no PubAck in time).", "reason"),
 		seconds:     f.histogram("walletgl_relay_publish_seconds", "Time of a publish round, from the first send to the last PubAck.", latencyBuckets),
-		republished: f.counter("walletgl_relay_republished_total", "Catch-up re-publishes of rows not acknowledged in time."),
+		republished: f.counter("walletgl_relay_republished_total", "Re-publishes of rows whose message the stream no longer held (aged out, pushed out, purged, lost)."),
+		heldBack:    f.gauge("walletgl_relay_held_back", "1 while the relay holds rows back in the outbox because the events its stream's consumer has not read fill their share of EVENTS_STREAM_MAX_BYTES, else 0."),
 	}
+	r.heldBack.WithLabelValues().Set(0)
 	zero(r.errors, "message", "broker", "timeout")
 	return r
 }
@@ -138,6 +141,18 @@ func (r *Relay) Published(n, republished int, d time.Duration) {
 	r.published.WithLabelValues().Add(float64(n))
 	r.republished.WithLabelValues().Add(float64(republished))
 	r.seconds.WithLabelValues().Observe(d.Seconds())
+}
+
+// HeldBack records whether the relay holds rows back for want of room in its stream.
+func (r *Relay) HeldBack(held bool) {
+	if r == nil {
+		return
+	}
+	v := 0.0
+	if held {
+		v = 1
+	}
+	r.heldBack.WithLabelValues().Set(v)
 }
 
 // PublishError records a failed publish.

@@ -38,9 +38,36 @@ FROM (
 WHERE o.id = due.id
 RETURNING o.id, o.event_type, o.payload, o.attempts, o.trace_context;
 
--- name: ClaimUnacknowledged :many
--- ClaimUnacknowledged is the catch-up: rows published longer ago than the acknowledgment
--- timeout and still not acknowledged are published again with the same message id.
+-- name: ListUnacknowledgedDue :many
+-- ListUnacknowledgedDue is the catch-up's work: published rows still not acknowledged whose
+-- message was last checked longer ago than the acknowledgment timeout, checked longest ago
+-- first (outbox_checked_idx). The relay then looks at the message stored at each row's
+-- sequence: only a row whose message the stream no longer holds is published again.
+SELECT id, coalesce(stream_seq, 0)::bigint AS stream_seq
+FROM outbox
+WHERE status = 'dispatched'
+  AND coalesce(checked_at, '-infinity'::timestamptz) < clock_timestamp() - make_interval(secs => @ack_timeout_seconds::float8)
+ORDER BY coalesce(checked_at, '-infinity'::timestamptz)
+LIMIT @batch_size;
+
+-- name: MarkChecked :execrows
+-- MarkChecked notes that the relay looked at these rows' messages (stored at the sequence that
+-- was checked, or missing but published inside the broker's duplicate window, where a
+-- re-publish would be dropped): catch-up looks at them again after the acknowledgment timeout.
+-- It leaves status alone (the transition trigger does not run).
+UPDATE outbox o
+SET checked_at = clock_timestamp()
+FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@seqs::bigint[]) AS seq) AS p
+WHERE o.id = p.id
+  AND o.status = 'dispatched'
+  AND o.stream_seq = p.seq;
+
+-- name: ClaimDispatched :many
+-- ClaimDispatched takes published rows whose message the stream no longer holds, to publish
+-- them again with the same message id: only rows still dispatched at the sequence that was
+-- checked (a row published again meanwhile has another), and only those published longer ago
+-- than the broker's duplicate window (inside it the broker would drop the re-publish as a
+-- duplicate of the message it no longer holds). Rows locked in id order (MarkDispatched).
 UPDATE outbox o
 SET status      = 'dispatching',
     lease_owner = @owner::text,
@@ -48,11 +75,12 @@ SET status      = 'dispatching',
 FROM (
     SELECT c.id
     FROM outbox c
+    JOIN (SELECT unnest(@ids::uuid[]) AS id, unnest(@seqs::bigint[]) AS seq) AS p ON p.id = c.id
     WHERE c.status = 'dispatched'
-      AND c.dispatched_at < clock_timestamp() - make_interval(secs => @ack_timeout_seconds::float8)
-    ORDER BY c.dispatched_at
-    LIMIT @batch_size
-    FOR UPDATE SKIP LOCKED
+      AND c.stream_seq = p.seq
+      AND coalesce(c.dispatched_at, '-infinity'::timestamptz) < clock_timestamp() - make_interval(secs => @window_seconds::float8)
+    ORDER BY c.id
+    FOR UPDATE OF c SKIP LOCKED
 ) due
 WHERE o.id = due.id
 RETURNING o.id, o.event_type, o.payload, o.attempts, o.trace_context;
@@ -64,10 +92,12 @@ RETURNING o.id, o.event_type, o.payload, o.attempts, o.trace_context;
 -- their plans' choosing deadlocked each other until PostgreSQL's deadlock_timeout (1 s)
 -- broke the tie.
 -- dispatched_at is the time the relay had the broker's PubAck, which its mark may follow by up
--- to the relay's mark delay.
+-- to the relay's mark delay: the database's clock less the age of the PubAck as the relay
+-- measured it, so that every time in the table is the database's.
 UPDATE outbox o
 SET status        = 'dispatched',
-    dispatched_at = p.at,
+    dispatched_at = clock_timestamp() - make_interval(secs => p.age),
+    checked_at    = clock_timestamp(),
     stream_seq    = p.seq,
     publish_count = o.publish_count + 1,
     broker_duplicates = o.broker_duplicates + p.dups,
@@ -75,7 +105,7 @@ SET status        = 'dispatched',
     lease_until   = NULL,
     last_error    = NULL
 FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@seqs::bigint[]) AS seq, unnest(@dups::int[]) AS dups,
-             unnest(@ats::timestamptz[]) AS at) AS p,
+             unnest(@ages::float8[]) AS age) AS p,
      (SELECT l.id FROM outbox l
       WHERE l.id = ANY (@ids::uuid[]) AND l.status = 'dispatching' AND l.lease_owner = @owner::text
       ORDER BY l.id
@@ -145,16 +175,16 @@ WHERE o.id = locked.id
 UPDATE outbox o
 SET status            = 'acknowledged',
     acknowledged_at   = clock_timestamp(),
-    dispatched_at     = CASE WHEN p.held THEN p.at ELSE o.dispatched_at END,
+    dispatched_at     = CASE WHEN p.held THEN clock_timestamp() - make_interval(secs => p.age) ELSE o.dispatched_at END,
     stream_seq        = CASE WHEN p.held THEN p.seq ELSE o.stream_seq END,
     publish_count     = CASE WHEN p.held THEN o.publish_count + 1 ELSE o.publish_count END,
     broker_duplicates = CASE WHEN p.held THEN o.broker_duplicates + p.dups ELSE o.broker_duplicates END,
     lease_owner       = NULL,
     lease_until       = NULL
-FROM (SELECT u.id, u.seq, u.dups, u.at,
+FROM (SELECT u.id, u.seq, u.dups, u.age,
              u.seq > 0 AND r.status = 'dispatching' AND r.lease_owner = @owner::text AS held
       FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@seqs::bigint[]) AS seq, unnest(@dups::int[]) AS dups,
-                   unnest(@ats::timestamptz[]) AS at) AS u
+                   unnest(@ages::float8[]) AS age) AS u
       JOIN (SELECT l.id, l.status, l.lease_owner FROM outbox l
             WHERE l.id = ANY (@ids::uuid[]) AND l.status <> 'acknowledged'
             ORDER BY l.id
@@ -168,23 +198,25 @@ WHERE o.id = p.id
 -- that have none. It leaves status alone, so the transition guard, which keeps an
 -- acknowledged row's status final, does not run.
 UPDATE outbox o
-SET dispatched_at     = p.at,
+SET dispatched_at     = clock_timestamp() - make_interval(secs => p.age),
     stream_seq        = p.seq,
     publish_count     = o.publish_count + 1,
     broker_duplicates = o.broker_duplicates + p.dups
 FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@seqs::bigint[]) AS seq, unnest(@dups::int[]) AS dups,
-             unnest(@ats::timestamptz[]) AS at) AS p
+             unnest(@ages::float8[]) AS age) AS p
 WHERE o.id = p.id
   AND o.status = 'acknowledged'
   AND o.dispatched_at IS NULL;
 
 -- name: ListDispatchedUpTo :many
--- ListDispatchedUpTo lists published rows at or below a consuming service's ack floor: the
+-- ListDispatchedUpTo lists published rows at or below a consuming service's ack floor and above
+-- a sequence (the relay's cursor, which pages through rows it could not settle): the
 -- candidates for acknowledgment once the message stored at each one's sequence is checked.
 SELECT id, stream_seq::bigint AS stream_seq
 FROM outbox
 WHERE status = 'dispatched'
   AND stream_seq <= @ack_floor::bigint
+  AND stream_seq > @after_seq::bigint
 ORDER BY stream_seq
 LIMIT @batch_size;
 

@@ -75,7 +75,7 @@ func (q *Queries) BrowseInbox(ctx context.Context, arg BrowseInboxParams) ([]Inb
 
 const browseOutbox = `-- name: BrowseOutbox :many
 
-SELECT id, event_type, aggregate_id, payload, status, attempts, publish_count, last_error, next_attempt_at, lease_owner, lease_until, stream_seq, created_at, dispatched_at, acknowledged_at, updated_at, broker_duplicates, trace_context FROM outbox
+SELECT id, event_type, aggregate_id, payload, status, attempts, publish_count, last_error, next_attempt_at, lease_owner, lease_until, stream_seq, created_at, dispatched_at, acknowledged_at, updated_at, broker_duplicates, trace_context, checked_at FROM outbox
 WHERE status = $1
   AND id > $2::uuid
   AND ($3::text = ''
@@ -130,6 +130,7 @@ func (q *Queries) BrowseOutbox(ctx context.Context, arg BrowseOutboxParams) ([]O
 			&i.UpdatedAt,
 			&i.BrokerDuplicates,
 			&i.TraceContext,
+			&i.CheckedAt,
 		); err != nil {
 			return nil, err
 		}

@@ -65,16 +65,16 @@ const acknowledgePublished = `-- name: AcknowledgePublished :execrows
 UPDATE outbox o
 SET status            = 'acknowledged',
     acknowledged_at   = clock_timestamp(),
-    dispatched_at     = CASE WHEN p.held THEN p.at ELSE o.dispatched_at END,
+    dispatched_at     = CASE WHEN p.held THEN clock_timestamp() - make_interval(secs => p.age) ELSE o.dispatched_at END,
     stream_seq        = CASE WHEN p.held THEN p.seq ELSE o.stream_seq END,
     publish_count     = CASE WHEN p.held THEN o.publish_count + 1 ELSE o.publish_count END,
     broker_duplicates = CASE WHEN p.held THEN o.broker_duplicates + p.dups ELSE o.broker_duplicates END,
     lease_owner       = NULL,
     lease_until       = NULL
-FROM (SELECT u.id, u.seq, u.dups, u.at,
+FROM (SELECT u.id, u.seq, u.dups, u.age,
              u.seq > 0 AND r.status = 'dispatching' AND r.lease_owner = $1::text AS held
       FROM (SELECT unnest($2::uuid[]) AS id, unnest($3::bigint[]) AS seq, unnest($4::int[]) AS dups,
-                   unnest($5::timestamptz[]) AS at) AS u
+                   unnest($5::float8[]) AS age) AS u
       JOIN (SELECT l.id, l.status, l.lease_owner FROM outbox l
             WHERE l.id = ANY ($2::uuid[]) AND l.status <> 'acknowledged'
             ORDER BY l.id
@@ -88,7 +88,7 @@ type AcknowledgePublishedParams struct {
 	Ids   []uuid.UUID
 	Seqs  []int64
 	Dups  []int32
-	Ats   []time.Time
+	Ages  []float64
 }
 
 // AcknowledgePublished is AcknowledgeOutbox for the consumer that runs beside the rows' relay:
@@ -102,7 +102,7 @@ func (q *Queries) AcknowledgePublished(ctx context.Context, arg AcknowledgePubli
 		arg.Ids,
 		arg.Seqs,
 		arg.Dups,
-		arg.Ats,
+		arg.Ages,
 	)
 	if err != nil {
 		return 0, err
@@ -120,6 +120,78 @@ SELECT set_config('outbox.republish', 'on', true)
 func (q *Queries) AllowOutboxRepublish(ctx context.Context) error {
 	_, err := q.db.Exec(ctx, allowOutboxRepublish)
 	return err
+}
+
+const claimDispatched = `-- name: ClaimDispatched :many
+UPDATE outbox o
+SET status      = 'dispatching',
+    lease_owner = $1::text,
+    lease_until = clock_timestamp() + make_interval(secs => $2::float8)
+FROM (
+    SELECT c.id
+    FROM outbox c
+    JOIN (SELECT unnest($3::uuid[]) AS id, unnest($4::bigint[]) AS seq) AS p ON p.id = c.id
+    WHERE c.status = 'dispatched'
+      AND c.stream_seq = p.seq
+      AND coalesce(c.dispatched_at, '-infinity'::timestamptz) < clock_timestamp() - make_interval(secs => $5::float8)
+    ORDER BY c.id
+    FOR UPDATE OF c SKIP LOCKED
+) due
+WHERE o.id = due.id
+RETURNING o.id, o.event_type, o.payload, o.attempts, o.trace_context
+`
+
+type ClaimDispatchedParams struct {
+	Owner         string
+	LeaseSeconds  float64
+	Ids           []uuid.UUID
+	Seqs          []int64
+	WindowSeconds float64
+}
+
+type ClaimDispatchedRow struct {
+	ID           uuid.UUID
+	EventType    string
+	Payload      json.RawMessage
+	Attempts     int32
+	TraceContext *string
+}
+
+// ClaimDispatched takes published rows whose message the stream no longer holds, to publish
+// them again with the same message id: only rows still dispatched at the sequence that was
+// checked (a row published again meanwhile has another), and only those published longer ago
+// than the broker's duplicate window (inside it the broker would drop the re-publish as a
+// duplicate of the message it no longer holds). Rows locked in id order (MarkDispatched).
+func (q *Queries) ClaimDispatched(ctx context.Context, arg ClaimDispatchedParams) ([]ClaimDispatchedRow, error) {
+	rows, err := q.db.Query(ctx, claimDispatched,
+		arg.Owner,
+		arg.LeaseSeconds,
+		arg.Ids,
+		arg.Seqs,
+		arg.WindowSeconds,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ClaimDispatchedRow
+	for rows.Next() {
+		var i ClaimDispatchedRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.EventType,
+			&i.Payload,
+			&i.Attempts,
+			&i.TraceContext,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const claimOutbox = `-- name: ClaimOutbox :many
@@ -192,72 +264,6 @@ func (q *Queries) ClaimOutbox(ctx context.Context, arg ClaimOutboxParams) ([]Cla
 	return items, nil
 }
 
-const claimUnacknowledged = `-- name: ClaimUnacknowledged :many
-UPDATE outbox o
-SET status      = 'dispatching',
-    lease_owner = $1::text,
-    lease_until = clock_timestamp() + make_interval(secs => $2::float8)
-FROM (
-    SELECT c.id
-    FROM outbox c
-    WHERE c.status = 'dispatched'
-      AND c.dispatched_at < clock_timestamp() - make_interval(secs => $3::float8)
-    ORDER BY c.dispatched_at
-    LIMIT $4
-    FOR UPDATE SKIP LOCKED
-) due
-WHERE o.id = due.id
-RETURNING o.id, o.event_type, o.payload, o.attempts, o.trace_context
-`
-
-type ClaimUnacknowledgedParams struct {
-	Owner             string
-	LeaseSeconds      float64
-	AckTimeoutSeconds float64
-	BatchSize         int32
-}
-
-type ClaimUnacknowledgedRow struct {
-	ID           uuid.UUID
-	EventType    string
-	Payload      json.RawMessage
-	Attempts     int32
-	TraceContext *string
-}
-
-// ClaimUnacknowledged is the catch-up: rows published longer ago than the acknowledgment
-// timeout and still not acknowledged are published again with the same message id.
-func (q *Queries) ClaimUnacknowledged(ctx context.Context, arg ClaimUnacknowledgedParams) ([]ClaimUnacknowledgedRow, error) {
-	rows, err := q.db.Query(ctx, claimUnacknowledged,
-		arg.Owner,
-		arg.LeaseSeconds,
-		arg.AckTimeoutSeconds,
-		arg.BatchSize,
-	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []ClaimUnacknowledgedRow
-	for rows.Next() {
-		var i ClaimUnacknowledgedRow
-		if err := rows.Scan(
-			&i.ID,
-			&i.EventType,
-			&i.Payload,
-			&i.Attempts,
-			&i.TraceContext,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const deadLetterAbandoned = `-- name: DeadLetterAbandoned :execrows
 UPDATE outbox
 SET status      = 'dead_letter',
@@ -303,7 +309,7 @@ func (q *Queries) DeleteAcknowledged(ctx context.Context, arg DeleteAcknowledged
 }
 
 const getOutbox = `-- name: GetOutbox :one
-SELECT id, event_type, aggregate_id, payload, status, attempts, publish_count, last_error, next_attempt_at, lease_owner, lease_until, stream_seq, created_at, dispatched_at, acknowledged_at, updated_at, broker_duplicates, trace_context FROM outbox WHERE id = $1
+SELECT id, event_type, aggregate_id, payload, status, attempts, publish_count, last_error, next_attempt_at, lease_owner, lease_until, stream_seq, created_at, dispatched_at, acknowledged_at, updated_at, broker_duplicates, trace_context, checked_at FROM outbox WHERE id = $1
 `
 
 func (q *Queries) GetOutbox(ctx context.Context, id uuid.UUID) (Outbox, error) {
@@ -328,6 +334,7 @@ func (q *Queries) GetOutbox(ctx context.Context, id uuid.UUID) (Outbox, error) {
 		&i.UpdatedAt,
 		&i.BrokerDuplicates,
 		&i.TraceContext,
+		&i.CheckedAt,
 	)
 	return i, err
 }
@@ -404,12 +411,14 @@ SELECT id, stream_seq::bigint AS stream_seq
 FROM outbox
 WHERE status = 'dispatched'
   AND stream_seq <= $1::bigint
+  AND stream_seq > $2::bigint
 ORDER BY stream_seq
-LIMIT $2
+LIMIT $3
 `
 
 type ListDispatchedUpToParams struct {
 	AckFloor  int64
+	AfterSeq  int64
 	BatchSize int32
 }
 
@@ -418,10 +427,11 @@ type ListDispatchedUpToRow struct {
 	StreamSeq int64
 }
 
-// ListDispatchedUpTo lists published rows at or below a consuming service's ack floor: the
+// ListDispatchedUpTo lists published rows at or below a consuming service's ack floor and above
+// a sequence (the relay's cursor, which pages through rows it could not settle): the
 // candidates for acknowledgment once the message stored at each one's sequence is checked.
 func (q *Queries) ListDispatchedUpTo(ctx context.Context, arg ListDispatchedUpToParams) ([]ListDispatchedUpToRow, error) {
-	rows, err := q.db.Query(ctx, listDispatchedUpTo, arg.AckFloor, arg.BatchSize)
+	rows, err := q.db.Query(ctx, listDispatchedUpTo, arg.AckFloor, arg.AfterSeq, arg.BatchSize)
 	if err != nil {
 		return nil, err
 	}
@@ -441,7 +451,7 @@ func (q *Queries) ListDispatchedUpTo(ctx context.Context, arg ListDispatchedUpTo
 }
 
 const listOutbox = `-- name: ListOutbox :many
-SELECT id, event_type, aggregate_id, payload, status, attempts, publish_count, last_error, next_attempt_at, lease_owner, lease_until, stream_seq, created_at, dispatched_at, acknowledged_at, updated_at, broker_duplicates, trace_context FROM outbox
+SELECT id, event_type, aggregate_id, payload, status, attempts, publish_count, last_error, next_attempt_at, lease_owner, lease_until, stream_seq, created_at, dispatched_at, acknowledged_at, updated_at, broker_duplicates, trace_context, checked_at FROM outbox
 WHERE status = $1
 ORDER BY id
 LIMIT $2
@@ -480,6 +490,7 @@ func (q *Queries) ListOutbox(ctx context.Context, arg ListOutboxParams) ([]Outbo
 			&i.UpdatedAt,
 			&i.BrokerDuplicates,
 			&i.TraceContext,
+			&i.CheckedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -492,7 +503,7 @@ func (q *Queries) ListOutbox(ctx context.Context, arg ListOutboxParams) ([]Outbo
 }
 
 const listOutboxAfter = `-- name: ListOutboxAfter :many
-SELECT id, event_type, aggregate_id, payload, status, attempts, publish_count, last_error, next_attempt_at, lease_owner, lease_until, stream_seq, created_at, dispatched_at, acknowledged_at, updated_at, broker_duplicates, trace_context FROM outbox
+SELECT id, event_type, aggregate_id, payload, status, attempts, publish_count, last_error, next_attempt_at, lease_owner, lease_until, stream_seq, created_at, dispatched_at, acknowledged_at, updated_at, broker_duplicates, trace_context, checked_at FROM outbox
 WHERE status = ANY ($1::text[])
   AND id > $2::uuid
 ORDER BY id
@@ -535,7 +546,51 @@ func (q *Queries) ListOutboxAfter(ctx context.Context, arg ListOutboxAfterParams
 			&i.UpdatedAt,
 			&i.BrokerDuplicates,
 			&i.TraceContext,
+			&i.CheckedAt,
 		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listUnacknowledgedDue = `-- name: ListUnacknowledgedDue :many
+SELECT id, coalesce(stream_seq, 0)::bigint AS stream_seq
+FROM outbox
+WHERE status = 'dispatched'
+  AND coalesce(checked_at, '-infinity'::timestamptz) < clock_timestamp() - make_interval(secs => $1::float8)
+ORDER BY coalesce(checked_at, '-infinity'::timestamptz)
+LIMIT $2
+`
+
+type ListUnacknowledgedDueParams struct {
+	AckTimeoutSeconds float64
+	BatchSize         int32
+}
+
+type ListUnacknowledgedDueRow struct {
+	ID        uuid.UUID
+	StreamSeq int64
+}
+
+// ListUnacknowledgedDue is the catch-up's work: published rows still not acknowledged whose
+// message was last checked longer ago than the acknowledgment timeout, checked longest ago
+// first (outbox_checked_idx). The relay then looks at the message stored at each row's
+// sequence: only a row whose message the stream no longer holds is published again.
+func (q *Queries) ListUnacknowledgedDue(ctx context.Context, arg ListUnacknowledgedDueParams) ([]ListUnacknowledgedDueRow, error) {
+	rows, err := q.db.Query(ctx, listUnacknowledgedDue, arg.AckTimeoutSeconds, arg.BatchSize)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListUnacknowledgedDueRow
+	for rows.Next() {
+		var i ListUnacknowledgedDueRow
+		if err := rows.Scan(&i.ID, &i.StreamSeq); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -556,10 +611,37 @@ func (q *Queries) ListenOutbox(ctx context.Context) error {
 	return err
 }
 
+const markChecked = `-- name: MarkChecked :execrows
+UPDATE outbox o
+SET checked_at = clock_timestamp()
+FROM (SELECT unnest($1::uuid[]) AS id, unnest($2::bigint[]) AS seq) AS p
+WHERE o.id = p.id
+  AND o.status = 'dispatched'
+  AND o.stream_seq = p.seq
+`
+
+type MarkCheckedParams struct {
+	Ids  []uuid.UUID
+	Seqs []int64
+}
+
+// MarkChecked notes that the relay looked at these rows' messages (stored at the sequence that
+// was checked, or missing but published inside the broker's duplicate window, where a
+// re-publish would be dropped): catch-up looks at them again after the acknowledgment timeout.
+// It leaves status alone (the transition trigger does not run).
+func (q *Queries) MarkChecked(ctx context.Context, arg MarkCheckedParams) (int64, error) {
+	result, err := q.db.Exec(ctx, markChecked, arg.Ids, arg.Seqs)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const markDispatched = `-- name: MarkDispatched :execrows
 UPDATE outbox o
 SET status        = 'dispatched',
-    dispatched_at = p.at,
+    dispatched_at = clock_timestamp() - make_interval(secs => p.age),
+    checked_at    = clock_timestamp(),
     stream_seq    = p.seq,
     publish_count = o.publish_count + 1,
     broker_duplicates = o.broker_duplicates + p.dups,
@@ -567,7 +649,7 @@ SET status        = 'dispatched',
     lease_until   = NULL,
     last_error    = NULL
 FROM (SELECT unnest($2::uuid[]) AS id, unnest($3::bigint[]) AS seq, unnest($4::int[]) AS dups,
-             unnest($5::timestamptz[]) AS at) AS p,
+             unnest($5::float8[]) AS age) AS p,
      (SELECT l.id FROM outbox l
       WHERE l.id = ANY ($2::uuid[]) AND l.status = 'dispatching' AND l.lease_owner = $1::text
       ORDER BY l.id
@@ -583,7 +665,7 @@ type MarkDispatchedParams struct {
 	Ids   []uuid.UUID
 	Seqs  []int64
 	Dups  []int32
-	Ats   []time.Time
+	Ages  []float64
 }
 
 // MarkDispatched, ReleaseOutbox and AcknowledgeOutbox lock their rows in id order (the
@@ -592,14 +674,15 @@ type MarkDispatchedParams struct {
 // their plans' choosing deadlocked each other until PostgreSQL's deadlock_timeout (1 s)
 // broke the tie.
 // dispatched_at is the time the relay had the broker's PubAck, which its mark may follow by up
-// to the relay's mark delay.
+// to the relay's mark delay: the database's clock less the age of the PubAck as the relay
+// measured it, so that every time in the table is the database's.
 func (q *Queries) MarkDispatched(ctx context.Context, arg MarkDispatchedParams) (int64, error) {
 	result, err := q.db.Exec(ctx, markDispatched,
 		arg.Owner,
 		arg.Ids,
 		arg.Seqs,
 		arg.Dups,
-		arg.Ats,
+		arg.Ages,
 	)
 	if err != nil {
 		return 0, err
@@ -732,12 +815,12 @@ func (q *Queries) OutboxStatusCounts(ctx context.Context) ([]OutboxStatusCountsR
 
 const recordPublishes = `-- name: RecordPublishes :execrows
 UPDATE outbox o
-SET dispatched_at     = p.at,
+SET dispatched_at     = clock_timestamp() - make_interval(secs => p.age),
     stream_seq        = p.seq,
     publish_count     = o.publish_count + 1,
     broker_duplicates = o.broker_duplicates + p.dups
 FROM (SELECT unnest($1::uuid[]) AS id, unnest($2::bigint[]) AS seq, unnest($3::int[]) AS dups,
-             unnest($4::timestamptz[]) AS at) AS p
+             unnest($4::float8[]) AS age) AS p
 WHERE o.id = p.id
   AND o.status = 'acknowledged'
   AND o.dispatched_at IS NULL
@@ -747,7 +830,7 @@ type RecordPublishesParams struct {
 	Ids  []uuid.UUID
 	Seqs []int64
 	Dups []int32
-	Ats  []time.Time
+	Ages []float64
 }
 
 // RecordPublishes writes a held publish's details on a row acknowledged before its relay
@@ -759,7 +842,7 @@ func (q *Queries) RecordPublishes(ctx context.Context, arg RecordPublishesParams
 		arg.Ids,
 		arg.Seqs,
 		arg.Dups,
-		arg.Ats,
+		arg.Ages,
 	)
 	if err != nil {
 		return 0, err

@@ -108,6 +108,8 @@ type Outbox struct {
 	BrokerDuplicates int32
 	// W3C traceparent of the span that wrote the row; NULL when untraced
 	TraceContext *string
+	// when the relay last published the row or saw its message stored at stream_seq
+	CheckedAt *time.Time
 }
 
 type PostingRule struct {

@@ -88,6 +88,8 @@ type Outbox struct {
 	BrokerDuplicates int32
 	// W3C traceparent of the span that wrote the row; NULL when untraced
 	TraceContext *string
+	// when the relay last published the row or saw its message stored at stream_seq
+	CheckedAt *time.Time
 }
 
 // Versioned read-only contract for the GL's reconciliation (gl reconcile): holds; columns never change, see db/schema/wallet/00007_reconcile_holds_v1.sql
