@@ -323,6 +323,8 @@ func TestCheckpointSettingsOutOfRangeAreRefused(t *testing.T) {
 		"GL_CHECKPOINT_LINES=2000000":  "GL_CHECKPOINT_LINES 2000000: want 1 to 1000000",
 		"GL_CHECKPOINT_INTERVAL=500ms": "GL_CHECKPOINT_INTERVAL 500ms: want 1s to 1h",
 		"GL_CHECKPOINT_LINES=some":     "GL_CHECKPOINT_LINES",
+		"GL_CHECKPOINT_RETENTION=2s":   "GL_CHECKPOINT_RETENTION 2s: want 0 (keep every checkpoint) or at least GL_CHECKPOINT_INTERVAL (5s)",
+		"GL_CHECKPOINT_RETENTION=-1h":  "GL_CHECKPOINT_RETENTION -1h0m0s: want 0 (keep every checkpoint) or at least GL_CHECKPOINT_INTERVAL (5s)",
 	} {
 		env := glEnv(dbURL)
 		k, v, _ := strings.Cut(setting, "=")
@@ -332,6 +334,7 @@ func TestCheckpointSettingsOutOfRangeAreRefused(t *testing.T) {
 	}
 	env := glEnv(dbURL)
 	env["GL_CHECKPOINT_LINES"] = "1"
+	env["GL_CHECKPOINT_RETENTION"] = "0"
 	_, _, err := runGL(t, env, "accounts", "list")
-	require.NoError(t, err, "one line is in range")
+	require.NoError(t, err, "one line is in range, and a retention of 0 keeps every checkpoint")
 }

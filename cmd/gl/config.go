@@ -41,7 +41,7 @@ type Config struct {
 	Events config.Events
 	Log    config.Log
 	// Checkpoints is when serve takes a balance checkpoint (GL_CHECKPOINT_INTERVAL,
-	// GL_CHECKPOINT_LINES).
+	// GL_CHECKPOINT_LINES) and how long it keeps every one (GL_CHECKPOINT_RETENTION).
 	Checkpoints postgres.CheckpointPolicy
 	Traces      tracing.Config // the standard OTEL_* variables: where traces go, if anywhere
 
@@ -60,6 +60,8 @@ func (c *Config) Bind(s *config.Set) {
 		"the longest serve goes without totalling every account's balance up to now (a balance checkpoint) while lines are posted; reads add only the lines after the latest")
 	s.Int64(&c.Checkpoints.Lines, "GL_CHECKPOINT_LINES", "checkpoint-lines", postgres.DefaultCheckpointLines,
 		"serve takes a balance checkpoint, at most once a second, as soon as this many lines (and 20 for each account and currency) were posted after the latest")
+	s.Duration(&c.Checkpoints.Retention, "GL_CHECKPOINT_RETENTION", "checkpoint-retention", postgres.DefaultCheckpointRetention,
+		"serve keeps every balance checkpoint this long, then only the last of each day (UTC), which reads as of an older time start from; 0 keeps every one")
 	config.BindEvents(s, &c.Events)
 	config.BindLog(s, &c.Log)
 	config.BindTraces(s, &c.Traces)
@@ -76,6 +78,10 @@ func (c *Config) Validate() error {
 	}
 	if c.Checkpoints.Interval < time.Second || c.Checkpoints.Interval > time.Hour {
 		errs = append(errs, fmt.Errorf("GL_CHECKPOINT_INTERVAL %s: want 1s to 1h", c.Checkpoints.Interval))
+	}
+	if c.Checkpoints.Retention != 0 && c.Checkpoints.Retention < c.Checkpoints.Interval {
+		errs = append(errs, fmt.Errorf("GL_CHECKPOINT_RETENTION %s: want 0 (keep every checkpoint) or at least GL_CHECKPOINT_INTERVAL (%s)",
+			c.Checkpoints.Retention, c.Checkpoints.Interval))
 	}
 	if c.Checkpoints.Lines < 1 || c.Checkpoints.Lines > maxCheckpointLines {
 		errs = append(errs, fmt.Errorf("GL_CHECKPOINT_LINES %d: want 1 to %d", c.Checkpoints.Lines, maxCheckpointLines))

@@ -4,8 +4,9 @@
 -- journal_lines.id is an identity column: an insert needs no USAGE on its sequence.
 GRANT SELECT, INSERT ON journal_entries, journal_lines TO :"runtime_role";
 
--- Balance checkpoints are append-only like the journal they total (gl.Ledger.Checkpoint).
-GRANT SELECT, INSERT ON balance_checkpoints TO :"runtime_role";
+-- Balance checkpoints are taken by serve (gl.Ledger.Checkpoint) and, past
+-- GL_CHECKPOINT_RETENTION, thinned to the last of each day by serve: never updated.
+GRANT SELECT, INSERT, DELETE ON balance_checkpoints TO :"runtime_role";
 
 -- The chart of accounts is read by every posting and grows with gl accounts add; an account is
 -- never redefined or removed.

@@ -254,8 +254,11 @@ func (l *scaleLoader) load(ctx context.Context, conn *pgxpool.Conn, lines int64)
 	if lower.IsZero() {
 		lower = time.Now().Add(-2 * time.Second)
 	}
+	// Two microseconds an entry at least: posted_at has microseconds, and an entry that
+	// rounded down onto lower (a checkpoint's through) would be covered by that checkpoint.
+	span := time.Duration(2*n) * time.Microsecond
 	upper := time.Now().Add(-time.Second).Truncate(time.Microsecond)
-	for !upper.After(lower) { // a checkpoint taken a moment ago
+	for upper.Sub(lower) <= span { // a checkpoint taken a moment ago
 		time.Sleep(time.Millisecond)
 		upper = time.Now().Add(-time.Second).Truncate(time.Microsecond)
 	}

@@ -143,20 +143,31 @@ FROM totals
 GROUP BY account_code, currency
 ORDER BY currency, account_code;
 
--- name: CheckpointBound :one
--- The latest time a balance checkpoint may cover now: a second before the start of the oldest
--- transaction open in this database (a line is posted at clock_timestamp(), never before its
--- transaction began), and before now. Run it alone, before TakeBalanceCheckpoint in a later
--- statement: a transaction it does not see open has ended, so that statement's snapshot holds
--- its lines. The service's own role sees its backends' transaction starts; lines are written by
--- the GL's role alone.
-SELECT (least(clock_timestamp(), coalesce(min(a.xact_start), 'infinity'::timestamptz)) - interval '1 second')::timestamptz AS through
-FROM pg_catalog.pg_stat_activity a
-WHERE a.datname = current_database() AND a.pid <> pg_backend_pid() AND a.xact_start IS NOT NULL;
+-- name: CheckpointMark :one
+-- A time a balance checkpoint may cover once every transaction id below @xid has ended: the
+-- clock is read first (the CTE is evaluated before the outer row), then this statement's
+-- transaction gets its id. A line posted at or before @through read the clock before this
+-- statement did, and its transaction had its id before it read the clock (journal_posting_time,
+-- db/schema/gl/00011), so that id is below @xid. horizon is this statement's snapshot's xmin:
+-- every id below it has ended, which tells the caller which earlier marks are ready. Ids are
+-- the 64-bit xid8, never wrapping; text then bigint, which sqlc can type.
+WITH reading AS MATERIALIZED (SELECT clock_timestamp() AS at)
+SELECT (r.at - interval '1 microsecond')::timestamptz AS through,
+       pg_current_xact_id()::text::bigint AS xid,
+       pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS horizon
+FROM reading r;
+
+-- name: CheckpointHorizon :one
+-- The oldest transaction id still in progress in the whole server (the snapshot's xmin): every
+-- id below it has ended, committed or rolled back, so a later statement's snapshot holds what
+-- it committed.
+SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS horizon;
 
 -- name: TakeBalanceCheckpoint :execrows
 -- A checkpoint at @through: the latest one's totals plus the lines posted after it up to
--- @through, for every account and currency. Taken only when it is due: at least @min_lines
+-- @through, for every account and currency. Run only once CheckpointMark's @through is ready
+-- (CheckpointHorizon above its xid): this statement's snapshot then holds every line posted at
+-- or before it that will ever commit. Taken only when it is due: at least @min_lines
 -- lines were posted after the latest one, and at least @lines_per_row for each of its rows (an
 -- account and currency), or the latest is at or before @stale_before (and at least one line was
 -- posted since). Nothing when @through is not after the latest checkpoint (another instance
@@ -184,6 +195,29 @@ WHERE EXISTS (SELECT 1 FROM fresh) AND @through::timestamptz > (SELECT through F
   AND ((SELECT sum(lines) FROM fresh) >= (SELECT greatest(p.min_lines, p.lines_per_row * (SELECT count(*) FROM base)) FROM policy p)
        OR (SELECT through FROM prev) <= (SELECT stale_before FROM policy))
 ON CONFLICT DO NOTHING;
+
+-- name: ThinBalanceCheckpoints :execrows
+-- Deletes up to @batch_rows rows of the balance checkpoints taken in [@since, @keep_after)
+-- that are not the last checkpoint of their day (UTC), oldest first: a checkpoint older than
+-- the retention stays only as its day's last. Any row is its account's totals up to its time,
+-- so a read stays exact whichever rows are left (a read as of a time starts from an earlier
+-- row and adds more lines); the latest checkpoint, which the trial balance and the next
+-- checkpoint start from, is always its day's last. Small batches: each statement holds its
+-- row locks for a moment, and the primary key on (through, ...) finds the rows and whether a
+-- later checkpoint exists the same day.
+WITH doomed AS (
+    SELECT b.through, b.account_code, b.currency
+    FROM balance_checkpoints b
+    WHERE b.through >= @since::timestamptz AND b.through < @keep_after::timestamptz
+      AND EXISTS (SELECT FROM balance_checkpoints later
+                  WHERE later.through > b.through
+                    AND later.through < date_trunc('day', b.through, 'UTC') + interval '1 day')
+    ORDER BY b.through
+    LIMIT @batch_rows
+)
+DELETE FROM balance_checkpoints d
+USING doomed
+WHERE d.through = doomed.through AND d.account_code = doomed.account_code AND d.currency = doomed.currency;
 
 -- name: GetAccount :one
 SELECT * FROM accounts WHERE code = @code;

@@ -6,11 +6,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"walletgl/internal/database"
 	"walletgl/internal/gl"
 	"walletgl/internal/gl/postgres"
+	"walletgl/internal/gl/postgres/internal/gldb"
 )
 
 // summed is an account's balance summed over every line, without checkpoints: what every read
@@ -28,11 +33,9 @@ func (b *testBundle) summed(t *testing.T, account, currency string, asOf *time.T
 	return gl.SumOf(credits - debits)
 }
 
-// checkpoint takes a checkpoint that covers everything posted so far: the bound is a second
-// before now.
+// checkpoint takes a checkpoint that covers everything posted so far.
 func (b *testBundle) checkpoint(t *testing.T) time.Time {
 	t.Helper()
-	time.Sleep(1100 * time.Millisecond)
 	through, taken, err := b.ledger.Checkpoint(context.Background())
 	require.NoError(t, err)
 	require.True(t, taken)
@@ -157,36 +160,177 @@ func TestCheckpointsLeaveEveryReadAsTheSumOfTheLines(t *testing.T) {
 	require.Equal(t, []string{"1010 USD", "2010 USD"}, last.Offenders)
 }
 
-// A checkpoint never covers a posting whose transaction is still open: that posting's time is
-// before the checkpoint would otherwise be taken, and its lines commit after it.
+// A checkpoint never covers a posting whose transaction is still open, whether or not
+// PostgreSQL reports that transaction's start: a session with track_activities off (or one the
+// GL's role may not see) shows none in pg_stat_activity, and a bound taken from there covered
+// its lines, which then committed after the checkpoint: a balance of 100 where the lines sum
+// to 140, and every later checkpoint built on it.
 func TestACheckpointNeverCoversAnOpenTransaction(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name            string
+		trackActivities string
+	}{
+		{"when the posting session reports its transaction's start", "on"},
+		{"when the posting session reports nothing, track_activities off", "off"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			ctx := context.Background()
+			_, err := b.post(t, entry("before", "USD", 100))
+			require.NoError(t, err)
+
+			conn, err := b.pool.Acquire(ctx)
+			require.NoError(t, err)
+			defer conn.Release()
+			_, err = conn.Exec(ctx, "SET track_activities = "+tc.trackActivities) // the tests connect as a superuser
+			require.NoError(t, err)
+			tx, err := conn.Begin(ctx)
+			require.NoError(t, err)
+			defer func() { _ = tx.Rollback(ctx) }()
+			_, err = b.ledger.Post(ctx, tx, entry("open", "USD", 40))
+			require.NoError(t, err)
+			var openPostedAt time.Time
+			require.NoError(t, tx.QueryRow(ctx, "SELECT posted_at FROM journal_entries WHERE transfer_id = 'open'").Scan(&openPostedAt))
+			time.Sleep(1100 * time.Millisecond) // the open posting is older than the second pg_stat_activity's bound kept
+
+			// While the posting is open, a checkpoint either stays before it or waits for it;
+			// the wait is cut short here, so that the posting can commit.
+			waiting, cancel := context.WithTimeout(ctx, 2*time.Second)
+			through, taken, err := b.ledger.Checkpoint(waiting)
+			cancel()
+			if err != nil {
+				require.ErrorIs(t, err, context.DeadlineExceeded, "the checkpoint waits for the open posting")
+			} else if taken {
+				assert.True(t, through.Before(openPostedAt), "checkpoint through %s must stay before the open posting at %s", through, openPostedAt)
+			}
+
+			require.NoError(t, tx.Commit(ctx))
+			_, err = conn.Exec(ctx, "RESET track_activities")
+			require.NoError(t, err)
+			got, err := b.ledger.AccountBalance(ctx, "1010", "USD", nil)
+			require.NoError(t, err)
+			require.Equal(t, gl.SumOf(140), got.Balance(), "the posting that committed after the checkpoint counts")
+			through, taken, err = b.ledger.Checkpoint(ctx)
+			require.NoError(t, err)
+			require.True(t, taken, "the posting, committed, is totalled")
+			require.True(t, through.After(openPostedAt))
+			b.requireReadsAgree(t, []time.Time{through, openPostedAt, openPostedAt.Add(-time.Microsecond)})
+			checks, err := b.ledger.Verify(ctx)
+			require.NoError(t, err)
+			require.Zero(t, checks[len(checks)-1].Failures, "the latest checkpoint equals the sums of its lines")
+		})
+	}
+}
+
+// postAt posts an entry of amount at a posting time of the past, by hand: the tests' owner
+// can, where serve's postings take the database's clock.
+func (b *testBundle) postAt(t *testing.T, transferID, currency string, amount int64, at time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, database.WithTx(ctx, b.pool, func(tx pgx.Tx) error {
+		id := uuid.Must(uuid.NewV7())
+		if _, err := tx.Exec(ctx, `INSERT INTO journal_entries (id, event_id, transfer_id, currency, occurred_at, posted_at)
+			VALUES ($1, $2, $3, $4, $5, $5)`, id, id.String(), transferID, currency, at); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO journal_lines (entry_id, account_code, direction, amount, currency, posted_at)
+			VALUES ($1, '1010', 'debit', $2, $3, $4), ($1, '2010', 'credit', $2, $3, $4)`, id, amount, currency, at)
+		return err
+	}))
+}
+
+// checkpointAt takes a checkpoint through a time of the past, as serve would have then.
+func (b *testBundle) checkpointAt(t *testing.T, through time.Time) {
+	t.Helper()
+	n, err := gldb.New(b.pool).TakeBalanceCheckpoint(context.Background(), gldb.TakeBalanceCheckpointParams{
+		Through: through, MinLines: 1, StaleBefore: through,
+	})
+	require.NoError(t, err)
+	require.Positive(t, n)
+}
+
+// checkpointTimes lists the times of the checkpoints left, oldest first.
+func (b *testBundle) checkpointTimes(t *testing.T) []time.Time {
+	t.Helper()
+	rows, err := b.pool.Query(context.Background(), "SELECT DISTINCT through FROM balance_checkpoints ORDER BY through")
+	require.NoError(t, err)
+	times, err := pgx.CollectRows(rows, pgx.RowTo[time.Time])
+	require.NoError(t, err)
+	for i := range times {
+		times[i] = times[i].UTC()
+	}
+	return times
+}
+
+// Past the retention only each day's last checkpoint stays, and every read is still the sum of
+// the lines: balances now and as of any time, the trial balance, a statement.
+func TestThinnedCheckpointsLeaveEveryReadAsTheSumOfTheLines(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	_, err := b.post(t, entry("before", "USD", 100))
+	first := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, -5) // midnight UTC five days ago
+	var asOf, all []time.Time
+	for day := range 5 {
+		for i, hour := range []int{3, 9, 15} {
+			at := first.AddDate(0, 0, day).Add(time.Duration(hour) * time.Hour)
+			currency := "USD"
+			if i == 1 {
+				currency = "EUR"
+			}
+			b.postAt(t, fmt.Sprintf("day%d-%d", day, i), currency, int64(10*day+i+1), at)
+			b.checkpointAt(t, at.Add(time.Hour))
+			all = append(all, at.Add(time.Hour))
+			asOf = append(asOf, at.Add(-time.Minute), at, at.Add(30*time.Minute), at.Add(time.Hour), at.Add(2*time.Hour))
+		}
+	}
+	_, err := b.post(t, entry("now", "USD", 7)) // a line after the latest checkpoint
 	require.NoError(t, err)
-	time.Sleep(1100 * time.Millisecond) // more than the bound's second before the open transaction
+	require.Equal(t, all, b.checkpointTimes(t))
 
-	tx, err := b.pool.Begin(ctx)
+	keepAfter := first.AddDate(0, 0, 3).Add(12 * time.Hour) // the fourth day at noon
+	deleted, err := b.ledger.ThinCheckpoints(ctx, keepAfter)
 	require.NoError(t, err)
-	defer func() { _ = tx.Rollback(ctx) }()
-	open := entry("open", "USD", 40)
-	_, err = b.ledger.Post(ctx, tx, open)
-	require.NoError(t, err)
-	var openPostedAt time.Time
-	require.NoError(t, tx.QueryRow(ctx, "SELECT posted_at FROM journal_entries WHERE transfer_id = 'open'").Scan(&openPostedAt))
+	// Eight checkpoints: the first of two rows (two accounts in USD), seven of four (and EUR).
+	require.Equal(t, int64(2+7*4), deleted)
+	lastOf := func(day int) time.Time { return first.AddDate(0, 0, day).Add(16 * time.Hour) }
+	require.Equal(t, []time.Time{
+		lastOf(0), lastOf(1), lastOf(2),
+		lastOf(3), // after the retention began, so is the fourth day's last: its earlier two went
+		first.AddDate(0, 0, 4).Add(4 * time.Hour), first.AddDate(0, 0, 4).Add(10 * time.Hour), lastOf(4),
+	}, b.checkpointTimes(t))
+	b.requireReadsAgree(t, append(asOf, time.Now()))
 
-	time.Sleep(1100 * time.Millisecond) // the open posting is now older than the bound's second
-	through, taken, err := b.ledger.Checkpoint(ctx)
+	deleted, err = b.ledger.ThinCheckpoints(ctx, keepAfter)
 	require.NoError(t, err)
-	require.True(t, taken, "the committed posting is totalled")
-	require.True(t, through.Before(openPostedAt), "checkpoint through %s must stay before the open posting at %s", through, openPostedAt)
+	require.Zero(t, deleted, "thinned already")
+	checks, err := b.ledger.Verify(ctx)
+	require.NoError(t, err)
+	require.Zero(t, checks[len(checks)-1].Failures, "the latest checkpoint equals the sums of its lines")
+}
 
-	require.NoError(t, tx.Commit(ctx))
-	got, err := b.ledger.AccountBalance(ctx, "1010", "USD", nil)
-	require.NoError(t, err)
-	require.Equal(t, gl.SumOf(140), got.Balance(), "the posting that committed after the checkpoint counts")
-	b.requireReadsAgree(t, []time.Time{through, openPostedAt})
+// serve's checkpoint worker thins the checkpoints past its retention to each day's last.
+func TestRunCheckpointsThinsPastTheRetention(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	day := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, -3)
+	for i, hour := range []int{2, 8, 14} {
+		at := day.Add(time.Duration(hour) * time.Hour)
+		b.postAt(t, fmt.Sprintf("old-%d", i), "USD", 10, at)
+		b.checkpointAt(t, at.Add(time.Minute))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- b.ledger.RunCheckpoints(ctx, postgres.CheckpointPolicy{Interval: time.Hour, Lines: 1_000, Retention: time.Hour}, zerolog.Nop())
+	}()
+	require.Eventually(t, func() bool { return len(b.checkpointTimes(t)) == 1 }, 20*time.Second, 100*time.Millisecond,
+		"only the day's last checkpoint stays")
+	cancel()
+	require.NoError(t, <-done)
+	require.Equal(t, []time.Time{day.Add(14*time.Hour + time.Minute)}, b.checkpointTimes(t))
+	b.requireReadsAgree(t, []time.Time{day.Add(3 * time.Hour), day.Add(9 * time.Hour), time.Now()})
 }
 
 // A checkpoint is due once the policy's lines, and 20 for each of its rows, were posted after
@@ -204,7 +348,7 @@ func TestACheckpointIsDueAfterItsLinesOrItsInterval(t *testing.T) {
 			_, err := b.post(t, entry(fmt.Sprintf("%s-%d", phase, i), "USD", int64(10+i)))
 			require.NoError(t, err)
 		}
-		time.Sleep(1100 * time.Millisecond) // past the bound's second
+		time.Sleep(1100 * time.Millisecond) // a second: the interval of the policies below
 	}
 	due := func(p postgres.CheckpointPolicy) bool {
 		t.Helper()
@@ -254,7 +398,7 @@ func TestRunCheckpointsTakesOneOnceItsLinesArePosted(t *testing.T) {
 		_, err := b.post(t, entry(fmt.Sprintf("next-%d", i), "USD", 10))
 		require.NoError(t, err)
 	}
-	time.Sleep(2500 * time.Millisecond) // past the bound's second and two looks
+	time.Sleep(2500 * time.Millisecond) // two looks and more
 	require.Equal(t, 1, checkpoints(), "38 lines do not make a checkpoint of two rows due")
 	_, err = b.post(t, entry("next-19", "USD", 10)) // 40 lines
 	require.NoError(t, err)
