@@ -93,6 +93,29 @@ func TestVerify(t *testing.T) {
 		require.True(t, strings.HasSuffix(out, "verdict: PASS, all 10 checks hold\n"), out)
 	})
 
+	t.Run("an entry older than the inbox retention needs no inbox row, a younger one does", func(t *testing.T) {
+		t.Parallel()
+		pool, dbURL := testenv.MigratedPool(t, "gl")
+		ctx := context.Background()
+		postConsistently(t, pool, "ev-old", "tr-old", 100)
+		// The retention deleted the old event's row; its entry was posted ten days ago.
+		_, err := pool.Exec(ctx, `BEGIN;
+			SET LOCAL session_replication_role = replica;
+			DELETE FROM inbox WHERE id = 'gl:ev-old';
+			UPDATE journal_entries SET posted_at = now() - interval '10 days' WHERE event_id = 'ev-old';
+			UPDATE journal_lines SET posted_at = now() - interval '10 days'
+			WHERE entry_id = (SELECT id FROM journal_entries WHERE event_id = 'ev-old');
+			COMMIT;`)
+		require.NoError(t, err)
+		out, _, err := runGL(t, glEnv(dbURL), "verify")
+		require.NoError(t, err, out)
+		env := glEnv(dbURL)
+		env["EVENTS_INBOX_RETENTION"] = "720h" // thirty days: the row should still be there
+		env["EVENTS_STREAM_MAX_AGE"] = "168h"
+		out, _, err = runGL(t, env, "verify")
+		require.ErrorContains(t, err, "1 of 10 checks failed", out)
+	})
+
 	t.Run("every broken invariant is reported with its ids and fails the command", func(t *testing.T) {
 		t.Parallel()
 		pool, dbURL := testenv.MigratedPool(t, "gl")
@@ -119,7 +142,7 @@ func TestVerify(t *testing.T) {
 		require.Contains(t, out, "FAIL  every entry balances (debits = credits, one currency, two lines or more): 2 checked, 1 failing\n        00000000-0000-7000-8000-0000000000aa\n")
 		require.Contains(t, out, "FAIL  the trial balance nets to zero in every currency: 1 checked, 1 failing\n        USD (debits 107, credits 105)\n")
 		require.Contains(t, out, "FAIL  every processed TransferCompleted (v1, v2), TransferReversed.v1 and Hold*.v1 in the inbox has its entry: 2 checked, 1 failing\n        gl:ev-lost\n")
-		require.Contains(t, out, "FAIL  every entry has its processed inbox row (gl:<event id>): 2 checked, 1 failing\n        00000000-0000-7000-8000-0000000000aa\n")
+		require.Contains(t, out, "FAIL  every entry posted in the last 172h48m0s (nine tenths of EVENTS_INBOX_RETENTION) has its processed inbox row (gl:<event id>): 2 checked, 1 failing\n        00000000-0000-7000-8000-0000000000aa\n")
 		require.Contains(t, out, "FAIL  every entry's lines are those of the posting rule in force for its event type, kind and time: 2 checked, 1 failing\n        00000000-0000-7000-8000-0000000000aa\n")
 		require.True(t, strings.HasSuffix(out, "verdict: FAIL, 5 of 10 checks failed\n"), out)
 

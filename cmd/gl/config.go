@@ -144,8 +144,8 @@ func checkRules(ctx context.Context, cfg *Config, ledger *postgres.Ledger) error
 
 // verifyChecks runs the ledger's invariant checks (gl verify). They only read: the database is
 // neither created nor migrated, so a wrong URL fails instead of creating one.
-func verifyChecks(ctx context.Context, _ *Config, pool *pgxpool.Pool) ([]cli.Check, error) {
-	checks, err := postgres.NewLedger(pool).Verify(ctx)
+func verifyChecks(ctx context.Context, cfg *Config, pool *pgxpool.Pool) ([]cli.Check, error) {
+	checks, err := postgres.NewLedger(pool).Verify(ctx, cfg.Events.InboxRetention)
 	if err != nil {
 		return nil, err
 	}

@@ -324,6 +324,7 @@ func TestVerify(t *testing.T) {
 		out, _, err := b.run(t, "verify")
 		require.NoError(t, err, out)
 		b.env["EVENTS_RETENTION"] = "240h"
+		b.env["EVENTS_INBOX_RETENTION"] = "240h" // at least the outbox's
 		out, _, err = b.run(t, "verify")
 		require.Error(t, err, "younger than a 10-day retention, the rows must still be there")
 		require.Contains(t, out, "FAIL  every transfer has exactly one outbox row: 3 transfers checked, 3 failing")

@@ -5,6 +5,7 @@
 -- SELECT … FOR UPDATE SKIP LOCKED) and retention deletes acknowledged ones.
 GRANT SELECT, INSERT, UPDATE, DELETE ON outbox TO :"runtime_role";
 
--- The consumer claims events (INSERT … ON CONFLICT DO UPDATE), marks them processed or failed;
--- inbox rows are never deleted.
-GRANT SELECT, INSERT, UPDATE ON inbox TO :"runtime_role";
+-- The consumer claims events (INSERT … ON CONFLICT DO UPDATE), marks them processed or failed,
+-- and its retention deletes the rows of processed events past EVENTS_INBOX_RETENTION (DELETE,
+-- with SELECT … FOR UPDATE SKIP LOCKED); failed rows are never deleted.
+GRANT SELECT, INSERT, UPDATE, DELETE ON inbox TO :"runtime_role";

@@ -32,7 +32,7 @@ func TestTheScaleLoadIsALedgerGLVerifyAccepts(t *testing.T) {
 		var after int64
 		require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM journal_lines WHERE posted_at > (SELECT max(through) FROM balance_checkpoints)").Scan(&after))
 		require.Equal(t, int64(scaleTailLines), after, "the tail the reads add to the latest checkpoint")
-		checks, err := ledger.Verify(ctx)
+		checks, err := ledger.Verify(ctx, 0)
 		require.NoError(t, err)
 		for _, c := range checks {
 			if strings.HasPrefix(c.Name, "every entry's lines are those of the posting rule") {

@@ -30,6 +30,7 @@ type Events struct {
 	MaxAttempts     int
 	Lease           time.Duration
 	Retention       time.Duration
+	InboxRetention  time.Duration
 	BatchSize       int
 	RelayWorkers    int
 	ConsumerWorkers int
@@ -69,6 +70,7 @@ func BindEvents(s *Set, c *Events) {
 	s.Int(&c.MaxAttempts, "EVENTS_MAX_ATTEMPTS", "max-attempts", events.DefaultMaxAttempts, "failed publishes before an outbox row becomes dead_letter")
 	s.Duration(&c.Lease, "EVENTS_LEASE", "lease", events.DefaultLease, "how long a relay holds claimed rows before another relay may take them")
 	s.Duration(&c.Retention, "EVENTS_RETENTION", "retention", events.DefaultRetention, "acknowledged outbox rows older than this are deleted")
+	s.Duration(&c.InboxRetention, "EVENTS_INBOX_RETENTION", "inbox-retention", events.DefaultInboxRetention, "inbox rows of processed events not seen for this long are deleted; at least EVENTS_STREAM_MAX_AGE + EVENTS_DUPLICATE_WINDOW and EVENTS_RETENTION, so that a late duplicate is still recognised")
 	s.Int(&c.BatchSize, "EVENTS_BATCH_SIZE", "batch-size", events.DefaultBatchSize, "rows a relay claims, and events a consumer fetches and commits, per round")
 	s.Int(&c.RelayWorkers, "EVENTS_RELAY_WORKERS", "relay-workers", events.DefaultRelayWorkers, "publish rounds a relay keeps in flight at once (claims and hand-offs each)")
 	s.Int(&c.ConsumerWorkers, "EVENTS_CONSUMER_WORKERS", "consumer-workers", events.DefaultConsumerWorkers, "fetch-and-commit loops a consumer runs on its durable consumer; all but the first work only while a backlog waits")
@@ -189,6 +191,7 @@ func (c Events) Validate() error {
 		"EVENTS_POLL_INTERVAL": c.PollInterval, "EVENTS_ACK_TIMEOUT": c.AckTimeout, "EVENTS_LEASE": c.Lease,
 		"EVENTS_RETENTION": c.Retention, "EVENTS_DUPLICATE_WINDOW": c.DuplicateWindow, "EVENTS_ACK_WAIT": c.AckWait,
 		"EVENTS_PUBLISH_TIMEOUT": c.PublishTimeout, "EVENTS_STREAM_MAX_AGE": c.StreamMaxAge,
+		"EVENTS_INBOX_RETENTION": c.InboxRetention,
 	}
 	for name, d := range positive {
 		if d <= 0 {
@@ -213,6 +216,9 @@ func (c Events) Validate() error {
 	if c.StreamMaxAge > 0 && c.StreamMaxAge < c.DuplicateWindow {
 		errs = append(errs, fmt.Errorf("EVENTS_STREAM_MAX_AGE (%s) must not be shorter than EVENTS_DUPLICATE_WINDOW (%s)", c.StreamMaxAge, c.DuplicateWindow))
 	}
+	if err := c.validateInboxRetention(); err != nil {
+		errs = append(errs, err)
+	}
 	if err := c.NATS.Validate(); err != nil {
 		errs = append(errs, err)
 	}
@@ -220,6 +226,20 @@ func (c Events) Validate() error {
 		errs = append(errs, errors.New("NATS_URL is empty"))
 	}
 	return errors.Join(errs...)
+}
+
+// validateInboxRetention refuses an inbox retention shorter than events.MinInboxRetention: the
+// inbox would forget an event that can still come again. The other service's stream and outbox
+// count too, so both services take the same settings.
+func (c Events) validateInboxRetention() error {
+	floor, _ := events.MinInboxRetention(c.StreamMaxAge, c.DuplicateWindow, c.Retention)
+	if c.InboxRetention <= 0 || c.InboxRetention >= floor {
+		return nil
+	}
+	return fmt.Errorf("EVENTS_INBOX_RETENTION (%s) must be at least %s, the longer of EVENTS_STREAM_MAX_AGE + EVENTS_DUPLICATE_WINDOW (%s + %s) "+
+		"and EVENTS_RETENTION (%s): a message is delivered again as long as the stream holds it, and wallet outbox republish sends "+
+		"the outbox's acknowledged rows again; an inbox that forgot the event would not recognise the duplicate",
+		c.InboxRetention, floor, c.StreamMaxAge, c.DuplicateWindow, c.Retention)
 }
 
 // Topology is the JetStream layout these settings describe; log hears of kept stream limits.
@@ -247,5 +267,6 @@ func (c Events) Consumer(name string, f *faults.Set, trust *events.Trust) (event
 	if err != nil {
 		return events.ConsumerConfig{}, err
 	}
-	return events.ConsumerConfig{ConsumerSpec: spec, BatchSize: c.BatchSize, Workers: c.ConsumerWorkers, Faults: f, Trust: trust}, nil
+	return events.ConsumerConfig{ConsumerSpec: spec, BatchSize: c.BatchSize, Workers: c.ConsumerWorkers, Faults: f, Trust: trust,
+		InboxRetention: c.InboxRetention}, nil
 }

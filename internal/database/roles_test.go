@@ -51,7 +51,7 @@ func TestGrantGivesTheRuntimeRoleExactlyWhatTheServiceNeeds(t *testing.T) {
 	shared := []string{
 		"api_keys: INSERT,SELECT,UPDATE",
 		"audit_log: INSERT,SELECT",
-		"inbox: INSERT,SELECT,UPDATE",
+		"inbox: DELETE,INSERT,SELECT,UPDATE",
 		"outbox: DELETE,INSERT,SELECT,UPDATE",
 	}
 	for _, tc := range []struct {

@@ -51,6 +51,9 @@ type ConsumerConfig struct {
 	// the transaction that applies it (nil: no spans; the trace context still reaches the
 	// handler, which writes it on).
 	Tracing *tracing.Provider
+	// InboxRetention is how long the inbox keeps the row of an event it processed after it
+	// last saw the event (DefaultInboxRetention); see DeleteExpiredInbox.
+	InboxRetention time.Duration
 }
 
 func (c ConsumerConfig) withDefaults() ConsumerConfig {
@@ -60,6 +63,7 @@ func (c ConsumerConfig) withDefaults() ConsumerConfig {
 	c.AckWait = orDefault(c.AckWait, DefaultAckWait)
 	c.MaxDeliver = int(orDefault(int64(c.MaxDeliver), DefaultMaxDeliver))
 	c.MaxAckPending = int(orDefault(int64(c.MaxAckPending), DefaultMaxAckPending))
+	c.InboxRetention = orDefault(c.InboxRetention, DefaultInboxRetention)
 	return c
 }
 
@@ -136,13 +140,15 @@ func (c *Consumer) Stats() ConsumerStats {
 	}
 }
 
-// Run consumes until ctx is cancelled. A batch in progress is finished (committed and
+// Run consumes until ctx is cancelled, and deletes the inbox rows past their retention
+// (DeleteExpiredInbox) every minute. A batch in progress is finished (committed and
 // acknowledged) before Run returns; what was not yet fetched stays with the broker.
 func (c *Consumer) Run(ctx context.Context) error {
 	g, ctx := errgroup.WithContext(ctx)
 	for i := range c.cfg.Workers {
 		g.Go(func() error { return c.consume(ctx, i > 0) })
 	}
+	g.Go(func() error { return c.retentionLoop(ctx) })
 	return g.Wait()
 }
 

@@ -663,10 +663,15 @@ func (r *Relay) ackFloorLoop(ctx context.Context) error {
 	return r.every(ctx, min(ackFloorEvery, r.cfg.PollInterval), round, "acknowledgment by ack floor failed")
 }
 
-// every runs round each interval until ctx is cancelled. A failed round is retried at the next
-// tick; a streak of failures is logged at warn (its first round and every 50th), the rest at
-// debug.
+// every runs round each interval until ctx is cancelled (see runEvery).
 func (r *Relay) every(ctx context.Context, interval time.Duration, round func(context.Context) error, failed string) error {
+	return runEvery(ctx, interval, round, func(err error, failures int) { r.logFailure(err, failures).Msg(failed) })
+}
+
+// runEvery runs round each interval until ctx is cancelled. A failed round is retried at the
+// next tick and reported to failed with the length of the streak, which logs its first round
+// and every 50th at warn, the rest at debug (logFailure).
+func runEvery(ctx context.Context, interval time.Duration, round func(context.Context) error, failed func(err error, failures int)) error {
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
 	failures := 0
@@ -681,7 +686,7 @@ func (r *Relay) every(ctx context.Context, interval time.Duration, round func(co
 		case ctx.Err() != nil:
 		case err != nil:
 			failures++
-			r.logFailure(err, failures).Msg(failed)
+			failed(err, failures)
 		default:
 			failures = 0
 		}

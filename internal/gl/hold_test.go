@@ -255,7 +255,7 @@ func TestTheGLConsumerPostsAReleaseThatArrivesBeforeItsPlacementExactlyOnce(t *t
 	wg.Wait()
 
 	require.Equal(t, "70", b.holdBalance(t, "USD"), "2020 holds the open hold only")
-	checks, err := b.ledger.Verify(ctx)
+	checks, err := b.ledger.Verify(ctx, 0)
 	require.NoError(t, err)
 	for _, c := range checks {
 		require.Zero(t, c.Failures, "%s: %v", c.Name, c.Offenders)

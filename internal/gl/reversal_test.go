@@ -167,7 +167,7 @@ func TestTheGLConsumerPostsAReversalThatArrivesBeforeItsTransferExactlyOnce(t *t
 	require.Len(t, reversals, 1)
 	require.Equal(t, originals[0].ID, reversals[0].ReversesEntryID)
 
-	checks, err := b.ledger.Verify(ctx)
+	checks, err := b.ledger.Verify(ctx, 0)
 	require.NoError(t, err)
 	for _, c := range checks {
 		require.Zero(t, c.Failures, "%s: %v", c.Name, c.Offenders)

@@ -222,7 +222,7 @@ func TestVerifyFindsAnEntryOffItsRule(t *testing.T) {
 // without the consumer's inbox, so verify's inbox checks do not apply.)
 func ruleCheck(t *testing.T, b *testBundle) gl.Check {
 	t.Helper()
-	checks, err := b.ledger.Verify(context.Background())
+	checks, err := b.ledger.Verify(context.Background(), 0)
 	require.NoError(t, err)
 	for _, c := range checks {
 		if c.Name == "every entry's lines are those of the posting rule in force for its event type, kind and time" {

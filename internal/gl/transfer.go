@@ -231,6 +231,11 @@ func (p *TransferPoster) checkPosting(ctx context.Context, e Entry, posting Post
 			e.EventID, e.Debits(), e.Currency, e.Description))
 	case stored.EventID == e.EventID && answering:
 		tracing.LogTraceID(p.log(ctx).Debug(), tracing.TraceIDOf(traceParent)).Str("transfer_id", e.TransferID).Str("event_id", e.EventID).Msg("duplicate of a posted event; acknowledging it again")
+	case stored.EventID == e.EventID:
+		// The inbox no longer knew the event (its row deleted past EVENTS_INBOX_RETENTION, or
+		// gl replay): the journal's unique event and transfer ids kept it from posting twice.
+		tracing.LogTraceID(p.log(ctx).Info(), tracing.TraceIDOf(traceParent)).Str("transfer_id", e.TransferID).Str("event_id", e.EventID).
+			Msg("event posted before and unknown to the inbox; acknowledging it again")
 	default:
 		tracing.LogTraceID(p.log(ctx).Warn(), tracing.TraceIDOf(traceParent)).Str("transfer_id", e.TransferID).Str("event_id", e.EventID).Str("entry_id", stored.ID.String()).
 			Msg("transfer already posted by another event with the same figures; acknowledging")

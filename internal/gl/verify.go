@@ -1,6 +1,9 @@
 package gl
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Check is the outcome of one of verify's checks on the live ledger.
 type Check struct {
@@ -18,5 +21,7 @@ const MaxOffenders = 20
 
 // Verifier runs the GL's invariant checks on the live database.
 type Verifier interface {
-	Verify(ctx context.Context) ([]Check, error)
+	// Verify checks every invariant; an entry's inbox row is looked for only when it was
+	// posted within inboxRetention (0: every entry), since the inbox deletes older rows.
+	Verify(ctx context.Context, inboxRetention time.Duration) ([]Check, error)
 }

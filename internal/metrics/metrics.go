@@ -169,6 +169,7 @@ type Consumer struct {
 	duplicates *prometheus.CounterVec
 	pending    *prometheus.GaugeVec
 	batch      *prometheus.HistogramVec
+	deleted    *prometheus.CounterVec
 }
 
 func newConsumer(f factory) *Consumer {
@@ -178,8 +179,10 @@ func newConsumer(f factory) *Consumer {
 		duplicates: f.counter("walletgl_inbox_duplicates_total", "Deliveries the inbox recognised as events it had seen."),
 		pending:    f.gauge("walletgl_consumer_pending_messages", "Messages of the stream the durable consumer has not been delivered yet (JetStream num_pending)."),
 		batch:      f.histogram("walletgl_consumer_batch_seconds", "Time to apply a fetched batch, from its first claim to its commit.", latencyBuckets),
+		deleted:    f.counter("walletgl_inbox_deleted_total", "Inbox rows of processed events deleted past the inbox retention (EVENTS_INBOX_RETENTION)."),
 	}
 	zero(c.failed, "malformed", "conflict", "exhausted", "unauthenticated") // events.Reason*
+	c.deleted.WithLabelValues()                                             // exported at 0, as the reasons above
 	return c
 }
 
@@ -203,6 +206,13 @@ func (c *Consumer) Batch(t time.Duration) {
 func (c *Consumer) Failed(reason string) {
 	if c != nil {
 		c.failed.WithLabelValues(reason).Inc()
+	}
+}
+
+// InboxDeleted records n inbox rows deleted by the inbox retention.
+func (c *Consumer) InboxDeleted(n int64) {
+	if c != nil {
+		c.deleted.WithLabelValues().Add(float64(n))
 	}
 }
 

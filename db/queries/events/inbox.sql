@@ -72,3 +72,22 @@ SET duplicates        = inbox.duplicates + c.copies,
     last_duplicate_at = clock_timestamp()
 FROM (SELECT id, count(*)::int AS copies FROM unnest(@ids::text[]) AS id GROUP BY id) AS c
 WHERE inbox.id = c.id;
+
+-- name: DeleteExpiredInbox :execrows
+-- DeleteExpiredInbox deletes up to batch_size rows of consumer's processed events that the
+-- inbox has not seen since before (their processing or latest duplicate; their arrival when
+-- they have neither), oldest first, through inbox_retention_idx. Rows another transaction
+-- holds (a duplicate being claimed, another process's deletion) are skipped, so the statement
+-- never waits on a row lock. Only the listed statuses are deleted: never a failed row, nor a
+-- status this list does not name.
+DELETE FROM inbox
+WHERE id IN (
+    SELECT d.id
+    FROM inbox d
+    WHERE d.consumer = @consumer::text
+      AND d.status IN ('processed', 'duplicate')
+      AND coalesce(greatest(d.processed_at, d.last_duplicate_at), d.received_at) < @before::timestamptz
+    ORDER BY coalesce(greatest(d.processed_at, d.last_duplicate_at), d.received_at)
+    LIMIT @batch_size
+    FOR UPDATE SKIP LOCKED
+);

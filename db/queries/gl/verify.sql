@@ -37,9 +37,13 @@ LIMIT @row_limit;
 
 -- name: EntriesWithoutInbox :many
 -- An entry whose event the inbox never recorded as processed: written around the consumer.
+-- Only entries posted in the last within_seconds (NULL: every entry): the inbox deletes the
+-- rows of older events (EVENTS_INBOX_RETENTION).
 SELECT e.id, e.event_id, count(*) OVER ()::bigint AS total
 FROM journal_entries e
-WHERE NOT EXISTS (
+WHERE (sqlc.narg('within_seconds')::float8 IS NULL
+       OR e.posted_at >= clock_timestamp() - make_interval(secs => sqlc.narg('within_seconds')::float8))
+  AND NOT EXISTS (
     SELECT 1 FROM inbox i WHERE i.id = @consumer::text || ':' || e.event_id AND i.status = 'processed'
 )
 ORDER BY e.posted_at, e.id

@@ -140,7 +140,7 @@ func TestCheckpointsLeaveEveryReadAsTheSumOfTheLines(t *testing.T) {
 	require.Equal(t, 2, checkpoints)
 	require.Equal(t, 4, pairs, "two accounts in two currencies")
 
-	checks, err := b.ledger.Verify(ctx)
+	checks, err := b.ledger.Verify(ctx, 0)
 	require.NoError(t, err)
 	last := checks[len(checks)-1]
 	require.Equal(t, "the latest balance checkpoint equals the sums of the lines it covers", last.Name)
@@ -153,7 +153,7 @@ func TestCheckpointsLeaveEveryReadAsTheSumOfTheLines(t *testing.T) {
 		SELECT id, code, dir, 5, 'USD', $1 FROM (SELECT id FROM journal_entries WHERE currency = 'USD' LIMIT 1) e,
 		(VALUES ('1010', 'debit'), ('2010', 'credit')) AS l (code, dir)`, first.Add(-time.Second))
 	require.NoError(t, err)
-	checks, err = b.ledger.Verify(ctx)
+	checks, err = b.ledger.Verify(ctx, 0)
 	require.NoError(t, err)
 	last = checks[len(checks)-1]
 	require.Equal(t, int64(2), last.Failures)
@@ -217,7 +217,7 @@ func TestACheckpointNeverCoversAnOpenTransaction(t *testing.T) {
 			require.True(t, taken, "the posting, committed, is totalled")
 			require.True(t, through.After(openPostedAt))
 			b.requireReadsAgree(t, []time.Time{through, openPostedAt, openPostedAt.Add(-time.Microsecond)})
-			checks, err := b.ledger.Verify(ctx)
+			checks, err := b.ledger.Verify(ctx, 0)
 			require.NoError(t, err)
 			require.Zero(t, checks[len(checks)-1].Failures, "the latest checkpoint equals the sums of its lines")
 		})
@@ -305,7 +305,7 @@ func TestThinnedCheckpointsLeaveEveryReadAsTheSumOfTheLines(t *testing.T) {
 	deleted, err = b.ledger.ThinCheckpoints(ctx, keepAfter)
 	require.NoError(t, err)
 	require.Zero(t, deleted, "thinned already")
-	checks, err := b.ledger.Verify(ctx)
+	checks, err := b.ledger.Verify(ctx, 0)
 	require.NoError(t, err)
 	require.Zero(t, checks[len(checks)-1].Failures, "the latest checkpoint equals the sums of its lines")
 }

@@ -7,6 +7,7 @@ package eventsdb
 
 import (
 	"context"
+	"time"
 )
 
 const claimInboxBatch = `-- name: ClaimInboxBatch :many
@@ -77,6 +78,40 @@ WHERE inbox.id = c.id
 func (q *Queries) CountInboxDuplicates(ctx context.Context, ids []string) error {
 	_, err := q.db.Exec(ctx, countInboxDuplicates, ids)
 	return err
+}
+
+const deleteExpiredInbox = `-- name: DeleteExpiredInbox :execrows
+DELETE FROM inbox
+WHERE id IN (
+    SELECT d.id
+    FROM inbox d
+    WHERE d.consumer = $1::text
+      AND d.status IN ('processed', 'duplicate')
+      AND coalesce(greatest(d.processed_at, d.last_duplicate_at), d.received_at) < $2::timestamptz
+    ORDER BY coalesce(greatest(d.processed_at, d.last_duplicate_at), d.received_at)
+    LIMIT $3
+    FOR UPDATE SKIP LOCKED
+)
+`
+
+type DeleteExpiredInboxParams struct {
+	Consumer  string
+	Before    time.Time
+	BatchSize int32
+}
+
+// DeleteExpiredInbox deletes up to batch_size rows of consumer's processed events that the
+// inbox has not seen since before (their processing or latest duplicate; their arrival when
+// they have neither), oldest first, through inbox_retention_idx. Rows another transaction
+// holds (a duplicate being claimed, another process's deletion) are skipped, so the statement
+// never waits on a row lock. Only the listed statuses are deleted: never a failed row, nor a
+// status this list does not name.
+func (q *Queries) DeleteExpiredInbox(ctx context.Context, arg DeleteExpiredInboxParams) (int64, error) {
+	result, err := q.db.Exec(ctx, deleteExpiredInbox, arg.Consumer, arg.Before, arg.BatchSize)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const getInbox = `-- name: GetInbox :one

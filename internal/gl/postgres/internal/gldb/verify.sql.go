@@ -193,16 +193,19 @@ func (q *Queries) EntriesOffRule(ctx context.Context, rowLimit int32) ([]Entries
 const entriesWithoutInbox = `-- name: EntriesWithoutInbox :many
 SELECT e.id, e.event_id, count(*) OVER ()::bigint AS total
 FROM journal_entries e
-WHERE NOT EXISTS (
-    SELECT 1 FROM inbox i WHERE i.id = $1::text || ':' || e.event_id AND i.status = 'processed'
+WHERE ($1::float8 IS NULL
+       OR e.posted_at >= clock_timestamp() - make_interval(secs => $1::float8))
+  AND NOT EXISTS (
+    SELECT 1 FROM inbox i WHERE i.id = $2::text || ':' || e.event_id AND i.status = 'processed'
 )
 ORDER BY e.posted_at, e.id
-LIMIT $2
+LIMIT $3
 `
 
 type EntriesWithoutInboxParams struct {
-	Consumer string
-	RowLimit int32
+	WithinSeconds pgtype.Float8
+	Consumer      string
+	RowLimit      int32
 }
 
 type EntriesWithoutInboxRow struct {
@@ -212,8 +215,10 @@ type EntriesWithoutInboxRow struct {
 }
 
 // An entry whose event the inbox never recorded as processed: written around the consumer.
+// Only entries posted in the last within_seconds (NULL: every entry): the inbox deletes the
+// rows of older events (EVENTS_INBOX_RETENTION).
 func (q *Queries) EntriesWithoutInbox(ctx context.Context, arg EntriesWithoutInboxParams) ([]EntriesWithoutInboxRow, error) {
-	rows, err := q.db.Query(ctx, entriesWithoutInbox, arg.Consumer, arg.RowLimit)
+	rows, err := q.db.Query(ctx, entriesWithoutInbox, arg.WithinSeconds, arg.Consumer, arg.RowLimit)
 	if err != nil {
 		return nil, err
 	}
