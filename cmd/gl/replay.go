@@ -187,7 +187,7 @@ func replayCmd(ctx context.Context, env cli.Env, args []string) error {
 	if !rec.Agree() {
 		if slices.ContainsFunc(rec.Differences, func(d gl.Difference) bool { return d.Kind == gl.DiffMissing }) {
 			fmt.Fprintf(env.Stdout, "the stream no longer holds the whole history: re-publish the missing events from the wallet "+
-				"(wallet outbox republish --since T) and replay again into an empty database\n")
+				"(wallet outbox rebuild --since T: from its tables, the whole history) and replay again into an empty database\n")
 		}
 		return replayShortfall(rec)
 	}

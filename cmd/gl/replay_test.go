@@ -312,7 +312,7 @@ func TestReplayNamesTheHistoryTheStreamLost(t *testing.T) {
 			t.Log(out)
 			require.Contains(t, out, "entries posted       6\n")
 			require.Contains(t, out, "verdict: NOT RECONCILED — 4 differences")
-			require.Contains(t, out, "wallet outbox republish --since")
+			require.Contains(t, out, "wallet outbox rebuild --since")
 			require.ErrorContains(t, err, "replay: the rebuilt GL does not reconcile with the wallet: 3 transfers of the wallet have no entry, the stream no longer holds their events: ")
 			require.ErrorContains(t, err, "entries for 1 transfers the wallet does not have: "+stranger)
 			for _, tr := range lost {

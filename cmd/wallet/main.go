@@ -23,6 +23,7 @@ func commands() []cli.Command {
 		service.Outbox(
 			cli.Command{Name: "reconcile", Help: "acknowledge stuck rows the GL already posted [--dry-run] [--json]", RunFunc: outboxReconcileCmd},
 			cli.Command{Name: "republish", Help: "acknowledged rows created in a period back to pending, published again: --since T [--until T] (RFC 3339) [--json]", RunFunc: outboxRepublishCmd},
+			cli.Command{Name: "rebuild", Help: "the events of the movements made in a period, re-created from the wallet's tables, published again: --since T [--until T] (RFC 3339) [--batch N] [--json]", RunFunc: outboxRebuildCmd},
 		),
 		service.Inbox(),
 		service.Keys(),

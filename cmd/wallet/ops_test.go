@@ -300,6 +300,30 @@ func TestOutboxRepublishSendsAPeriodsAcknowledgedRowsBackToPending(t *testing.T)
 	}
 }
 
+func TestOutboxRebuildRefusesABadRequest(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"a period without a start is refused", []string{}, "outbox rebuild: --since is required"},
+		{"a start that is not RFC 3339 is refused", []string{"--since", "yesterday"}, `--since "yesterday" is not an RFC 3339 time`},
+		{"an end before the start is refused", []string{"--since", "2020-01-02T09:00:00Z", "--until", "2020-01-01T09:00:00Z"}, "must be after its start"},
+		{"a batch of nothing is refused", []string{"--since", "2020-01-02T09:00:00Z", "--batch", "0"}, "--batch must be from 1 to 10000, got 0"},
+		{"arguments are refused", []string{"--since", "2020-01-02T09:00:00Z", "all"}, "unexpected arguments"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := b.run(t, append([]string{"outbox", "rebuild"}, tt.args...)...)
+			require.ErrorContains(t, err, tt.want)
+		})
+	}
+	out, _, err := b.run(t, "outbox", "rebuild", "--since", "2020-01-02T09:00:00Z", "--json")
+	require.NoError(t, err)
+	require.Contains(t, out, `"events": `)
+}
+
 func TestVerify(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -457,7 +481,7 @@ func TestEveryCommandAnswersHelp(t *testing.T) {
 	commands := clitest.EveryCommandHelps(t, run)
 	require.Equal(t, []string{
 		"serve", "migrate",
-		"outbox stats", "outbox list", "outbox show", "outbox requeue", "outbox reconcile", "outbox republish",
+		"outbox stats", "outbox list", "outbox show", "outbox requeue", "outbox reconcile", "outbox republish", "outbox rebuild",
 		"inbox stats", "inbox list", "inbox retry",
 		"keys create", "keys list", "keys revoke", "events keygen", "audit list", "verify", "status",
 	}, commands)

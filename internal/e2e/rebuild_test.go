@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"testing"
 	"time"
@@ -118,4 +120,127 @@ func TestALostStreamIsRebuiltFromTheOutbox(t *testing.T) {
 	require.NoError(t, err, out)
 	require.Contains(t, out, fmt.Sprintf("%d acknowledged, 0 not posted by the GL yet", n), "the GL's API says it posted every one")
 	waitOutbox("every row is acknowledged", func(open, _ int) bool { return open == 0 })
+}
+
+// When retention has taken the events from both the stream and the outbox, the wallet's own
+// tables still hold every movement: wallet outbox rebuild re-creates their events under their
+// ids, and a GL started on an empty database posts every transfer, reversal and hold once and
+// reconciles with the wallet. Before the rebuild, neither the stream nor outbox republish has
+// anything to give it.
+func TestAFreshGLIsRebuiltFromTheWalletsTablesAfterRetention(t *testing.T) {
+	t.Parallel()
+	s := startSystem(t)
+	ctx := context.Background()
+	since := time.Now().UTC().Add(-time.Minute).Format(time.RFC3339)
+
+	require.NoError(t, s.walletAPI.CreateWallet(ctx, "bank", "USD", true))
+	require.NoError(t, s.walletAPI.CreateWallet(ctx, "alice", "USD", false))
+	require.NoError(t, s.walletAPI.CreateWallet(ctx, "bob", "USD", false))
+	transfer := func(key, from, to string, amount int64) harness.Transfer {
+		t.Helper()
+		resp, err := s.walletAPI.Transfer(ctx, key, harness.TransferRequest{FromWalletID: from, ToWalletID: to, Amount: amount, Currency: "USD"})
+		require.NoError(t, err)
+		require.Equal(t, http.StatusCreated, resp.Status, "%s", resp.Body)
+		var tr harness.Transfer
+		require.NoError(t, resp.Decode(&tr))
+		return tr
+	}
+	post := func(path, key string, body any) map[string]any {
+		t.Helper()
+		resp, err := s.walletAPI.Do(ctx, http.MethodPost, path, body, map[string]string{"Idempotency-Key": key})
+		require.NoError(t, err)
+		require.Contains(t, []int{http.StatusOK, http.StatusCreated}, resp.Status, "%s", resp.Body)
+		var out map[string]any
+		require.NoError(t, resp.Decode(&out))
+		return out
+	}
+	transfer("fund", "bank", "alice", 1000)
+	paid := transfer("pay", "alice", "bob", 300)
+	resp, err := s.walletAPI.Reverse(ctx, "refund", paid.ID, 100)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusCreated, resp.Status, "%s", resp.Body)
+	captured := post("/v1/holds", "hold-1", map[string]any{"wallet_id": "alice", "amount": 200, "currency": "USD", "expires_in": 3600})
+	post(fmt.Sprintf("/v1/holds/%s/capture", captured["id"]), "capture-1", map[string]any{"to_wallet_id": "bob", "amount": 150})
+	voided := post("/v1/holds", "hold-2", map[string]any{"wallet_id": "alice", "amount": 50, "currency": "USD", "expires_in": 3600})
+	post(fmt.Sprintf("/v1/holds/%s/void", voided["id"]), "void-2", nil)
+
+	const events8 = 8 // 3 transfers and a capture's, a reversal, 2 holds placed, one captured, one voided
+	outboxCount := func(where string) int {
+		t.Helper()
+		var n int
+		require.NoError(t, s.walletDB.QueryRow(ctx, "SELECT count(*) FROM outbox WHERE "+where).Scan(&n))
+		return n
+	}
+	require.Eventually(t, func() bool { return outboxCount("status <> 'acknowledged'") == 0 },
+		60*time.Second, 100*time.Millisecond, "every event posted and acknowledged")
+	require.Equal(t, events8, outboxCount("true"))
+	glEnv := func(dbURL string) []string {
+		return []string{"GL_DATABASE_URL=" + dbURL, "WALLET_URL=http://" + s.walletAddr}
+	}
+	out, err := s.command(t, s.bins.GL, glEnv(s.glDBURL), "reconcile")
+	require.NoError(t, err, out)
+	verdict := regexp.MustCompile(`verdict: RECONCILED[^\n]*`)
+	reconciled := verdict.FindString(out)
+	require.NotEmpty(t, reconciled, out)
+
+	// Retention took the acknowledged rows and the stream's limits its events; the GL is to be
+	// rebuilt from scratch on an empty database.
+	_, err = s.walletDB.Exec(ctx, "DELETE FROM outbox")
+	require.NoError(t, err)
+	require.NoError(t, s.gl.Stop(20*time.Second))
+	nc, err := nats.Connect(s.natsURL)
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	topo := events.Topology{Namespace: s.namespace, MaxBytes: testenv.StreamMaxBytes}
+	require.NoError(t, js.DeleteStream(ctx, topo.StreamName(events.SourceWallet)))
+	require.NoError(t, topo.EnsureStreams(ctx, js))
+
+	freshURL := testenv.DatabaseURL(t)
+	glAddr, err := harness.FreeAddr()
+	require.NoError(t, err)
+	fresh := &harness.Process{Name: "gl-fresh", Bin: s.bins.GL, Args: []string{"serve"}, Addr: glAddr,
+		Log: filepath.Join(t.TempDir(), "gl-fresh.log"),
+		Env: slices.Concat([]string{"GL_DATABASE_URL=" + freshURL, "GL_HTTP_ADDR=" + glAddr}, s.keys.Env(events.SourceGL), s.common)}
+	require.NoError(t, fresh.Start())
+	t.Cleanup(func() {
+		if err := fresh.Stop(20 * time.Second); err != nil {
+			t.Errorf("graceful stop: %v", err)
+		}
+		if t.Failed() {
+			t.Logf("%s log tail:\n%s", fresh.Name, fresh.Tail(40))
+		}
+	})
+	waitCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	require.NoError(t, fresh.WaitHealthy(waitCtx))
+
+	walletEnv := []string{"WALLET_DATABASE_URL=" + s.walletDBURL}
+	out, err = s.command(t, s.bins.Wallet, walletEnv, "outbox", "republish", "--since", since)
+	require.NoError(t, err, out)
+	require.Contains(t, out, "0 acknowledged rows created from", "retention left outbox republish nothing")
+	out, err = s.command(t, s.bins.GL, glEnv(freshURL), "reconcile")
+	require.Error(t, err, "without the rebuild the fresh GL lacks the history:\n%s", out)
+	require.Contains(t, out, "MISSING")
+
+	out, err = s.command(t, s.bins.Wallet, walletEnv, "outbox", "rebuild", "--since", since, "--batch", "3")
+	require.NoError(t, err, out)
+	require.Contains(t, out, fmt.Sprintf("%d events of the movements made from", events8))
+	require.Contains(t, out, fmt.Sprintf("re-created pending     %d", events8))
+	require.Eventually(t, func() bool {
+		return outboxCount("status = 'acknowledged'") == events8
+	}, 60*time.Second, 100*time.Millisecond, "the fresh GL posts and acknowledges every rebuilt event")
+
+	out, err = s.command(t, s.bins.GL, glEnv(freshURL), "reconcile")
+	require.NoError(t, err, out)
+	require.Equal(t, reconciled, verdict.FindString(out), "every movement posted once, as the wallet made it, as in the live GL:\n%s", out)
+	for _, c := range []struct{ bin, env string }{{s.bins.GL, "GL_DATABASE_URL=" + freshURL}, {s.bins.Wallet, "WALLET_DATABASE_URL=" + s.walletDBURL}} {
+		out, err = s.command(t, c.bin, []string{c.env}, "verify")
+		require.NoError(t, err, out)
+		require.Contains(t, out, "verdict: PASS")
+	}
+	var processed int
+	require.NoError(t, openPool(t, freshURL).QueryRow(ctx, "SELECT count(*) FROM inbox").Scan(&processed))
+	require.Equal(t, events8, processed, "each rebuilt event received once")
 }

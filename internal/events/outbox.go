@@ -140,3 +140,58 @@ func (o *Outbox) Acknowledge(ctx context.Context, db database.Executor, ids ...u
 	}
 	return n, nil
 }
+
+// Restored is what Outbox.Restore did with the events it was given.
+type Restored struct {
+	Created     int64 // rows the outbox no longer held, written again pending
+	Republished int64 // acknowledged rows sent back to pending
+	Left        int64 // rows on their way (pending, dispatching, dispatched, failed, dead_letter), left as they are
+}
+
+// Restore has evs published again under their own ids, which consumers' inboxes recognise:
+// the events of an operator's rebuild, re-created from the service's own tables (wallet outbox
+// rebuild). An event whose row retention deleted is written again pending, an acknowledged row
+// goes back to pending (as RepublishOutbox), any other row is left on its way. Rows are written
+// untraced and never claimed on commit. db must be a transaction: the move of acknowledged rows
+// is allowed only inside the transaction that asks for it (db/schema/events/00005).
+func (o *Outbox) Restore(ctx context.Context, tx database.Executor, evs []Event) (Restored, error) {
+	var out Restored
+	if len(evs) == 0 {
+		return out, nil
+	}
+	p := eventsdb.RestoreOutboxBatchParams{
+		Ids:          make([]uuid.UUID, len(evs)),
+		EventTypes:   make([]string, len(evs)),
+		AggregateIds: make([]string, len(evs)),
+		Payloads:     make([]json.RawMessage, len(evs)),
+	}
+	for i, ev := range evs {
+		body, err := o.envelope(ev)
+		if err != nil {
+			return out, err
+		}
+		p.Ids[i], p.EventTypes[i], p.AggregateIds[i], p.Payloads[i] = ev.ID, ev.Type, ev.AggregateID, body
+	}
+	q := eventsdb.New(tx)
+	// Acknowledged rows first, locked: retention cannot delete one between this move and the
+	// insert, which would then skip it.
+	if err := q.AllowOutboxRepublish(ctx); err != nil {
+		return out, fmt.Errorf("restore outbox rows: allow the transition: %w", err)
+	}
+	moved, err := q.RepublishOutboxIDs(ctx, p.Ids)
+	if err != nil {
+		return out, fmt.Errorf("restore outbox rows: move acknowledged rows to pending: %w", err)
+	}
+	created, err := q.RestoreOutboxBatch(ctx, p)
+	if err != nil {
+		return out, fmt.Errorf("restore outbox rows: insert %d rows: %w", len(evs), err)
+	}
+	if len(moved) > 0 {
+		if err := q.NotifyOutboxRelays(ctx); err != nil {
+			return out, fmt.Errorf("restore outbox rows: notify the relays: %w", err)
+		}
+	}
+	out.Created, out.Republished = int64(len(created)), int64(len(moved))
+	out.Left = int64(len(evs)) - out.Created - out.Republished
+	return out, nil
+}

@@ -333,3 +333,35 @@ SELECT
     coalesce(min(created_at) FILTER (WHERE status = 'pending'), clock_timestamp())::timestamptz AS oldest_pending,
     coalesce(min(created_at) FILTER (WHERE status <> 'dead_letter'), clock_timestamp())::timestamptz AS oldest_unacknowledged
 FROM open;
+
+-- name: RestoreOutboxBatch :many
+-- RestoreOutboxBatch writes events again under their own ids, as new pending rows: an
+-- operator's rebuild (wallet outbox rebuild) of the rows retention deleted, re-created from the
+-- service's own tables. An id the outbox still holds is left alone (ON CONFLICT DO NOTHING);
+-- the ids written come back. The insert trigger wakes the relays.
+INSERT INTO outbox (id, event_type, aggregate_id, payload)
+SELECT unnest(@ids::uuid[]), unnest(@event_types::text[]), unnest(@aggregate_ids::text[]), unnest(@payloads::jsonb[])
+ON CONFLICT (id) DO NOTHING
+RETURNING id;
+
+-- name: RepublishOutboxIDs :many
+-- RepublishOutboxIDs is RepublishOutbox for the rows with these ids: those acknowledged go back
+-- to pending, the others are left alone; the ids moved come back. Rows locked in id order
+-- (MarkDispatched), which also keeps retention's DeleteAcknowledged from taking them meanwhile.
+-- Needs AllowOutboxRepublish earlier in the same transaction.
+UPDATE outbox o
+SET status          = 'pending',
+    attempts        = 0,
+    last_error      = NULL,
+    next_attempt_at = NULL,
+    lease_owner     = NULL,
+    lease_until     = NULL,
+    dispatched_at   = NULL,
+    acknowledged_at = NULL
+FROM (SELECT l.id FROM outbox l
+      WHERE l.id = ANY (@ids::uuid[]) AND l.status = 'acknowledged'
+      ORDER BY l.id
+      FOR UPDATE) AS locked
+WHERE o.id = locked.id
+  AND o.status = 'acknowledged'
+RETURNING o.id;

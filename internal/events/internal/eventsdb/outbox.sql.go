@@ -913,6 +913,49 @@ func (q *Queries) RepublishOutbox(ctx context.Context, arg RepublishOutboxParams
 	return result.RowsAffected(), nil
 }
 
+const republishOutboxIDs = `-- name: RepublishOutboxIDs :many
+UPDATE outbox o
+SET status          = 'pending',
+    attempts        = 0,
+    last_error      = NULL,
+    next_attempt_at = NULL,
+    lease_owner     = NULL,
+    lease_until     = NULL,
+    dispatched_at   = NULL,
+    acknowledged_at = NULL
+FROM (SELECT l.id FROM outbox l
+      WHERE l.id = ANY ($1::uuid[]) AND l.status = 'acknowledged'
+      ORDER BY l.id
+      FOR UPDATE) AS locked
+WHERE o.id = locked.id
+  AND o.status = 'acknowledged'
+RETURNING o.id
+`
+
+// RepublishOutboxIDs is RepublishOutbox for the rows with these ids: those acknowledged go back
+// to pending, the others are left alone; the ids moved come back. Rows locked in id order
+// (MarkDispatched), which also keeps retention's DeleteAcknowledged from taking them meanwhile.
+// Needs AllowOutboxRepublish earlier in the same transaction.
+func (q *Queries) RepublishOutboxIDs(ctx context.Context, ids []uuid.UUID) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, republishOutboxIDs, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []uuid.UUID
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const requeueOutbox = `-- name: RequeueOutbox :many
 UPDATE outbox
 SET status = 'pending', attempts = 0, last_error = NULL, next_attempt_at = NULL
@@ -951,6 +994,49 @@ RETURNING id
 
 func (q *Queries) RequeueOutboxByStatus(ctx context.Context, status string) ([]uuid.UUID, error) {
 	rows, err := q.db.Query(ctx, requeueOutboxByStatus, status)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []uuid.UUID
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const restoreOutboxBatch = `-- name: RestoreOutboxBatch :many
+INSERT INTO outbox (id, event_type, aggregate_id, payload)
+SELECT unnest($1::uuid[]), unnest($2::text[]), unnest($3::text[]), unnest($4::jsonb[])
+ON CONFLICT (id) DO NOTHING
+RETURNING id
+`
+
+type RestoreOutboxBatchParams struct {
+	Ids          []uuid.UUID
+	EventTypes   []string
+	AggregateIds []string
+	Payloads     []json.RawMessage
+}
+
+// RestoreOutboxBatch writes events again under their own ids, as new pending rows: an
+// operator's rebuild (wallet outbox rebuild) of the rows retention deleted, re-created from the
+// service's own tables. An id the outbox still holds is left alone (ON CONFLICT DO NOTHING);
+// the ids written come back. The insert trigger wakes the relays.
+func (q *Queries) RestoreOutboxBatch(ctx context.Context, arg RestoreOutboxBatchParams) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, restoreOutboxBatch,
+		arg.Ids,
+		arg.EventTypes,
+		arg.AggregateIds,
+		arg.Payloads,
+	)
 	if err != nil {
 		return nil, err
 	}
