@@ -3,7 +3,7 @@ GO       ?= go
 BIN      := bin
 PACKAGES := ./...
 
-.PHONY: run test test-race vulncheck fuzz chaos chaos-short bench peer-watermill build generate check-generate vet check-deploy fmt-check ci clean
+.PHONY: run test test-race vulncheck fuzz chaos chaos-short soak soak-short bench peer-watermill build generate check-generate vet check-deploy fmt-check ci clean
 
 ## run: both services in the foreground against the local PostgreSQL and NATS (starts a
 ## JetStream server of its own when none answers); Ctrl-C stops them gracefully.
@@ -29,6 +29,18 @@ chaos:
 ## chaos-short: every scenario in its short form, as CI runs it.
 chaos-short:
 	$(GO) run ./cmd/chaos -short -scenario $(SCENARIO) -seed $(SEED)
+
+## soak: an hour of steady mixed load with every limit scaled down and outages at intervals,
+## against a PostgreSQL cluster of its own (docs/operations.md, "Soak"); a line a window, a CSV and
+## a plot in soak/results/, exit 1 unless everything stayed bounded and every check held.
+## ARGS adds flags (e.g. ARGS='-duration 20m -stream-max-bytes 4194304').
+SOAK_SEED ?= $(shell date +%s)
+soak:
+	$(GO) run ./cmd/soak -seed $(SOAK_SEED) $(ARGS)
+
+## soak-short: the same in five minutes, limits scaled down further, as CI runs it.
+soak-short:
+	$(GO) run ./cmd/soak -short -seed $(SOAK_SEED) $(ARGS)
 
 ## bench: the benchmark harness against pgbench's limit in the same run, about three minutes
 ## (ARGS=-quick for about one; ARGS=-plot for a latency PNG). Reports go to bench/results/.

@@ -33,7 +33,7 @@ func Migrations(set string) (fs.FS, error) {
 // Roles returns a file of roles/: the privileges the runtime role gets on what a migration set
 // creates (roles/<set>.sql, where :"runtime_role" and :"database" stand for the role and the
 // database, quoted identifiers), "reset", what every grant starts from, or "privileges", the
-// check of a connection's user.
+// check of a connection's user, or "server", the server's settings serve warns about.
 func Roles(name string) (string, error) {
 	b, err := roles.ReadFile("roles/" + name + ".sql")
 	return string(b), err

@@ -64,6 +64,9 @@ func memory(pid int) (rss, peak float64, err error) {
 	return rss, peak, sc.Err()
 }
 
+// ResidentMiB reads the resident set size of pid now and its peak (VmRSS, VmHWM), in MiB.
+func ResidentMiB(pid int) (rss, peak float64, err error) { return memory(pid) }
+
 // machineStat is what /proc/stat says of the whole machine since boot.
 type machineStat struct {
 	busy, total float64 // jiffies of all cores: all but idle and iowait, and all

@@ -148,20 +148,27 @@ func killRandomly(targets func(*System) []*harness.Process) func(context.Context
 }
 
 func restartBroker(ctx context.Context, s *System, rng *rand.Rand, d time.Duration) error {
-	b := s.Brokers[0]
 	sleepCtx(ctx, d/5)
-	s.log.Fault("stop %s gracefully", b.Name)
-	if err := b.Stop(10 * time.Second); err != nil {
-		s.log.Note("stop %s: %v", b.Name, err)
-	}
-	sleepCtx(ctx, 2*time.Second)
-	s.log.Fault("start %s again", b.Name)
-	if err := b.Restart(ctx); err != nil {
+	if err := StopBroker(ctx, s, false); err != nil {
 		return err
 	}
 	sleepCtx(ctx, d/4)
-	s.log.Fault("kill -9 %s", b.Name)
-	_ = b.Kill()
+	return StopBroker(ctx, s, true)
+}
+
+// StopBroker takes the system's first broker away for 2 s and starts it again with its store:
+// stopped gracefully, or killed with SIGKILL when kill is set.
+func StopBroker(ctx context.Context, s *System, kill bool) error {
+	b := s.Brokers[0]
+	if kill {
+		s.log.Fault("kill -9 %s", b.Name)
+		_ = b.Kill()
+	} else {
+		s.log.Fault("stop %s gracefully", b.Name)
+		if err := b.Stop(10 * time.Second); err != nil {
+			s.log.Note("stop %s: %v", b.Name, err)
+		}
+	}
 	sleepCtx(ctx, 2*time.Second)
 	s.log.Fault("start %s again with its store", b.Name)
 	return b.Restart(ctx)
@@ -220,21 +227,27 @@ func killOneOfEach(ctx context.Context, s *System, rng *rand.Rand, d time.Durati
 func pauseGL(pause time.Duration) func(context.Context, *System, *rand.Rand, time.Duration) error {
 	return func(ctx context.Context, s *System, rng *rand.Rand, d time.Duration) error {
 		sleepCtx(ctx, d/4)
-		for _, g := range s.GLs {
-			s.log.Fault("pause %s (SIGSTOP) for %s", g.Name, pause)
-			if err := g.Pause(); err != nil {
-				return err
-			}
-		}
-		sleepCtx(ctx, pause)
-		for _, g := range s.GLs {
-			s.log.Fault("resume %s (SIGCONT)", g.Name)
-			if err := g.Resume(); err != nil {
-				return err
-			}
-		}
-		return nil
+		return PauseGL(ctx, s, pause)
 	}
+}
+
+// PauseGL stops every GL process with SIGSTOP for pause (it keeps its connections and does
+// nothing: an outage of the GL), then resumes them.
+func PauseGL(ctx context.Context, s *System, pause time.Duration) error {
+	for _, g := range s.GLs {
+		s.log.Fault("pause %s (SIGSTOP) for %s", g.Name, pause)
+		if err := g.Pause(); err != nil {
+			return err
+		}
+	}
+	sleepCtx(ctx, pause)
+	for _, g := range s.GLs {
+		s.log.Fault("resume %s (SIGCONT)", g.Name)
+		if err := g.Resume(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // terminateBackends cuts every connection of both services to PostgreSQL, every 100 ms for a
@@ -270,7 +283,12 @@ func terminateBackends(ctx context.Context, s *System, rng *rand.Rand, d time.Du
 // its ack wait, until the broker has given up on the first of them many times over.
 func lockWalletInbox(ctx context.Context, s *System, rng *rand.Rand, d time.Duration) error {
 	sleepCtx(ctx, d/4)
-	hold := max(2*d, 20*time.Second)
+	return LockWalletInbox(ctx, s, max(2*d, 20*time.Second))
+}
+
+// LockWalletInbox blocks the wallet's consumer for hold: an ACCESS EXCLUSIVE lock on its inbox
+// table, taken and released by a connection of the harness's.
+func LockWalletInbox(ctx context.Context, s *System, hold time.Duration) error {
 	conn, err := pgx.Connect(ctx, s.WalletURL)
 	if err != nil {
 		return fmt.Errorf("connect to the wallet's database: %w", err)

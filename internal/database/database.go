@@ -385,6 +385,24 @@ func CheckPrivileges(ctx context.Context, conn Executor) (Privileges, error) {
 	return p, nil
 }
 
+// Server is what serve checks of the PostgreSQL server it runs on.
+type Server struct {
+	Autovacuum bool // the autovacuum launcher runs (the setting autovacuum)
+}
+
+// CheckServer reads the server's settings that serve warns about.
+func CheckServer(ctx context.Context, conn Executor) (Server, error) {
+	query, err := db.Roles("server")
+	if err != nil {
+		return Server{}, fmt.Errorf("load the server check: %w", err)
+	}
+	var s Server
+	if err := conn.QueryRow(ctx, query).Scan(&s.Autovacuum); err != nil {
+		return Server{}, fmt.Errorf("read the server's settings: %w", err)
+	}
+	return s, nil
+}
+
 // Executor runs statements: a pool, a connection or a transaction. The generated queries of
 // every adapter take one.
 type Executor interface {

@@ -31,15 +31,53 @@ func logBuffer() (zerolog.Logger, *bytes.Buffer) {
 	return zerolog.New(zerolog.SyncWriter(&buf)), &buf
 }
 
-// warnings are the messages of the warn lines in buf.
+// warnings are the warn lines in buf, but the one about the server's autovacuum, which says
+// how the test's server is set up (autovacuumWarnings).
 func warnings(buf *bytes.Buffer) []string {
 	var out []string
 	for line := range strings.Lines(buf.String()) {
-		if strings.Contains(line, `"level":"warn"`) {
+		if strings.Contains(line, `"level":"warn"`) && !strings.Contains(line, `"autovacuum":false`) {
 			out = append(out, line)
 		}
 	}
 	return out
+}
+
+// autovacuumWarnings are the warn lines in buf about the server's autovacuum.
+func autovacuumWarnings(buf *bytes.Buffer) []string {
+	var out []string
+	for line := range strings.Lines(buf.String()) {
+		if strings.Contains(line, `"level":"warn"`) && strings.Contains(line, `"autovacuum":false`) {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// The service warns at start-up when its server runs with autovacuum off (as the tests'
+// server may), and says nothing of it otherwise (TestServicesConnectWithVerifyFull's private
+// cluster runs with it on).
+func TestServeWarnsWhenTheServerRunsWithoutAutovacuum(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dbURL := testenv.DatabaseURL(t)
+	conn, err := pgx.Connect(ctx, dbURL)
+	require.NoError(t, err)
+	var setting string
+	require.NoError(t, conn.QueryRow(ctx, "SHOW autovacuum").Scan(&setting))
+	require.NoError(t, conn.Close(ctx))
+
+	log, buf := logBuffer()
+	pool, err := serve.OpenDatabase(ctx, serve.Database{URL: dbURL, MigrateOnStart: true}, "wallet", log)
+	require.NoError(t, err)
+	pool.Close()
+	if setting == "on" {
+		require.Empty(t, autovacuumWarnings(buf), "%s", buf)
+		return
+	}
+	got := autovacuumWarnings(buf)
+	require.Len(t, got, 1, "%s", buf)
+	require.Contains(t, got[0], "autovacuum off")
 }
 
 // openAsRuntimeRole creates the service's database as the server's user (the owner), migrates

@@ -103,7 +103,7 @@ func Migrate(ctx context.Context, d Database, service string, log zerolog.Logger
 
 // OpenDatabase migrates the service's database when d says so (Migrate) and returns a pool on
 // it as the runtime role, warning when that role is a superuser or an owner, which no privilege
-// holds back.
+// holds back, and when the server runs without autovacuum.
 func OpenDatabase(ctx context.Context, d Database, service string, log zerolog.Logger) (*pgxpool.Pool, error) {
 	if d.MigrateOnStart {
 		if err := Migrate(ctx, d, service, log); err != nil {
@@ -126,6 +126,14 @@ func OpenDatabase(ctx context.Context, d Database, service string, log zerolog.L
 		log.Warn().Str("role", p.User).Msg("the service runs as an owner of its database: it could change the schema and rewrite the journal (docs/database-roles.md)")
 	case p.CanCreate:
 		log.Warn().Str("role", p.User).Msg("the service's database role may create objects in the schema (docs/database-roles.md)")
+	}
+	srv, err := database.CheckServer(ctx, pool)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open database %s: %w", pool.Config().ConnConfig.Database, err)
+	}
+	if !srv.Autovacuum {
+		log.Warn().Bool("autovacuum", false).Msg("the database server runs with autovacuum off: the space of the outbox's and inbox's deleted rows is never reclaimed, and their tables grow on disk without bound (docs/database-roles.md)")
 	}
 	log.Info().Str("database", pool.Config().ConnConfig.Database).Str("role", p.User).Msg("database ready")
 	return pool, nil

@@ -65,6 +65,7 @@ func TestServicesConnectWithVerifyFull(t *testing.T) {
 			require.NoError(t, err)
 			defer pool.Close()
 			require.Empty(t, warnings(buf))
+			require.Empty(t, autovacuumWarnings(buf), "the private cluster runs with autovacuum on")
 			var ssl bool
 			var user string
 			require.NoError(t, pool.QueryRow(ctx, "SELECT ssl, current_user FROM pg_stat_ssl WHERE pid = pg_backend_pid()").Scan(&ssl, &user))

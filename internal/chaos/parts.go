@@ -1,0 +1,73 @@
+package chaos
+
+import (
+	"context"
+	"io"
+	"maps"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"walletgl/internal/harness"
+)
+
+// The parts of the harness that a longer-running one (internal/soak) builds on: the system, its
+// supervisor, the load in batches, the invariants, and the outages of the scenarios (PauseGL,
+// LockWalletInbox, StopBroker).
+
+// NewTimeline returns a timeline that also prints each event to out (nil: prints nothing).
+func NewTimeline(out io.Writer) *Timeline { return newTimeline(out) }
+
+// StartSystem starts a system of topo with its databases on opts.DatabaseURL's server, its
+// brokers, logs and keys in dir; faults and notes go to tl. StopAll stops it.
+func StartSystem(ctx context.Context, opts Options, topo Topology, dir string, bins Binaries, tl *Timeline) (*System, error) {
+	return startSystem(ctx, opts, topo, dir, bins.Binaries, bins.NATSServer, tl)
+}
+
+// Supervise restarts services that die without the harness having stopped them, until ctx ends.
+func (s *System) Supervise(ctx context.Context) { s.supervise(ctx) }
+
+// JetStream connects the harness to the system's brokers (see jetStream); close releases it.
+func (s *System) JetStream() (js jetstream.JetStream, close func(), err error) { return s.jetStream() }
+
+// StreamName is the name of source's stream in the system's namespace.
+func (s *System) StreamName(source string) string { return s.streamName(source) }
+
+// SetupWallets creates the funding wallet and n users through c and returns the users' ids.
+func SetupWallets(ctx context.Context, c *harness.Client, n int) ([]string, error) {
+	return setupWallets(ctx, c, n)
+}
+
+// RunLoad sends one batch of total movements (transfers, reversals, holds) over duration with
+// clients concurrent clients, keys made from seed: a batch's seed must differ from every other
+// batch's of the same system.
+func RunLoad(ctx context.Context, targets []*harness.Client, users []string, seed uint64, total, clients int, duration time.Duration) LoadResult {
+	return runLoad(ctx, targets, users, seed, total, clients, duration)
+}
+
+// Add adds what the clients of batch saw to r.
+func (r *LoadResult) Add(batch LoadResult) {
+	if r.Confirmed == nil {
+		r.Confirmed, r.Amounts = map[string]string{}, map[string]int64{}
+		r.Reversals, r.Holds = map[string]string{}, map[string]*HoldOutcome{}
+	}
+	maps.Copy(r.Confirmed, batch.Confirmed)
+	maps.Copy(r.Amounts, batch.Amounts)
+	maps.Copy(r.Reversals, batch.Reversals)
+	maps.Copy(r.Holds, batch.Holds)
+	r.Refused += batch.Refused
+	r.Requests += batch.Requests
+	r.Retried += batch.Retried
+	r.GaveUp += batch.GaveUp
+	r.Skipped += batch.Skipped
+}
+
+// WaitQuiet waits, for timeout at most, until nothing is left in flight (see waitQuiet).
+func WaitQuiet(ctx context.Context, s *System, timeout time.Duration) error {
+	return waitQuiet(ctx, s, timeout)
+}
+
+// Verify checks every invariant of the system against what the clients saw (see verify).
+func Verify(ctx context.Context, s *System, load LoadResult) ([]Check, Counts) {
+	return verify(ctx, s, load, false)
+}
