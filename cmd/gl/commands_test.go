@@ -318,7 +318,7 @@ func TestEveryCommandAnswersHelp(t *testing.T) {
 	require.Equal(t, []string{
 		"serve", "migrate", "accounts list", "accounts add", "rules list", "rules set", "replay", "reconcile", "verify", "status",
 		"outbox stats", "outbox list", "outbox show", "outbox requeue",
-		"inbox stats", "inbox list", "inbox retry",
+		"inbox stats", "inbox list", "inbox retry", "inbox abandon",
 		"keys create", "keys list", "keys revoke", "events keygen", "audit list",
 	}, commands)
 }

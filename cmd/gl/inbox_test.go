@@ -49,7 +49,7 @@ func TestInboxCommands(t *testing.T) {
 	require.NoError(t, err)
 	require.Regexp(t, `(?m)^failed\s+2$`, out)
 	require.Contains(t, out, "duplicates absorbed: 0")
-	require.Regexp(t, `failed by reason: malformed \d+, conflict \d+, exhausted \d+, unauthenticated 0\n`, out)
+	require.Regexp(t, `failed by reason: malformed \d+, conflict \d+, exhausted \d+, unauthenticated 0, abandoned 0\n`, out)
 
 	out, err = gl("inbox", "list", "--status", "failed", "--limit", "10")
 	require.NoError(t, err)
@@ -68,8 +68,8 @@ func TestInboxCommands(t *testing.T) {
 
 	out, err = gl("inbox", "stats", "--json")
 	require.NoError(t, err)
-	require.JSONEq(t, `{"counts":{"processing":0,"processed":1,"failed":1,"duplicate":0},"duplicates":0,`+
-		`"failed_by_reason":{"malformed":0,"conflict":0,"exhausted":1,"unauthenticated":0}}`, out)
+	require.JSONEq(t, `{"counts":{"processing":0,"waiting":0,"processed":1,"failed":1,"duplicate":0},"duplicates":0,`+
+		`"failed_by_reason":{"malformed":0,"conflict":0,"exhausted":1,"unauthenticated":0,"abandoned":0}}`, out)
 
 	_, err = gl("inbox", "retry", good)
 	require.ErrorContains(t, err, "1 of 1 events still fail", "a processed event is not processed again")

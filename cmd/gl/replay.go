@@ -141,7 +141,12 @@ func replayCmd(ctx context.Context, env cli.Env, args []string) error {
 	// The replay's inbox is the GL consumer's (gl:<event id>), as in the live GL, so gl verify
 	// holds in the target too; it reads through a broker consumer of its own (Consumer.Replay).
 	// A rebuild answers nobody: duplicates in the stream are skipped, not acknowledged again.
-	poster := struct{ events.Handler }{gl.NewTransferPoster(ledger, ledger, log)}
+	// It still says what each posting satisfies, so that an event waiting for it posts then.
+	tp := gl.NewTransferPoster(ledger, ledger, log)
+	poster := struct {
+		events.Handler
+		events.Satisfier
+	}{tp, tp}
 	consCfg, err := cfg.Events.Consumer(events.ConsumerGL, nil, keys.Trust)
 	if err != nil {
 		return err
@@ -165,11 +170,19 @@ func replayCmd(ctx context.Context, env cli.Env, args []string) error {
 	}
 	elapsed := time.Since(started)
 	fmt.Fprintf(env.Stdout, "gl replay: rebuilt database %s from stream %s in %s\n", targetName, stream, elapsed.Round(time.Millisecond))
-	fmt.Fprintf(env.Stdout, "  events read          %d\n", stats.Processed+stats.Duplicates+stats.Failed)
+	fmt.Fprintf(env.Stdout, "  events read          %d\n", stats.Processed+stats.Duplicates+stats.Failed+stats.Waited)
 	fmt.Fprintf(env.Stdout, "  entries posted       %d\n", entries)
 	fmt.Fprintf(env.Stdout, "  duplicates skipped   %d\n", stats.Duplicates)
 	fmt.Fprintf(env.Stdout, "  dead-lettered        %d (see the target's inbox, status failed)\n", stats.Failed)
 	fmt.Fprintf(env.Stdout, "  unauthenticated      %d (of those dead-lettered: not signed by a trusted key of the wallet, never posted)\n", stats.Unauthenticated)
+	waiting, err := events.NewAdmin(pool).ListInbox(ctx, events.StatusWaiting, events.MaxAdminLimit)
+	if err != nil {
+		return fmt.Errorf("replay: %w", err)
+	}
+	fmt.Fprintf(env.Stdout, "  still waiting        %d (their originals are not in the stream; the target's inbox, status waiting)\n", len(waiting))
+	for _, r := range waiting {
+		fmt.Fprintf(env.Stdout, "    %s (%s) waits for %s\n", r.ID, r.EventType, r.WaitsFor)
+	}
 	fmt.Fprintf(env.Stdout, "  rate                 %.0f events/s\n", float64(progress.done)/max(time.Since(progress.started).Seconds(), 1e-9))
 	fmt.Fprintf(env.Stdout, "  acknowledgments      left unpublished in %s's outbox\n", targetName)
 	if noReconcile {

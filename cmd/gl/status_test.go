@@ -41,7 +41,7 @@ func TestStatus(t *testing.T) {
 	require.Regexp(t, `(?m)^consumer wallet of t\w+_GL_EVENTS \(this outbox\)\s+1 pending, 0 unacknowledged, 0 redelivered$`, out)
 	require.Regexp(t, `(?m)^consumer gl of t\w+_WALLET_EVENTS \(this inbox\)\s+3 pending, 0 unacknowledged, 0 redelivered$`, out)
 	require.Less(t, strings.Index(out, "consumer wallet"), strings.Index(out, "consumer gl"), "the flow's order: outbox, its consumer, the inbox's consumer, inbox")
-	require.Regexp(t, `(?m)^inbox\s+processing 0, processed 0, failed 1, duplicate 0; duplicates absorbed 0$`, out)
+	require.Regexp(t, `(?m)^inbox\s+processing 0, waiting 0, processed 0, failed 1, duplicate 0; duplicates absorbed 0$`, out)
 	require.Regexp(t, `(?m)^  last failure\s+exhausted `+failed+` \(TransferCompleted.v1\) at \S+: handler failed on 10 deliveries: no such account$`, out)
 	require.Contains(t, out, "attention:\n  1 dead_letter outbox rows wait for an operator: gl outbox list --status dead_letter\n")
 	require.Regexp(t, `(?m)^  the oldest unacknowledged outbox row is 10m\ds old: is wallet serve running and consuming\? \(wallet status\)$`, out)
@@ -72,7 +72,7 @@ func TestStatus(t *testing.T) {
 		require.Regexp(t, `(?m)^broker\s+broker unreachable at nats://127.0.0.1:1: not connected within 300ms`, out)
 		require.NotRegexp(t, `(?m)^consumer `, out)
 		require.Regexp(t, `(?m)^outbox\s+pending 0, dispatching 0, dispatched 2`, out)
-		require.Regexp(t, `(?m)^inbox\s+processing 0, processed 0, failed 1`, out)
+		require.Regexp(t, `(?m)^inbox\s+processing 0, waiting 0, processed 0, failed 1`, out)
 		require.Contains(t, out, "  the broker is unreachable")
 
 		out, _, err = runGL(t, down, "status", "--json", "--broker-timeout", "300ms")

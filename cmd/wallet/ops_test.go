@@ -462,8 +462,8 @@ func TestInboxCommandsRetryTheGLsAcknowledgments(t *testing.T) {
 
 	out, _, err = b.run(t, "inbox", "stats", "--json")
 	require.NoError(t, err)
-	require.JSONEq(t, `{"counts":{"processing":0,"processed":1,"failed":1,"duplicate":0},"duplicates":0,`+
-		`"failed_by_reason":{"malformed":0,"conflict":0,"exhausted":1,"unauthenticated":0}}`, out)
+	require.JSONEq(t, `{"counts":{"processing":0,"waiting":0,"processed":1,"failed":1,"duplicate":0},"duplicates":0,`+
+		`"failed_by_reason":{"malformed":0,"conflict":0,"exhausted":1,"unauthenticated":0,"abandoned":0}}`, out)
 
 	out, _, err = b.run(t, "inbox", "list", "--status", "processed", "--json")
 	require.NoError(t, err)
@@ -482,7 +482,7 @@ func TestEveryCommandAnswersHelp(t *testing.T) {
 	require.Equal(t, []string{
 		"serve", "migrate",
 		"outbox stats", "outbox list", "outbox show", "outbox requeue", "outbox reconcile", "outbox republish", "outbox rebuild",
-		"inbox stats", "inbox list", "inbox retry",
+		"inbox stats", "inbox list", "inbox retry", "inbox abandon",
 		"keys create", "keys list", "keys revoke", "events keygen", "audit list", "verify", "status",
 	}, commands)
 }

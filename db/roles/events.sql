@@ -5,7 +5,8 @@
 -- SELECT … FOR UPDATE SKIP LOCKED) and retention deletes acknowledged ones.
 GRANT SELECT, INSERT, UPDATE, DELETE ON outbox TO :"runtime_role";
 
--- The consumer claims events (INSERT … ON CONFLICT DO UPDATE), marks them processed or failed,
--- and its retention deletes the rows of processed events past EVENTS_INBOX_RETENTION (DELETE,
--- with SELECT … FOR UPDATE SKIP LOCKED); failed rows are never deleted.
+-- The consumer claims events (INSERT … ON CONFLICT DO UPDATE), marks them processed, failed or
+-- waiting, reclaims waiting ones (SELECT … FOR UPDATE SKIP LOCKED), and its retention deletes
+-- the rows of processed events past EVENTS_INBOX_RETENTION (DELETE, with SELECT … FOR UPDATE
+-- SKIP LOCKED); failed and waiting rows are never deleted.
 GRANT SELECT, INSERT, UPDATE, DELETE ON inbox TO :"runtime_role";

@@ -340,14 +340,23 @@ func (c *checker) inboxesClean(allowFailed bool) {
 		name string
 		db   *pgxpool.Pool
 	}{{"gl", c.gl}, {"wallet", c.wallet}} {
-		name := "no " + side.name + " inbox event failed or stuck processing"
-		var failed, processing int
-		err := side.db.QueryRow(c.ctx, `SELECT count(*) FILTER (WHERE status = 'failed'), count(*) FILTER (WHERE status = 'processing') FROM inbox`).Scan(&failed, &processing)
+		// A waiting event left at the end waits for one that never posted: every original is
+		// published until acknowledged, so after a run none may be left waiting.
+		name := "no " + side.name + " inbox event failed, stuck processing or left waiting"
+		var failed, processing, waiting int
+		var waitsFor []string
+		err := side.db.QueryRow(c.ctx, `SELECT count(*) FILTER (WHERE status = 'failed'), count(*) FILTER (WHERE status = 'processing'),
+			count(*) FILTER (WHERE status = 'waiting'), coalesce((array_agg(waits_for ORDER BY received_at) FILTER (WHERE status = 'waiting'))[1:5], '{}')
+			FROM inbox`).Scan(&failed, &processing, &waiting, &waitsFor)
 		if err != nil {
 			c.failed(name, err)
 			continue
 		}
-		c.add(name, processing == 0 && (failed == 0 || allowFailed), "failed %d, processing %d", failed, processing)
+		detail := fmt.Sprintf("failed %d, processing %d, waiting %d", failed, processing, waiting)
+		if waiting > 0 {
+			detail += " (waiting for " + strings.Join(waitsFor, ", ") + ")"
+		}
+		c.add(name, processing == 0 && waiting == 0 && (failed == 0 || allowFailed), "%s", detail)
 	}
 }
 

@@ -10,7 +10,7 @@ import (
 	"walletgl/internal/events"
 )
 
-// The inbox commands of both binaries: <program> inbox stats | list | retry, on the service's
+// The inbox commands of both binaries: <program> inbox stats | list | retry | abandon, on the service's
 // own database. They need no broker and never migrate.
 
 // Inbox is the group `<program> inbox …`.
@@ -18,7 +18,8 @@ func (svc Service[S]) Inbox() Command {
 	return Command{Name: "inbox", Sub: []Command{
 		{Name: "stats", Help: "inbox rows per status, failed ones per reason, and duplicates absorbed [--json]", RunFunc: svc.inboxStats},
 		{Name: "list", Help: "inbox rows of one status: --status S (default failed) [--limit N] [--json]", RunFunc: svc.inboxList},
-		{Name: "retry", Help: "process failed events again from their stored payload: ID... [--json]", RunFunc: svc.inboxRetry},
+		{Name: "retry", Help: "process failed or waiting events again from their stored payload: ID... [--json]", RunFunc: svc.inboxRetry},
+		{Name: "abandon", Help: "give up on waiting events: fail them as abandoned, payload kept for a later retry: ID... [--json]", RunFunc: svc.inboxAbandon},
 	}}
 }
 
@@ -50,9 +51,13 @@ func (svc Service[S]) inboxList(ctx context.Context, env Env, args []string) err
 			return err
 		}
 		header := []string{"ID", "TYPE", "ATTEMPTS", "RECEIVED", "REASON", "DETAIL"}
+		why := func(r events.InboxRow) string { return r.Reason }
+		if status == events.StatusWaiting {
+			header[4], why = "WAITS FOR", func(r events.InboxRow) string { return r.WaitsFor }
+		}
 		return writeList(env, c.JSON, rows, header, func(r events.InboxRow) []string {
 			return []string{r.ID, r.EventType, strconv.Itoa(int(r.Attempts)),
-				r.ReceivedAt.UTC().Format(time.RFC3339), OrDash(r.Reason), OrDash(Clip(r.Detail, 60))}
+				r.ReceivedAt.UTC().Format(time.RFC3339), OrDash(why(r)), OrDash(Clip(r.Detail, 60))}
 		}, status, limit)
 	})
 }
@@ -96,6 +101,47 @@ func (svc Service[S]) inboxRetry(ctx context.Context, env Env, args []string) er
 		}
 		if failed > 0 {
 			return fmt.Errorf("inbox retry: %d of %d events still fail", failed, len(out))
+		}
+		return nil
+	})
+}
+
+// inboxAbandon gives up on waiting events: an operator knows that what they wait for will
+// never post (purged, lost with the broker). They are failed as abandoned; inbox retry still
+// applies one whose original turns up after all.
+func (svc Service[S]) inboxAbandon(ctx context.Context, env Env, args []string) error {
+	return svc.Run(ctx, env, args, ReadWrite, nil, func(c Call[S]) error {
+		if len(c.Args) == 0 {
+			return fmt.Errorf("inbox abandon: give the ids of waiting inbox rows (%s:<event id>, or the event id)", svc.Consumer)
+		}
+		log, err := c.Settings.Logging().Logger(env.Stderr, svc.Name)
+		if err != nil {
+			return err
+		}
+		out := events.NewInbox(svc.Consumer, nil).Abandon(log.WithContext(ctx), c.Pool, c.Args...)
+		if err := AuditCommand(ctx, c.Pool, "inbox.abandon", strings.Join(c.Args, ","), out); err != nil {
+			return err
+		}
+		refused := 0
+		rows := make([][]string, 0, len(out))
+		for _, r := range out {
+			result := "failed as " + events.ReasonAbandoned
+			if r.Error != "" {
+				refused++
+				result = "refused: " + r.Error
+			}
+			rows = append(rows, []string{r.ID, result})
+		}
+		if c.JSON {
+			err = JSON(env.Stdout, out)
+		} else {
+			err = Table(env.Stdout, []string{"ID", "RESULT"}, rows)
+		}
+		if err != nil {
+			return err
+		}
+		if refused > 0 {
+			return fmt.Errorf("inbox abandon: %d of %d events refused", refused, len(out))
 		}
 		return nil
 	})

@@ -28,6 +28,9 @@ const DefaultBrokerTimeout = 2 * time.Second
 // outbox stuck: the threshold of the WalletglOutboxStuck alert (deploy/prometheus/alerts.yml).
 const StuckAfter = 5 * time.Minute
 
+// StatusWaitingShown is how many waiting inbox events status names, oldest first.
+const StatusWaitingShown = 5
+
 // Status is the pipeline's state as status prints it, and its JSON (--json).
 type Status struct {
 	Service          string               `json:"service"`
@@ -36,7 +39,10 @@ type Status struct {
 	OutboxLastError  *events.OutboxError  `json:"outbox_last_error"` // null: no failed or dead_letter row
 	Inbox            events.InboxStats    `json:"inbox"`
 	InboxLastFailure *events.InboxFailure `json:"inbox_last_failure"` // null: no failed event
-	Broker           BrokerStatus         `json:"broker"`
+	// InboxWaiting is the oldest events parked until what they wait for posts (up to
+	// StatusWaitingShown; Inbox.Counts["waiting"] counts them all).
+	InboxWaiting []events.InboxRow `json:"inbox_waiting"`
+	Broker       BrokerStatus      `json:"broker"`
 	// Attention lists what an operator should look at, each with the command to start with;
 	// empty when nothing needs a human.
 	Attention []string `json:"attention"`
@@ -87,6 +93,15 @@ func (svc Service[S]) Status(ctx context.Context, env Env, args []string) error 
 		}
 		if st.InboxLastFailure, err = admin.LastInboxFailure(ctx); err != nil {
 			return err
+		}
+		st.InboxWaiting = []events.InboxRow{}
+		if st.Inbox.Counts[events.StatusWaiting] > 0 {
+			if st.InboxWaiting, err = admin.ListInbox(ctx, events.StatusWaiting, StatusWaitingShown); err != nil {
+				return err
+			}
+			for i := range st.InboxWaiting {
+				st.InboxWaiting[i].Payload = ""
+			}
 		}
 		st.Broker = svc.brokerStatus(ctx, svc.EventsFunc(c.Settings), timeout)
 		st.Attention = svc.attention(st)
@@ -178,6 +193,12 @@ func (svc Service[S]) attention(st Status) []string {
 	if n := st.Inbox.Counts["failed"]; n > 0 {
 		out = append(out, fmt.Sprintf("%d failed inbox events: %s inbox list, then %s inbox retry ID… once the cause is fixed", n, svc.Name, svc.Name))
 	}
+	if n := st.Inbox.Counts[events.StatusWaiting]; n > 0 && len(st.InboxWaiting) > 0 {
+		if age := time.Since(st.InboxWaiting[0].ReceivedAt); age >= StuckAfter {
+			out = append(out, fmt.Sprintf("%d inbox events wait for an event that has not posted, the oldest for %s: %s inbox list --status waiting; "+
+				"%s inbox abandon ID… for one whose original will never come", n, age.Round(time.Second), svc.Name, svc.Name))
+		}
+	}
 	if !st.Broker.Reachable {
 		out = append(out, "the broker is unreachable: the relay and the consumer wait for it ("+svc.Name+" serve's log, /healthz)")
 	}
@@ -218,6 +239,9 @@ func writeStatus(w io.Writer, st Status) error {
 		[]string{"inbox", counts(events.InboxStatuses, st.Inbox.Counts) + fmt.Sprintf("; duplicates absorbed %d", st.Inbox.Duplicates)},
 		[]string{"  last failure", inboxFailure(st.InboxLastFailure)},
 	)
+	for _, r := range st.InboxWaiting {
+		rows = append(rows, []string{"  waiting", fmt.Sprintf("%s (%s) since %s for %s", r.ID, r.EventType, r.ReceivedAt.UTC().Format(time.RFC3339), r.WaitsFor)})
+	}
 	fmt.Fprintf(w, "%s status: database %s, broker %s\n", st.Service, st.Database, st.Broker.URL)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, r := range rows {

@@ -146,7 +146,7 @@ func (e Events) inboxList(ctx context.Context, req *Request) (View, error) {
 	if err != nil {
 		return View{}, adminError(err)
 	}
-	d := listData{overview: o, Browse: b, InboxRows: page.Rows, Action: b.Status == "failed"}
+	d := listData{overview: o, Browse: b, InboxRows: page.Rows, Action: retryable(b.Status)}
 	d.NextURL, d.FirstURL = pageURLs("/console/inbox", b, page.Next)
 	return View{Template: "inbox", Title: "Inbox: " + b.Status, Data: d}, nil
 }
@@ -194,7 +194,7 @@ func (e Events) inboxRow(ctx context.Context, req *Request) (View, error) {
 	if err != nil {
 		return View{}, adminError(err)
 	}
-	return View{Template: "inbox_row", Title: "Inbox row " + row.ID, Data: inboxRowData{Row: row, CanRetry: row.Status == "failed"}}, nil
+	return View{Template: "inbox_row", Title: "Inbox row " + row.ID, Data: inboxRowData{Row: row, CanRetry: retryable(row.Status)}}, nil
 }
 
 // confirmData is the confirmation page of a requeue or a retry: what will be done to which rows.
@@ -256,6 +256,10 @@ func (e Events) requeue(ctx context.Context, req *Request) (View, error) {
 	return View{Redirect: back, Flash: msg}, nil
 }
 
+// retryable says whether inbox rows of status may be retried: failed ones, and waiting ones
+// (which post at once if what they wait for has posted).
+func retryable(status string) bool { return status == "failed" || status == events.StatusWaiting }
+
 // retry processes failed inbox events again with the service's handler, after a confirmation.
 func (e Events) retry(ctx context.Context, req *Request) (View, error) {
 	ids, err := formIDs(req.Form)
@@ -266,7 +270,7 @@ func (e Events) retry(ctx context.Context, req *Request) (View, error) {
 	if req.Form.Get("confirm") != "yes" {
 		return View{Template: "confirm", Title: "Retry inbox events", Data: confirmData{
 			Action: "/console/inbox/retry", Verb: "Retry", What: "failed inbox events", IDs: ids, Back: back,
-			Explain: "Each event is processed again from its stored payload with the service's own handler, in one transaction; one that fails again stays failed. Events recorded unauthenticated are never retried.",
+			Explain: "Each event is processed again from its stored payload with the service's own handler, in one transaction; one that fails again stays failed, one that still waits stays waiting. Events recorded unauthenticated are never retried.",
 		}}, nil
 	}
 	out := e.Retry(ctx, ids...)

@@ -24,13 +24,17 @@ const (
 	StatusDispatching = "dispatching"
 )
 
-// StatusProcessed is the inbox status of an event applied once and for all.
-const StatusProcessed = "processed"
+// The inbox statuses the consumer acts on: processed, an event applied once and for all;
+// waiting, an event parked until what it waits for posts (its waits_for).
+const (
+	StatusProcessed = "processed"
+	StatusWaiting   = "waiting"
+)
 
 // The statuses of an outbox row and of an inbox row, in the order of their lifecycle.
 var (
 	OutboxStatuses = []string{StatusPending, StatusDispatching, "dispatched", "acknowledged", "failed", "dead_letter"}
-	InboxStatuses  = []string{"processing", StatusProcessed, "failed", "duplicate"}
+	InboxStatuses  = []string{"processing", StatusWaiting, StatusProcessed, "failed", "duplicate"}
 	// RequeueStatuses are the statuses an operator may send back to pending.
 	RequeueStatuses = []string{"failed", "dead_letter"}
 )
@@ -316,7 +320,7 @@ type InboxStats struct {
 }
 
 // FailureReasons are the reason words of failed inbox rows.
-var FailureReasons = []string{ReasonMalformed, ReasonConflict, ReasonExhausted, ReasonUnauthenticated}
+var FailureReasons = []string{ReasonMalformed, ReasonConflict, ReasonExhausted, ReasonUnauthenticated, ReasonAbandoned}
 
 // InboxRow is one inbox row as an operator sees it.
 type InboxRow struct {
@@ -328,9 +332,10 @@ type InboxRow struct {
 	Attempts    int32      `json:"attempts"`
 	Duplicates  int32      `json:"duplicates"`
 	StreamSeq   *int64     `json:"stream_seq,omitempty"`
-	Reason      string     `json:"reason,omitempty"`  // a failed row's reason word: malformed, conflict, exhausted, unauthenticated
-	Detail      string     `json:"detail,omitempty"`  // a failed row's error text
-	Payload     string     `json:"payload,omitempty"` // the raw message, as text
+	Reason      string     `json:"reason,omitempty"`    // a failed row's reason word: malformed, conflict, exhausted, unauthenticated, abandoned
+	Detail      string     `json:"detail,omitempty"`    // a failed row's error text, or why a waiting one waits
+	WaitsFor    string     `json:"waits_for,omitempty"` // what a waiting row waits for: transfer:<id>, hold:<id>
+	Payload     string     `json:"payload,omitempty"`   // the raw message, as text
 	ReceivedAt  time.Time  `json:"received_at"`
 	ProcessedAt *time.Time `json:"processed_at,omitempty"`
 	UpdatedAt   time.Time  `json:"updated_at"`
@@ -445,7 +450,7 @@ func toInboxRow(r eventsdb.Inbox) InboxRow {
 	return InboxRow{
 		ID: r.ID, Consumer: r.Consumer, EventID: r.EventID, EventType: r.EventType, Status: r.Status,
 		Attempts: r.Attempts, Duplicates: r.Duplicates, StreamSeq: r.StreamSeq, Reason: deref(r.Reason), Detail: deref(r.Detail),
-		Payload: string(r.Payload), ReceivedAt: r.ReceivedAt, ProcessedAt: r.ProcessedAt, UpdatedAt: r.UpdatedAt,
+		WaitsFor: deref(r.WaitsFor), Payload: string(r.Payload), ReceivedAt: r.ReceivedAt, ProcessedAt: r.ProcessedAt, UpdatedAt: r.UpdatedAt,
 	}
 }
 

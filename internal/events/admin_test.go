@@ -269,9 +269,9 @@ func TestAdminInboxStatsAndList(t *testing.T) {
 
 	stats, err := admin.InboxStats(ctx)
 	require.NoError(t, err)
-	require.Equal(t, map[string]int64{"processing": 0, "processed": 3, "failed": 1, "duplicate": 0}, stats.Counts)
+	require.Equal(t, map[string]int64{"processing": 0, "waiting": 0, "processed": 3, "failed": 1, "duplicate": 0}, stats.Counts)
 	require.Equal(t, int64(2), stats.Duplicates)
-	require.Equal(t, map[string]int64{"malformed": 1, "conflict": 0, "exhausted": 0, "unauthenticated": 0}, stats.FailedByReason)
+	require.Equal(t, map[string]int64{"malformed": 1, "conflict": 0, "exhausted": 0, "unauthenticated": 0, "abandoned": 0}, stats.FailedByReason)
 
 	failed, err := admin.ListInbox(ctx, "failed", 10)
 	require.NoError(t, err)
@@ -336,7 +336,7 @@ func TestRetryInboxProcessesAFailedEventOnceAndLeavesABadOneFailed(t *testing.T)
 	require.Equal(t, 1, acks, "only the good event's write committed")
 
 	again := events.NewInbox("gl", handler).Retry(ctx, pool, goodID.String())
-	require.Contains(t, again[0].Error, "is processed, only a failed event is retried")
+	require.Contains(t, again[0].Error, "is processed, only a failed or waiting event is retried")
 	require.Equal(t, 1, handled[goodID.String()], "a processed event is never handled again")
 }
 

@@ -75,6 +75,8 @@ type ConsumerStats struct {
 	Retried    int64 // deliveries rolled back and negatively acknowledged
 	// Unauthenticated counts the failed events whose producer could not be verified.
 	Unauthenticated int64
+	Waited          int64 // events parked in the inbox to wait for another (acknowledged)
+	Released        int64 // parked events applied once what they waited for posted
 }
 
 // Consumer is a durable JetStream pull consumer feeding a Handler through the inbox: each event
@@ -92,12 +94,16 @@ type Consumer struct {
 	backlog  *backlogGate  // whether the extra loops have work
 	failing  *failureCount // deliveries whose handler ran and failed, per event
 	tracing  eventTracing
+	waiters  *waiters     // keys whose waiting events are to be retried now
+	waiting  atomic.Int64 // waiting events, as last counted (or since parked)
 
 	processed       atomic.Int64
 	duplicates      atomic.Int64
 	failed          atomic.Int64
 	retried         atomic.Int64
 	unauthenticated atomic.Int64
+	waited          atomic.Int64
+	released        atomic.Int64
 	lastForged      atomic.Int64 // unix nanoseconds of the last event recorded unauthenticated
 }
 
@@ -129,6 +135,7 @@ func NewConsumer(cfg ConsumerConfig, topo Topology, nc *nats.Conn, pool *pgxpool
 		backlog: newBacklogGate(),
 		failing: newFailureCount(failureCountLimit),
 		tracing: newEventTracing(cfg.Tracing),
+		waiters: newWaiters(),
 	}, nil
 }
 
@@ -137,6 +144,7 @@ func (c *Consumer) Stats() ConsumerStats {
 	return ConsumerStats{
 		Processed: c.processed.Load(), Duplicates: c.duplicates.Load(),
 		Failed: c.failed.Load(), Retried: c.retried.Load(), Unauthenticated: c.unauthenticated.Load(),
+		Waited: c.waited.Load(), Released: c.released.Load(),
 	}
 }
 
@@ -149,6 +157,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 		g.Go(func() error { return c.consume(ctx, i > 0) })
 	}
 	g.Go(func() error { return c.retentionLoop(ctx) })
+	g.Go(func() error { c.retryWaiting(ctx, true); return nil })
 	return g.Wait()
 }
 
@@ -435,7 +444,9 @@ func (o ReplayOptions) withDefaults() ReplayOptions {
 // Replay applies every event still in the stream of the consumer's durable consumer, from the
 // first, through the same verification, inbox and handler as the live loop, but through a
 // broker consumer of its own (Topology.CreateReplayConsumer): gl replay rebuilds a ledger with
-// it. It returns once nothing is pending or waiting for an ack; progress hears the events done
+// it. It returns once nothing is pending or waiting for an ack (an event that waits for
+// another is parked in the inbox, status waiting, and acknowledged: ListInbox names those
+// still waiting at the end); progress hears the events done
 // and the total known so far (events published meanwhile join the replay).
 //
 // It is the live loop pipelined: while Concurrency batch transactions commit, the next batch
@@ -456,6 +467,13 @@ func (c *Consumer) Replay(ctx context.Context, opts ReplayOptions, progress func
 	}
 	defer c.deleteReplayConsumer(ctx, cons.CachedInfo().Name)
 	total := cons.CachedInfo().NumPending
+
+	// Events that wait for another are parked and acknowledged, so the replay ends; those whose
+	// original commits meanwhile are applied at once, and the rest get one more try at the end.
+	waitCtx, stopWaiting := context.WithCancel(context.WithoutCancel(ctx))
+	var waitLoop sync.WaitGroup
+	waitLoop.Go(func() { c.retryWaiting(waitCtx, false) })
+	defer func() { stopWaiting(); waitLoop.Wait() }()
 
 	batches := make(chan []delivery, opts.Concurrency)
 	var inFlight atomic.Int64     // events fetched and not yet done with
@@ -481,7 +499,7 @@ func (c *Consumer) Replay(ctx context.Context, opts ReplayOptions, progress func
 	// total is what was done.
 	report := func(pending uint64, finished bool) {
 		s := c.Stats()
-		done := uint64(s.Processed + s.Duplicates + s.Failed)
+		done := uint64(s.Processed + s.Duplicates + s.Failed + s.Waited)
 		total = max(total, done+uint64(inFlight.Load())+pending)
 		if finished {
 			total = done
@@ -527,7 +545,10 @@ func (c *Consumer) Replay(ctx context.Context, opts ReplayOptions, progress func
 		}
 		report(0, finished)
 		if finished {
-			return nil
+			stopWaiting()
+			waitLoop.Wait()
+			c.applyWaiting(ctx, nil)
+			return ctx.Err()
 		}
 	}
 }
@@ -611,6 +632,7 @@ func (c *Consumer) committed(ctx context.Context, ds []delivery, fresh []bool, a
 	for _, d := range ds {
 		c.failing.forget(d.EventID)
 	}
+	c.satisfied(ds, fresh)
 	_ = c.cfg.Faults.Hit(c.cfg.Name + faults.ConsumerAfterCommit)
 	c.acknowledge(ctx, ds, fresh, acks)
 }
@@ -732,7 +754,7 @@ const bookkeepingTimeout = 10 * time.Second
 // handleFailure decides what a failed delivery becomes. A permanent cause (an event that can
 // never be applied, or one that contradicts what was applied) is recorded failed at once. A
 // handler that ran and failed counts toward MaxDeliver, after which the event is recorded
-// failed as exhausted; one that waits for another event (ErrNotYet) does not count. Anything
+// failed as exhausted; one that waits for another event (ErrNotYet) is parked (park). Anything
 // else is delivered again after a growing delay, for as long as
 // it takes: a database that is slow or away never makes an event fail.
 func (c *Consumer) handleFailure(ctx context.Context, d delivery, err error) {
@@ -741,7 +763,7 @@ func (c *Consumer) handleFailure(ctx context.Context, d delivery, err error) {
 		return
 	}
 	if errors.Is(err, ErrNotYet) {
-		c.retry(d, err)
+		c.park(ctx, d, err)
 		return
 	}
 	if n := c.failing.add(d.EventID); n >= c.cfg.MaxDeliver {

@@ -67,13 +67,38 @@ func Conflict(err error) error { return fmt.Errorf("%w: %w", ErrConflict, err) }
 
 // ErrNotYet is the reason for an event that needs another one applied first (a reversal
 // whose transfer is not posted yet: the stream does not promise their order across a
-// re-publish). It is rolled back and delivered again after a growing delay, without counting
-// toward MaxDeliver: the event it waits for comes, since its producer publishes it until it is
-// acknowledged, and an event that only waits must never be recorded failed for it.
+// re-publish). The consumer parks it in the inbox (status waiting, its payload kept, the
+// message acknowledged) and applies it once what it waits for posts: an event that only waits
+// never holds the broker's ack-pending slots and is never recorded failed for it.
 var ErrNotYet = errors.New("event waits for another")
 
-// NotYet marks err as ErrNotYet.
-func NotYet(err error) error { return fmt.Errorf("%w: %w", ErrNotYet, err) }
+// NotYetError is an ErrNotYet that names what the event waits for.
+type NotYetError struct {
+	WaitsFor string // what must post first: WaitTransfer(id), WaitHold(id)
+	Err      error
+}
+
+func (e *NotYetError) Error() string {
+	return ErrNotYet.Error() + " (" + e.WaitsFor + "): " + e.Err.Error()
+}
+func (e *NotYetError) Unwrap() []error { return []error{ErrNotYet, e.Err} }
+
+// NotYet marks err as ErrNotYet: the event waits for waitsFor to post (WaitTransfer,
+// WaitHold), and is applied once it has.
+func NotYet(waitsFor string, err error) error { return &NotYetError{WaitsFor: waitsFor, Err: err} }
+
+// WaitsFor is what a NotYet error waits for ("" when err is none, or names nothing).
+func WaitsFor(err error) string {
+	if ny, ok := errors.AsType[*NotYetError](err); ok {
+		return ny.WaitsFor
+	}
+	return ""
+}
+
+// The keys of what a waiting event waits for (the inbox's waits_for): a transfer's posting,
+// which its reversals wait for, and a hold's placement, which its release waits for.
+func WaitTransfer(transferID string) string { return "transfer:" + transferID }
+func WaitHold(holdID string) string         { return "hold:" + holdID }
 
 // The reasons a failed inbox row gives, one stable word each (the inbox's reason column).
 const (
@@ -81,6 +106,7 @@ const (
 	ReasonConflict        = "conflict"        // contradicts what was applied before
 	ReasonExhausted       = "exhausted"       // the handler ran and failed on MaxDeliver deliveries
 	ReasonUnauthenticated = "unauthenticated" // its producer could not be verified
+	ReasonAbandoned       = "abandoned"       // it waited for an event an operator says will never come
 )
 
 // failureReason is the reason word for a permanent failure.

@@ -36,3 +36,11 @@ func (f HandlerFunc) Handle(ctx context.Context, tx pgx.Tx, envs []Envelope) err
 type DuplicateHandler interface {
 	HandleDuplicates(ctx context.Context, tx pgx.Tx, envs []Envelope) error
 }
+
+// Satisfier is a Handler some of whose events wait for others (NotYet with a key): Satisfies
+// names the keys an applied event lets waiting events go on with (WaitTransfer, WaitHold). The
+// consumer retries the events waiting for those keys as soon as the event commits; without a
+// Satisfier, waiting events are retried on the consumer's tick alone.
+type Satisfier interface {
+	Satisfies(env Envelope) []string
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -146,9 +147,10 @@ type Retried struct {
 	Error string `json:"error,omitempty"`
 }
 
-// Retry processes failed events again from their stored payload, through the handler: one
-// transaction per event reclaims the row (failed → processing), applies the event and marks
-// the row processed. An event that fails again is rolled back and stays failed, with the error
+// Retry processes failed or waiting events again from their stored payload, through the
+// handler: one transaction per event reclaims the row (failed or waiting → processing), applies
+// the event and marks the row processed. An event that fails again (or still waits) is rolled
+// back and stays as it was, with the error
 // in its outcome. ids are inbox ids ("<consumer>:<event id>") or bare event ids. Nothing is
 // retried, not even a deadlock: the operator reads the outcome and runs the command again.
 // Events recorded failed as unauthenticated are refused: only verified events are applied.
@@ -175,7 +177,7 @@ func (in *Inbox) Retry(ctx context.Context, pool *pgxpool.Pool, ids ...string) [
 func (in *Inbox) retryOne(ctx context.Context, tx pgx.Tx, id string) error {
 	row, err := eventsdb.New(tx).ReclaimFailedInbox(ctx, id)
 	switch err := interpretError(err); {
-	case errors.Is(err, ErrNotFound): // no failed row with this id
+	case errors.Is(err, ErrNotFound): // no failed or waiting row with this id
 		return notFailed(ctx, tx, id)
 	case err != nil:
 		return fmt.Errorf("reclaim inbox %s: %w", id, err)
@@ -186,6 +188,12 @@ func (in *Inbox) retryOne(ctx context.Context, tx pgx.Tx, id string) error {
 		return fmt.Errorf("inbox %s failed as unauthenticated: an event whose producer was not verified is never retried; "+
 			"a real event is published again by its producer (the wallet's: wallet outbox republish)", id)
 	}
+	return in.applyStored(ctx, tx, row)
+}
+
+// applyStored applies a reclaimed row's stored payload and marks the row processed, in tx.
+func (in *Inbox) applyStored(ctx context.Context, tx pgx.Tx, row eventsdb.Inbox) error {
+	id := row.ID
 	if len(row.Payload) == 0 {
 		return fmt.Errorf("inbox %s has no stored payload to process", id)
 	}
@@ -205,6 +213,150 @@ func (in *Inbox) retryOne(ctx context.Context, tx pgx.Tx, id string) error {
 	return nil
 }
 
+// Waiting is an event parked in the inbox: what it waits for, why, and its verified message.
+type Waiting struct {
+	WaitsFor string // WaitTransfer(id), WaitHold(id)
+	Cause    error
+	Payload  []byte
+	Attempts int32
+}
+
+// RecordWaiting parks ev in db as waiting for w.WaitsFor, with its payload to apply later; an
+// event processed or failed meanwhile is left alone.
+func (in *Inbox) RecordWaiting(ctx context.Context, db database.Executor, ev Inbound, w Waiting) error {
+	err := eventsdb.New(db).RecordInboxWaiting(ctx, eventsdb.RecordInboxWaitingParams{
+		ID: in.ID(ev.EventID), Consumer: in.name, EventID: ev.EventID, EventType: eventTypeOr(ev.Env.Type),
+		StreamSeq: int64(ev.StreamSeq), WaitsFor: w.WaitsFor, Detail: w.Cause.Error(), Payload: w.Payload,
+		Attempts: max(w.Attempts, 1),
+	})
+	if err != nil {
+		return fmt.Errorf("record inbox %s waiting: %w", in.ID(ev.EventID), interpretError(err))
+	}
+	return nil
+}
+
+// WaitingFor returns the ids of the events waiting for one of keys, oldest first; no keys
+// means the oldest waiting events, up to MaxAdminLimit, whatever they wait for.
+func (in *Inbox) WaitingFor(ctx context.Context, db database.Executor, keys []string) ([]string, error) {
+	q := eventsdb.New(db)
+	var ids []string
+	var err error
+	if len(keys) == 0 {
+		ids, err = q.WaitingInbox(ctx, eventsdb.WaitingInboxParams{Consumer: in.name, RowLimit: MaxAdminLimit})
+	} else {
+		ids, err = q.WaitingInboxFor(ctx, eventsdb.WaitingInboxForParams{Consumer: in.name, Keys: keys})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("find waiting inbox rows: %w", interpretError(err))
+	}
+	return ids, nil
+}
+
+// WaitingSummary is how many events of the inbox wait, and since when the oldest does.
+type WaitingSummary struct {
+	Count  int64
+	Oldest time.Time // the oldest one's arrival; zero when none waits
+}
+
+// Waiting counts the consumer's waiting events (from the partial index alone).
+func (in *Inbox) Waiting(ctx context.Context, db database.Executor) (WaitingSummary, error) {
+	r, err := eventsdb.New(db).InboxWaitingSummary(ctx, in.name)
+	if err != nil {
+		return WaitingSummary{}, fmt.Errorf("count waiting inbox rows: %w", interpretError(err))
+	}
+	if r.Count == 0 {
+		return WaitingSummary{}, nil
+	}
+	return WaitingSummary{Count: r.Count, Oldest: r.Oldest}, nil
+}
+
+// ApplyWaiting applies the waiting event id from its stored payload, in one transaction of
+// its own: it reclaims the row (skipping one another transaction holds), applies the event
+// and marks it processed. applied is false when the row was no longer waiting or was held,
+// and when the event still waits (rolled back: it stays waiting). Any other error is
+// returned; the row stays waiting.
+func (in *Inbox) ApplyWaiting(ctx context.Context, pool *pgxpool.Pool, id string) (applied bool, err error) {
+	err = database.WithTx(ctx, pool, func(tx pgx.Tx) error {
+		row, err := eventsdb.New(tx).ReclaimWaitingInbox(ctx, id)
+		switch err := interpretError(err); {
+		case errors.Is(err, ErrNotFound):
+			return nil
+		case err != nil:
+			return fmt.Errorf("reclaim waiting inbox %s: %w", id, err)
+		}
+		if err := in.applyStored(ctx, tx, row); err != nil {
+			return err
+		}
+		applied = true
+		return nil
+	})
+	switch {
+	case errors.Is(err, ErrNotYet):
+		return false, nil
+	case errors.Is(err, ErrMalformed) || errors.Is(err, ErrConflict):
+		// What it waited for posted, and the event contradicts it: failed for good.
+		if ferr := in.failWaiting(ctx, pool, id, err); ferr != nil {
+			return false, ferr
+		}
+		return false, err
+	case err != nil:
+		return false, err
+	}
+	return applied, nil
+}
+
+// failWaiting records the waiting event id failed for cause, payload kept.
+func (in *Inbox) failWaiting(ctx context.Context, pool *pgxpool.Pool, id string, cause error) error {
+	row, err := eventsdb.New(pool).GetInbox(ctx, id)
+	if err != nil {
+		return fmt.Errorf("get inbox %s: %w", id, interpretError(err))
+	}
+	ev := Inbound{EventID: row.EventID, Env: Envelope{Type: row.EventType}}
+	if row.StreamSeq != nil {
+		ev.StreamSeq = uint64(*row.StreamSeq)
+	}
+	return in.RecordFailure(ctx, pool, ev, Failure{Reason: failureReason(cause), Cause: cause, Payload: row.Payload, Attempts: row.Attempts})
+}
+
+// Abandon gives up on waiting events for an operator: each is failed with the reason
+// abandoned and its payload kept (inbox retry still applies it). ids are inbox ids or bare
+// event ids; a row that is not waiting is refused in its outcome.
+func (in *Inbox) Abandon(ctx context.Context, pool *pgxpool.Pool, ids ...string) []Retried {
+	log := zerolog.Ctx(ctx).With().Str("component", "inbox abandon").Str("consumer", in.name).Logger()
+	out := make([]Retried, 0, len(ids))
+	for _, id := range ids {
+		if !strings.HasPrefix(id, in.name+":") {
+			id = in.ID(id)
+		}
+		r := Retried{ID: id}
+		row, err := eventsdb.New(pool).AbandonWaitingInbox(ctx, eventsdb.AbandonWaitingInboxParams{
+			ID: id, Detail: "abandoned by an operator while waiting",
+		})
+		switch err := interpretError(err); {
+		case errors.Is(err, ErrNotFound):
+			r.Error = notWaiting(ctx, pool, id).Error()
+		case err != nil:
+			r.Error = fmt.Errorf("abandon inbox %s: %w", id, err).Error()
+		default:
+			log.Info().Str("inbox_id", id).Str("waits_for", deref(row.WaitsFor)).Msg("waiting event abandoned")
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// notWaiting explains why an inbox row could not be abandoned.
+func notWaiting(ctx context.Context, db database.Executor, id string) error {
+	row, err := eventsdb.New(db).GetInbox(ctx, id)
+	switch err := interpretError(err); {
+	case errors.Is(err, ErrNotFound):
+		return fmt.Errorf("inbox %s: %w", id, err)
+	case err != nil:
+		return fmt.Errorf("get inbox %s: %w", id, err)
+	}
+	return fmt.Errorf("inbox %s is %s, only a waiting event is abandoned: %w", id, row.Status, ErrInvalidStatus)
+}
+
 // notFailed explains why an inbox row could not be reclaimed for a retry.
 func notFailed(ctx context.Context, db database.Executor, id string) error {
 	row, err := eventsdb.New(db).GetInbox(ctx, id)
@@ -214,7 +366,7 @@ func notFailed(ctx context.Context, db database.Executor, id string) error {
 	case err != nil:
 		return fmt.Errorf("get inbox %s: %w", id, err)
 	}
-	return fmt.Errorf("inbox %s is %s, only a failed event is retried: %w", id, row.Status, ErrInvalidStatus)
+	return fmt.Errorf("inbox %s is %s, only a failed or waiting event is retried: %w", id, row.Status, ErrInvalidStatus)
 }
 
 // expectType refuses, for good, an event of a type this consumer does not handle.

@@ -223,7 +223,7 @@ func (p *TransferPoster) releaseEntries(ctx context.Context, tx pgx.Tx, idx []in
 		rel := releases[i]
 		placed, ok := placements[HoldPlacedKey(rel.holdID)]
 		if !ok {
-			return events.NotYet(fmt.Errorf("release of hold %s (event %s): the hold has no placement yet", rel.holdID, rel.eventID))
+			return events.NotYet(events.WaitHold(rel.holdID), fmt.Errorf("release of hold %s (event %s): the hold has no placement yet", rel.holdID, rel.eventID))
 		}
 		if err := checkRelease(rel, placed); err != nil {
 			return err

@@ -32,8 +32,8 @@ func decodeReversal(env events.Envelope) (events.TransferReversed, error) {
 
 // reversalEntries builds the entries of the reversals at indexes idx from their originals'
 // entries, as tx sees them (the batch's own transfers posted already). A reversal whose
-// original has no entry yet waits for it: events.ErrNotYet has the consumer deliver it again
-// later, without counting it against the event.
+// original has no entry yet waits for it: events.NotYet has the consumer park it in the inbox
+// until the original posts, without counting it against the event.
 func (p *TransferPoster) reversalEntries(ctx context.Context, tx pgx.Tx, idx []int, reversed map[int]events.TransferReversed,
 	envs []events.Envelope, entries []Entry) error {
 	ids := make([]string, 0, len(idx))
@@ -48,7 +48,7 @@ func (p *TransferPoster) reversalEntries(ctx context.Context, tx pgx.Tx, idx []i
 		data := reversed[i]
 		orig, ok := originals[data.TransferID]
 		if !ok {
-			return events.NotYet(fmt.Errorf("reversal %s (event %s): transfer %s has no entry yet", data.ReversalID, envs[i].ID, data.TransferID))
+			return events.NotYet(events.WaitTransfer(data.TransferID), fmt.Errorf("reversal %s (event %s): transfer %s has no entry yet", data.ReversalID, envs[i].ID, data.TransferID))
 		}
 		entry, err := reversalEntry(envs[i].ID, data, orig)
 		if err != nil {

@@ -78,6 +78,24 @@ func (p *TransferPoster) HandleDuplicates(ctx context.Context, tx pgx.Tx, envs [
 	return p.post(ctx, tx, envs, true)
 }
 
+// Satisfies names what posting env lets a waiting event go on with (events.Satisfier): a
+// transfer its reversals, a hold's placement its release. An event it cannot read satisfies
+// nothing.
+func (p *TransferPoster) Satisfies(env events.Envelope) []string {
+	switch env.Type {
+	case events.TypeTransferCompleted, events.TypeTransferCompletedV2:
+		if t, err := events.DecodeTransferCompleted(env); err == nil {
+			return []string{events.WaitTransfer(t.TransferID)}
+		}
+	case events.TypeHoldPlaced:
+		var h events.HoldPlaced
+		if err := env.DecodeData(&h); err == nil {
+			return []string{events.WaitHold(h.HoldID)}
+		}
+	}
+	return nil
+}
+
 func (p *TransferPoster) post(ctx context.Context, tx pgx.Tx, envs []events.Envelope, answering bool) error {
 	entries := make([]Entry, len(envs))
 	var transfers, reversals, holds []int // indexes into envs

@@ -46,6 +46,8 @@ func exposed(t *testing.T) map[string]map[string]bool {
 	m.Consumer.Failed("malformed")
 	m.Consumer.Pending(3)
 	m.Consumer.Batch(time.Millisecond)
+	m.Consumer.Waiting(2, time.Minute)
+	m.Consumer.Released()
 	m.HTTP.Observe("POST /v1/transfers", "POST", 201, time.Millisecond)
 	m.Wallet.Transfer("created")
 	m.Wallet.Batch(4)

@@ -170,19 +170,26 @@ type Consumer struct {
 	pending    *prometheus.GaugeVec
 	batch      *prometheus.HistogramVec
 	deleted    *prometheus.CounterVec
+	waiting    *prometheus.GaugeVec
+	oldestWait *prometheus.GaugeVec
+	released   *prometheus.CounterVec
 }
 
 func newConsumer(f factory) *Consumer {
 	c := &Consumer{
 		processed:  f.counter("walletgl_consumer_processed_total", "Events applied and committed.", "event_type"),
-		failed:     f.counter("walletgl_consumer_failed_total", "Events recorded failed in the inbox, by reason: malformed, conflict, exhausted, unauthenticated.", "reason"),
+		failed:     f.counter("walletgl_consumer_failed_total", "Events recorded failed in the inbox, by reason: malformed, conflict, exhausted, unauthenticated, abandoned.", "reason"),
 		duplicates: f.counter("walletgl_inbox_duplicates_total", "Deliveries the inbox recognised as events it had seen."),
 		pending:    f.gauge("walletgl_consumer_pending_messages", "Messages of the stream the durable consumer has not been delivered yet (JetStream num_pending)."),
 		batch:      f.histogram("walletgl_consumer_batch_seconds", "Time to apply a fetched batch, from its first claim to its commit.", latencyBuckets),
 		deleted:    f.counter("walletgl_inbox_deleted_total", "Inbox rows of processed events deleted past the inbox retention (EVENTS_INBOX_RETENTION)."),
+		waiting: f.gauge("walletgl_inbox_waiting_events",
+			"Events parked in the inbox (status waiting) until the event they wait for posts, as the consumer last counted them."),
+		oldestWait: f.gauge("walletgl_inbox_waiting_oldest_seconds", "Age of the oldest waiting inbox event (0: none)."),
+		released:   f.counter("walletgl_inbox_waiting_released_total", "Waiting events applied once the event they waited for posted."),
 	}
-	zero(c.failed, "malformed", "conflict", "exhausted", "unauthenticated") // events.Reason*
-	c.deleted.WithLabelValues()                                             // exported at 0, as the reasons above
+	zero(c.failed, "malformed", "conflict", "exhausted", "unauthenticated", "abandoned") // events.Reason*
+	c.deleted.WithLabelValues()                                                          // exported at 0, as the reasons above
 	return c
 }
 
@@ -213,6 +220,21 @@ func (c *Consumer) Failed(reason string) {
 func (c *Consumer) InboxDeleted(n int64) {
 	if c != nil {
 		c.deleted.WithLabelValues().Add(float64(n))
+	}
+}
+
+// Waiting sets how many events wait in the inbox, and the oldest one's age.
+func (c *Consumer) Waiting(n int64, oldest time.Duration) {
+	if c != nil {
+		c.waiting.WithLabelValues().Set(float64(n))
+		c.oldestWait.WithLabelValues().Set(oldest.Seconds())
+	}
+}
+
+// Released records a waiting event applied.
+func (c *Consumer) Released() {
+	if c != nil {
+		c.released.WithLabelValues().Inc()
 	}
 }
 

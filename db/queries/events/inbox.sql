@@ -37,11 +37,20 @@ GROUP BY reason
 ORDER BY reason;
 
 -- name: ReclaimFailedInbox :one
--- ReclaimFailedInbox moves a failed event back to processing for an operator's retry, inside the
--- same transaction that processes it again.
+-- ReclaimFailedInbox moves a failed or waiting event back to processing for an operator's retry,
+-- inside the same transaction that processes it again.
 UPDATE inbox
 SET status = 'processing', attempts = attempts + 1, updated_at = clock_timestamp()
-WHERE id = @id AND status = 'failed'
+WHERE id = @id AND status IN ('failed', 'waiting')
+RETURNING *;
+
+-- name: ReclaimWaitingInbox :one
+-- ReclaimWaitingInbox moves a waiting event to processing for the consumer's own retry, inside
+-- the transaction that applies it. A row another transaction holds (another GL instance's
+-- retry, an operator's) is skipped rather than waited for: that one applies it.
+UPDATE inbox
+SET status = 'processing', attempts = attempts + 1, updated_at = clock_timestamp()
+WHERE id = (SELECT w.id FROM inbox AS w WHERE w.id = @id AND w.status = 'waiting' FOR UPDATE SKIP LOCKED)
 RETURNING *;
 
 -- name: ClaimInboxBatch :many
@@ -91,3 +100,44 @@ WHERE id IN (
     LIMIT @batch_size
     FOR UPDATE SKIP LOCKED
 );
+
+-- name: RecordInboxWaiting :exec
+-- RecordInboxWaiting parks an event that waits for another (waits_for) with its verified raw
+-- payload. A row already there is updated only while it waits: one processed or failed
+-- meanwhile (another consumer got there first) is left alone.
+INSERT INTO inbox (id, consumer, event_id, event_type, status, stream_seq, waits_for, detail, payload, attempts)
+VALUES (@id, @consumer, @event_id, @event_type, 'waiting', @stream_seq::bigint, @waits_for::text, @detail::text, @payload, @attempts)
+ON CONFLICT (id) DO UPDATE
+SET waits_for  = excluded.waits_for,
+    detail     = excluded.detail,
+    payload    = excluded.payload,
+    updated_at = clock_timestamp()
+WHERE inbox.status = 'waiting';
+
+-- name: WaitingInboxFor :many
+-- WaitingInboxFor is the consumer's waiting events that wait for one of keys (inbox_waiting_idx).
+SELECT id FROM inbox
+WHERE status = 'waiting' AND waits_for = ANY (@keys::text[]) AND consumer = @consumer
+ORDER BY received_at, id;
+
+-- name: WaitingInbox :many
+-- WaitingInbox is the consumer's oldest waiting events, whatever they wait for.
+SELECT id FROM inbox
+WHERE status = 'waiting' AND consumer = @consumer
+ORDER BY received_at, id
+LIMIT @row_limit;
+
+-- name: InboxWaitingSummary :one
+-- InboxWaitingSummary counts the consumer's waiting events and gives the oldest one's arrival
+-- (now: none), from the partial index alone.
+SELECT count(*)::bigint AS count, coalesce(min(received_at), clock_timestamp())::timestamptz AS oldest
+FROM inbox
+WHERE status = 'waiting' AND consumer = @consumer;
+
+-- name: AbandonWaitingInbox :one
+-- AbandonWaitingInbox gives up on a waiting event for an operator: it is failed as abandoned,
+-- with its payload kept, so that inbox retry can still apply it later.
+UPDATE inbox
+SET status = 'failed', reason = 'abandoned', detail = @detail::text, updated_at = clock_timestamp()
+WHERE id = @id AND status = 'waiting'
+RETURNING *;

@@ -12,7 +12,7 @@ import (
 )
 
 const browseInbox = `-- name: BrowseInbox :many
-SELECT id, consumer, event_id, event_type, status, attempts, duplicates, stream_seq, detail, payload, received_at, processed_at, last_duplicate_at, updated_at, reason FROM inbox
+SELECT id, consumer, event_id, event_type, status, attempts, duplicates, stream_seq, detail, payload, received_at, processed_at, last_duplicate_at, updated_at, reason, waits_for FROM inbox
 WHERE status = $1
   AND id > $2::text
   AND ($3::text = ''
@@ -62,6 +62,7 @@ func (q *Queries) BrowseInbox(ctx context.Context, arg BrowseInboxParams) ([]Inb
 			&i.LastDuplicateAt,
 			&i.UpdatedAt,
 			&i.Reason,
+			&i.WaitsFor,
 		); err != nil {
 			return nil, err
 		}

@@ -10,6 +10,44 @@ import (
 	"time"
 )
 
+const abandonWaitingInbox = `-- name: AbandonWaitingInbox :one
+UPDATE inbox
+SET status = 'failed', reason = 'abandoned', detail = $1::text, updated_at = clock_timestamp()
+WHERE id = $2 AND status = 'waiting'
+RETURNING id, consumer, event_id, event_type, status, attempts, duplicates, stream_seq, detail, payload, received_at, processed_at, last_duplicate_at, updated_at, reason, waits_for
+`
+
+type AbandonWaitingInboxParams struct {
+	Detail string
+	ID     string
+}
+
+// AbandonWaitingInbox gives up on a waiting event for an operator: it is failed as abandoned,
+// with its payload kept, so that inbox retry can still apply it later.
+func (q *Queries) AbandonWaitingInbox(ctx context.Context, arg AbandonWaitingInboxParams) (Inbox, error) {
+	row := q.db.QueryRow(ctx, abandonWaitingInbox, arg.Detail, arg.ID)
+	var i Inbox
+	err := row.Scan(
+		&i.ID,
+		&i.Consumer,
+		&i.EventID,
+		&i.EventType,
+		&i.Status,
+		&i.Attempts,
+		&i.Duplicates,
+		&i.StreamSeq,
+		&i.Detail,
+		&i.Payload,
+		&i.ReceivedAt,
+		&i.ProcessedAt,
+		&i.LastDuplicateAt,
+		&i.UpdatedAt,
+		&i.Reason,
+		&i.WaitsFor,
+	)
+	return i, err
+}
+
 const claimInboxBatch = `-- name: ClaimInboxBatch :many
 INSERT /* fixed plan */ INTO inbox (id, consumer, event_id, event_type, status, stream_seq, processed_at)
 SELECT c.id, $1::text, c.event_id, c.event_type, 'processed', c.stream_seq, clock_timestamp()
@@ -115,7 +153,7 @@ func (q *Queries) DeleteExpiredInbox(ctx context.Context, arg DeleteExpiredInbox
 }
 
 const getInbox = `-- name: GetInbox :one
-SELECT id, consumer, event_id, event_type, status, attempts, duplicates, stream_seq, detail, payload, received_at, processed_at, last_duplicate_at, updated_at, reason FROM inbox WHERE id = $1
+SELECT id, consumer, event_id, event_type, status, attempts, duplicates, stream_seq, detail, payload, received_at, processed_at, last_duplicate_at, updated_at, reason, waits_for FROM inbox WHERE id = $1
 `
 
 func (q *Queries) GetInbox(ctx context.Context, id string) (Inbox, error) {
@@ -137,6 +175,7 @@ func (q *Queries) GetInbox(ctx context.Context, id string) (Inbox, error) {
 		&i.LastDuplicateAt,
 		&i.UpdatedAt,
 		&i.Reason,
+		&i.WaitsFor,
 	)
 	return i, err
 }
@@ -209,8 +248,28 @@ func (q *Queries) InboxStatusCounts(ctx context.Context) ([]InboxStatusCountsRow
 	return items, nil
 }
 
+const inboxWaitingSummary = `-- name: InboxWaitingSummary :one
+SELECT count(*)::bigint AS count, coalesce(min(received_at), clock_timestamp())::timestamptz AS oldest
+FROM inbox
+WHERE status = 'waiting' AND consumer = $1
+`
+
+type InboxWaitingSummaryRow struct {
+	Count  int64
+	Oldest time.Time
+}
+
+// InboxWaitingSummary counts the consumer's waiting events and gives the oldest one's arrival
+// (now: none), from the partial index alone.
+func (q *Queries) InboxWaitingSummary(ctx context.Context, consumer string) (InboxWaitingSummaryRow, error) {
+	row := q.db.QueryRow(ctx, inboxWaitingSummary, consumer)
+	var i InboxWaitingSummaryRow
+	err := row.Scan(&i.Count, &i.Oldest)
+	return i, err
+}
+
 const listInbox = `-- name: ListInbox :many
-SELECT id, consumer, event_id, event_type, status, attempts, duplicates, stream_seq, detail, payload, received_at, processed_at, last_duplicate_at, updated_at, reason FROM inbox
+SELECT id, consumer, event_id, event_type, status, attempts, duplicates, stream_seq, detail, payload, received_at, processed_at, last_duplicate_at, updated_at, reason, waits_for FROM inbox
 WHERE status = $1
 ORDER BY received_at, id
 LIMIT $2
@@ -246,6 +305,7 @@ func (q *Queries) ListInbox(ctx context.Context, arg ListInboxParams) ([]Inbox, 
 			&i.LastDuplicateAt,
 			&i.UpdatedAt,
 			&i.Reason,
+			&i.WaitsFor,
 		); err != nil {
 			return nil, err
 		}
@@ -275,12 +335,12 @@ func (q *Queries) MarkInboxProcessedBatch(ctx context.Context, ids []string) (in
 const reclaimFailedInbox = `-- name: ReclaimFailedInbox :one
 UPDATE inbox
 SET status = 'processing', attempts = attempts + 1, updated_at = clock_timestamp()
-WHERE id = $1 AND status = 'failed'
-RETURNING id, consumer, event_id, event_type, status, attempts, duplicates, stream_seq, detail, payload, received_at, processed_at, last_duplicate_at, updated_at, reason
+WHERE id = $1 AND status IN ('failed', 'waiting')
+RETURNING id, consumer, event_id, event_type, status, attempts, duplicates, stream_seq, detail, payload, received_at, processed_at, last_duplicate_at, updated_at, reason, waits_for
 `
 
-// ReclaimFailedInbox moves a failed event back to processing for an operator's retry, inside the
-// same transaction that processes it again.
+// ReclaimFailedInbox moves a failed or waiting event back to processing for an operator's retry,
+// inside the same transaction that processes it again.
 func (q *Queries) ReclaimFailedInbox(ctx context.Context, id string) (Inbox, error) {
 	row := q.db.QueryRow(ctx, reclaimFailedInbox, id)
 	var i Inbox
@@ -300,6 +360,41 @@ func (q *Queries) ReclaimFailedInbox(ctx context.Context, id string) (Inbox, err
 		&i.LastDuplicateAt,
 		&i.UpdatedAt,
 		&i.Reason,
+		&i.WaitsFor,
+	)
+	return i, err
+}
+
+const reclaimWaitingInbox = `-- name: ReclaimWaitingInbox :one
+UPDATE inbox
+SET status = 'processing', attempts = attempts + 1, updated_at = clock_timestamp()
+WHERE id = (SELECT w.id FROM inbox AS w WHERE w.id = $1 AND w.status = 'waiting' FOR UPDATE SKIP LOCKED)
+RETURNING id, consumer, event_id, event_type, status, attempts, duplicates, stream_seq, detail, payload, received_at, processed_at, last_duplicate_at, updated_at, reason, waits_for
+`
+
+// ReclaimWaitingInbox moves a waiting event to processing for the consumer's own retry, inside
+// the transaction that applies it. A row another transaction holds (another GL instance's
+// retry, an operator's) is skipped rather than waited for: that one applies it.
+func (q *Queries) ReclaimWaitingInbox(ctx context.Context, id string) (Inbox, error) {
+	row := q.db.QueryRow(ctx, reclaimWaitingInbox, id)
+	var i Inbox
+	err := row.Scan(
+		&i.ID,
+		&i.Consumer,
+		&i.EventID,
+		&i.EventType,
+		&i.Status,
+		&i.Attempts,
+		&i.Duplicates,
+		&i.StreamSeq,
+		&i.Detail,
+		&i.Payload,
+		&i.ReceivedAt,
+		&i.ProcessedAt,
+		&i.LastDuplicateAt,
+		&i.UpdatedAt,
+		&i.Reason,
+		&i.WaitsFor,
 	)
 	return i, err
 }
@@ -344,4 +439,110 @@ func (q *Queries) RecordInboxFailure(ctx context.Context, arg RecordInboxFailure
 		arg.Attempts,
 	)
 	return err
+}
+
+const recordInboxWaiting = `-- name: RecordInboxWaiting :exec
+INSERT INTO inbox (id, consumer, event_id, event_type, status, stream_seq, waits_for, detail, payload, attempts)
+VALUES ($1, $2, $3, $4, 'waiting', $5::bigint, $6::text, $7::text, $8, $9)
+ON CONFLICT (id) DO UPDATE
+SET waits_for  = excluded.waits_for,
+    detail     = excluded.detail,
+    payload    = excluded.payload,
+    updated_at = clock_timestamp()
+WHERE inbox.status = 'waiting'
+`
+
+type RecordInboxWaitingParams struct {
+	ID        string
+	Consumer  string
+	EventID   string
+	EventType string
+	StreamSeq int64
+	WaitsFor  string
+	Detail    string
+	Payload   []byte
+	Attempts  int32
+}
+
+// RecordInboxWaiting parks an event that waits for another (waits_for) with its verified raw
+// payload. A row already there is updated only while it waits: one processed or failed
+// meanwhile (another consumer got there first) is left alone.
+func (q *Queries) RecordInboxWaiting(ctx context.Context, arg RecordInboxWaitingParams) error {
+	_, err := q.db.Exec(ctx, recordInboxWaiting,
+		arg.ID,
+		arg.Consumer,
+		arg.EventID,
+		arg.EventType,
+		arg.StreamSeq,
+		arg.WaitsFor,
+		arg.Detail,
+		arg.Payload,
+		arg.Attempts,
+	)
+	return err
+}
+
+const waitingInbox = `-- name: WaitingInbox :many
+SELECT id FROM inbox
+WHERE status = 'waiting' AND consumer = $1
+ORDER BY received_at, id
+LIMIT $2
+`
+
+type WaitingInboxParams struct {
+	Consumer string
+	RowLimit int32
+}
+
+// WaitingInbox is the consumer's oldest waiting events, whatever they wait for.
+func (q *Queries) WaitingInbox(ctx context.Context, arg WaitingInboxParams) ([]string, error) {
+	rows, err := q.db.Query(ctx, waitingInbox, arg.Consumer, arg.RowLimit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const waitingInboxFor = `-- name: WaitingInboxFor :many
+SELECT id FROM inbox
+WHERE status = 'waiting' AND waits_for = ANY ($1::text[]) AND consumer = $2
+ORDER BY received_at, id
+`
+
+type WaitingInboxForParams struct {
+	Keys     []string
+	Consumer string
+}
+
+// WaitingInboxFor is the consumer's waiting events that wait for one of keys (inbox_waiting_idx).
+func (q *Queries) WaitingInboxFor(ctx context.Context, arg WaitingInboxForParams) ([]string, error) {
+	rows, err := q.db.Query(ctx, waitingInboxFor, arg.Keys, arg.Consumer)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }

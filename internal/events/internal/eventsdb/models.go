@@ -27,6 +27,7 @@ type Inbox struct {
 	LastDuplicateAt *time.Time
 	UpdatedAt       time.Time
 	Reason          *string
+	WaitsFor        *string
 }
 
 type Outbox struct {

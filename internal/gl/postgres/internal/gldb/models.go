@@ -62,6 +62,7 @@ type Inbox struct {
 	LastDuplicateAt *time.Time
 	UpdatedAt       time.Time
 	Reason          *string
+	WaitsFor        *string
 }
 
 type JournalEntry struct {

@@ -1,0 +1,124 @@
+package gl_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+
+	"walletgl/internal/events"
+	"walletgl/internal/gl"
+	"walletgl/internal/testenv"
+)
+
+// Reversals whose originals never come must not take the broker's ack-pending slots: with
+// room for two unacknowledged messages, three of them stalled every later event of the GL
+// (redelivered without end, each copy pending at the broker). They wait in the inbox instead,
+// acknowledged; the transfers after them post, and a reversal posts once its original does.
+func TestReversalsWhoseOriginalsNeverPostDoNotStopTheEventsAfterThem(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	natsURL := testenv.NATSURL(t)
+	topo := testenv.Topology(t, natsURL)
+	keys := testenv.NewEventKeys(t)
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	nc, err := events.Connect(ctx, natsURL, t.Name(), log)
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	require.NoError(t, topo.EnsureStreams(ctx, js))
+	publish := func(env events.Envelope) {
+		body, err := json.Marshal(env)
+		require.NoError(t, err)
+		msg := nats.NewMsg(topo.Subject(events.SourceWallet, env.Type))
+		msg.Data = body
+		keys.Signer(events.SourceWallet).Sign(msg)
+		_, err = js.PublishMsg(ctx, msg, jetstream.WithMsgID(env.ID))
+		require.NoError(t, err)
+	}
+
+	missing := []string{newTransferID(), newTransferID(), newTransferID()}
+	reversals := make([]events.Envelope, len(missing))
+	for i, id := range missing {
+		reversals[i] = transferReversed(t, newTransferID(), id, 100, "USD")
+		publish(reversals[i])
+	}
+	later := make([]string, 5)
+	for i := range later {
+		later[i] = newTransferID()
+		publish(transferCompleted(t, later[i], 100, "USD"))
+	}
+
+	spec, err := topo.Consumer(events.ConsumerGL)
+	require.NoError(t, err)
+	spec.MaxAckPending = 2
+	cons, err := events.NewConsumer(events.ConsumerConfig{ConsumerSpec: spec, BatchSize: 1, RetryDelay: 50 * time.Millisecond, Trust: keys.Trust},
+		topo, nc, b.pool, gl.NewTransferPoster(b.ledger, b.ledger, log), log)
+	require.NoError(t, err)
+	runCtx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { require.NoError(t, cons.Run(runCtx)) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
+
+	require.Eventually(t, func() bool {
+		s := cons.Stats()
+		return s.Processed == int64(len(later)) && s.Waited == int64(len(missing))
+	}, 60*time.Second, 20*time.Millisecond, "the transfers after the waiting reversals are delivered and posted")
+	durable, err := js.Consumer(ctx, topo.StreamName(events.SourceWallet), spec.Name)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		info, err := durable.Info(ctx)
+		require.NoError(t, err)
+		return info.NumAckPending == 0 && info.NumPending == 0
+	}, 30*time.Second, 20*time.Millisecond, "a waiting event holds no ack-pending slot")
+
+	rows, err := events.NewAdmin(b.pool).ListInbox(ctx, events.StatusWaiting, 10)
+	require.NoError(t, err)
+	require.Len(t, rows, len(missing))
+	waitsFor := map[string]bool{}
+	for _, r := range rows {
+		waitsFor[r.WaitsFor] = true
+		require.NotEmpty(t, r.Payload, "a waiting row keeps its payload to apply later")
+	}
+	for _, id := range missing {
+		require.True(t, waitsFor[events.WaitTransfer(id)], "a waiting row names the transfer it waits for")
+	}
+
+	// The first original comes: its reversal posts at once, the others still wait.
+	publish(transferCompleted(t, missing[0], 100, "USD"))
+	require.Eventually(t, func() bool { return cons.Stats().Released == 1 }, 30*time.Second, 20*time.Millisecond)
+	posted, err := b.ledger.EntriesByTransfer(ctx, reversalIDOf(t, reversals[0]))
+	require.NoError(t, err)
+	require.Len(t, posted, 1)
+	row, err := events.NewAdmin(b.pool).GetInbox(ctx, "gl:"+reversals[0].ID)
+	require.NoError(t, err)
+	require.Equal(t, events.StatusProcessed, row.Status)
+	rows, err = events.NewAdmin(b.pool).ListInbox(ctx, events.StatusWaiting, 10)
+	require.NoError(t, err)
+	require.Len(t, rows, len(missing)-1)
+
+	// An operator gives up on one: it is failed as abandoned, and no longer waits.
+	out := events.NewInbox(events.ConsumerGL, gl.NewTransferPoster(b.ledger, b.ledger, log)).Abandon(ctx, b.pool, reversals[1].ID)
+	require.Empty(t, out[0].Error)
+	row, err = events.NewAdmin(b.pool).GetInbox(ctx, "gl:"+reversals[1].ID)
+	require.NoError(t, err)
+	require.Equal(t, "failed", row.Status)
+	require.Equal(t, events.ReasonAbandoned, row.Reason)
+	out = events.NewInbox(events.ConsumerGL, gl.NewTransferPoster(b.ledger, b.ledger, log)).Abandon(ctx, b.pool, reversals[0].ID)
+	require.Contains(t, out[0].Error, "only a waiting event is abandoned")
+}
+
+func reversalIDOf(t *testing.T, env events.Envelope) string {
+	t.Helper()
+	var data events.TransferReversed
+	require.NoError(t, env.DecodeData(&data))
+	return data.ReversalID
+}
