@@ -15,6 +15,7 @@ import (
 
 	"walletgl/internal/database"
 	"walletgl/internal/events"
+	"walletgl/internal/wallet"
 	"walletgl/internal/wallet/postgres/internal/walletdb"
 )
 
@@ -247,7 +248,7 @@ func (w *batchTx) answerFollowers(followers []int, owners map[string]keyOwner) {
 
 func (w *batchTx) answerFromOwner(i int, owner keyOwner) {
 	p := w.batch[i]
-	w.out[i].transfer, w.out[i].err = answerFromOwner(p.req, p.hash, owner)
+	w.out[i].transfer, w.out[i].err = answerFromOwner(p, owner)
 	w.out[i].replayed = w.out[i].err == nil
 }
 
@@ -280,7 +281,7 @@ func (w *batchTx) writeFresh(ctx context.Context, fresh []int) (map[string]keyOw
 // lockWallets locks every wallet of the fresh requests in one statement in id order, so that
 // batches (and single transfers, which lock the same way) cannot deadlock each other. It
 // returns them by id.
-func (w *batchTx) lockWallets(ctx context.Context, fresh []int) (map[string]*walletdb.LockWalletsRow, error) {
+func (w *batchTx) lockWallets(ctx context.Context, fresh []int) (map[string]*wallet.Wallet, error) {
 	ids := make([]string, 0, 2*len(fresh))
 	for _, i := range fresh {
 		ids = append(ids, w.batch[i].req.FromWalletID, w.batch[i].req.ToWalletID)
@@ -291,28 +292,23 @@ func (w *batchTx) lockWallets(ctx context.Context, fresh []int) (map[string]*wal
 	if err != nil {
 		return nil, fmt.Errorf("lock wallets: %w", err)
 	}
-	wallets := make(map[string]*walletdb.LockWalletsRow, len(locked))
-	for i := range locked {
-		wallets[locked[i].ID] = &locked[i]
-	}
-	return wallets, nil
+	return lockedWallets(locked), nil
 }
 
 // applyRules checks the fresh requests in arrival order against the running balances of the
 // locked wallets, which it moves: a refused request fails alone. It returns those accepted.
-func (w *batchTx) applyRules(fresh []int, wallets map[string]*walletdb.LockWalletsRow) (accepted []int, err error) {
+func (w *batchTx) applyRules(fresh []int, wallets map[string]*wallet.Wallet) (accepted []int, err error) {
 	for _, i := range fresh {
 		req := w.batch[i].req
 		from, to := wallets[req.FromWalletID], wallets[req.ToWalletID]
-		if err := checkTransfer(req, from, to); err != nil {
+		if err := wallet.CheckTransfer(req, from, to); err != nil {
 			if !w.lookup {
 				return nil, errNeedLookup // a replay is answered, not refused
 			}
 			w.out[i].err = err
 			continue
 		}
-		from.Balance -= req.Amount
-		to.Balance += req.Amount
+		wallet.Move(from, to, req.Amount)
 		accepted = append(accepted, i)
 	}
 	return accepted, nil
@@ -376,7 +372,7 @@ func (w *batchTx) addToBalances(ctx context.Context, accepted []int) error {
 // addEvents writes the events of the transfers in rows in one statement, in the transaction of
 // their transfers, and answers the accepted requests; it returns the owners of the keys they
 // took.
-func (w *batchTx) addEvents(ctx context.Context, accepted []int, rows []walletdb.Transfer, wallets map[string]*walletdb.LockWalletsRow) (map[string]keyOwner, error) {
+func (w *batchTx) addEvents(ctx context.Context, accepted []int, rows []walletdb.Transfer, wallets map[string]*wallet.Wallet) (map[string]keyOwner, error) {
 	byID := make(map[uuid.UUID]int, len(accepted))
 	for _, i := range accepted {
 		byID[w.batch[i].transferID] = i
@@ -387,7 +383,7 @@ func (w *batchTx) addEvents(ctx context.Context, accepted []int, rows []walletdb
 		if !ok {
 			return nil, fmt.Errorf("insert transfers: unexpected transfer %s", row.ID)
 		}
-		evs[j] = transferCompleted(row, w.batch[i].traceParent, transferKind(wallets[row.FromWalletID], wallets[row.ToWalletID]), w.eventType)
+		evs[j] = transferCompleted(row, w.batch[i].traceParent, wallet.TransferKind(wallets[row.FromWalletID], wallets[row.ToWalletID]), w.eventType)
 	}
 	status, err := w.outbox.AddBatch(ctx, w.tx, evs)
 	if err != nil {

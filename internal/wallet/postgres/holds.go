@@ -80,7 +80,7 @@ func (s *Store) writeHold(ctx context.Context, tx pgx.Tx, p pendingHold) (holdRe
 	if err != nil {
 		return holdResult{}, fmt.Errorf("lock wallet: %w", err)
 	}
-	w := findLocked(locked, req.WalletID)
+	w := lockedWallets(locked)[req.WalletID]
 	if w == nil {
 		return holdResult{}, problem.Newf(wallet.ErrWalletNotFound, "wallet_id %q does not exist", req.WalletID)
 	}
@@ -104,7 +104,7 @@ func (s *Store) writeHold(ctx context.Context, tx pgx.Tx, p pendingHold) (holdRe
 	}
 
 	// (c) The rules: the wallet's currency, and its available balance covers the amount.
-	if err := checkHold(req, currency, w); err != nil {
+	if err := wallet.CheckHold(req.Amount, currency, *w); err != nil {
 		return holdResult{}, err
 	}
 
@@ -116,19 +116,6 @@ func (s *Store) writeHold(ctx context.Context, tx pgx.Tx, p pendingHold) (holdRe
 		return holdResult{}, err
 	}
 	return holdResult{hold: toHold(row, "")}, nil
-}
-
-// checkHold applies the rules of a new hold to its locked wallet.
-func checkHold(req wallet.HoldRequest, currency string, w *walletdb.LockWalletsRow) error {
-	switch {
-	case w.Currency != currency:
-		return problem.Newf(wallet.ErrCurrencyMismatch, "wallet %q holds %s, the hold is in %s", w.ID, w.Currency, currency)
-	case !w.AllowNegative && w.Balance-w.Held < req.Amount: // balance ≥ held ≥ 0: no overflow
-		return problem.Newf(wallet.ErrInsufficientFunds,
-			"wallet %q has %d %s available (balance %d, held %d), the hold needs %d",
-			w.ID, w.Balance-w.Held, w.Currency, w.Balance, w.Held, req.Amount)
-	}
-	return nil
 }
 
 // addToHeld changes a wallet's held by delta.
@@ -300,20 +287,14 @@ func (s *Store) writeCapture(ctx context.Context, tx pgx.Tx, p pendingCapture) (
 	if amount == 0 {
 		amount = hold.Amount
 	}
-	if err := checkCapture(hold, amount, time.Now()); err != nil {
+	h := toHold(hold, "")
+	if err := wallet.CheckCapture(h, amount, time.Now()); err != nil {
 		return holdResult{}, err
 	}
-	move := wallet.TransferRequest{
-		IdempotencyKey: req.IdempotencyKey, FromWalletID: hold.WalletID, ToWalletID: req.ToWalletID,
-		Amount: amount, Currency: hold.Currency, KeyID: req.KeyID,
-	}
-	from := findLocked(locked, hold.WalletID)
-	if from != nil {
-		released := *from
-		released.Held -= hold.Amount
-		from = &released
-	}
-	if err := checkTransfer(move, from, findLocked(locked, req.ToWalletID)); err != nil {
+	move := wallet.CaptureMove(req, h, amount)
+	wallets := lockedWallets(locked)
+	from, to := wallets[hold.WalletID], wallets[req.ToWalletID]
+	if err := wallet.CheckTransfer(move, wallet.Released(from, h), to); err != nil {
 		return holdResult{}, err
 	}
 
@@ -357,7 +338,7 @@ func (s *Store) writeCapture(ctx context.Context, tx pgx.Tx, p pendingCapture) (
 		return holdResult{}, fmt.Errorf("capture hold: %w", err)
 	}
 	if _, err := s.outbox.AddBatch(ctx, tx, []events.Event{
-		transferCompleted(row, p.traceParent, transferKind(findLocked(locked, hold.WalletID), findLocked(locked, req.ToWalletID)), s.eventType),
+		transferCompleted(row, p.traceParent, wallet.TransferKind(from, to), s.eventType),
 		holdCaptured(captured, row, p.traceParent),
 	}); err != nil {
 		return holdResult{}, err
@@ -397,20 +378,6 @@ func captureFromKey(ctx context.Context, q *walletdb.Queries, p pendingCapture) 
 		return holdResult{}, true, fmt.Errorf("get captured hold: %w", err)
 	}
 	return holdResult{hold: toHold(hold, t.ToWalletID), replayed: true}, true, nil
-}
-
-// checkCapture applies a capture's rules to its locked hold at now.
-func checkCapture(hold walletdb.Hold, amount int64, now time.Time) error {
-	h := toHold(hold, "")
-	switch {
-	case h.Status != wallet.HoldPending:
-		return problem.Newf(wallet.ErrHoldNotPending, "hold %s is %s", h.ID, h.Status)
-	case h.Expired(now):
-		return problem.Newf(wallet.ErrHoldExpired, "hold %s expired at %s", h.ID, h.ExpiresAt.Format(time.RFC3339))
-	case amount > h.Amount:
-		return problem.Newf(wallet.ErrCaptureExceedsHold, "hold %s is of %d %s; %d cannot be captured", h.ID, h.Amount, h.Currency, amount)
-	}
-	return nil
 }
 
 // VoidHold releases a pending hold with the reason requested (expired when its expiry has

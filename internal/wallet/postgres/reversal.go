@@ -75,11 +75,7 @@ func (s *Store) writeReversal(ctx context.Context, tx pgx.Tx, p pendingReversal)
 	case err != nil:
 		return transferResult{}, fmt.Errorf("get transfer: %w", err)
 	}
-	// The reversal moves the money back: from the original's receiver to its sender.
-	move := wallet.TransferRequest{
-		IdempotencyKey: req.IdempotencyKey, FromWalletID: orig.ToWalletID, ToWalletID: orig.FromWalletID,
-		Amount: req.Amount, Currency: orig.Currency, KeyID: req.KeyID,
-	}
+	move := wallet.ReversalMove(req, toTransfer(orig, ""))
 
 	// (b) The wallets, in id order as every writer locks them, then the original's row, which
 	// serialises the reversals of one transfer.
@@ -109,16 +105,11 @@ func (s *Store) writeReversal(ctx context.Context, tx pgx.Tx, p pendingReversal)
 
 	// (d) The rules: a reversal is not reversed, the reversals stay within the original, and
 	// the receiver holds the money unless its wallet may go negative.
-	if orig.ReversesTransferID.Valid {
-		return transferResult{}, problem.Newf(wallet.ErrReversalOfReversal,
-			"%s is a reversal of transfer %s; it cannot be reversed", orig.ID, orig.ReversesTransferID.UUID)
+	if err := wallet.CheckReversal(req, toTransfer(orig, "")); err != nil {
+		return transferResult{}, err
 	}
-	if left := orig.Amount - orig.ReversedAmount; req.Amount > left {
-		return transferResult{}, problem.Newf(wallet.ErrReversalExceedsTransfer,
-			"transfer %s of %d %s has %d reversed; at most %d more can be, not %d",
-			orig.ID, orig.Amount, orig.Currency, orig.ReversedAmount, left, req.Amount)
-	}
-	if err := checkTransfer(move, findLocked(locked, move.FromWalletID), findLocked(locked, move.ToWalletID)); err != nil {
+	wallets := lockedWallets(locked)
+	if err := wallet.CheckTransfer(move, wallets[move.FromWalletID], wallets[move.ToWalletID]); err != nil {
 		return transferResult{}, err
 	}
 

@@ -5,12 +5,10 @@
 package postgres
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"sync/atomic"
 
@@ -232,7 +230,9 @@ func (s *Store) writeOne(ctx context.Context, tx pgx.Tx, p *pendingTransfer) (tr
 	case err != nil:
 		return transferResult{}, claimError(req, err)
 	}
-	if err := checkTransfer(req, findLocked(locked, req.FromWalletID), findLocked(locked, req.ToWalletID)); err != nil {
+	wallets := lockedWallets(locked)
+	from, to := wallets[req.FromWalletID], wallets[req.ToWalletID]
+	if err := wallet.CheckTransfer(req, from, to); err != nil {
 		return transferResult{}, err
 	}
 
@@ -249,7 +249,7 @@ func (s *Store) writeOne(ctx context.Context, tx pgx.Tx, p *pendingTransfer) (tr
 	}
 
 	// (d) The event commits or rolls back with the transfer.
-	kind := transferKind(findLocked(locked, req.FromWalletID), findLocked(locked, req.ToWalletID))
+	kind := wallet.TransferKind(from, to)
 	status, err := s.outbox.Add(ctx, tx, transferCompleted(row, p.traceParent, kind, s.eventType))
 	if err != nil {
 		return transferResult{}, err
@@ -263,7 +263,7 @@ func answerFromKey(ctx context.Context, q *walletdb.Queries, p *pendingTransfer)
 	if err != nil {
 		return transferResult{}, fmt.Errorf("load transfer by idempotency key: %w", err)
 	}
-	t, err := answerFromOwner(p.req, p.hash, keyOwner{
+	t, err := answerFromOwner(p, keyOwner{
 		transfer: toTransfer(existing.Transfer, existing.OutboxStatus), hash: existing.Transfer.RequestHash,
 	})
 	if err != nil {
@@ -272,21 +272,16 @@ func answerFromKey(ctx context.Context, q *walletdb.Queries, p *pendingTransfer)
 	return transferResult{transfer: t, replayed: true}, nil
 }
 
+// answerFromOwner answers p from the transfer that holds its key: a replay or a refusal
+// (wallet.Replay).
+func answerFromOwner(p *pendingTransfer, owner keyOwner) (wallet.Transfer, error) {
+	return wallet.Replay(p.req.IdempotencyKey, p.hash, owner.hash, owner.transfer)
+}
+
 // keyOwner is the transfer that holds an idempotency key, with the fingerprint of its request.
 type keyOwner struct {
 	transfer wallet.Transfer
 	hash     []byte
-}
-
-// answerFromOwner answers a request whose key is already taken: the same request replays the
-// transfer, another one is refused.
-func answerFromOwner(req wallet.TransferRequest, hash []byte, owner keyOwner) (wallet.Transfer, error) {
-	if !bytes.Equal(owner.hash, hash) {
-		return wallet.Transfer{}, problem.Newf(wallet.ErrIdempotencyKeyReused,
-			"Idempotency-Key %q was used for transfer %s, which differs from this request",
-			req.IdempotencyKey, owner.transfer.ID)
-	}
-	return owner.transfer, nil
 }
 
 // transferCompleted is the event of a transfer just written, of kind, in the trace of
@@ -311,12 +306,6 @@ func transferCompleted(row walletdb.Transfer, traceParent, kind, eventType strin
 	}
 }
 
-// transferKind is the kind of a transfer between the two locked wallets (events.TransferKind
-// of their allow_negative flags).
-func transferKind(from, to *walletdb.LockWalletsRow) string {
-	return events.TransferKind(from != nil && from.AllowNegative, to != nil && to.AllowNegative)
-}
-
 // claimError explains why the transfer row could not be inserted.
 func claimError(req wallet.TransferRequest, err error) error {
 	var pgErr *pgconn.PgError
@@ -336,39 +325,15 @@ func claimError(req wallet.TransferRequest, err error) error {
 	return fmt.Errorf("insert transfer: %w", err)
 }
 
-// checkTransfer applies the business rules to the locked wallets; nil means the wallet does
-// not exist.
-func checkTransfer(req wallet.TransferRequest, from, to *walletdb.LockWalletsRow) error {
-	switch {
-	case from == nil:
-		return problem.Newf(wallet.ErrWalletNotFound, "from_wallet_id %q does not exist", req.FromWalletID)
-	case to == nil:
-		return problem.Newf(wallet.ErrWalletNotFound, "to_wallet_id %q does not exist", req.ToWalletID)
-	case from.Currency != req.Currency:
-		return problem.Newf(wallet.ErrCurrencyMismatch,
-			"wallet %q holds %s, the transfer is in %s", from.ID, from.Currency, req.Currency)
-	case to.Currency != req.Currency:
-		return problem.Newf(wallet.ErrCurrencyMismatch,
-			"wallet %q holds %s, the transfer is in %s", to.ID, to.Currency, req.Currency)
-	case !from.AllowNegative && from.Balance-from.Held < req.Amount: // available < amount; balance ≥ held ≥ 0: no overflow
-		return problem.Newf(wallet.ErrInsufficientFunds,
-			"wallet %q has %d %s available (balance %d, held %d), the transfer needs %d",
-			from.ID, from.Balance-from.Held, from.Currency, from.Balance, from.Held, req.Amount)
-	case to.Balance > math.MaxInt64-req.Amount:
-		return problem.Newf(wallet.ErrBalanceOutOfRange, "wallet %q would hold more than %d", to.ID, int64(math.MaxInt64))
-	case from.Balance < math.MinInt64+req.Amount:
-		return problem.Newf(wallet.ErrBalanceOutOfRange, "wallet %q would hold less than %d", from.ID, int64(math.MinInt64))
-	}
-	return nil
-}
-
-func findLocked(locked []walletdb.LockWalletsRow, id string) *walletdb.LockWalletsRow {
-	for i := range locked {
-		if locked[i].ID == id {
-			return &locked[i]
+// lockedWallets are the wallets LockWallets returned, by id, as the rules read them.
+func lockedWallets(rows []walletdb.LockWalletsRow) map[string]*wallet.Wallet {
+	wallets := make(map[string]*wallet.Wallet, len(rows))
+	for _, r := range rows {
+		wallets[r.ID] = &wallet.Wallet{
+			ID: r.ID, Currency: r.Currency, Balance: r.Balance, Held: r.Held, AllowNegative: r.AllowNegative,
 		}
 	}
-	return nil
+	return wallets
 }
 
 // GetTransfer returns the transfer with this id and where its event is.

@@ -1,0 +1,136 @@
+package wallet
+
+import (
+	"bytes"
+	"math"
+	"time"
+
+	"walletgl/internal/events"
+	"walletgl/internal/problem"
+)
+
+// The rules of money movements, as functions of the wallets and holds they move. A store loads
+// what they read (under the locks that keep it true until commit), asks them, and writes what
+// they accept; it decides nothing itself.
+
+// CheckTransfer applies a transfer's rules to its wallets as locked for it; a nil wallet does
+// not exist. Money enters only through a wallet that may go negative; any other wallet spends
+// at most what is available (its balance less its pending holds).
+func CheckTransfer(req TransferRequest, from, to *Wallet) error {
+	switch {
+	case from == nil:
+		return problem.Newf(ErrWalletNotFound, "from_wallet_id %q does not exist", req.FromWalletID)
+	case to == nil:
+		return problem.Newf(ErrWalletNotFound, "to_wallet_id %q does not exist", req.ToWalletID)
+	case from.Currency != req.Currency:
+		return problem.Newf(ErrCurrencyMismatch,
+			"wallet %q holds %s, the transfer is in %s", from.ID, from.Currency, req.Currency)
+	case to.Currency != req.Currency:
+		return problem.Newf(ErrCurrencyMismatch,
+			"wallet %q holds %s, the transfer is in %s", to.ID, to.Currency, req.Currency)
+	case !from.AllowNegative && from.Available() < req.Amount: // balance ≥ held ≥ 0: no overflow
+		return problem.Newf(ErrInsufficientFunds,
+			"wallet %q has %d %s available (balance %d, held %d), the transfer needs %d",
+			from.ID, from.Available(), from.Currency, from.Balance, from.Held, req.Amount)
+	case to.Balance > math.MaxInt64-req.Amount:
+		return problem.Newf(ErrBalanceOutOfRange, "wallet %q would hold more than %d", to.ID, int64(math.MaxInt64))
+	case from.Balance < math.MinInt64+req.Amount:
+		return problem.Newf(ErrBalanceOutOfRange, "wallet %q would hold less than %d", from.ID, int64(math.MinInt64))
+	}
+	return nil
+}
+
+// Move applies an accepted transfer of amount to the running balances of from and to, so that
+// the next transfer of the same batch is checked against them.
+func Move(from, to *Wallet, amount int64) {
+	from.Balance -= amount
+	to.Balance += amount
+}
+
+// TransferKind is the kind of a transfer between from and to (events.TransferKind of whether
+// each may go negative); a nil wallet counts as one that may not.
+func TransferKind(from, to *Wallet) string {
+	return events.TransferKind(from != nil && from.AllowNegative, to != nil && to.AllowNegative)
+}
+
+// Replay answers a request whose idempotency key owner already holds: the owner itself when
+// the request is the same (its fingerprint hash equals the owner's, ownerHash), a refusal
+// otherwise. A key names one request for good.
+func Replay(key string, hash, ownerHash []byte, owner Transfer) (Transfer, error) {
+	if !bytes.Equal(ownerHash, hash) {
+		return Transfer{}, problem.Newf(ErrIdempotencyKeyReused,
+			"Idempotency-Key %q was used for transfer %s, which differs from this request", key, owner.ID)
+	}
+	return owner, nil
+}
+
+// CheckHold applies the rules of a new hold of amount in currency to its locked wallet w: the
+// wallet's currency, and its available balance covers the amount unless it may go negative.
+func CheckHold(amount int64, currency string, w Wallet) error {
+	switch {
+	case w.Currency != currency:
+		return problem.Newf(ErrCurrencyMismatch, "wallet %q holds %s, the hold is in %s", w.ID, w.Currency, currency)
+	case !w.AllowNegative && w.Available() < amount: // balance ≥ held ≥ 0: no overflow
+		return problem.Newf(ErrInsufficientFunds,
+			"wallet %q has %d %s available (balance %d, held %d), the hold needs %d",
+			w.ID, w.Available(), w.Currency, w.Balance, w.Held, amount)
+	}
+	return nil
+}
+
+// CheckCapture applies a capture's rules to its locked hold h at now: the hold is pending and
+// not expired, and amount is within it.
+func CheckCapture(h Hold, amount int64, now time.Time) error {
+	switch {
+	case h.Status != HoldPending:
+		return problem.Newf(ErrHoldNotPending, "hold %s is %s", h.ID, h.Status)
+	case h.Expired(now):
+		return problem.Newf(ErrHoldExpired, "hold %s expired at %s", h.ID, h.ExpiresAt.Format(time.RFC3339))
+	case amount > h.Amount:
+		return problem.Newf(ErrCaptureExceedsHold, "hold %s is of %d %s; %d cannot be captured", h.ID, h.Amount, h.Currency, amount)
+	}
+	return nil
+}
+
+// CaptureMove is the transfer a capture of amount from hold h to toWalletID makes.
+func CaptureMove(req CaptureRequest, h Hold, amount int64) TransferRequest {
+	return TransferRequest{
+		IdempotencyKey: req.IdempotencyKey, FromWalletID: h.WalletID, ToWalletID: req.ToWalletID,
+		Amount: amount, Currency: h.Currency, KeyID: req.KeyID,
+	}
+}
+
+// Released is w with the pending hold h released: what a capture of h spends from.
+func Released(w *Wallet, h Hold) *Wallet {
+	if w == nil {
+		return nil
+	}
+	released := *w
+	released.Held -= h.Amount
+	return &released
+}
+
+// ReversalMove is the transfer a reversal of orig makes: the money goes back, from the
+// original's receiver to its sender, in the original's currency.
+func ReversalMove(req ReversalRequest, orig Transfer) TransferRequest {
+	return TransferRequest{
+		IdempotencyKey: req.IdempotencyKey, FromWalletID: orig.ToWalletID, ToWalletID: orig.FromWalletID,
+		Amount: req.Amount, Currency: orig.Currency, KeyID: req.KeyID,
+	}
+}
+
+// CheckReversal applies a reversal's own rules to its locked original: a reversal is not
+// reversed, and the reversals stay within the original's amount. The movement it makes must
+// pass CheckTransfer too.
+func CheckReversal(req ReversalRequest, orig Transfer) error {
+	if orig.IsReversal() {
+		return problem.Newf(ErrReversalOfReversal,
+			"%s is a reversal of transfer %s; it cannot be reversed", orig.ID, orig.ReversesTransferID)
+	}
+	if left := orig.Amount - orig.ReversedAmount; req.Amount > left {
+		return problem.Newf(ErrReversalExceedsTransfer,
+			"transfer %s of %d %s has %d reversed; at most %d more can be, not %d",
+			orig.ID, orig.Amount, orig.Currency, orig.ReversedAmount, left, req.Amount)
+	}
+	return nil
+}
