@@ -1,6 +1,6 @@
 // Package config reads the services' settings: each one from an environment variable, which a
 // command-line flag of the same meaning may override, with its default and description kept in
-// one place so the README's table and -help agree.
+// one place so the settings table (docs/configuration.md) and -help agree.
 package config
 
 import (
@@ -22,7 +22,7 @@ type Set struct {
 	args   []string // the positional arguments, after Parse
 }
 
-// Doc describes one setting for -help and the README.
+// Doc describes one setting for -help and docs/configuration.md.
 type Doc struct {
 	Env, Flag, Default, Usage string
 }

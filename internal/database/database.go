@@ -84,7 +84,7 @@ func open(ctx context.Context, url string, maxConns int32, parallel bool) (*pgxp
 // balance reads a checkpoint's time and the lines after it, which the planner, not knowing the
 // time, estimates at a third of journal_lines; at 10 million lines that estimate crossed
 // jit_above_cost and every trial balance spent about 25 ms compiling a query that runs in 12
-// (docs/bench.md, the scale phase).
+// (docs/decisions/0010-plans-per-execution-fixed-plans-prepared.md).
 func noJIT(cfg *pgxpool.Config, url string) {
 	if !urlSets(url, "jit") {
 		cfg.ConnConfig.RuntimeParams["jit"] = "off"
@@ -96,7 +96,8 @@ func noJIT(cfg *pgxpool.Config, url string) {
 // a parallel plan only comes from a wrong estimate: a table nothing has analyzed is sized
 // from its pages, which hold a dead version of every row for each status it went through, so
 // the metrics' outbox counts were planned as a Gather and started two worker processes at
-// every scrape: 57-65 ms a scrape of the GL against 3 ms without (docs/bench.md, session 13).
+// every scrape: 57-65 ms a scrape of the GL against 3 ms without
+// (docs/decisions/0010-plans-per-execution-fixed-plans-prepared.md).
 // Starting a worker is a fork of the postmaster on the machine the pipeline shares.
 func noParallelWorkers(cfg *pgxpool.Config, url string) {
 	if !urlSets(url, "max_parallel_workers_per_gather") {
@@ -108,8 +109,8 @@ func noParallelWorkers(cfg *pgxpool.Config, url string) {
 // generated queries use for every uuid column. Without it pgx takes a uuid.UUID for an unknown
 // driver.Valuer: each one becomes its 36-character text, a failed binary encoding (an error
 // formatted and dropped) and a parse back into 16 bytes. An array of 100 ids took about 470 µs
-// to encode that way and 50 µs this way (docs/bench.md, session 8); the hot statements take
-// arrays of ids, several per event.
+// to encode that way and 50 µs this way; the hot statements take arrays of ids, several per
+// event (docs/decisions/0010-plans-per-execution-fixed-plans-prepared.md).
 func EncodeUUIDsDirectly(cfg *pgxpool.Config) {
 	next := cfg.AfterConnect
 	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
@@ -136,12 +137,12 @@ func urlSets(url, name string) bool {
 // when they are small, and kept until the statistics change. Where nothing analyzes them
 // (autovacuum off, as on the machines this project runs on), it stays a sequential scan of the
 // whole table for every batch, which cost the wallet's database about three times the CPU per
-// transfer (docs/bench.md).
+// transfer (docs/decisions/0010-plans-per-execution-fixed-plans-prepared.md).
 //
 // It is not the session's plan_cache_mode = force_custom_plan, which this did before: that
 // also planned anew every query run inside the database for each row, the foreign-key checks
 // of every inserted line and transfer and the triggers' queries, about half of the GL's
-// database CPU per posting (docs/bench.md, session 7). Those keep the server's plan caching:
+// database CPU per posting. Those keep the server's plan caching:
 // each looks one row up by its key. The statements marked FixedPlan, whose plan has nothing to
 // choose, are the exception: in a WithTx transaction they go out prepared (hookedTx).
 func planEachExecution(cfg *pgxpool.Config, url string) {
@@ -168,7 +169,7 @@ func OpenBookkeeping(ctx context.Context, url string, maxConns int32) (*pgxpool.
 	// The relay's statements take the oldest rows of a partial index in id order with a LIMIT.
 	// Without statistics (nothing analyzes a table that just took a backlog), the planner
 	// expects few rows there and prefers a bitmap scan of all of them and a sort, several times
-	// slower than reading the index in order once the backlog is large (docs/bench.md).
+	// slower than reading the index in order once the backlog is large.
 	if !strings.Contains(url, "enable_bitmapscan") {
 		cfg.ConnConfig.RuntimeParams["enable_bitmapscan"] = "off"
 	}
@@ -475,7 +476,7 @@ type hookedTx struct {
 // instead (pgx's cache_statement): parsed and analyzed once per connection, and after five
 // executions run on the server's generic plan, which cannot go stale because there is nothing
 // for it to choose. It saves the 30–70 µs of parsing and planning each of them cost per
-// execution (docs/bench.md). A statement that looks anything up by a value must not carry the
+// execution. A statement that looks anything up by a value must not carry the
 // mark: its cached generic plan would be the one made when the table was small.
 const FixedPlan = "/* fixed plan */"
 

@@ -20,8 +20,8 @@ import (
 // process's user and system time per message, getrusage) is the broker's and the client's
 // together:
 //
-//   - double-each: a double ack of every message, sent in parallel (the consumer loop until
-//     session 19);
+//   - double-each: a double ack of every message, sent in parallel (how the consumer loop
+//     once acknowledged);
 //   - plain-then-double-last: plain acks and one double ack of the last message (the
 //     consumer loop's confirmAcks).
 //

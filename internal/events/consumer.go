@@ -712,9 +712,9 @@ func (c *Consumer) acknowledge(ctx context.Context, ds []delivery, fresh []bool,
 // confirmAcks acknowledges committed deliveries with plain acks and a double ack of the last
 // one: the connection carries them in order, so its confirmation comes back after the broker
 // has received the others. That is one round trip per batch where a double ack of each event
-// cost the broker and this process at least twice the CPU per event of a plain ack (docs/bench.md,
-// session 19). Committed already, an ack that is lost only brings a redelivery, which the inbox
-// recognises as a duplicate.
+// cost the broker and this process at least twice the CPU per event of a plain ack
+// (docs/decisions/0012-consumer-loops-standing-pull-and-batch-acks.md). Committed already, an
+// ack that is lost only brings a redelivery, which the inbox recognises as a duplicate.
 func (c *Consumer) confirmAcks(ctx context.Context, ds []delivery, fresh []bool) {
 	if len(ds) == 0 {
 		return

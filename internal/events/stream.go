@@ -14,7 +14,7 @@ import (
 // to the loop at once, where a fetch per batch cost a subscription, a pull request and an
 // unsubscription at the broker and in this process for every batch. At a few hundred events a
 // second a batch holds one or two events, and those three messages were most of what the
-// broker did for them (docs/bench.md, session 22).
+// broker did for them (docs/decisions/0012-consumer-loops-standing-pull-and-batch-acks.md).
 //
 // The broker sends at most size messages beyond what the loop has taken, and the loop takes
 // them as batches of at most size (next), so at most about twice size messages are held here,
