@@ -3,7 +3,7 @@ GO       ?= go
 BIN      := bin
 PACKAGES := ./...
 
-.PHONY: run test test-race vulncheck fuzz chaos chaos-short soak soak-short bench peer-watermill build generate check-generate vet check-deploy fmt-check ci clean
+.PHONY: docs run test test-race vulncheck fuzz chaos chaos-short soak soak-short bench peer-watermill build generate check-generate vet check-deploy fmt-check ci clean
 
 ## run: both services in the foreground against the local PostgreSQL and NATS (starts a
 ## JetStream server of its own when none answers); Ctrl-C stops them gracefully.
@@ -63,6 +63,11 @@ peer-watermill:
 	$(GO) -C peers/watermill run . -rows $(PEER_ROWS) -database-url "$(PEER_PG)/$$db?sslmode=disable" \
 		-nats-url "$(PEER_NATS_URL)" -stream PEER_WATERMILL_$$$$ $(PEER_ARGS); rc=$$?; \
 	psql -X -q "$(PEER_PG)/postgres" -c "DROP DATABASE IF EXISTS $$db WITH (FORCE)"; exit $$rc
+
+## docs: the settings tables of docs/configuration.md, generated from the binaries' help
+## (make test fails when they differ).
+docs:
+	$(GO) test -count=1 -run TestTheSettingsTableIsTheHelp ./cmd/wallet ./cmd/gl -args -update-docs
 
 build:
 	$(GO) build -o $(BIN)/wallet ./cmd/wallet
