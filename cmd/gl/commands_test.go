@@ -14,7 +14,8 @@ import (
 
 	"walletgl/internal/cli"
 	"walletgl/internal/cli/clitest"
-	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
+	"walletgl/internal/events/outbox"
 	"walletgl/internal/testenv"
 )
 
@@ -248,9 +249,9 @@ func postConsistently(t *testing.T, pool *pgxpool.Pool, eventID, transferID stri
 func acknowledgment(t *testing.T, pool *pgxpool.Pool, transferID string) uuid.UUID {
 	t.Helper()
 	id := uuid.Must(uuid.NewV7())
-	_, err := events.NewOutbox(events.SourceGL).Add(context.Background(), pool, events.Event{
-		ID: id, Type: events.TypeTransferPosted, AggregateID: transferID, Time: time.Now().UTC(),
-		Data: events.TransferPosted{TransferID: transferID, SourceEventID: uuid.NewString(), EntryID: uuid.NewString(), PostedAt: time.Now().UTC()},
+	_, err := outbox.New(contract.SourceGL).Add(context.Background(), pool, outbox.Event{
+		ID: id, Type: contract.TypeTransferPosted, AggregateID: transferID, Time: time.Now().UTC(),
+		Data: contract.TransferPosted{TransferID: transferID, SourceEventID: uuid.NewString(), EntryID: uuid.NewString(), PostedAt: time.Now().UTC()},
 	})
 	require.NoError(t, err)
 	return id
@@ -335,7 +336,7 @@ func TestCommandsNeverCreateADatabase(t *testing.T) {
 // Issue 13: the GL signs its events with its own key and accepts the wallet's alone.
 func TestServeNeedsEventKeys(t *testing.T) {
 	t.Parallel()
-	clitest.SignedEvents(t, run, events.SourceGL, events.SourceWallet, glEnv(testenv.DatabaseURL(t)))
+	clitest.SignedEvents(t, run, contract.SourceGL, contract.SourceWallet, glEnv(testenv.DatabaseURL(t)))
 }
 
 func TestCheckpointSettingsOutOfRangeAreRefused(t *testing.T) {

@@ -13,6 +13,8 @@ import (
 	"walletgl/internal/cli"
 	"walletgl/internal/config"
 	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
+	"walletgl/internal/events/inbox"
 	"walletgl/internal/gl"
 	"walletgl/internal/gl/postgres"
 	"walletgl/internal/serve"
@@ -91,7 +93,7 @@ func (c *Config) Validate() error {
 
 // transferPoster is the handler gl inbox retry posts failed events with, as serve's consumer
 // does: the configured posting rule over the ledger.
-func transferPoster(ctx context.Context, cfg *Config, pool *pgxpool.Pool, log zerolog.Logger) (events.Handler, error) {
+func transferPoster(ctx context.Context, cfg *Config, pool *pgxpool.Pool, log zerolog.Logger) (inbox.Handler, error) {
 	ledger := postgres.NewLedger(pool)
 	if err := checkRules(ctx, cfg, ledger); err != nil {
 		return nil, err
@@ -114,17 +116,17 @@ func checkConfiguredRule(ctx context.Context, configured gl.PostingRule, ledger 
 	}
 	// The rule in force now, not one scheduled for later: a change effective next month must
 	// not stop a restart today.
-	rule, ok := rules.At(events.TypeTransferCompleted, events.KindUnspecified, time.Now())
+	rule, ok := rules.At(contract.TypeTransferCompleted, contract.KindUnspecified, time.Now())
 	if !ok {
-		return fmt.Errorf("configuration: no posting rule for %s kind %s (gl rules list)", events.TypeTransferCompleted, events.KindUnspecified)
+		return fmt.Errorf("configuration: no posting rule for %s kind %s (gl rules list)", contract.TypeTransferCompleted, contract.KindUnspecified)
 	}
 	if rule.PostingRule != configured {
 		return fmt.Errorf("configuration: GL_TRANSFER_DEBIT_ACCOUNT/GL_TRANSFER_CREDIT_ACCOUNT say debit %s credit %s, "+
 			"but the posting rules say debit %s credit %s for %s kind %s (effective %s): the rules table decides how events are posted; "+
 			"change it with 'gl rules set --event-type %s --kind %s --debit %s --credit %s', or set these two variables to %s and %s",
 			configured.DebitAccount, configured.CreditAccount, rule.DebitAccount, rule.CreditAccount,
-			events.TypeTransferCompleted, events.KindUnspecified, effectiveString(rule.EffectiveFrom),
-			events.TypeTransferCompleted, events.KindUnspecified, configured.DebitAccount, configured.CreditAccount,
+			contract.TypeTransferCompleted, contract.KindUnspecified, effectiveString(rule.EffectiveFrom),
+			contract.TypeTransferCompleted, contract.KindUnspecified, configured.DebitAccount, configured.CreditAccount,
 			rule.DebitAccount, rule.CreditAccount)
 	}
 	return nil

@@ -12,7 +12,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
+	"walletgl/internal/events/inbox"
 	"walletgl/internal/gl/postgres"
 	"walletgl/internal/testenv"
 )
@@ -20,17 +21,17 @@ import (
 func failedEvent(t *testing.T, pool *pgxpool.Pool, transferID string, amount int64) string {
 	t.Helper()
 	id := uuid.Must(uuid.NewV7())
-	data, err := json.Marshal(events.TransferCompleted{TransferID: transferID, FromWalletID: "bank", ToWalletID: "alice",
+	data, err := json.Marshal(contract.TransferCompleted{TransferID: transferID, FromWalletID: "bank", ToWalletID: "alice",
 		Amount: amount, Currency: "USD", CreatedAt: time.Now().UTC()})
 	require.NoError(t, err)
-	env := events.Envelope{SpecVersion: "1.0", ID: id.String(), Source: "wallet", Type: events.TypeTransferCompleted,
+	env := contract.Envelope{SpecVersion: "1.0", ID: id.String(), Source: "wallet", Type: contract.TypeTransferCompleted,
 		Subject: transferID, Time: time.Now().UTC(), DataContentType: "application/json", Data: data}
 	body, err := json.Marshal(env)
 	require.NoError(t, err)
-	inbox := events.NewInbox("gl", nil)
-	require.NoError(t, inbox.RecordFailure(context.Background(), pool, events.Inbound{Env: env, EventID: id.String(), StreamSeq: 7},
-		events.Failure{Reason: events.ReasonExhausted, Cause: errors.New("handler failed on 10 deliveries: no such account"), Payload: body, Attempts: 10}))
-	return inbox.ID(id.String())
+	in := inbox.New("gl", nil)
+	require.NoError(t, in.RecordFailure(context.Background(), pool, inbox.Inbound{Env: env, EventID: id.String(), StreamSeq: 7},
+		inbox.Failure{Reason: contract.ReasonExhausted, Cause: errors.New("handler failed on 10 deliveries: no such account"), Payload: body, Attempts: 10}))
+	return in.ID(id.String())
 }
 
 func TestInboxCommands(t *testing.T) {

@@ -20,6 +20,9 @@ import (
 	"walletgl/internal/config"
 	"walletgl/internal/database"
 	"walletgl/internal/events"
+	"walletgl/internal/events/admin"
+	"walletgl/internal/events/contract"
+	"walletgl/internal/events/inbox"
 	"walletgl/internal/gl"
 	"walletgl/internal/gl/postgres"
 	"walletgl/internal/serve"
@@ -49,13 +52,13 @@ const replayHelp = "rebuild the GL from the wallet's stream into an empty databa
 func replayCmd(ctx context.Context, env cli.Env, args []string) error {
 	var fromStart, noReconcile bool
 	var into string
-	var opts events.ReplayOptions
+	var opts inbox.ReplayOptions
 	var wallet walletSource
 	cfg, _, err := service.Parse(env, args, func(s *config.Set) {
 		s.Flags().BoolVar(&fromStart, "from-start", false, "replay from the stream's first event (required: the only mode)")
 		s.Flags().StringVar(&into, "into", "", "URL of the empty GL database to rebuild into (default: a new database <current>_replay_<timestamp>)")
-		s.Flags().IntVar(&opts.BatchSize, "batch", events.DefaultReplayBatchSize, "events verified and posted per transaction (several acknowledgment events past 1000)")
-		s.Flags().IntVar(&opts.Concurrency, "concurrency", events.DefaultReplayConcurrency, "batch transactions in flight at once, while the next batch is fetched and verified")
+		s.Flags().IntVar(&opts.BatchSize, "batch", inbox.DefaultReplayBatchSize, "events verified and posted per transaction (several acknowledgment events past 1000)")
+		s.Flags().IntVar(&opts.Concurrency, "concurrency", inbox.DefaultReplayConcurrency, "batch transactions in flight at once, while the next batch is fetched and verified")
 		s.Flags().BoolVar(&noReconcile, "no-reconcile", false, "skip the check of the rebuild against the wallet's transfers (by default the replay ends with it and fails on any difference)")
 		wallet.bind(s)
 	})
@@ -81,7 +84,7 @@ func replayCmd(ctx context.Context, env cli.Env, args []string) error {
 	}
 	log = log.With().Str("component", "replay").Logger()
 	// A replay verifies every event as live consumption does: only the wallet's are posted.
-	keys, err := cfg.Events.EventKeys(events.SourceGL, events.SourceWallet, false, log)
+	keys, err := cfg.Events.EventKeys(contract.SourceGL, contract.SourceWallet, false, log)
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}
@@ -137,21 +140,21 @@ func replayCmd(ctx context.Context, env cli.Env, args []string) error {
 	}
 	defer nc.Close()
 	topo := cfg.Events.Topology(log)
-	stream := topo.StreamName(events.SourceWallet)
+	stream := topo.StreamName(contract.SourceWallet)
 	// The replay's inbox is the GL consumer's (gl:<event id>), as in the live GL, so gl verify
 	// holds in the target too; it reads through a broker consumer of its own (Consumer.Replay).
 	// A rebuild answers nobody: duplicates in the stream are skipped, not acknowledged again.
 	// It still says what each posting satisfies, so that an event waiting for it posts then.
 	tp := gl.NewTransferPoster(ledger, ledger, log)
 	poster := struct {
-		events.Handler
-		events.Satisfier
+		inbox.Handler
+		inbox.Satisfier
 	}{tp, tp}
 	consCfg, err := cfg.Events.Consumer(events.ConsumerGL, nil, keys.Trust)
 	if err != nil {
 		return err
 	}
-	handler, err := events.NewConsumer(consCfg, topo, nc, pool, poster, log)
+	handler, err := inbox.NewConsumer(consCfg, topo, nc, pool, poster, log)
 	if err != nil {
 		return err
 	}
@@ -175,7 +178,7 @@ func replayCmd(ctx context.Context, env cli.Env, args []string) error {
 	fmt.Fprintf(env.Stdout, "  duplicates skipped   %d\n", stats.Duplicates)
 	fmt.Fprintf(env.Stdout, "  dead-lettered        %d (see the target's inbox, status failed)\n", stats.Failed)
 	fmt.Fprintf(env.Stdout, "  unauthenticated      %d (of those dead-lettered: not signed by a trusted key of the wallet, never posted)\n", stats.Unauthenticated)
-	waiting, err := events.NewAdmin(pool).ListInbox(ctx, events.StatusWaiting, events.MaxAdminLimit)
+	waiting, err := admin.New(pool).ListInbox(ctx, contract.StatusWaiting, admin.MaxLimit)
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
-	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
 	"walletgl/internal/testenv"
 )
 
@@ -74,18 +74,18 @@ func (b *replayBundle) fill(t testing.TB, n int) {
 	topo := b.topo
 	topo.MaxBytes = benchStreamMaxBytes
 	require.NoError(t, topo.EnsureStreams(ctx, b.js))
-	subject := b.topo.Subject(events.SourceWallet, events.TypeTransferCompleted)
+	subject := b.topo.Subject(contract.SourceWallet, contract.TypeTransferCompleted)
 	created := time.Now().UTC()
 	for i := range n {
 		id := uuid.New()
-		transfer := events.TransferCompleted{
+		transfer := contract.TransferCompleted{
 			TransferID: uuid.NewString(), FromWalletID: "w-a", ToWalletID: "w-b",
 			Amount: int64(100 + i%1000), Currency: []string{"USD", "EUR"}[i%2], CreatedAt: created,
 		}
 		data, err := json.Marshal(transfer)
 		require.NoError(t, err)
-		body, err := json.Marshal(events.Envelope{
-			SpecVersion: "1.0", ID: id.String(), Source: events.SourceWallet, Type: events.TypeTransferCompleted,
+		body, err := json.Marshal(contract.Envelope{
+			SpecVersion: "1.0", ID: id.String(), Source: contract.SourceWallet, Type: contract.TypeTransferCompleted,
 			Subject: transfer.TransferID, Time: created, DataContentType: "application/json", Data: data,
 		})
 		require.NoError(t, err)
@@ -108,7 +108,7 @@ func (b *replayBundle) fill(t testing.TB, n int) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("publishes not confirmed within 30s")
 	}
-	info, err := b.js.Stream(ctx, b.topo.StreamName(events.SourceWallet))
+	info, err := b.js.Stream(ctx, b.topo.StreamName(contract.SourceWallet))
 	require.NoError(t, err)
 	require.Equal(t, uint64(n), info.CachedInfo().State.Msgs, "every event on the stream")
 }

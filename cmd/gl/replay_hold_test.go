@@ -14,6 +14,8 @@ import (
 
 	"walletgl/internal/database"
 	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
+	"walletgl/internal/events/inbox"
 	"walletgl/internal/gl"
 	"walletgl/internal/gl/postgres"
 	"walletgl/internal/testenv"
@@ -25,12 +27,12 @@ func (b *replayBundle) publishEvent(t *testing.T, eventID, typ, subject string, 
 	t.Helper()
 	raw, err := json.Marshal(data)
 	require.NoError(t, err)
-	body, err := json.Marshal(events.Envelope{
-		SpecVersion: "1.0", ID: eventID, Source: events.SourceWallet, Type: typ,
+	body, err := json.Marshal(contract.Envelope{
+		SpecVersion: "1.0", ID: eventID, Source: contract.SourceWallet, Type: typ,
 		Subject: subject, Time: time.Now().UTC(), DataContentType: "application/json", Data: raw,
 	})
 	require.NoError(t, err)
-	msg := nats.NewMsg(b.topo.Subject(events.SourceWallet, typ))
+	msg := nats.NewMsg(b.topo.Subject(contract.SourceWallet, typ))
 	msg.Data = body
 	b.keys.Wallet.Sign(msg)
 	_, err = b.js.PublishMsg(context.Background(), msg, jetstream.WithMsgID(msgID))
@@ -53,20 +55,20 @@ func TestReplayRebuildsHoldPostings(t *testing.T) {
 		data             any
 	}
 	placed := func(hold, wallet string, amount int64, currency string) event {
-		return event{uuid.NewString(), events.TypeHoldPlaced, hold, events.HoldPlaced{
+		return event{uuid.NewString(), contract.TypeHoldPlaced, hold, contract.HoldPlaced{
 			HoldID: hold, WalletID: wallet, Amount: amount, Currency: currency, ExpiresAt: now.Add(time.Hour), CreatedAt: now}}
 	}
 	stream := []event{
 		placed("h-captured", "w-a", 1000, "USD"),
 		placed("h-voided", "w-b", 300, "EUR"),
 		placed("h-open", "w-a", 50, "USD"),
-		{uuid.NewString(), events.TypeHoldCaptured, "h-captured", events.HoldCaptured{
+		{uuid.NewString(), contract.TypeHoldCaptured, "h-captured", contract.HoldCaptured{
 			HoldID: "h-captured", TransferID: captureTransfer.ID, WalletID: "w-a", ToWalletID: "w-b",
 			Amount: 1000, CapturedAmount: 600, Currency: "USD", CreatedAt: now}},
-		{uuid.NewString(), events.TypeTransferCompleted, captureTransfer.ID, events.TransferCompleted{
+		{uuid.NewString(), contract.TypeTransferCompleted, captureTransfer.ID, contract.TransferCompleted{
 			TransferID: captureTransfer.ID, FromWalletID: "w-a", ToWalletID: "w-b", Amount: 600, Currency: "USD", CreatedAt: now}},
-		{uuid.NewString(), events.TypeHoldVoided, "h-voided", events.HoldVoided{
-			HoldID: "h-voided", WalletID: "w-b", Amount: 300, Currency: "EUR", Reason: events.VoidExpired, CreatedAt: now}},
+		{uuid.NewString(), contract.TypeHoldVoided, "h-voided", contract.HoldVoided{
+			HoldID: "h-voided", WalletID: "w-b", Amount: 300, Currency: "EUR", Reason: contract.VoidExpired, CreatedAt: now}},
 	}
 	for _, e := range stream {
 		b.publishEvent(t, e.id, e.typ, e.subject, e.data, e.id)
@@ -76,7 +78,7 @@ func TestReplayRebuildsHoldPostings(t *testing.T) {
 
 	spec, err := b.topo.Consumer(events.ConsumerGL)
 	require.NoError(t, err)
-	consumer, err := events.NewConsumer(events.ConsumerConfig{ConsumerSpec: spec, BatchSize: 5, Trust: b.keys.Trust, RetryDelay: 50 * time.Millisecond},
+	consumer, err := inbox.NewConsumer(inbox.ConsumerConfig{ConsumerSpec: spec, BatchSize: 5, Trust: b.keys.Trust, RetryDelay: 50 * time.Millisecond},
 		b.topo, b.nc, b.live, gl.NewTransferPoster(postgres.NewLedger(b.live), postgres.NewLedger(b.live), zerolog.Nop()), zerolog.Nop())
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -19,6 +19,9 @@ import (
 
 	"walletgl/internal/database"
 	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
+	"walletgl/internal/events/inbox"
+	"walletgl/internal/events/signing"
 	"walletgl/internal/gl"
 	"walletgl/internal/gl/postgres"
 	"walletgl/internal/testenv"
@@ -80,7 +83,7 @@ func (b *replayBundle) env(dbURL string) map[string]string {
 		"WALLET_URL": b.walletURL,
 		"LOG_FORMAT": "json", "EVENTS_BATCH_SIZE": "7", // the live consumer's; a replay has --batch
 	}
-	for _, kv := range b.keys.Env(events.SourceGL) {
+	for _, kv := range b.keys.Env(contract.SourceGL) {
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
 	}
@@ -88,9 +91,9 @@ func (b *replayBundle) env(dbURL string) map[string]string {
 }
 
 // publishRaw sends body on the wallet's subject under msgID, signed by signer (nil: unsigned).
-func (b *replayBundle) publishRaw(t testing.TB, body []byte, msgID string, signer *events.SigningKey) {
+func (b *replayBundle) publishRaw(t testing.TB, body []byte, msgID string, signer *signing.Key) {
 	t.Helper()
-	msg := nats.NewMsg(b.topo.Subject(events.SourceWallet, events.TypeTransferCompleted))
+	msg := nats.NewMsg(b.topo.Subject(contract.SourceWallet, contract.TypeTransferCompleted))
 	msg.Data = body
 	if signer != nil {
 		signer.Sign(msg)
@@ -100,12 +103,12 @@ func (b *replayBundle) publishRaw(t testing.TB, body []byte, msgID string, signe
 }
 
 // publish sends a TransferCompleted envelope as the wallet's relay would, under msgID.
-func (b *replayBundle) publish(t testing.TB, eventID uuid.UUID, transfer events.TransferCompleted, msgID string) {
+func (b *replayBundle) publish(t testing.TB, eventID uuid.UUID, transfer contract.TransferCompleted, msgID string) {
 	t.Helper()
 	data, err := json.Marshal(transfer)
 	require.NoError(t, err)
-	body, err := json.Marshal(events.Envelope{
-		SpecVersion: "1.0", ID: eventID.String(), Source: events.SourceWallet, Type: events.TypeTransferCompleted,
+	body, err := json.Marshal(contract.Envelope{
+		SpecVersion: "1.0", ID: eventID.String(), Source: contract.SourceWallet, Type: contract.TypeTransferCompleted,
 		Subject: transfer.TransferID, Time: transfer.CreatedAt, DataContentType: "application/json", Data: data,
 	})
 	require.NoError(t, err)
@@ -116,9 +119,9 @@ func (b *replayBundle) publish(t testing.TB, eventID uuid.UUID, transfer events.
 func (b *replayBundle) startLive(t *testing.T) (stop func()) {
 	t.Helper()
 	ledger := postgres.NewLedger(b.live)
-	consumer, err := events.NewConsumer(events.ConsumerConfig{
+	consumer, err := inbox.NewConsumer(inbox.ConsumerConfig{
 		ConsumerSpec: events.ConsumerSpec{
-			Name: events.ConsumerGL, Source: events.SourceWallet, EventType: events.TypeTransferCompleted,
+			Name: events.ConsumerGL, Source: contract.SourceWallet, EventType: contract.TypeTransferCompleted,
 			AckWait: 5 * time.Second, MaxDeliver: 5,
 		},
 		BatchSize: 5,
@@ -160,7 +163,7 @@ func TestReplayRebuildsTheLiveLedger(t *testing.T) {
 	publishRange := func(from, to int) {
 		for i := from; i < to; i++ {
 			id := uuid.NewSHA1(uuid.NameSpaceOID, fmt.Appendf(nil, "%s-%d", b.ns, i))
-			transfer := events.TransferCompleted{
+			transfer := contract.TransferCompleted{
 				TransferID: made[i].ID, FromWalletID: "w-a", ToWalletID: "w-b",
 				Amount: made[i].Amount, Currency: made[i].Currency, CreatedAt: time.Now().UTC(),
 			}
@@ -179,8 +182,8 @@ func TestReplayRebuildsTheLiveLedger(t *testing.T) {
 	b.publishRaw(t, []byte("{not json"), "poison-1", b.keys.Wallet)
 	// A forgery: a made-up transfer of CHF 5,000,000, unsigned. The replay verifies as the live
 	// GL does: recorded unauthenticated by both, posted by neither.
-	forged, err := json.Marshal(events.Envelope{
-		SpecVersion: "1.0", ID: uuid.NewString(), Source: events.SourceWallet, Type: events.TypeTransferCompleted,
+	forged, err := json.Marshal(contract.Envelope{
+		SpecVersion: "1.0", ID: uuid.NewString(), Source: contract.SourceWallet, Type: contract.TypeTransferCompleted,
 		Time: time.Now().UTC(), DataContentType: "application/json",
 		Data: json.RawMessage(`{"transfer_id":"forged","from_wallet_id":"w-a","to_wallet_id":"w-b","amount":500000000,"currency":"CHF","created_at":"2026-01-01T00:00:00Z"}`),
 	})
@@ -224,7 +227,7 @@ func TestReplayRebuildsTheLiveLedger(t *testing.T) {
 		require.ErrorContains(t, err, "already has 30 entries")
 
 		// The replay's own consumer is gone; the live one is untouched.
-		stream, err := b.js.Stream(context.Background(), b.topo.StreamName(events.SourceWallet))
+		stream, err := b.js.Stream(context.Background(), b.topo.StreamName(contract.SourceWallet))
 		require.NoError(t, err)
 		names := stream.ConsumerNames(context.Background())
 		var consumers []string
@@ -284,14 +287,14 @@ func TestReplayNamesTheHistoryTheStreamLost(t *testing.T) {
 	stranger := uuid.NewString()
 	publish := func(tr gl.SourceTransfer) {
 		id := uuid.New()
-		b.publish(t, id, events.TransferCompleted{TransferID: tr.ID, FromWalletID: "w-a", ToWalletID: "w-b",
+		b.publish(t, id, contract.TransferCompleted{TransferID: tr.ID, FromWalletID: "w-a", ToWalletID: "w-b",
 			Amount: tr.Amount, Currency: tr.Currency, CreatedAt: time.Now().UTC()}, id.String())
 	}
 	for _, tr := range made {
 		publish(tr)
 	}
 	publish(gl.SourceTransfer{ID: stranger, Amount: 99, Currency: "USD"})
-	stream, err := b.js.Stream(context.Background(), b.topo.StreamName(events.SourceWallet))
+	stream, err := b.js.Stream(context.Background(), b.topo.StreamName(contract.SourceWallet))
 	require.NoError(t, err)
 	require.NoError(t, stream.Purge(context.Background(), jetstream.WithPurgeSequence(4)), "drop the events of stream sequences 1-3")
 	lost := made[:3]

@@ -7,7 +7,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
 	"walletgl/internal/testenv"
 )
 
@@ -26,14 +26,14 @@ func TestReplayWithEventsWaitingForMissingOriginalsEndsAndListsThem(t *testing.T
 		return id
 	}
 	// The reversal before its transfer: it waits, then posts once the transfer does.
-	publish(events.TypeTransferReversed, "rv-late", events.TransferReversed{
+	publish(contract.TypeTransferReversed, "rv-late", contract.TransferReversed{
 		ReversalID: "rv-late", TransferID: "tr-posted", FromWalletID: "w-b", ToWalletID: "w-a", Amount: 40, Currency: "USD", CreatedAt: now})
-	publish(events.TypeTransferCompleted, "tr-posted", events.TransferCompleted{
+	publish(contract.TypeTransferCompleted, "tr-posted", contract.TransferCompleted{
 		TransferID: "tr-posted", FromWalletID: "w-a", ToWalletID: "w-b", Amount: 100, Currency: "USD", CreatedAt: now})
-	orphanReversal := publish(events.TypeTransferReversed, "rv-orphan", events.TransferReversed{
+	orphanReversal := publish(contract.TypeTransferReversed, "rv-orphan", contract.TransferReversed{
 		ReversalID: "rv-orphan", TransferID: "tr-aged-out", FromWalletID: "w-b", ToWalletID: "w-a", Amount: 10, Currency: "USD", CreatedAt: now})
-	orphanVoid := publish(events.TypeHoldVoided, "h-purged", events.HoldVoided{
-		HoldID: "h-purged", WalletID: "w-a", Amount: 30, Currency: "USD", Reason: events.VoidExpired, CreatedAt: now})
+	orphanVoid := publish(contract.TypeHoldVoided, "h-purged", contract.HoldVoided{
+		HoldID: "h-purged", WalletID: "w-a", Amount: 30, Currency: "USD", Reason: contract.VoidExpired, CreatedAt: now})
 
 	target := testenv.DatabaseURL(t)
 	out, _, err := runGL(t, b.env(b.liveURL), "replay", "--from-start", "--batch", "1", "--concurrency", "3", "--no-reconcile", "--into", target)

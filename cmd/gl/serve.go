@@ -9,6 +9,10 @@ import (
 	"walletgl/internal/cli"
 	"walletgl/internal/console"
 	"walletgl/internal/events"
+	"walletgl/internal/events/admin"
+	"walletgl/internal/events/contract"
+	"walletgl/internal/events/inbox"
+	"walletgl/internal/events/outbox"
 	"walletgl/internal/gl"
 	"walletgl/internal/gl/httpapi"
 	"walletgl/internal/gl/postgres"
@@ -21,7 +25,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 		return err
 	}
 	// The GL signs its TransferPosted.v2 and accepts TransferCompleted.v1 from the wallet alone.
-	eventKeys, err := cfg.Events.EventKeys(events.SourceGL, events.SourceWallet, true, log)
+	eventKeys, err := cfg.Events.EventKeys(contract.SourceGL, contract.SourceWallet, true, log)
 	if err != nil {
 		return err
 	}
@@ -35,9 +39,9 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 		return err
 	}
 	// The GL's acknowledgments are done once the wallet's consumer acknowledged them.
-	relayCfg := cfg.Events.Relay(events.SourceGL, events.ConsumerWallet, deps.Faults, eventKeys.Signer)
+	relayCfg := cfg.Events.Relay(contract.SourceGL, events.ConsumerWallet, deps.Faults, eventKeys.Signer)
 	relayCfg.Metrics, relayCfg.Tracing = deps.Metrics.Relay, deps.Tracing
-	relay, err := events.NewRelay(relayCfg, deps.Topology, deps.RelayPool, deps.NATS, log)
+	relay, err := outbox.NewRelay(relayCfg, deps.Topology, deps.RelayPool, deps.NATS, log)
 	if err != nil {
 		return err
 	}
@@ -50,7 +54,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 		return err
 	}
 	consCfg.Metrics, consCfg.Tracing = deps.Metrics.Consumer, deps.Tracing
-	consumer, err := events.NewConsumer(consCfg, deps.Topology, deps.NATS, deps.Pool, poster, log)
+	consumer, err := inbox.NewConsumer(consCfg, deps.Topology, deps.NATS, deps.Pool, poster, log)
 	if err != nil {
 		return err
 	}
@@ -83,11 +87,11 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 
 // glConsole is the GL's operator console: its inbox (retry with the consumer's own poster), its
 // outbox of acknowledgments (to look at), and the ledger's reads.
-func glConsole(deps *serve.Deps, ledger *postgres.Ledger, poster events.Handler, guard *auth.Guard, keys *auth.Keys) (*console.Console, error) {
-	inbox := events.NewInbox(events.ConsumerGL, poster)
+func glConsole(deps *serve.Deps, ledger *postgres.Ledger, poster inbox.Handler, guard *auth.Guard, keys *auth.Keys) (*console.Console, error) {
+	in := inbox.New(events.ConsumerGL, poster)
 	ev := console.Events{
-		Admin: events.NewAdmin(deps.Pool), Audit: keys,
-		Retry: func(ctx context.Context, ids ...string) []events.Retried { return inbox.Retry(ctx, deps.Pool, ids...) },
+		Admin: admin.New(deps.Pool), Audit: keys,
+		Retry: func(ctx context.Context, ids ...string) []inbox.Retried { return in.Retry(ctx, deps.Pool, ids...) },
 		View:  httpapi.ScopeLedgerRead, RetryScope: httpapi.ScopeInboxAdmin,
 	}
 	books := httpapi.Books{Ledger: ledger, Scope: httpapi.ScopeLedgerRead}

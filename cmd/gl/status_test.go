@@ -11,7 +11,7 @@ import (
 
 	"walletgl/internal/cli"
 	"walletgl/internal/cli/clitest"
-	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
 	"walletgl/internal/testenv"
 )
 
@@ -29,7 +29,7 @@ func TestStatus(t *testing.T) {
 	require.NoError(t, err)
 	// The broker: three transfers waiting for the GL's consumer, one acknowledgment for the wallet's.
 	env := glEnv(dbURL)
-	maps.Copy(env, clitest.Broker(t, map[string]int{events.SourceWallet: 3, events.SourceGL: 1}))
+	maps.Copy(env, clitest.Broker(t, map[string]int{contract.SourceWallet: 3, contract.SourceGL: 1}))
 
 	out, _, err := runGL(t, env, "status")
 	require.NoError(t, err)
@@ -57,7 +57,7 @@ func TestStatus(t *testing.T) {
 	require.Equal(t, "dead_letter", st.OutboxLastError.Status)
 	require.NotNil(t, st.InboxLastFailure)
 	require.Equal(t, failed, st.InboxLastFailure.ID)
-	require.Equal(t, events.ReasonExhausted, st.InboxLastFailure.Reason)
+	require.Equal(t, contract.ReasonExhausted, st.InboxLastFailure.Reason)
 	require.True(t, st.Broker.Reachable)
 	require.Len(t, st.Broker.Consumers, 2)
 	require.Equal(t, cli.ConsumerStatus{Name: "wallet", Stream: env["EVENTS_NAMESPACE"] + "_GL_EVENTS", Side: "outbox", Exists: true, Pending: 1}, st.Broker.Consumers[0])

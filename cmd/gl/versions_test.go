@@ -14,23 +14,25 @@ import (
 
 	"walletgl/internal/database"
 	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
+	"walletgl/internal/events/inbox"
 	"walletgl/internal/gl"
 	"walletgl/internal/gl/postgres"
 	"walletgl/internal/testenv"
 )
 
 // publishVersion sends a transfer event of eventType on its own subject, signed by the wallet.
-func (b *replayBundle) publishVersion(t *testing.T, eventType string, transfer events.TransferCompleted) uuid.UUID {
+func (b *replayBundle) publishVersion(t *testing.T, eventType string, transfer contract.TransferCompleted) uuid.UUID {
 	t.Helper()
 	id := uuid.Must(uuid.NewV7())
 	data, err := json.Marshal(transfer.AsVersion(eventType))
 	require.NoError(t, err)
-	body, err := json.Marshal(events.Envelope{
-		SpecVersion: "1.0", ID: id.String(), Source: events.SourceWallet, Type: eventType,
+	body, err := json.Marshal(contract.Envelope{
+		SpecVersion: "1.0", ID: id.String(), Source: contract.SourceWallet, Type: eventType,
 		Subject: transfer.TransferID, Time: transfer.CreatedAt, DataContentType: "application/json", Data: data,
 	})
 	require.NoError(t, err)
-	msg := nats.NewMsg(b.topo.Subject(events.SourceWallet, eventType))
+	msg := nats.NewMsg(b.topo.Subject(contract.SourceWallet, eventType))
 	msg.Data = body
 	b.keys.Wallet.Sign(msg)
 	_, err = b.js.PublishMsg(context.Background(), msg, jetstream.WithMsgID(id.String()))
@@ -46,7 +48,7 @@ func (b *replayBundle) startLiveAsServed(t *testing.T) (stop func()) {
 	require.NoError(t, err)
 	spec.AckWait, spec.MaxDeliver = 5*time.Second, 5
 	ledger := postgres.NewLedger(b.live)
-	consumer, err := events.NewConsumer(events.ConsumerConfig{ConsumerSpec: spec, BatchSize: 5, Trust: b.keys.Trust},
+	consumer, err := inbox.NewConsumer(inbox.ConsumerConfig{ConsumerSpec: spec, BatchSize: 5, Trust: b.keys.Trust},
 		b.topo, b.nc, b.live, gl.NewTransferPoster(ledger, ledger, zerolog.Nop()), zerolog.Nop())
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -79,25 +81,25 @@ func TestTransferCompletedVersions(t *testing.T) {
 	require.NoError(t, err)
 
 	now := time.Now().UTC()
-	transfer := func(id, kind string, amount int64, at time.Time) events.TransferCompleted {
-		return events.TransferCompleted{TransferID: id, FromWalletID: "w-a", ToWalletID: "w-b", Amount: amount, Currency: "USD", Kind: kind, Reference: "ref " + id, CreatedAt: at}
+	transfer := func(id, kind string, amount int64, at time.Time) contract.TransferCompleted {
+		return contract.TransferCompleted{TransferID: id, FromWalletID: "w-a", ToWalletID: "w-b", Amount: amount, Currency: "USD", Kind: kind, Reference: "ref " + id, CreatedAt: at}
 	}
 	stop := b.startLiveAsServed(t)
-	b.publishVersion(t, events.TypeTransferCompleted, transfer("v1", "", 10, now))
-	b.publishVersion(t, events.TypeTransferCompletedV2, transfer("v2-deposit", events.KindDeposit, 20, now))
-	b.publishVersion(t, events.TypeTransferCompletedV2, transfer("v2-transfer", events.KindTransfer, 30, now))
-	b.publishVersion(t, events.TypeTransferCompletedV2, transfer("v2-withdrawal", events.KindWithdrawal, 40, now))
-	v9 := b.publishVersion(t, "TransferCompleted.v9", transfer("v9", events.KindDeposit, 50, now))
+	b.publishVersion(t, contract.TypeTransferCompleted, transfer("v1", "", 10, now))
+	b.publishVersion(t, contract.TypeTransferCompletedV2, transfer("v2-deposit", contract.KindDeposit, 20, now))
+	b.publishVersion(t, contract.TypeTransferCompletedV2, transfer("v2-transfer", contract.KindTransfer, 30, now))
+	b.publishVersion(t, contract.TypeTransferCompletedV2, transfer("v2-withdrawal", contract.KindWithdrawal, 40, now))
+	v9 := b.publishVersion(t, "TransferCompleted.v9", transfer("v9", contract.KindDeposit, 50, now))
 	b.waitForEntries(t, 4)
 	require.Eventually(t, func() bool {
 		status, reason := inboxStatus(t, b, v9)
-		return status == "failed" && reason == events.ReasonMalformed
+		return status == "failed" && reason == contract.ReasonMalformed
 	}, 30*time.Second, 50*time.Millisecond, "TransferCompleted.v9 is dead-lettered")
 
 	// A new rule for deposits from now on: a later deposit posts by it.
-	out, _, err := runGL(t, b.env(b.liveURL), "rules", "set", "--event-type", events.TypeTransferCompletedV2, "--kind", events.KindDeposit, "--debit", "1020", "--credit", "2010")
+	out, _, err := runGL(t, b.env(b.liveURL), "rules", "set", "--event-type", contract.TypeTransferCompletedV2, "--kind", contract.KindDeposit, "--debit", "1020", "--credit", "2010")
 	require.NoError(t, err, out)
-	b.publishVersion(t, events.TypeTransferCompletedV2, transfer("v2-deposit-later", events.KindDeposit, 60, time.Now().UTC().Add(time.Second)))
+	b.publishVersion(t, contract.TypeTransferCompletedV2, transfer("v2-deposit-later", contract.KindDeposit, 60, time.Now().UTC().Add(time.Second)))
 	b.waitForEntries(t, 5)
 	stop()
 

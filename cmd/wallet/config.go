@@ -13,6 +13,8 @@ import (
 	"walletgl/internal/cli"
 	"walletgl/internal/config"
 	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
+	"walletgl/internal/events/inbox"
 	"walletgl/internal/serve"
 	"walletgl/internal/tracing"
 	"walletgl/internal/wallet"
@@ -24,7 +26,7 @@ import (
 var service = cli.Service[*Config]{
 	Name: "wallet", Consumer: events.ConsumerWallet, Scopes: auth.WalletScopes,
 	SettingsFunc: func() *Config { return new(Config) },
-	InboxHandlerFunc: func(context.Context, *Config, *pgxpool.Pool, zerolog.Logger) (events.Handler, error) {
+	InboxHandlerFunc: func(context.Context, *Config, *pgxpool.Pool, zerolog.Logger) (inbox.Handler, error) {
 		return postgres.NewAcknowledgments(), nil
 	},
 	VerifyFunc: verifyChecks,
@@ -107,9 +109,9 @@ func verifyChecks(ctx context.Context, cfg *Config, pool *pgxpool.Pool) ([]cli.C
 func (c *Config) transferEventType() (string, error) {
 	switch c.TransferEventVersion {
 	case 1:
-		return events.TypeTransferCompleted, nil
+		return contract.TypeTransferCompleted, nil
 	case 2:
-		return events.TypeTransferCompletedV2, nil
+		return contract.TypeTransferCompletedV2, nil
 	}
 	return "", fmt.Errorf("WALLET_TRANSFER_EVENT_VERSION must be 1 or 2, got %d", c.TransferEventVersion)
 }

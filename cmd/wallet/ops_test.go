@@ -19,6 +19,9 @@ import (
 	"walletgl/internal/cli"
 	"walletgl/internal/cli/clitest"
 	"walletgl/internal/events"
+	"walletgl/internal/events/admin"
+	"walletgl/internal/events/contract"
+	"walletgl/internal/events/inbox"
 	"walletgl/internal/testenv"
 	"walletgl/internal/wallet"
 	"walletgl/internal/wallet/postgres"
@@ -423,17 +426,17 @@ func TestVerify(t *testing.T) {
 func (b *testBundle) acknowledgmentFailed(t *testing.T, sourceEventID string) string {
 	t.Helper()
 	id := uuid.Must(uuid.NewV7()).String()
-	data, err := json.Marshal(events.TransferPosted{TransferID: "tr-" + sourceEventID, SourceEventID: sourceEventID,
+	data, err := json.Marshal(contract.TransferPosted{TransferID: "tr-" + sourceEventID, SourceEventID: sourceEventID,
 		EntryID: uuid.NewString(), PostedAt: time.Now().UTC()})
 	require.NoError(t, err)
-	env := events.Envelope{SpecVersion: "1.0", ID: id, Source: events.SourceGL, Type: events.TypeTransferPosted,
+	env := contract.Envelope{SpecVersion: "1.0", ID: id, Source: contract.SourceGL, Type: contract.TypeTransferPosted,
 		Subject: "tr-" + sourceEventID, Time: time.Now().UTC(), DataContentType: "application/json", Data: data}
 	body, err := json.Marshal(env)
 	require.NoError(t, err)
-	inbox := events.NewInbox(events.ConsumerWallet, nil)
-	require.NoError(t, inbox.RecordFailure(context.Background(), b.pool, events.Inbound{Env: env, EventID: id, StreamSeq: 3},
-		events.Failure{Reason: events.ReasonExhausted, Cause: errors.New("handler failed on 10 deliveries: lock timeout"), Payload: body, Attempts: 10}))
-	return inbox.ID(id)
+	in := inbox.New(events.ConsumerWallet, nil)
+	require.NoError(t, in.RecordFailure(context.Background(), b.pool, inbox.Inbound{Env: env, EventID: id, StreamSeq: 3},
+		inbox.Failure{Reason: contract.ReasonExhausted, Cause: errors.New("handler failed on 10 deliveries: lock timeout"), Payload: body, Attempts: 10}))
+	return in.ID(id)
 }
 
 func TestInboxCommandsRetryTheGLsAcknowledgments(t *testing.T) {
@@ -467,7 +470,7 @@ func TestInboxCommandsRetryTheGLsAcknowledgments(t *testing.T) {
 
 	out, _, err = b.run(t, "inbox", "list", "--status", "processed", "--json")
 	require.NoError(t, err)
-	var rows []events.InboxRow
+	var rows []admin.InboxRow
 	require.NoError(t, json.Unmarshal([]byte(out), &rows))
 	require.Len(t, rows, 1)
 	require.Equal(t, good, rows[0].ID)
@@ -490,7 +493,7 @@ func TestEveryCommandAnswersHelp(t *testing.T) {
 // Issue 13: the wallet signs its events with its own key and accepts the GL's alone.
 func TestServeNeedsEventKeys(t *testing.T) {
 	t.Parallel()
-	clitest.SignedEvents(t, run, events.SourceWallet, events.SourceGL, map[string]string{"WALLET_DATABASE_URL": testenv.DatabaseURL(t), "LOG_FORMAT": "json"})
+	clitest.SignedEvents(t, run, contract.SourceWallet, contract.SourceGL, map[string]string{"WALLET_DATABASE_URL": testenv.DatabaseURL(t), "LOG_FORMAT": "json"})
 }
 
 func TestAMarkDelayThatTheLeaseCannotCoverIsRefused(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 
 	"walletgl/internal/cli"
 	"walletgl/internal/config"
-	"walletgl/internal/events"
+	"walletgl/internal/events/admin"
 	"walletgl/internal/wallet"
 	"walletgl/internal/wallet/glapi"
 	"walletgl/internal/wallet/postgres"
@@ -25,7 +25,7 @@ func outboxReconcileCmd(ctx context.Context, env cli.Env, args []string) error {
 	}
 	return service.Run(ctx, env, args, cli.ReadWrite, own, func(c cli.Call[*Config]) error {
 		gl := glapi.New(c.Settings.GLURL, c.Settings.GLAPIKey)
-		report, err := events.NewAdmin(c.Pool).Reconcile(ctx, glPosted(gl), dryRun)
+		report, err := admin.New(c.Pool).Reconcile(ctx, glPosted(gl), dryRun)
 		if err != nil {
 			return err
 		}
@@ -45,15 +45,15 @@ func outboxReconcileCmd(ctx context.Context, env cli.Env, args []string) error {
 			fmt.Fprintf(env.Stdout, "%s %s (was %s): transfer %s, %s\n", verb, r.ID, r.From, r.AggregateID, r.Note)
 		}
 		fmt.Fprintf(env.Stdout, "checked %d rows (%s): %d %s, %d not posted by the GL yet\n",
-			report.Checked, strings.Join(events.ReconcileStatuses, ", "), len(report.Changed), verb, report.NotPosted)
+			report.Checked, strings.Join(admin.ReconcileStatuses, ", "), len(report.Changed), verb, report.NotPosted)
 		return nil
 	})
 }
 
 // glPosted asks the GL's HTTP API whether it holds a journal entry for the transfer of the
 // outbox row: the GL's database is the GL's alone.
-func glPosted(gl *glapi.Client) events.PostedFunc {
-	return func(ctx context.Context, row events.OutboxRow) (bool, string, error) {
+func glPosted(gl *glapi.Client) admin.PostedFunc {
+	return func(ctx context.Context, row admin.OutboxRow) (bool, string, error) {
 		entries, err := gl.EntriesOfTransfer(ctx, row.AggregateID)
 		if err != nil {
 			return false, "", err
@@ -82,7 +82,7 @@ func outboxRepublishCmd(ctx context.Context, env cli.Env, args []string) error {
 		if err != nil {
 			return err
 		}
-		out, err := events.NewAdmin(c.Pool).RepublishOutbox(ctx, since, until)
+		out, err := admin.New(c.Pool).RepublishOutbox(ctx, since, until)
 		if err != nil {
 			return err
 		}
@@ -99,7 +99,7 @@ func outboxRepublishCmd(ctx context.Context, env cli.Env, args []string) error {
 }
 
 // writeRepublished tells what went back to pending, and what an old period may lack.
-func writeRepublished(env cli.Env, out events.Republished, retention time.Duration) {
+func writeRepublished(env cli.Env, out admin.Republished, retention time.Duration) {
 	end := "now"
 	if out.Until != nil {
 		end = out.Until.Format(time.RFC3339Nano)

@@ -9,6 +9,10 @@ import (
 	"walletgl/internal/cli"
 	"walletgl/internal/console"
 	"walletgl/internal/events"
+	"walletgl/internal/events/admin"
+	"walletgl/internal/events/contract"
+	"walletgl/internal/events/inbox"
+	"walletgl/internal/events/outbox"
 	"walletgl/internal/serve"
 	"walletgl/internal/wallet"
 	"walletgl/internal/wallet/glapi"
@@ -22,7 +26,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 		return err
 	}
 	// The wallet signs its TransferCompleted (v2, or v1) and accepts TransferPosted.v2 (and .v1) from the GL alone.
-	eventKeys, err := cfg.Events.EventKeys(events.SourceWallet, events.SourceGL, true, log)
+	eventKeys, err := cfg.Events.EventKeys(contract.SourceWallet, contract.SourceGL, true, log)
 	if err != nil {
 		return err
 	}
@@ -32,9 +36,9 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	}
 	defer deps.Close()
 	pool, fs := deps.Pool, deps.Faults
-	relayCfg := cfg.Events.Relay(events.SourceWallet, "", fs, eventKeys.Signer)
+	relayCfg := cfg.Events.Relay(contract.SourceWallet, "", fs, eventKeys.Signer)
 	relayCfg.Metrics, relayCfg.Tracing = deps.Metrics.Relay, deps.Tracing
-	relay, err := events.NewRelay(relayCfg, deps.Topology, deps.RelayPool, deps.NATS, log)
+	relay, err := outbox.NewRelay(relayCfg, deps.Topology, deps.RelayPool, deps.NATS, log)
 	if err != nil {
 		return err
 	}
@@ -56,7 +60,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 		return err
 	}
 	ackCfg.Metrics, ackCfg.Tracing = deps.Metrics.Consumer, deps.Tracing
-	acks, err := events.NewConsumer(ackCfg, deps.Topology, deps.NATS, pool, postgres.NewRelayAcknowledgments(relay), log)
+	acks, err := inbox.NewConsumer(ackCfg, deps.Topology, deps.NATS, pool, postgres.NewRelayAcknowledgments(relay), log)
 	if err != nil {
 		return err
 	}
@@ -69,7 +73,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 		return err
 	}
 	handler := httpapi.NewServer(log, httpapi.Deps{
-		Service: store, Admin: events.NewAdmin(pool), Guard: guard, Audit: keys, Health: deps.Health(relay, acks),
+		Service: store, Admin: admin.New(pool), Guard: guard, Audit: keys, Health: deps.Health(relay, acks),
 		Metrics: deps.Metrics, MetricsOnAPI: cfg.MetricsAddr == "", Console: cons, Tracing: deps.Tracing,
 	})
 	workers := []serve.Worker{
@@ -94,14 +98,14 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 // pipeline header its commit → posted latency.
 func walletConsole(cfg *Config, deps *serve.Deps, store *postgres.Store, guard *auth.Guard, keys *auth.Keys) (*console.Console, error) {
 	glAPI := glapi.New(cfg.GLURL, cfg.GLAPIKey)
-	inbox := events.NewInbox(events.ConsumerWallet, postgres.NewAcknowledgments())
-	admin := events.NewAdmin(deps.Pool)
+	in := inbox.New(events.ConsumerWallet, postgres.NewAcknowledgments())
+	ops := admin.New(deps.Pool)
 	ev := console.Events{
-		Admin: admin, Audit: keys,
-		Retry: func(ctx context.Context, ids ...string) []events.Retried { return inbox.Retry(ctx, deps.Pool, ids...) },
+		Admin: ops, Audit: keys,
+		Retry: func(ctx context.Context, ids ...string) []inbox.Retried { return in.Retry(ctx, deps.Pool, ids...) },
 		View:  httpapi.ScopeOutboxAdmin, Requeue: httpapi.ScopeOutboxAdmin, RetryScope: httpapi.ScopeInboxAdmin,
 	}
-	trace := httpapi.Trace{Transfers: store, Admin: admin, GL: glAPI, Stream: deps.Topology.StreamName(events.SourceWallet), Scope: httpapi.ScopeTransfersRead}
+	trace := httpapi.Trace{Transfers: store, Admin: ops, GL: glAPI, Stream: deps.Topology.StreamName(contract.SourceWallet), Scope: httpapi.ScopeTransfersRead}
 	return console.New(console.Config{
 		Service: "wallet", Guard: guard, Metrics: deps.Metrics, Pages: slices.Concat(ev.Pages(), trace.Pages()),
 		RemoteTotals: glAPI.Totals,

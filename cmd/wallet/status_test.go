@@ -9,7 +9,7 @@ import (
 
 	"walletgl/internal/cli"
 	"walletgl/internal/cli/clitest"
-	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
 )
 
 func TestStatus(t *testing.T) {
@@ -17,7 +17,7 @@ func TestStatus(t *testing.T) {
 	b := setup(t) // three transfers, each with its pending outbox row
 	b.setStatus(t, 0, "dead_letter")
 	failed := b.setStatus(t, 1, "failed") // the newest error
-	maps.Copy(b.env, clitest.Broker(t, map[string]int{events.SourceWallet: 2}))
+	maps.Copy(b.env, clitest.Broker(t, map[string]int{contract.SourceWallet: 2}))
 
 	out, _, err := b.run(t, "status")
 	require.NoError(t, err)

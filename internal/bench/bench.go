@@ -23,7 +23,7 @@ import (
 
 	"walletgl/db"
 	"walletgl/internal/database"
-	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
 	"walletgl/internal/harness"
 	"walletgl/internal/wallet"
 	"walletgl/internal/wallet/postgres"
@@ -481,7 +481,7 @@ func fillOutbox(ctx context.Context, pool *pgxpool.Pool, n int, payload string) 
 	}
 	if _, err := pool.Exec(ctx, `INSERT INTO outbox (id, event_type, aggregate_id, payload)
 		SELECT ('00000000-0000-7000-8000-' || lpad(to_hex(g), 12, '0'))::uuid, $1, md5('t' || g)::uuid::text, $2::jsonb
-		FROM generate_series(1, $3::int) AS g`, events.TypeTransferCompleted, payload, n); err != nil {
+		FROM generate_series(1, $3::int) AS g`, contract.TypeTransferCompleted, payload, n); err != nil {
 		return err
 	}
 	_, err := pool.Exec(ctx, "VACUUM ANALYZE outbox")
@@ -534,15 +534,15 @@ func scratchDatabase(ctx context.Context, url, service string, users int) error 
 // sampleTransferCompleted is the envelope of a TransferCompleted.v1 of the size the wallet
 // writes, for the pgbench scripts.
 func sampleTransferCompleted() string {
-	return sampleEnvelope(events.SourceWallet, events.TypeTransferCompleted, events.TransferCompleted{
+	return sampleEnvelope(contract.SourceWallet, contract.TypeTransferCompleted, contract.TransferCompleted{
 		TransferID: sampleID, FromWalletID: "u1", ToWalletID: "u2", Amount: 42, Currency: "USD", CreatedAt: time.Now().UTC()})
 }
 
 // sampleAcknowledgment is the envelope of a TransferPosted.v2 for a GL batch of n postings.
 func sampleAcknowledgment(n int) string {
-	posted := events.TransferPosted{TransferID: sampleID, SourceEventID: sampleID, EntryID: sampleID, PostedAt: time.Now().UTC()}
-	return sampleEnvelope(events.SourceGL, events.TypeTransferPostedV2,
-		events.TransferPostings{Postings: slices.Repeat([]events.TransferPosted{posted}, max(n, 1))})
+	posted := contract.TransferPosted{TransferID: sampleID, SourceEventID: sampleID, EntryID: sampleID, PostedAt: time.Now().UTC()}
+	return sampleEnvelope(contract.SourceGL, contract.TypeTransferPostedV2,
+		contract.TransferPostings{Postings: slices.Repeat([]contract.TransferPosted{posted}, max(n, 1))})
 }
 
 // sampleID stands for every id of the sample envelopes.
@@ -550,7 +550,7 @@ const sampleID = "0193a5c1-7f00-7000-8000-000000000000"
 
 func sampleEnvelope(source, eventType string, data any) string {
 	raw, _ := json.Marshal(data)
-	body, _ := json.Marshal(events.Envelope{SpecVersion: "1.0", ID: sampleID, Source: source, Type: eventType, Subject: sampleID,
+	body, _ := json.Marshal(contract.Envelope{SpecVersion: "1.0", ID: sampleID, Source: source, Type: eventType, Subject: sampleID,
 		Time: time.Now().UTC(), DataContentType: "application/json", Data: raw})
 	return string(body)
 }

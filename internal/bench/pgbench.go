@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
 )
 
 // Query is one named sqlc query: its name, the file it is in and its SQL with the sqlc
@@ -141,7 +142,7 @@ func WalletScript(fsys fs.FS, users int, payload string) (Script, error) {
 			"ids": "ARRAY[" + from + ", " + to + "]", "deltas": "ARRAY[-(:amount::bigint), :amount::bigint]",
 		}},
 		{"events", "InsertOutboxBatchClaimed", map[string]string{
-			"ids": "ARRAY[" + eid + "]", "event_types": "ARRAY['" + events.TypeTransferCompleted + "']",
+			"ids": "ARRAY[" + eid + "]", "event_types": "ARRAY['" + contract.TypeTransferCompleted + "']",
 			"aggregate_ids": "ARRAY[" + tid + "::text]", "payloads": "ARRAY[(:payload)::jsonb]",
 			"trace_contexts": "ARRAY['']", // untraced, as the services write with tracing off
 			"owner":          "'pgbench'", "lease_seconds": "30",
@@ -193,7 +194,7 @@ func GLScript(fsys fs.FS, batch int, payload string) (Script, error) {
 	steps := []step{
 		{"events", "ClaimInboxBatch", map[string]string{
 			"consumer": "'" + events.ConsumerGL + "'", "ids": each(inbox), "event_ids": each(event),
-			"event_types": each("'" + events.TypeTransferCompleted + "'"), "stream_seqs": each("g"),
+			"event_types": each("'" + contract.TypeTransferCompleted + "'"), "stream_seqs": each("g"),
 		}},
 		// The posting rules, read once per batch under their shared lock (postgres.Ledger.PostingRules).
 		{"gl", "LockPostingRulesShared", map[string]string{"lock_key": "7452436428592276851"}},
@@ -203,7 +204,7 @@ func GLScript(fsys fs.FS, batch int, payload string) (Script, error) {
 			"descriptions": each("'transfer ' || " + transfer + " || ' from wallet u1 to wallet u2'"),
 			"occurred_ats": each("now()"), "reverses_entry_ids": each("'00000000-0000-0000-0000-000000000000'::uuid"),
 			"hold_ids":          each("''"),
-			"entry_event_types": each("'" + events.TypeTransferCompleted + "'"), "kinds": each("'" + events.KindUnspecified + "'"),
+			"entry_event_types": each("'" + contract.TypeTransferCompleted + "'"), "kinds": each("'" + contract.KindUnspecified + "'"),
 		}},
 		{"gl", "InsertLinesBatch", map[string]string{
 			"entry_ids": line(entry), "account_codes": line("(ARRAY['1010', '2010'])[k]"),
@@ -211,7 +212,7 @@ func GLScript(fsys fs.FS, batch int, payload string) (Script, error) {
 			"currencies": line("'USD'"), "posted_ats": line("now()"),
 		}},
 		{"events", "InsertOutboxBatchClaimed", map[string]string{
-			"ids": "ARRAY[md5('p' || :b)::uuid]", "event_types": "ARRAY['" + events.TypeTransferPostedV2 + "']",
+			"ids": "ARRAY[md5('p' || :b)::uuid]", "event_types": "ARRAY['" + contract.TypeTransferPostedV2 + "']",
 			"aggregate_ids": "ARRAY[md5('t' || (:b::bigint + 1))::uuid::text]", "payloads": "ARRAY[(:payload)::jsonb]", "trace_contexts": "ARRAY['']",
 			"owner": "'pgbench'", "lease_seconds": "30",
 		}},

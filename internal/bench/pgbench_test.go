@@ -14,7 +14,7 @@ import (
 
 	"walletgl/db"
 	"walletgl/internal/database"
-	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
 	"walletgl/internal/testenv"
 )
 
@@ -116,7 +116,7 @@ func TestGLScriptRunsTheBatchPostingStatements(t *testing.T) {
 		stmt := "INSERT " + database.FixedPlan + " INTO " + table // the services' SQL, prepared
 		assert.Equal(t, 1, strings.Count(s.Text, stmt), "one statement for the whole batch: %s", stmt)
 	}
-	assert.Contains(t, s.Text, "ARRAY['"+events.TypeTransferPostedV2+"']", "one acknowledgment for the whole batch")
+	assert.Contains(t, s.Text, "ARRAY['"+contract.TypeTransferPostedV2+"']", "one acknowledgment for the whole batch")
 	// The per-event statements of before are gone: a single-row claim, GetEntryByTransfer,
 	// the unclaimed outbox insert.
 	for _, old := range []string{"VALUES (", "SELECT * FROM journal_entries WHERE transfer_id", "-- InsertOutbox (", "-- ClaimInbox ("} {

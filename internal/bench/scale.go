@@ -12,6 +12,7 @@ import (
 
 	"walletgl/internal/database"
 	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
 	"walletgl/internal/gl"
 	glpostgres "walletgl/internal/gl/postgres"
 	"walletgl/internal/harness"
@@ -268,7 +269,7 @@ func (l *scaleLoader) load(ctx context.Context, conn *pgxpool.Conn, lines int64)
 	}
 	var last, first time.Time
 	if err := conn.QueryRow(ctx, loadEntries, l.entries, n, lower, upper, debits, credits, scaleCurrencies,
-		events.ConsumerGL, events.TypeTransferCompleted).Scan(&last, &first); err != nil {
+		events.ConsumerGL, contract.TypeTransferCompleted).Scan(&last, &first); err != nil {
 		return fmt.Errorf("load %d entries: %w", n, err)
 	}
 	if l.first.IsZero() {

@@ -15,7 +15,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"walletgl/internal/database"
-	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
+	"walletgl/internal/events/outbox"
 	"walletgl/internal/harness"
 )
 
@@ -72,11 +73,11 @@ func startSystem(ctx context.Context, opts Options, runID, dir string, bins harn
 	if opts.ServiceProcs > 0 { // before the settings added: -wallet-env GOMAXPROCS=… wins
 		common = append(common, "GOMAXPROCS="+strconv.Itoa(opts.ServiceProcs))
 	}
-	walletEnv := slices.Concat(keys.Env(events.SourceWallet), common, []string{"WALLET_METRICS_ADDR=" + s.walletMetrics}, opts.WalletEnv)
+	walletEnv := slices.Concat(keys.Env(contract.SourceWallet), common, []string{"WALLET_METRICS_ADDR=" + s.walletMetrics}, opts.WalletEnv)
 	if s.wallet, err = harness.Service("wallet", bins.Wallet, "WALLET", s.walletURL, dir, walletEnv); err != nil {
 		return s, err
 	}
-	glEnv := slices.Concat(keys.Env(events.SourceGL), common, []string{"GL_METRICS_ADDR=" + s.glMetrics}, opts.GLEnv)
+	glEnv := slices.Concat(keys.Env(contract.SourceGL), common, []string{"GL_METRICS_ADDR=" + s.glMetrics}, opts.GLEnv)
 	if s.gl, err = harness.Service("gl", bins.GL, "GL", s.glURL, dir, glEnv); err != nil {
 		return s, err
 	}
@@ -375,7 +376,7 @@ func setupWallets(ctx context.Context, c *harness.Client, users int) error {
 // the wallet's own writer, in transactions of 1000 rows on 4 connections. No transfer rows go
 // with them: the benchmark measures the relay and the GL, and the GL only reads the event.
 func writeBacklog(ctx context.Context, pool *pgxpool.Pool, n int) error {
-	outbox := events.NewOutbox(events.SourceWallet)
+	box := outbox.New(contract.SourceWallet)
 	const perTx, workers = 1000, 4
 	jobs := make(chan int)
 	errc := make(chan error, workers)
@@ -387,9 +388,9 @@ func writeBacklog(ctx context.Context, pool *pgxpool.Pool, n int) error {
 					for range size {
 						id, transfer := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
 						now := time.Now().UTC()
-						if _, err := outbox.Add(ctx, tx, events.Event{
-							ID: id, Type: events.TypeTransferCompleted, AggregateID: transfer.String(), Time: now,
-							Data: events.TransferCompleted{TransferID: transfer.String(), FromWalletID: "u1", ToWalletID: "u2",
+						if _, err := box.Add(ctx, tx, outbox.Event{
+							ID: id, Type: contract.TypeTransferCompleted, AggregateID: transfer.String(), Time: now,
+							Data: contract.TransferCompleted{TransferID: transfer.String(), FromWalletID: "u1", ToWalletID: "u2",
 								Amount: 1, Currency: "USD", CreatedAt: now},
 						}); err != nil {
 							return err

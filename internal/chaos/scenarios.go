@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
 	"walletgl/internal/harness"
 )
 
@@ -327,7 +327,7 @@ func fillWalletStream(ctx context.Context, s *System, rng *rand.Rand, d time.Dur
 		return err
 	}
 	defer closeJS()
-	name := s.streamName(events.SourceWallet)
+	name := s.streamName(contract.SourceWallet)
 	stream, err := js.Stream(ctx, name)
 	if err != nil {
 		return fmt.Errorf("look up stream %s: %w", name, err)
@@ -369,7 +369,7 @@ func killStreamLeaders(ctx context.Context, s *System, rng *rand.Rand, d time.Du
 	}
 	defer closeJS()
 	rounds := max(2, int(d/(12*time.Second)))
-	sources := []string{events.SourceWallet, events.SourceGL}
+	sources := []string{contract.SourceWallet, contract.SourceGL}
 	start := time.Now()
 	for i := range rounds {
 		if !sleepCtx(ctx, time.Until(start.Add(time.Duration(i+1)*d/time.Duration(rounds+2)))) {

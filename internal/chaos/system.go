@@ -16,6 +16,7 @@ import (
 
 	"walletgl/internal/database"
 	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
 	"walletgl/internal/harness"
 )
 
@@ -74,14 +75,14 @@ func startSystem(ctx context.Context, opts Options, topo Topology, dir string, b
 		"EVENTS_MAX_ATTEMPTS=1000", "EVENTS_MAX_DELIVER=1000",
 	}
 	for i := range max(topo.WalletInstances, 1) {
-		p, err := s.process(fmt.Sprintf("wallet-%d", i+1), bins.Wallet, "WALLET", s.WalletURL, slices.Concat(keys.Env(events.SourceWallet), common, topo.WalletEnv))
+		p, err := s.process(fmt.Sprintf("wallet-%d", i+1), bins.Wallet, "WALLET", s.WalletURL, slices.Concat(keys.Env(contract.SourceWallet), common, topo.WalletEnv))
 		if err != nil {
 			return nil, err
 		}
 		s.Wallets = append(s.Wallets, p)
 	}
 	for i := range max(topo.GLInstances, 1) {
-		p, err := s.process(fmt.Sprintf("gl-%d", i+1), bins.GL, "GL", s.GLURL, slices.Concat(keys.Env(events.SourceGL), common, topo.GLEnv))
+		p, err := s.process(fmt.Sprintf("gl-%d", i+1), bins.GL, "GL", s.GLURL, slices.Concat(keys.Env(contract.SourceGL), common, topo.GLEnv))
 		if err != nil {
 			return nil, err
 		}

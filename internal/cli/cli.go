@@ -1,7 +1,7 @@
 // Package cli is the command line both binaries share: the command table with its groups
 // (`wallet outbox stats`), one way to read a command's settings and flags (Parse) and to open its
 // database (OpenDatabase), the outputs for people and for scripts, the report of verify (Check),
-// and the outbox and inbox commands built once from events.Admin (Service).
+// and the outbox and inbox commands built once from admin.Admin (Service).
 package cli
 
 import (

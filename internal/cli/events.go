@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"walletgl/internal/config"
-	"walletgl/internal/events"
+	"walletgl/internal/events/signing"
 )
 
 // The event signing commands of both binaries: <program> events keygen DIR. Scripts depend on
@@ -30,11 +30,11 @@ func (svc Service[S]) eventsKeygen(_ context.Context, env Env, args []string) er
 	if len(rest) != 1 || rest[0] == "" {
 		return errors.New("events keygen: give the directory to write the key pair into")
 	}
-	key, err := events.GenerateKey(svc.Name)
+	key, err := signing.GenerateKey(svc.Name)
 	if err != nil {
 		return fmt.Errorf("events keygen: %w", err)
 	}
-	private, public, err := events.WriteKeyFiles(rest[0], key)
+	private, public, err := signing.WriteKeyFiles(rest[0], key)
 	if err != nil {
 		return fmt.Errorf("events keygen: %w", err)
 	}

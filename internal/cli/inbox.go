@@ -7,7 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"walletgl/internal/events"
+	"walletgl/internal/events/admin"
+	"walletgl/internal/events/contract"
+	"walletgl/internal/events/inbox"
 )
 
 // The inbox commands of both binaries: <program> inbox stats | list | retry | abandon, on the service's
@@ -25,15 +27,15 @@ func (svc Service[S]) Inbox() Command {
 
 func (svc Service[S]) inboxStats(ctx context.Context, env Env, args []string) error {
 	return svc.Run(ctx, env, args, ReadOnly, nil, func(c Call[S]) error {
-		stats, err := events.NewAdmin(c.Pool).InboxStats(ctx)
+		stats, err := admin.New(c.Pool).InboxStats(ctx)
 		if err != nil {
 			return err
 		}
-		reasons := make([]string, len(events.FailureReasons))
-		for i, r := range events.FailureReasons {
+		reasons := make([]string, len(contract.FailureReasons))
+		for i, r := range contract.FailureReasons {
 			reasons[i] = fmt.Sprintf("%s %d", r, stats.FailedByReason[r])
 		}
-		return writeStats(env, c.JSON, stats, events.InboxStatuses, stats.Counts,
+		return writeStats(env, c.JSON, stats, contract.InboxStatuses, stats.Counts,
 			fmt.Sprintf("duplicates absorbed: %d", stats.Duplicates),
 			"failed by reason: "+strings.Join(reasons, ", "))
 	})
@@ -42,20 +44,20 @@ func (svc Service[S]) inboxStats(ctx context.Context, env Env, args []string) er
 func (svc Service[S]) inboxList(ctx context.Context, env Env, args []string) error {
 	var status string
 	var limit int
-	return svc.Run(ctx, env, args, ReadOnly, listFlags(&status, "failed", events.InboxStatuses, &limit), func(c Call[S]) error {
+	return svc.Run(ctx, env, args, ReadOnly, listFlags(&status, "failed", contract.InboxStatuses, &limit), func(c Call[S]) error {
 		if err := checkLimit(limit); err != nil {
 			return fmt.Errorf("inbox list: %w", err)
 		}
-		rows, err := events.NewAdmin(c.Pool).ListInbox(ctx, status, limit)
+		rows, err := admin.New(c.Pool).ListInbox(ctx, status, limit)
 		if err != nil {
 			return err
 		}
 		header := []string{"ID", "TYPE", "ATTEMPTS", "RECEIVED", "REASON", "DETAIL"}
-		why := func(r events.InboxRow) string { return r.Reason }
-		if status == events.StatusWaiting {
-			header[4], why = "WAITS FOR", func(r events.InboxRow) string { return r.WaitsFor }
+		why := func(r admin.InboxRow) string { return r.Reason }
+		if status == contract.StatusWaiting {
+			header[4], why = "WAITS FOR", func(r admin.InboxRow) string { return r.WaitsFor }
 		}
-		return writeList(env, c.JSON, rows, header, func(r events.InboxRow) []string {
+		return writeList(env, c.JSON, rows, header, func(r admin.InboxRow) []string {
 			return []string{r.ID, r.EventType, strconv.Itoa(int(r.Attempts)),
 				r.ReceivedAt.UTC().Format(time.RFC3339), OrDash(why(r)), OrDash(Clip(r.Detail, 60))}
 		}, status, limit)
@@ -77,7 +79,7 @@ func (svc Service[S]) inboxRetry(ctx context.Context, env Env, args []string) er
 		if err != nil {
 			return err
 		}
-		out := events.NewInbox(svc.Consumer, handler).Retry(log.WithContext(ctx), c.Pool, c.Args...)
+		out := inbox.New(svc.Consumer, handler).Retry(log.WithContext(ctx), c.Pool, c.Args...)
 		if err := AuditCommand(ctx, c.Pool, "inbox.retry", strings.Join(c.Args, ","), out); err != nil {
 			return err
 		}
@@ -118,14 +120,14 @@ func (svc Service[S]) inboxAbandon(ctx context.Context, env Env, args []string) 
 		if err != nil {
 			return err
 		}
-		out := events.NewInbox(svc.Consumer, nil).Abandon(log.WithContext(ctx), c.Pool, c.Args...)
+		out := inbox.New(svc.Consumer, nil).Abandon(log.WithContext(ctx), c.Pool, c.Args...)
 		if err := AuditCommand(ctx, c.Pool, "inbox.abandon", strings.Join(c.Args, ","), out); err != nil {
 			return err
 		}
 		refused := 0
 		rows := make([][]string, 0, len(out))
 		for _, r := range out {
-			result := "failed as " + events.ReasonAbandoned
+			result := "failed as " + contract.ReasonAbandoned
 			if r.Error != "" {
 				refused++
 				result = "refused: " + r.Error

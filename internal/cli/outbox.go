@@ -10,11 +10,12 @@ import (
 	"time"
 
 	"walletgl/internal/config"
-	"walletgl/internal/events"
+	"walletgl/internal/events/admin"
+	"walletgl/internal/events/contract"
 )
 
 // The outbox commands of both binaries: <program> outbox stats | list | show | requeue, on the
-// service's own database through events.Admin. They need no broker and never migrate.
+// service's own database through admin.Admin. They need no broker and never migrate.
 
 // Outbox is the group `<program> outbox …`: the commands every outbox has, then extra, the
 // service's own (the wallet's reconcile and republish).
@@ -29,11 +30,11 @@ func (svc Service[S]) Outbox(extra ...Command) Command {
 
 func (svc Service[S]) outboxStats(ctx context.Context, env Env, args []string) error {
 	return svc.Run(ctx, env, args, ReadOnly, nil, func(c Call[S]) error {
-		stats, err := events.NewAdmin(c.Pool).OutboxStats(ctx)
+		stats, err := admin.New(c.Pool).OutboxStats(ctx)
 		if err != nil {
 			return err
 		}
-		return writeStats(env, c.JSON, stats, events.OutboxStatuses, stats.Counts,
+		return writeStats(env, c.JSON, stats, contract.OutboxStatuses, stats.Counts,
 			"oldest pending:        "+age(stats.OldestPending, stats.OldestPendingAge),
 			"oldest unacknowledged: "+age(stats.OldestUnacknowledged, stats.OldestUnacknowledgedAge))
 	})
@@ -74,15 +75,15 @@ func listFlags(status *string, def string, statuses []string, limit *int) func(*
 			usage += " (required)"
 		}
 		s.Flags().StringVar(status, "status", def, usage)
-		s.Flags().IntVar(limit, "limit", events.DefaultAdminLimit, "rows to list, oldest first (at most 1000)")
+		s.Flags().IntVar(limit, "limit", admin.DefaultLimit, "rows to list, oldest first (at most 1000)")
 	}
 }
 
-// checkLimit refuses a --limit outside 1..events.MaxAdminLimit, as the HTTP API does: a limit is
+// checkLimit refuses a --limit outside 1..admin.MaxLimit, as the HTTP API does: a limit is
 // never quietly changed.
 func checkLimit(limit int) error {
-	if limit < 1 || limit > events.MaxAdminLimit {
-		return fmt.Errorf("--limit must be from 1 to %d, got %d", events.MaxAdminLimit, limit)
+	if limit < 1 || limit > admin.MaxLimit {
+		return fmt.Errorf("--limit must be from 1 to %d, got %d", admin.MaxLimit, limit)
 	}
 	return nil
 }
@@ -107,19 +108,19 @@ func writeList[R any](env Env, asJSON bool, rows []R, header []string, cells fun
 func (svc Service[S]) outboxList(ctx context.Context, env Env, args []string) error {
 	var status string
 	var limit int
-	return svc.Run(ctx, env, args, ReadOnly, listFlags(&status, "", events.OutboxStatuses, &limit), func(c Call[S]) error {
+	return svc.Run(ctx, env, args, ReadOnly, listFlags(&status, "", contract.OutboxStatuses, &limit), func(c Call[S]) error {
 		if status == "" {
-			return errors.New("outbox list: --status is required (" + strings.Join(events.OutboxStatuses, ", ") + ")")
+			return errors.New("outbox list: --status is required (" + strings.Join(contract.OutboxStatuses, ", ") + ")")
 		}
 		if err := checkLimit(limit); err != nil {
 			return fmt.Errorf("outbox list: %w", err)
 		}
-		rows, err := events.NewAdmin(c.Pool).ListOutbox(ctx, status, limit)
+		rows, err := admin.New(c.Pool).ListOutbox(ctx, status, limit)
 		if err != nil {
 			return err
 		}
 		header := []string{"ID", "STATUS", "AGGREGATE", "ATTEMPTS", "CREATED", "LAST ERROR"}
-		return writeList(env, c.JSON, rows, header, func(r events.OutboxRow) []string {
+		return writeList(env, c.JSON, rows, header, func(r admin.OutboxRow) []string {
 			return []string{r.ID.String(), r.Status, r.AggregateID, strconv.Itoa(int(r.Attempts)),
 				r.CreatedAt.UTC().Format(time.RFC3339), Clip(r.LastError, 60)}
 		}, status, limit)
@@ -131,11 +132,11 @@ func (svc Service[S]) outboxShow(ctx context.Context, env Env, args []string) er
 		if len(c.Args) != 1 {
 			return errors.New("outbox show: give one outbox row id")
 		}
-		id, err := events.ParseOutboxIDs(c.Args)
+		id, err := admin.ParseOutboxIDs(c.Args)
 		if err != nil {
 			return err
 		}
-		row, err := events.NewAdmin(c.Pool).GetOutbox(ctx, id[0])
+		row, err := admin.New(c.Pool).GetOutbox(ctx, id[0])
 		if err != nil {
 			return err
 		}
@@ -147,7 +148,7 @@ func (svc Service[S]) outboxShow(ctx context.Context, env Env, args []string) er
 }
 
 // writeOutboxRow prints every column of row, then its payload.
-func writeOutboxRow(env Env, row events.OutboxRow) error {
+func writeOutboxRow(env Env, row admin.OutboxRow) error {
 	at := func(t *time.Time) string {
 		if t == nil {
 			return "-"
@@ -186,20 +187,20 @@ func (svc Service[S]) outboxRequeue(ctx context.Context, env Env, args []string)
 		s.Flags().StringVar(&status, "status", "", "requeue every row of this status (failed or dead_letter) instead of ids")
 	}
 	return svc.Run(ctx, env, args, ReadWrite, own, func(c Call[S]) error {
-		admin := events.NewAdmin(c.Pool)
-		var out events.Requeued
+		ops := admin.New(c.Pool)
+		var out admin.Requeued
 		var err error
 		switch {
 		case (len(c.Args) == 0) == (status == ""):
 			return errors.New("outbox requeue: give outbox row ids, or --status failed|dead_letter")
 		case status != "":
-			out, err = admin.RequeueOutboxStatus(ctx, status)
+			out, err = ops.RequeueOutboxStatus(ctx, status)
 		default:
-			ids, perr := events.ParseOutboxIDs(c.Args)
+			ids, perr := admin.ParseOutboxIDs(c.Args)
 			if perr != nil {
 				return perr
 			}
-			out, err = admin.RequeueOutbox(ctx, ids...)
+			out, err = ops.RequeueOutbox(ctx, ids...)
 		}
 		if err != nil {
 			return err
@@ -221,7 +222,7 @@ func (svc Service[S]) outboxRequeue(ctx context.Context, env Env, args []string)
 	})
 }
 
-func writeRequeued(env Env, out events.Requeued, asJSON bool) error {
+func writeRequeued(env Env, out admin.Requeued, asJSON bool) error {
 	if asJSON {
 		return JSON(env.Stdout, out)
 	}
@@ -235,7 +236,7 @@ func writeRequeued(env Env, out events.Requeued, asJSON bool) error {
 	return nil
 }
 
-func refusal(r events.Refusal) string {
+func refusal(r admin.Refusal) string {
 	if r.Status == "" {
 		return "no such outbox row"
 	}

@@ -9,7 +9,7 @@ import (
 
 	"walletgl/internal/auth"
 	"walletgl/internal/config"
-	"walletgl/internal/events"
+	"walletgl/internal/events/inbox"
 )
 
 // Service is a binary as its commands see it: how its settings are made, and what the commands
@@ -23,7 +23,7 @@ type Service[S Settings] struct {
 	SettingsFunc func() S
 	// InboxHandlerFunc returns the handler inbox retry applies failed events with: the one serve
 	// gives the service's consumer.
-	InboxHandlerFunc func(ctx context.Context, s S, pool *pgxpool.Pool, log zerolog.Logger) (events.Handler, error)
+	InboxHandlerFunc func(ctx context.Context, s S, pool *pgxpool.Pool, log zerolog.Logger) (inbox.Handler, error)
 	// VerifyFunc runs the service's invariant checks for verify.
 	VerifyFunc func(ctx context.Context, s S, pool *pgxpool.Pool) ([]Check, error)
 	// EventsFunc returns the event settings of s: status asks the broker with them.

@@ -15,6 +15,8 @@ import (
 
 	"walletgl/internal/config"
 	"walletgl/internal/events"
+	"walletgl/internal/events/admin"
+	"walletgl/internal/events/contract"
 )
 
 // The status command of both binaries: the whole pipeline as the service sees it, on one screen.
@@ -33,16 +35,16 @@ const StatusWaitingShown = 5
 
 // Status is the pipeline's state as status prints it, and its JSON (--json).
 type Status struct {
-	Service          string               `json:"service"`
-	Database         string               `json:"database"`
-	Outbox           events.OutboxStats   `json:"outbox"`
-	OutboxLastError  *events.OutboxError  `json:"outbox_last_error"` // null: no failed or dead_letter row
-	Inbox            events.InboxStats    `json:"inbox"`
-	InboxLastFailure *events.InboxFailure `json:"inbox_last_failure"` // null: no failed event
+	Service          string              `json:"service"`
+	Database         string              `json:"database"`
+	Outbox           admin.OutboxStats   `json:"outbox"`
+	OutboxLastError  *admin.OutboxError  `json:"outbox_last_error"` // null: no failed or dead_letter row
+	Inbox            admin.InboxStats    `json:"inbox"`
+	InboxLastFailure *admin.InboxFailure `json:"inbox_last_failure"` // null: no failed event
 	// InboxWaiting is the oldest events parked until what they wait for posts (up to
 	// StatusWaitingShown; Inbox.Counts["waiting"] counts them all).
-	InboxWaiting []events.InboxRow `json:"inbox_waiting"`
-	Broker       BrokerStatus      `json:"broker"`
+	InboxWaiting []admin.InboxRow `json:"inbox_waiting"`
+	Broker       BrokerStatus     `json:"broker"`
 	// Attention lists what an operator should look at, each with the command to start with;
 	// empty when nothing needs a human.
 	Attention []string `json:"attention"`
@@ -80,23 +82,23 @@ func (svc Service[S]) Status(ctx context.Context, env Env, args []string) error 
 	}
 	return svc.Run(ctx, env, args, ReadOnly, own, func(c Call[S]) error {
 		st := Status{Service: svc.Name, Database: c.Pool.Config().ConnConfig.Database}
-		admin := events.NewAdmin(c.Pool)
+		ops := admin.New(c.Pool)
 		var err error
-		if st.Outbox, err = admin.OutboxStats(ctx); err != nil {
+		if st.Outbox, err = ops.OutboxStats(ctx); err != nil {
 			return err
 		}
-		if st.OutboxLastError, err = admin.LastOutboxError(ctx); err != nil {
+		if st.OutboxLastError, err = ops.LastOutboxError(ctx); err != nil {
 			return err
 		}
-		if st.Inbox, err = admin.InboxStats(ctx); err != nil {
+		if st.Inbox, err = ops.InboxStats(ctx); err != nil {
 			return err
 		}
-		if st.InboxLastFailure, err = admin.LastInboxFailure(ctx); err != nil {
+		if st.InboxLastFailure, err = ops.LastInboxFailure(ctx); err != nil {
 			return err
 		}
-		st.InboxWaiting = []events.InboxRow{}
-		if st.Inbox.Counts[events.StatusWaiting] > 0 {
-			if st.InboxWaiting, err = admin.ListInbox(ctx, events.StatusWaiting, StatusWaitingShown); err != nil {
+		st.InboxWaiting = []admin.InboxRow{}
+		if st.Inbox.Counts[contract.StatusWaiting] > 0 {
+			if st.InboxWaiting, err = ops.ListInbox(ctx, contract.StatusWaiting, StatusWaitingShown); err != nil {
 				return err
 			}
 			for i := range st.InboxWaiting {
@@ -193,7 +195,7 @@ func (svc Service[S]) attention(st Status) []string {
 	if n := st.Inbox.Counts["failed"]; n > 0 {
 		out = append(out, fmt.Sprintf("%d failed inbox events: %s inbox list, then %s inbox retry ID… once the cause is fixed", n, svc.Name, svc.Name))
 	}
-	if n := st.Inbox.Counts[events.StatusWaiting]; n > 0 && len(st.InboxWaiting) > 0 {
+	if n := st.Inbox.Counts[contract.StatusWaiting]; n > 0 && len(st.InboxWaiting) > 0 {
 		if age := time.Since(st.InboxWaiting[0].ReceivedAt); age >= StuckAfter {
 			out = append(out, fmt.Sprintf("%d inbox events wait for an event that has not posted, the oldest for %s: %s inbox list --status waiting; "+
 				"%s inbox abandon ID… for one whose original will never come", n, age.Round(time.Second), svc.Name, svc.Name))
@@ -220,7 +222,7 @@ func writeStatus(w io.Writer, st Status) error {
 		return strings.Join(parts, ", ")
 	}
 	rows := [][]string{
-		{"outbox", counts(events.OutboxStatuses, st.Outbox.Counts)},
+		{"outbox", counts(contract.OutboxStatuses, st.Outbox.Counts)},
 		{"  oldest pending", age(st.Outbox.OldestPending, st.Outbox.OldestPendingAge)},
 		{"  oldest unacknowledged", age(st.Outbox.OldestUnacknowledged, st.Outbox.OldestUnacknowledgedAge)},
 		{"  last error", outboxError(st.OutboxLastError)},
@@ -236,7 +238,7 @@ func writeStatus(w io.Writer, st Status) error {
 		rows = append(rows, []string{fmt.Sprintf("consumer %s of %s (this %s)", c.Name, c.Stream, c.Side), line})
 	}
 	rows = append(rows,
-		[]string{"inbox", counts(events.InboxStatuses, st.Inbox.Counts) + fmt.Sprintf("; duplicates absorbed %d", st.Inbox.Duplicates)},
+		[]string{"inbox", counts(contract.InboxStatuses, st.Inbox.Counts) + fmt.Sprintf("; duplicates absorbed %d", st.Inbox.Duplicates)},
 		[]string{"  last failure", inboxFailure(st.InboxLastFailure)},
 	)
 	for _, r := range st.InboxWaiting {
@@ -261,14 +263,14 @@ func writeStatus(w io.Writer, st Status) error {
 	return nil
 }
 
-func outboxError(e *events.OutboxError) string {
+func outboxError(e *admin.OutboxError) string {
 	if e == nil {
 		return "none"
 	}
 	return fmt.Sprintf("%s %s at %s: %s", e.Status, e.ID, e.At.Format(time.RFC3339), Clip(e.Error, 100))
 }
 
-func inboxFailure(f *events.InboxFailure) string {
+func inboxFailure(f *admin.InboxFailure) string {
 	if f == nil {
 		return "none"
 	}

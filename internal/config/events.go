@@ -11,6 +11,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"walletgl/internal/events"
+	"walletgl/internal/events/inbox"
+	"walletgl/internal/events/outbox"
+	"walletgl/internal/events/signing"
 	"walletgl/internal/faults"
 )
 
@@ -63,19 +66,19 @@ func BindEvents(s *Set, c *Events) {
 	s.Int(&c.Replicas, "EVENTS_STREAM_REPLICAS", "stream-replicas", 1, "replicas of each stream (3 on a three-node cluster)")
 	s.Duration(&c.StreamMaxAge, "EVENTS_STREAM_MAX_AGE", "stream-max-age", events.DefaultStreamMaxAge, "events older than this leave each stream, read or not (gl replay reaches back at most this far); one that leaves unread is published again from the outbox")
 	s.Int64(&c.StreamMaxBytes, "EVENTS_STREAM_MAX_BYTES", "stream-max-bytes", events.DefaultStreamMaxBytes, "size limit of each stream in bytes: a full stream drops its oldest events, and the relay holds events back in the outbox while those the consumer has not read fill half of it")
-	s.Duration(&c.PollInterval, "EVENTS_POLL_INTERVAL", "poll-interval", events.DefaultPollInterval, "relay fallback poll and catch-up interval (LISTEN/NOTIFY wakes it sooner)")
-	s.Int(&c.CatchUpLimit, "EVENTS_CATCH_UP_LIMIT", "catch-up-limit", events.DefaultCatchUpLimit, "unacknowledged rows a catch-up round checks (and publishes again when the stream no longer holds their message)")
-	s.Duration(&c.AckTimeout, "EVENTS_ACK_TIMEOUT", "ack-timeout", events.DefaultAckTimeout, "how often a dispatched row not yet acknowledged is checked: published again when the stream no longer holds its message, left for its consumer otherwise")
-	s.Duration(&c.PublishTimeout, "EVENTS_PUBLISH_TIMEOUT", "publish-timeout", events.DefaultPublishTimeout, "how long the relay waits for the broker's PubAck of each message before it gives the row back")
-	s.Int(&c.MaxAttempts, "EVENTS_MAX_ATTEMPTS", "max-attempts", events.DefaultMaxAttempts, "failed publishes before an outbox row becomes dead_letter")
-	s.Duration(&c.Lease, "EVENTS_LEASE", "lease", events.DefaultLease, "how long a relay holds claimed rows before another relay may take them")
-	s.Duration(&c.Retention, "EVENTS_RETENTION", "retention", events.DefaultRetention, "acknowledged outbox rows older than this are deleted")
-	s.Duration(&c.InboxRetention, "EVENTS_INBOX_RETENTION", "inbox-retention", events.DefaultInboxRetention, "inbox rows of processed events not seen for this long are deleted; at least EVENTS_STREAM_MAX_AGE + EVENTS_DUPLICATE_WINDOW and EVENTS_RETENTION, so that a late duplicate is still recognised")
-	s.Int(&c.BatchSize, "EVENTS_BATCH_SIZE", "batch-size", events.DefaultBatchSize, "rows a relay claims, and events a consumer fetches and commits, per round")
-	s.Int(&c.RelayWorkers, "EVENTS_RELAY_WORKERS", "relay-workers", events.DefaultRelayWorkers, "publish rounds a relay keeps in flight at once (claims and hand-offs each)")
-	s.Int(&c.ConsumerWorkers, "EVENTS_CONSUMER_WORKERS", "consumer-workers", events.DefaultConsumerWorkers, "fetch-and-commit loops a consumer runs on its durable consumer; all but the first work only while a backlog waits")
+	s.Duration(&c.PollInterval, "EVENTS_POLL_INTERVAL", "poll-interval", outbox.DefaultPollInterval, "relay fallback poll and catch-up interval (LISTEN/NOTIFY wakes it sooner)")
+	s.Int(&c.CatchUpLimit, "EVENTS_CATCH_UP_LIMIT", "catch-up-limit", outbox.DefaultCatchUpLimit, "unacknowledged rows a catch-up round checks (and publishes again when the stream no longer holds their message)")
+	s.Duration(&c.AckTimeout, "EVENTS_ACK_TIMEOUT", "ack-timeout", outbox.DefaultAckTimeout, "how often a dispatched row not yet acknowledged is checked: published again when the stream no longer holds its message, left for its consumer otherwise")
+	s.Duration(&c.PublishTimeout, "EVENTS_PUBLISH_TIMEOUT", "publish-timeout", outbox.DefaultPublishTimeout, "how long the relay waits for the broker's PubAck of each message before it gives the row back")
+	s.Int(&c.MaxAttempts, "EVENTS_MAX_ATTEMPTS", "max-attempts", outbox.DefaultMaxAttempts, "failed publishes before an outbox row becomes dead_letter")
+	s.Duration(&c.Lease, "EVENTS_LEASE", "lease", outbox.DefaultLease, "how long a relay holds claimed rows before another relay may take them")
+	s.Duration(&c.Retention, "EVENTS_RETENTION", "retention", outbox.DefaultRetention, "acknowledged outbox rows older than this are deleted")
+	s.Duration(&c.InboxRetention, "EVENTS_INBOX_RETENTION", "inbox-retention", inbox.DefaultRetention, "inbox rows of processed events not seen for this long are deleted; at least EVENTS_STREAM_MAX_AGE + EVENTS_DUPLICATE_WINDOW and EVENTS_RETENTION, so that a late duplicate is still recognised")
+	s.Int(&c.BatchSize, "EVENTS_BATCH_SIZE", "batch-size", outbox.DefaultBatchSize, "rows a relay claims, and events a consumer fetches and commits, per round")
+	s.Int(&c.RelayWorkers, "EVENTS_RELAY_WORKERS", "relay-workers", outbox.DefaultRelayWorkers, "publish rounds a relay keeps in flight at once (claims and hand-offs each)")
+	s.Int(&c.ConsumerWorkers, "EVENTS_CONSUMER_WORKERS", "consumer-workers", inbox.DefaultConsumerWorkers, "fetch-and-commit loops a consumer runs on its durable consumer; all but the first work only while a backlog waits")
 	s.Bool(&c.PublishOnCommit, "EVENTS_PUBLISH_ON_COMMIT", "publish-on-commit", true, "write outbox rows claimed by this process's relay and publish them right after commit (false: every row waits for a NOTIFY and a claim)")
-	s.Duration(&c.MarkDelay, "EVENTS_MARK_DELAY", "mark-delay", events.DefaultMarkDelay, "how long the wallet's relay leaves a row it published on commit dispatching, for the GL's acknowledgment to record the publish in the same update (0: mark it dispatched at once; at most half EVENTS_LEASE and EVENTS_ACK_TIMEOUT)")
+	s.Duration(&c.MarkDelay, "EVENTS_MARK_DELAY", "mark-delay", outbox.DefaultMarkDelay, "how long the wallet's relay leaves a row it published on commit dispatching, for the GL's acknowledgment to record the publish in the same update (0: mark it dispatched at once; at most half EVENTS_LEASE and EVENTS_ACK_TIMEOUT)")
 	s.Int(&c.MaxDeliver, "EVENTS_MAX_DELIVER", "max-deliver", events.DefaultMaxDeliver, "deliveries whose handler ran and failed before the inbox records the event failed (exhausted); a database that is down never counts")
 	s.Duration(&c.AckWait, "EVENTS_ACK_WAIT", "ack-wait", events.DefaultAckWait, "how long the broker waits for a consumer's ack before redelivering")
 	s.String(&c.Faults, "FAULTS", "faults", "", "arms fault points for game days and the fault harness, e.g. gl.consumer.after_commit:crash@0.05 (empty: none)")
@@ -88,10 +91,10 @@ func BindEvents(s *Set, c *Events) {
 // EventKeyEnv is the environment that gives service the key pairs `events keygen dir` wrote:
 // its own private key, and the public keys of the producers it trusts.
 func EventKeyEnv(dir, service string, trusted ...string) []string {
-	private, _ := events.KeyFiles(dir, service)
+	private, _ := signing.KeyFiles(dir, service)
 	pubs := make([]string, len(trusted))
 	for i, producer := range trusted {
-		_, pubs[i] = events.KeyFiles(dir, producer)
+		_, pubs[i] = signing.KeyFiles(dir, producer)
 	}
 	return []string{"EVENTS_SIGNING_KEY_FILE=" + private, "EVENTS_TRUSTED_KEYS=" + strings.Join(pubs, ",")}
 }
@@ -100,10 +103,10 @@ func EventKeyEnv(dir, service string, trusted ...string) []string {
 type EventKeys struct {
 	// Signer signs the events the service publishes; nil: they go out unsigned
 	// (EVENTS_INSECURE_UNSIGNED without EVENTS_SIGNING_KEY_FILE).
-	Signer *events.SigningKey
-	// Trust verifies the events it consumes (events.AcceptUnsigned with EVENTS_INSECURE_UNSIGNED
+	Signer *signing.Key
+	// Trust verifies the events it consumes (signing.AcceptUnsigned with EVENTS_INSECURE_UNSIGNED
 	// and no EVENTS_TRUSTED_KEYS).
-	Trust *events.Trust
+	Trust *signing.Trust
 }
 
 // EventKeys reads the keys of service, which consumes the events of producer; sign=false reads
@@ -118,7 +121,7 @@ func (c Events) EventKeys(service, producer string, sign bool, log zerolog.Logge
 	switch {
 	case !sign:
 	case c.SigningKeyFile != "":
-		key, err := events.ReadSigningKey(c.SigningKeyFile)
+		key, err := signing.ReadKey(c.SigningKeyFile)
 		switch {
 		case err != nil:
 			errs = append(errs, fmt.Sprintf("EVENTS_SIGNING_KEY_FILE: %v", err))
@@ -134,19 +137,19 @@ func (c Events) EventKeys(service, producer string, sign bool, log zerolog.Logge
 	}
 	switch {
 	case c.TrustedKeys != "":
-		var keys []events.PublicKey
+		var keys []signing.PublicKey
 		for path := range strings.SplitSeq(c.TrustedKeys, ",") {
 			if path = strings.TrimSpace(path); path == "" {
 				continue
 			}
-			key, err := events.ReadPublicKey(path)
+			key, err := signing.ReadPublicKey(path)
 			if err != nil {
 				errs = append(errs, fmt.Sprintf("EVENTS_TRUSTED_KEYS: %v", err))
 				continue
 			}
 			keys = append(keys, key)
 		}
-		trust, err := events.NewTrust(keys...)
+		trust, err := signing.NewTrust(keys...)
 		switch {
 		case err != nil:
 			errs = append(errs, fmt.Sprintf("EVENTS_TRUSTED_KEYS: %v", err))
@@ -156,7 +159,7 @@ func (c Events) EventKeys(service, producer string, sign bool, log zerolog.Logge
 			k.Trust = trust
 		}
 	case c.InsecureUnsigned:
-		k.Trust = events.AcceptUnsigned()
+		k.Trust = signing.AcceptUnsigned()
 		insecure = append(insecure, fmt.Sprintf("events are accepted unverified: anyone who can publish on %s's subjects can make %s apply an event", producer, service))
 	default:
 		errs = append(errs, "EVENTS_TRUSTED_KEYS is not set: "+fmt.Sprintf(keygen, producer))
@@ -228,11 +231,11 @@ func (c Events) Validate() error {
 	return errors.Join(errs...)
 }
 
-// validateInboxRetention refuses an inbox retention shorter than events.MinInboxRetention: the
+// validateInboxRetention refuses an inbox retention shorter than inbox.MinRetention: the
 // inbox would forget an event that can still come again. The other service's stream and outbox
 // count too, so both services take the same settings.
 func (c Events) validateInboxRetention() error {
-	floor, _ := events.MinInboxRetention(c.StreamMaxAge, c.DuplicateWindow, c.Retention)
+	floor, _ := inbox.MinRetention(c.StreamMaxAge, c.DuplicateWindow, c.Retention)
 	if c.InboxRetention <= 0 || c.InboxRetention >= floor {
 		return nil
 	}
@@ -251,8 +254,8 @@ func (c Events) Topology(log zerolog.Logger) events.Topology {
 }
 
 // Relay is the relay configuration for source's outbox, signing with signer.
-func (c Events) Relay(source, ackConsumer string, f *faults.Set, signer *events.SigningKey) events.RelayConfig {
-	return events.RelayConfig{
+func (c Events) Relay(source, ackConsumer string, f *faults.Set, signer *signing.Key) outbox.RelayConfig {
+	return outbox.RelayConfig{
 		Faults: f, Signer: signer,
 		Source: source, BatchSize: c.BatchSize, Workers: c.RelayWorkers, CatchUpLimit: c.CatchUpLimit, PollInterval: c.PollInterval,
 		AckTimeout: c.AckTimeout, PublishTimeout: c.PublishTimeout, MaxAttempts: c.MaxAttempts, Lease: c.Lease, Retention: c.Retention,
@@ -262,11 +265,11 @@ func (c Events) Relay(source, ackConsumer string, f *faults.Set, signer *events.
 
 // Consumer is the configuration of the durable consumer called name (events.ConsumerGL or
 // events.ConsumerWallet), as the topology declares it, verifying events with trust.
-func (c Events) Consumer(name string, f *faults.Set, trust *events.Trust) (events.ConsumerConfig, error) {
+func (c Events) Consumer(name string, f *faults.Set, trust *signing.Trust) (inbox.ConsumerConfig, error) {
 	spec, err := c.Topology(zerolog.Nop()).Consumer(name)
 	if err != nil {
-		return events.ConsumerConfig{}, err
+		return inbox.ConsumerConfig{}, err
 	}
-	return events.ConsumerConfig{ConsumerSpec: spec, BatchSize: c.BatchSize, Workers: c.ConsumerWorkers, Faults: f, Trust: trust,
+	return inbox.ConsumerConfig{ConsumerSpec: spec, BatchSize: c.BatchSize, Workers: c.ConsumerWorkers, Faults: f, Trust: trust,
 		InboxRetention: c.InboxRetention}, nil
 }

@@ -1,6 +1,6 @@
 // Package console is the operator console both services serve under /console/: server-rendered
 // HTML pages (html/template; the stylesheet and a small script embedded, nothing fetched from
-// elsewhere) over the same operator API the commands use (events.Admin, the ledger's reader, the
+// elsewhere) over the same operator API the commands use (admin.Admin, the ledger's reader, the
 // wallet's store), behind the service's API keys. A key is given once per browser session on
 // the login page; the server keeps it and hands the browser only an opaque session id in an
 // HttpOnly, SameSite=Strict cookie. Every request checks the key again with the service's guard

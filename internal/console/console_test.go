@@ -22,6 +22,8 @@ import (
 	"walletgl/internal/auth/authtest"
 	"walletgl/internal/console"
 	"walletgl/internal/events"
+	"walletgl/internal/events/admin"
+	"walletgl/internal/events/inbox"
 	"walletgl/internal/metrics"
 	"walletgl/internal/testenv"
 	"walletgl/internal/wallet/postgres"
@@ -41,10 +43,10 @@ func setup(t *testing.T) *testBundle {
 	t.Helper()
 	pool, _ := testenv.MigratedPool(t, "wallet")
 	keys, guard, secret := authtest.Key(t, pool, auth.WalletScopes)
-	inbox := events.NewInbox(events.ConsumerWallet, postgres.NewAcknowledgments()) // as wallet serve's
+	in := inbox.New(events.ConsumerWallet, postgres.NewAcknowledgments()) // as wallet serve's
 	ev := console.Events{
-		Admin: events.NewAdmin(pool), Audit: keys,
-		Retry: func(ctx context.Context, ids ...string) []events.Retried { return inbox.Retry(ctx, pool, ids...) },
+		Admin: admin.New(pool), Audit: keys,
+		Retry: func(ctx context.Context, ids ...string) []inbox.Retried { return in.Retry(ctx, pool, ids...) },
 		View:  "outbox:admin", Requeue: "outbox:admin", RetryScope: "inbox:admin",
 	}
 	c, err := console.New(console.Config{Service: "wallet", Guard: guard, Metrics: metrics.New("wallet"), Pages: ev.Pages()})
@@ -306,7 +308,7 @@ func TestTheListsPageAndFilter(t *testing.T) {
 
 func requireStatus(t *testing.T, pool *pgxpool.Pool, id uuid.UUID, want string) {
 	t.Helper()
-	row, err := events.NewAdmin(pool).GetOutbox(context.Background(), id)
+	row, err := admin.New(pool).GetOutbox(context.Background(), id)
 	require.NoError(t, err)
 	require.Equal(t, want, row.Status)
 }

@@ -11,17 +11,19 @@ import (
 	"github.com/rs/zerolog"
 
 	"walletgl/internal/auth"
-	"walletgl/internal/events"
+	"walletgl/internal/events/admin"
+	"walletgl/internal/events/contract"
+	"walletgl/internal/events/inbox"
 	"walletgl/internal/problem"
 	"walletgl/internal/web"
 )
 
 // Events is what the outbox and inbox pages, the same in both services, read and change.
 type Events struct {
-	Admin *events.Admin
+	Admin *admin.Admin
 	// Retry processes failed inbox events again with the service's own handler
-	// (events.Inbox.Retry on the service's pool).
-	Retry func(ctx context.Context, ids ...string) []events.Retried
+	// (inbox.Inbox.Retry on the service's pool).
+	Retry func(ctx context.Context, ids ...string) []inbox.Retried
 	Audit Auditor
 	// The scopes: to look, to requeue outbox rows ("": no requeue offered), to retry inbox rows.
 	View, Requeue, RetryScope auth.Scope
@@ -53,20 +55,20 @@ func (e Events) Pages() []Page {
 
 // overview is the counts of both tables, the home page's and the lists' live part.
 type overview struct {
-	Outbox        events.OutboxStats
+	Outbox        admin.OutboxStats
 	OutboxStatus  []string
-	Inbox         events.InboxStats
+	Inbox         admin.InboxStats
 	InboxStatus   []string
 	Reasons       []string
-	LastError     *events.OutboxError
-	LastFailure   *events.InboxFailure
+	LastError     *admin.OutboxError
+	LastFailure   *admin.InboxFailure
 	CanRequeue    bool
 	RequeueStatus []string
 }
 
 func (e Events) overview(ctx context.Context) (overview, error) {
-	o := overview{OutboxStatus: events.OutboxStatuses, InboxStatus: events.InboxStatuses, Reasons: events.FailureReasons,
-		CanRequeue: e.Requeue != "", RequeueStatus: events.RequeueStatuses}
+	o := overview{OutboxStatus: contract.OutboxStatuses, InboxStatus: contract.InboxStatuses, Reasons: contract.FailureReasons,
+		CanRequeue: e.Requeue != "", RequeueStatus: contract.RequeueStatuses}
 	var err error
 	if o.Outbox, err = e.Admin.OutboxStats(ctx); err != nil {
 		return o, adminError(err)
@@ -92,12 +94,12 @@ func (e Events) home(ctx context.Context, _ *Request) (View, error) {
 }
 
 // browseOf reads a list page's query: status (default def), filter q, cursor after.
-func browseOf(req *Request, def string) (events.Browse, error) {
+func browseOf(req *Request, def string) (admin.Browse, error) {
 	q, err := web.Query(req.Request)
 	if err != nil {
-		return events.Browse{}, err
+		return admin.Browse{}, err
 	}
-	b := events.Browse{Status: q.Get("status"), Filter: strings.TrimSpace(q.Get("q")), After: q.Get("after"), Limit: PageSize}
+	b := admin.Browse{Status: q.Get("status"), Filter: strings.TrimSpace(q.Get("q")), After: q.Get("after"), Limit: PageSize}
 	if b.Status == "" {
 		b.Status = def
 	}
@@ -107,9 +109,9 @@ func browseOf(req *Request, def string) (events.Browse, error) {
 // listData is a list page: the counts above it, the query, the rows and the next page's link.
 type listData struct {
 	overview
-	Browse     events.Browse
-	OutboxRows []events.OutboxRow
-	InboxRows  []events.InboxRow
+	Browse     admin.Browse
+	OutboxRows []admin.OutboxRow
+	InboxRows  []admin.InboxRow
 	NextURL    string
 	FirstURL   string
 	Action     bool // rows of this status can be requeued / retried
@@ -128,7 +130,7 @@ func (e Events) outboxList(ctx context.Context, req *Request) (View, error) {
 	if err != nil {
 		return View{}, adminError(err)
 	}
-	d := listData{overview: o, Browse: b, OutboxRows: page.Rows, Action: e.Requeue != "" && contains(events.RequeueStatuses, b.Status)}
+	d := listData{overview: o, Browse: b, OutboxRows: page.Rows, Action: e.Requeue != "" && contains(contract.RequeueStatuses, b.Status)}
 	d.NextURL, d.FirstURL = pageURLs("/console/outbox", b, page.Next)
 	return View{Template: "outbox", Title: "Outbox: " + b.Status, Data: d}, nil
 }
@@ -152,7 +154,7 @@ func (e Events) inboxList(ctx context.Context, req *Request) (View, error) {
 }
 
 // pageURLs are the links to the next page (none on the last) and to the first.
-func pageURLs(path string, b events.Browse, next string) (string, string) {
+func pageURLs(path string, b admin.Browse, next string) (string, string) {
 	q := url.Values{"status": {b.Status}}
 	if b.Filter != "" {
 		q.Set("q", b.Filter)
@@ -166,7 +168,7 @@ func pageURLs(path string, b events.Browse, next string) (string, string) {
 }
 
 type outboxRowData struct {
-	Row        events.OutboxRow
+	Row        admin.OutboxRow
 	CanRequeue bool
 }
 
@@ -180,12 +182,12 @@ func (e Events) outboxRow(ctx context.Context, req *Request) (View, error) {
 		return View{}, adminError(err)
 	}
 	return View{Template: "outbox_row", Title: "Outbox row " + id.String(), Data: outboxRowData{
-		Row: row, CanRequeue: e.Requeue != "" && contains(events.RequeueStatuses, row.Status),
+		Row: row, CanRequeue: e.Requeue != "" && contains(contract.RequeueStatuses, row.Status),
 	}}, nil
 }
 
 type inboxRowData struct {
-	Row      events.InboxRow
+	Row      admin.InboxRow
 	CanRetry bool
 }
 
@@ -229,7 +231,7 @@ func (e Events) requeue(ctx context.Context, req *Request) (View, error) {
 	if err != nil {
 		return View{}, err
 	}
-	ids, err := events.ParseOutboxIDs(raw)
+	ids, err := admin.ParseOutboxIDs(raw)
 	if err != nil {
 		return View{}, problem.Newf(errInvalid, "%s", err.Error())
 	}
@@ -258,7 +260,7 @@ func (e Events) requeue(ctx context.Context, req *Request) (View, error) {
 
 // retryable says whether inbox rows of status may be retried: failed ones, and waiting ones
 // (which post at once if what they wait for has posted).
-func retryable(status string) bool { return status == "failed" || status == events.StatusWaiting }
+func retryable(status string) bool { return status == "failed" || status == contract.StatusWaiting }
 
 // retry processes failed inbox events again with the service's handler, after a confirmation.
 func (e Events) retry(ctx context.Context, req *Request) (View, error) {
@@ -315,11 +317,11 @@ func EventsError(err error) error { return adminError(err) }
 // else stays internal (logged, never shown).
 func adminError(err error) error {
 	switch {
-	case errors.Is(err, events.ErrInvalidStatus), errors.Is(err, events.ErrInvalidCursor):
+	case errors.Is(err, contract.ErrInvalidStatus), errors.Is(err, admin.ErrInvalidCursor):
 		return problem.Newf(errInvalid, "%s", err.Error())
-	case errors.Is(err, events.ErrNotFound):
+	case errors.Is(err, contract.ErrNotFound):
 		return problem.Newf(errNotFound, "no such row")
-	case errors.Is(err, events.ErrUnavailable):
+	case errors.Is(err, contract.ErrUnavailable):
 		return fmt.Errorf("%w: %w", errUnavailable, err)
 	}
 	return err

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"walletgl/internal/database"
-	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
 	"walletgl/internal/harness"
 	"walletgl/internal/testenv"
 )
@@ -69,10 +69,10 @@ func startSystemOn(t *testing.T, natsURL string, waitHealthy bool, extraEnv ...s
 		wallet: &harness.Process{Name: "wallet", Bin: bins.Wallet, Args: []string{"serve"}, Addr: walletAddr,
 			Log: filepath.Join(dir, "wallet.log"),
 			Env: slices.Concat([]string{"WALLET_DATABASE_URL=" + walletURL, "WALLET_HTTP_ADDR=" + walletAddr, "GL_URL=http://" + glAddr},
-				keys.Env(events.SourceWallet), common)},
+				keys.Env(contract.SourceWallet), common)},
 		gl: &harness.Process{Name: "gl", Bin: bins.GL, Args: []string{"serve"}, Addr: glAddr,
 			Log: filepath.Join(dir, "gl.log"),
-			Env: slices.Concat([]string{"GL_DATABASE_URL=" + glURL, "GL_HTTP_ADDR=" + glAddr}, keys.Env(events.SourceGL), common)},
+			Env: slices.Concat([]string{"GL_DATABASE_URL=" + glURL, "GL_HTTP_ADDR=" + glAddr}, keys.Env(contract.SourceGL), common)},
 		walletAPI: harness.NewClient(walletAddr),
 		glAPI:     harness.NewClient(glAddr),
 		bins:      bins, walletDBURL: walletURL, glDBURL: glURL, walletAddr: walletAddr, glAddr: glAddr,

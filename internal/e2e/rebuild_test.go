@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
 	"walletgl/internal/harness"
 	"walletgl/internal/testenv"
 )
@@ -27,9 +28,9 @@ func (s *system) command(t *testing.T, bin string, env []string, args ...string)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
-	service := events.SourceWallet
+	service := contract.SourceWallet
 	if bin == s.bins.GL {
-		service = events.SourceGL
+		service = contract.SourceGL
 	}
 	cmd.Env = slices.Concat(s.common, s.keys.Env(service), env)
 	out, err := cmd.CombinedOutput()
@@ -84,7 +85,7 @@ func TestALostStreamIsRebuiltFromTheOutbox(t *testing.T) {
 	js, err := jetstream.New(nc)
 	require.NoError(t, err)
 	topo := events.Topology{Namespace: s.namespace, MaxBytes: testenv.StreamMaxBytes}
-	require.NoError(t, js.DeleteStream(ctx, topo.StreamName(events.SourceWallet)))
+	require.NoError(t, js.DeleteStream(ctx, topo.StreamName(contract.SourceWallet)))
 	require.NoError(t, topo.EnsureStreams(ctx, js))
 
 	out, err = s.command(t, s.bins.GL, glEnv, "replay", "--from-start", "--into", testenv.DatabaseURL(t))
@@ -194,7 +195,7 @@ func TestAFreshGLIsRebuiltFromTheWalletsTablesAfterRetention(t *testing.T) {
 	js, err := jetstream.New(nc)
 	require.NoError(t, err)
 	topo := events.Topology{Namespace: s.namespace, MaxBytes: testenv.StreamMaxBytes}
-	require.NoError(t, js.DeleteStream(ctx, topo.StreamName(events.SourceWallet)))
+	require.NoError(t, js.DeleteStream(ctx, topo.StreamName(contract.SourceWallet)))
 	require.NoError(t, topo.EnsureStreams(ctx, js))
 
 	freshURL := testenv.DatabaseURL(t)
@@ -202,7 +203,7 @@ func TestAFreshGLIsRebuiltFromTheWalletsTablesAfterRetention(t *testing.T) {
 	require.NoError(t, err)
 	fresh := &harness.Process{Name: "gl-fresh", Bin: s.bins.GL, Args: []string{"serve"}, Addr: glAddr,
 		Log: filepath.Join(t.TempDir(), "gl-fresh.log"),
-		Env: slices.Concat([]string{"GL_DATABASE_URL=" + freshURL, "GL_HTTP_ADDR=" + glAddr}, s.keys.Env(events.SourceGL), s.common)}
+		Env: slices.Concat([]string{"GL_DATABASE_URL=" + freshURL, "GL_HTTP_ADDR=" + glAddr}, s.keys.Env(contract.SourceGL), s.common)}
 	require.NoError(t, fresh.Start())
 	t.Cleanup(func() {
 		if err := fresh.Stop(20 * time.Second); err != nil {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
 	"walletgl/internal/harness"
 	"walletgl/internal/testenv"
 )
@@ -38,10 +38,10 @@ func TestTheServicesRunAsTheirRuntimeRoles(t *testing.T) {
 	}
 	keys := testenv.NewEventKeys(t)
 	walletProc, err := harness.Service("wallet", bins.Wallet, "WALLET", walletURL, dir,
-		slices.Concat([]string{"WALLET_MIGRATE_DATABASE_URL=" + walletOwner}, keys.Env(events.SourceWallet), common))
+		slices.Concat([]string{"WALLET_MIGRATE_DATABASE_URL=" + walletOwner}, keys.Env(contract.SourceWallet), common))
 	require.NoError(t, err)
 	glProc, err := harness.Service("gl", bins.GL, "GL", glURL, dir,
-		slices.Concat([]string{"GL_MIGRATE_DATABASE_URL=" + glOwner, "GL_CHECKPOINT_INTERVAL=1s"}, keys.Env(events.SourceGL), common))
+		slices.Concat([]string{"GL_MIGRATE_DATABASE_URL=" + glOwner, "GL_CHECKPOINT_INTERVAL=1s"}, keys.Env(contract.SourceGL), common))
 	require.NoError(t, err)
 	for _, p := range []*harness.Process{walletProc, glProc} {
 		require.NoError(t, p.Start())

@@ -17,6 +17,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"walletgl/internal/events"
+	"walletgl/internal/events/admin"
+	"walletgl/internal/events/contract"
+	"walletgl/internal/events/signing"
 	"walletgl/internal/harness"
 	"walletgl/internal/testenv"
 )
@@ -43,9 +46,9 @@ func TestForgedEventsAreNeitherAppliedNorAcknowledged(t *testing.T) {
 	js, err := jetstream.New(nc)
 	require.NoError(t, err)
 	topo := events.Topology{Namespace: s.namespace, MaxBytes: testenv.StreamMaxBytes}
-	completedSubject := topo.Subject(events.SourceWallet, events.TypeTransferCompletedV2) // what the wallet publishes by default
-	postedSubject := topo.Subject(events.SourceGL, events.TypeTransferPostedV2)
-	postedV1Subject := topo.Subject(events.SourceGL, events.TypeTransferPosted) // still read: earlier GLs publish it
+	completedSubject := topo.Subject(contract.SourceWallet, contract.TypeTransferCompletedV2) // what the wallet publishes by default
+	postedSubject := topo.Subject(contract.SourceGL, contract.TypeTransferPostedV2)
+	postedV1Subject := topo.Subject(contract.SourceGL, contract.TypeTransferPosted) // still read: earlier GLs publish it
 
 	transfer := func(key string, amount int64) (transferID, rowID string) {
 		t.Helper()
@@ -70,7 +73,7 @@ func TestForgedEventsAreNeitherAppliedNorAcknowledged(t *testing.T) {
 	unauthenticated := func(service string) int {
 		t.Helper()
 		db := s.walletDB
-		if service == events.SourceGL {
+		if service == contract.SourceGL {
 			db = s.glDB
 		}
 		var n int
@@ -87,7 +90,7 @@ func TestForgedEventsAreNeitherAppliedNorAcknowledged(t *testing.T) {
 		_, err := js.PublishMsg(ctx, msg, jetstream.WithMsgID(uuid.NewString()))
 		require.NoError(t, err)
 	}
-	signed := func(k *events.SigningKey, body []byte) nats.Header {
+	signed := func(k *signing.Key, body []byte) nats.Header {
 		msg := &nats.Msg{Data: body}
 		k.Sign(msg)
 		return msg.Header
@@ -115,51 +118,51 @@ func TestForgedEventsAreNeitherAppliedNorAcknowledged(t *testing.T) {
 	envelope := func(source, eventType string, data any) []byte {
 		raw, err := json.Marshal(data)
 		require.NoError(t, err)
-		body, err := json.Marshal(events.Envelope{SpecVersion: "1.0", ID: uuid.NewString(), Source: source, Type: eventType,
+		body, err := json.Marshal(contract.Envelope{SpecVersion: "1.0", ID: uuid.NewString(), Source: source, Type: eventType,
 			Time: time.Now().UTC(), DataContentType: "application/json", Data: raw})
 		require.NoError(t, err)
 		return body
 	}
-	walletKey, err := events.ReadSigningKey(filepath.Join(s.keys.Dir, "wallet.key"))
+	walletKey, err := signing.ReadKey(filepath.Join(s.keys.Dir, "wallet.key"))
 	require.NoError(t, err)
-	glKey, err := events.ReadSigningKey(filepath.Join(s.keys.Dir, "gl.key"))
+	glKey, err := signing.ReadKey(filepath.Join(s.keys.Dir, "gl.key"))
 	require.NoError(t, err)
-	strangerWallet, err := events.GenerateKey(events.SourceWallet)
+	strangerWallet, err := signing.GenerateKey(contract.SourceWallet)
 	require.NoError(t, err)
-	strangerGL, err := events.GenerateKey(events.SourceGL)
+	strangerGL, err := signing.GenerateKey(contract.SourceGL)
 	require.NoError(t, err)
 
 	// A real transfer flows, signed both ways.
 	first, firstRow := transfer("sign-1", 1234)
 	waitAcknowledged(firstRow)
 	realCompleted, realPosted := lastMessage(completedSubject), lastMessage(postedSubject)
-	require.Equal(t, walletKey.Public().ID, realCompleted.Header.Get(events.HeaderKeyID))
-	require.Equal(t, glKey.Public().ID, realPosted.Header.Get(events.HeaderKeyID))
+	require.Equal(t, walletKey.Public().ID, realCompleted.Header.Get(signing.HeaderKeyID))
+	require.Equal(t, glKey.Public().ID, realPosted.Header.Get(signing.HeaderKeyID))
 
 	// With the GL stopped, a transfer waits for its acknowledgment, and forged acknowledgments of
 	// it arrive at the wallet.
 	require.NoError(t, s.gl.Stop(20*time.Second))
 	second, secondRow := transfer("sign-2", 2345)
 	require.Eventually(t, func() bool { return rowStatus(secondRow) == "dispatched" }, 30*time.Second, 50*time.Millisecond)
-	forgedPosting := events.TransferPosted{TransferID: second, SourceEventID: secondRow, EntryID: uuid.NewString(), PostedAt: time.Now().UTC()}
-	forgedPosted := envelope(events.SourceGL, events.TypeTransferPosted, forgedPosting)
-	forgedPostings := envelope(events.SourceGL, events.TypeTransferPostedV2, events.TransferPostings{Postings: []events.TransferPosted{forgedPosting}})
+	forgedPosting := contract.TransferPosted{TransferID: second, SourceEventID: secondRow, EntryID: uuid.NewString(), PostedAt: time.Now().UTC()}
+	forgedPosted := envelope(contract.SourceGL, contract.TypeTransferPosted, forgedPosting)
+	forgedPostings := envelope(contract.SourceGL, contract.TypeTransferPostedV2, contract.TransferPostings{Postings: []contract.TransferPosted{forgedPosting}})
 	publish(postedV1Subject, forgedPosted, nil)
 	publish(postedSubject, forgedPostings, signed(strangerGL, forgedPostings))
 	publish(postedV1Subject, forgedPosted, signed(walletKey, forgedPosted))
 	replayedPosted := strings.NewReplacer(firstRow, secondRow, first, second).Replace(string(realPosted.Data))
 	require.NotEqual(t, string(realPosted.Data), replayedPosted)
 	publish(postedSubject, []byte(replayedPosted), realPosted.Header)
-	require.Eventually(t, func() bool { return unauthenticated(events.SourceWallet) == 4 }, 30*time.Second, 50*time.Millisecond,
+	require.Eventually(t, func() bool { return unauthenticated(contract.SourceWallet) == 4 }, 30*time.Second, 50*time.Millisecond,
 		"the wallet records each forged acknowledgment failed")
 	require.Equal(t, "dispatched", rowStatus(secondRow), "no forged acknowledgment acknowledged the row")
 	requireHealthWarning(s.wallet)
 
 	// Forged transfers of CHF 5,000,000 for the GL.
 	forgedID := "forged-" + uuid.NewString()
-	forgedCompleted := envelope(events.SourceWallet, events.TypeTransferCompletedV2, events.TransferCompleted{
+	forgedCompleted := envelope(contract.SourceWallet, contract.TypeTransferCompletedV2, contract.TransferCompleted{
 		TransferID: forgedID, FromWalletID: "bank", ToWalletID: "alice", Amount: 5_000_000_00, Currency: "CHF",
-		Kind: events.KindDeposit, CreatedAt: time.Now().UTC()})
+		Kind: contract.KindDeposit, CreatedAt: time.Now().UTC()})
 	publish(completedSubject, forgedCompleted, nil)
 	publish(completedSubject, forgedCompleted, signed(strangerWallet, forgedCompleted))
 	publish(completedSubject, forgedCompleted, signed(glKey, forgedCompleted))
@@ -177,7 +180,7 @@ func TestForgedEventsAreNeitherAppliedNorAcknowledged(t *testing.T) {
 	defer cancel()
 	require.NoError(t, s.gl.WaitHealthy(waitCtx))
 	waitAcknowledged(secondRow)
-	require.Eventually(t, func() bool { return unauthenticated(events.SourceGL) == 4 }, 30*time.Second, 50*time.Millisecond,
+	require.Eventually(t, func() bool { return unauthenticated(contract.SourceGL) == 4 }, 30*time.Second, 50*time.Millisecond,
 		"the GL records each forged transfer failed")
 
 	// Step two: the wallet signs with its new key; what it publishes now is posted too.
@@ -187,9 +190,9 @@ func TestForgedEventsAreNeitherAppliedNorAcknowledged(t *testing.T) {
 	require.NoError(t, s.wallet.WaitHealthy(waitCtx))
 	third, thirdRow := transfer("sign-3", 3456)
 	waitAcknowledged(thirdRow)
-	newKey, err := events.ReadPublicKey(filepath.Join(rotated, "wallet.pub"))
+	newKey, err := signing.ReadPublicKey(filepath.Join(rotated, "wallet.pub"))
 	require.NoError(t, err)
-	require.Equal(t, newKey.ID, lastMessage(completedSubject).Header.Get(events.HeaderKeyID), "signed with the new key")
+	require.Equal(t, newKey.ID, lastMessage(completedSubject).Header.Get(signing.HeaderKeyID), "signed with the new key")
 
 	// The GL posted the three real transfers and nothing else, and acknowledged only those.
 	var entries []string
@@ -204,9 +207,9 @@ func TestForgedEventsAreNeitherAppliedNorAcknowledged(t *testing.T) {
 	require.Equal(t, []string{first, second, third}, entries, "no entry for the forged transfer")
 	var acks int
 	require.NoError(t, s.glDB.QueryRow(ctx, "SELECT coalesce(sum(jsonb_array_length(payload->'data'->'postings')), 0) FROM outbox WHERE event_type = $1",
-		events.TypeTransferPostedV2).Scan(&acks))
+		contract.TypeTransferPostedV2).Scan(&acks))
 	require.Equal(t, 3, acks, "nothing forged was acknowledged back")
-	require.Equal(t, 4, unauthenticated(events.SourceWallet))
+	require.Equal(t, 4, unauthenticated(contract.SourceWallet))
 
 	// Operators see them: inbox stats and list, and a warning in /healthz.
 	glEnv := []string{"GL_DATABASE_URL=" + s.glDBURL}
@@ -216,11 +219,11 @@ func TestForgedEventsAreNeitherAppliedNorAcknowledged(t *testing.T) {
 	require.Contains(t, out, "unauthenticated 4")
 	out, err = s.command(t, s.bins.GL, glEnv, "inbox", "list", "--json")
 	require.NoError(t, err, out)
-	var failed []events.InboxRow
+	var failed []admin.InboxRow
 	require.NoError(t, json.Unmarshal([]byte(out), &failed))
 	require.Len(t, failed, 4)
 	for _, row := range failed {
-		require.Equal(t, events.ReasonUnauthenticated, row.Reason)
+		require.Equal(t, contract.ReasonUnauthenticated, row.Reason)
 		require.Contains(t, row.Payload, "500000000", "the forgery is kept for the record")
 	}
 	out, err = s.command(t, s.bins.GL, glEnv, "inbox", "retry", failed[0].ID)

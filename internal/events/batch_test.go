@@ -9,16 +9,17 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
-	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
 	"walletgl/internal/events/internal/eventsdb"
+	"walletgl/internal/events/outbox"
 )
 
 // recordingHandler applies events by inserting them into a table of the test's database, in the
 // consumer's transaction, noting whether they came in a batch of several or alone.
 type recordingHandler struct{}
 
-func (recordingHandler) apply(ctx context.Context, tx pgx.Tx, env events.Envelope, via string) error {
-	var data events.TransferCompleted
+func (recordingHandler) apply(ctx context.Context, tx pgx.Tx, env contract.Envelope, via string) error {
+	var data contract.TransferCompleted
 	if err := env.DecodeData(&data); err != nil {
 		return err
 	}
@@ -29,7 +30,7 @@ func (recordingHandler) apply(ctx context.Context, tx pgx.Tx, env events.Envelop
 	return err
 }
 
-func (h recordingHandler) Handle(ctx context.Context, tx pgx.Tx, envs []events.Envelope) error {
+func (h recordingHandler) Handle(ctx context.Context, tx pgx.Tx, envs []contract.Envelope) error {
 	via := "batch"
 	if len(envs) == 1 {
 		via = "single"
@@ -49,16 +50,16 @@ func TestABatchHandlerGetsWholeBatchesAndAPoisonEventFailsAlone(t *testing.T) {
 	_, err := b.pool.Exec(ctx, "CREATE TABLE applied (event_id text PRIMARY KEY, via text NOT NULL)")
 	require.NoError(t, err)
 	ids := b.addEvents(t, 200)
-	relay := b.relay(t, events.RelayConfig{BatchSize: 200})
+	relay := b.relay(t, outbox.RelayConfig{BatchSize: 200})
 	_, err = relay.DispatchOnce(ctx)
 	require.NoError(t, err)
-	subject := b.topo.Subject(events.SourceWallet, events.TypeTransferCompleted)
+	subject := b.topo.Subject(contract.SourceWallet, contract.TypeTransferCompleted)
 	// A copy of an event under another message id, and an invalid event, among the others.
 	row, err := eventsdb.New(b.pool).GetOutbox(ctx, ids[7])
 	require.NoError(t, err)
-	b.publish(t, events.SourceWallet, subject, row.Payload, "copy-"+ids[7].String())
-	poison := envelopeBody(t, uuid.New(), events.TransferCompleted{TransferID: "t", FromWalletID: "a", ToWalletID: "b", Amount: -5, Currency: "USD", CreatedAt: time.Now()})
-	b.publish(t, events.SourceWallet, subject, poison, "poison")
+	b.publish(t, contract.SourceWallet, subject, row.Payload, "copy-"+ids[7].String())
+	poison := envelopeBody(t, uuid.New(), contract.TransferCompleted{TransferID: "t", FromWalletID: "a", ToWalletID: "b", Amount: -5, Currency: "USD", CreatedAt: time.Now()})
+	b.publish(t, contract.SourceWallet, subject, poison, "poison")
 	b.addEvents(t, 100)
 	_, err = relay.DispatchOnce(ctx)
 	require.NoError(t, err)
@@ -78,6 +79,6 @@ func TestABatchHandlerGetsWholeBatchesAndAPoisonEventFailsAlone(t *testing.T) {
 	failed, err := eventsdb.New(b.pool).GetInbox(ctx, "gl:"+envelopeID(t, poison))
 	require.NoError(t, err)
 	require.Equal(t, "failed", failed.Status)
-	require.Equal(t, events.ReasonMalformed, *failed.Reason)
+	require.Equal(t, contract.ReasonMalformed, *failed.Reason)
 	require.Contains(t, *failed.Detail, "amount -5 is not positive")
 }

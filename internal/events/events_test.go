@@ -18,7 +18,10 @@ import (
 
 	"walletgl/internal/database"
 	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
+	"walletgl/internal/events/inbox"
 	"walletgl/internal/events/internal/eventsdb"
+	"walletgl/internal/events/outbox"
 	"walletgl/internal/testenv"
 )
 
@@ -63,14 +66,14 @@ func (b *testBundle) publish(t *testing.T, service, subject string, body []byte,
 func (b *testBundle) addEvents(t *testing.T, n int) []uuid.UUID {
 	t.Helper()
 	ctx := context.Background()
-	outbox := events.NewOutbox(events.SourceWallet)
+	box := outbox.New(contract.SourceWallet)
 	ids := make([]uuid.UUID, n)
 	err := database.WithTx(ctx, b.pool, func(tx pgx.Tx) error {
 		for i := range ids {
 			ids[i] = uuid.Must(uuid.NewV7())
-			_, err := outbox.Add(ctx, tx, events.Event{
-				ID: ids[i], Type: events.TypeTransferCompleted, AggregateID: uuid.NewString(), Time: time.Now(),
-				Data: events.TransferCompleted{TransferID: uuid.NewString(), FromWalletID: "a", ToWalletID: "b",
+			_, err := box.Add(ctx, tx, outbox.Event{
+				ID: ids[i], Type: contract.TypeTransferCompleted, AggregateID: uuid.NewString(), Time: time.Now(),
+				Data: contract.TransferCompleted{TransferID: uuid.NewString(), FromWalletID: "a", ToWalletID: "b",
 					Amount: int64(i + 1), Currency: "USD", CreatedAt: time.Now()},
 			})
 			if err != nil {
@@ -83,20 +86,20 @@ func (b *testBundle) addEvents(t *testing.T, n int) []uuid.UUID {
 	return ids
 }
 
-func (b *testBundle) relay(t *testing.T, cfg events.RelayConfig) *events.Relay {
+func (b *testBundle) relay(t *testing.T, cfg outbox.RelayConfig) *outbox.Relay {
 	t.Helper()
-	cfg.Source = events.SourceWallet
+	cfg.Source = contract.SourceWallet
 	if cfg.Signer == nil {
 		cfg.Signer = b.keys.Wallet
 	}
-	r, err := events.NewRelay(cfg, b.topo, b.pool, b.nc, b.log)
+	r, err := outbox.NewRelay(cfg, b.topo, b.pool, b.nc, b.log)
 	require.NoError(t, err)
 	return r
 }
 
 func (b *testBundle) streamMessages(t *testing.T) uint64 {
 	t.Helper()
-	s, err := b.js.Stream(context.Background(), b.topo.StreamName(events.SourceWallet))
+	s, err := b.js.Stream(context.Background(), b.topo.StreamName(contract.SourceWallet))
 	require.NoError(t, err)
 	info, err := s.Info(context.Background())
 	require.NoError(t, err)
@@ -118,21 +121,21 @@ func TestRelayPublishesEachRowWithItsIDAsMsgID(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ids := b.addEvents(t, 3)
-	relay := b.relay(t, events.RelayConfig{})
+	relay := b.relay(t, outbox.RelayConfig{})
 
 	n, err := relay.DispatchOnce(context.Background())
 	require.NoError(t, err)
 	require.Equal(t, 3, n)
 	require.Equal(t, map[string]int64{"dispatched": 3}, b.statusCounts(t))
 
-	s, err := b.js.Stream(context.Background(), b.topo.StreamName(events.SourceWallet))
+	s, err := b.js.Stream(context.Background(), b.topo.StreamName(contract.SourceWallet))
 	require.NoError(t, err)
 	for i, id := range ids {
 		msg, err := s.GetMsg(context.Background(), uint64(i+1))
 		require.NoError(t, err)
 		require.Equal(t, id.String(), msg.Header.Get(jetstream.MsgIDHeader))
-		require.Equal(t, b.topo.Subject(events.SourceWallet, events.TypeTransferCompleted), msg.Subject)
-		env, err := events.DecodeEnvelope(msg.Data)
+		require.Equal(t, b.topo.Subject(contract.SourceWallet, contract.TypeTransferCompleted), msg.Subject)
+		env, err := contract.DecodeEnvelope(msg.Data)
 		require.NoError(t, err)
 		require.Equal(t, id.String(), env.ID)
 		row, err := eventsdb.New(b.pool).GetOutbox(context.Background(), id)
@@ -148,9 +151,9 @@ func TestCatchUpLeavesAnEventTheStreamStillHoldsForItsConsumerHoweverLongItIsAwa
 	// A duplicate window far shorter than the consumer's absence: a re-publish past it would be
 	// stored as a second copy.
 	b.topo.DuplicateWindow = 200 * time.Millisecond // lower than the stream's: set on the stream as an operator would
-	b.editStream(t, events.SourceWallet, func(c *jetstream.StreamConfig) { c.Duplicates = 200 * time.Millisecond })
+	b.editStream(t, contract.SourceWallet, func(c *jetstream.StreamConfig) { c.Duplicates = 200 * time.Millisecond })
 	ids := b.addEvents(t, 5)
-	relay := b.relay(t, events.RelayConfig{AckTimeout: 50 * time.Millisecond})
+	relay := b.relay(t, outbox.RelayConfig{AckTimeout: 50 * time.Millisecond})
 	_, err := relay.DispatchOnce(context.Background())
 	require.NoError(t, err)
 	checked := b.outboxStatus(t, ids[0]).CheckedAt
@@ -171,7 +174,7 @@ func TestSeveralRelaysNeverPublishARowTwice(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.addEvents(t, 600)
-	relays := []*events.Relay{b.relay(t, events.RelayConfig{BatchSize: 50}), b.relay(t, events.RelayConfig{BatchSize: 50}), b.relay(t, events.RelayConfig{BatchSize: 50})}
+	relays := []*outbox.Relay{b.relay(t, outbox.RelayConfig{BatchSize: 50}), b.relay(t, outbox.RelayConfig{BatchSize: 50}), b.relay(t, outbox.RelayConfig{BatchSize: 50})}
 
 	var wg sync.WaitGroup
 	for _, r := range relays {
@@ -207,7 +210,7 @@ func TestConsumerRecognisesADuplicateAndNeverHandlesItAgain(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ids := b.addEvents(t, 10)
-	relay := b.relay(t, events.RelayConfig{})
+	relay := b.relay(t, outbox.RelayConfig{})
 	_, err := relay.DispatchOnce(context.Background())
 	require.NoError(t, err)
 
@@ -215,11 +218,11 @@ func TestConsumerRecognisesADuplicateAndNeverHandlesItAgain(t *testing.T) {
 	// only the inbox can stop it.
 	row, err := eventsdb.New(b.pool).GetOutbox(context.Background(), ids[3])
 	require.NoError(t, err)
-	b.publish(t, events.SourceWallet, b.topo.Subject(events.SourceWallet, events.TypeTransferCompleted), row.Payload, "another-"+ids[3].String())
+	b.publish(t, contract.SourceWallet, b.topo.Subject(contract.SourceWallet, contract.TypeTransferCompleted), row.Payload, "another-"+ids[3].String())
 
 	var handled sync.Map
 	var calls atomic.Int64
-	handler := events.HandlerFunc(func(ctx context.Context, tx pgx.Tx, env events.Envelope) error {
+	handler := inbox.HandlerFunc(func(ctx context.Context, tx pgx.Tx, env contract.Envelope) error {
 		calls.Add(1)
 		if _, loaded := handled.LoadOrStore(env.ID, true); loaded {
 			t.Errorf("event %s handled twice", env.ID)
@@ -239,10 +242,10 @@ func TestConsumerRecognisesADuplicateAndNeverHandlesItAgain(t *testing.T) {
 	require.Equal(t, int32(1), inbox.Duplicates)
 }
 
-func (b *testBundle) consumer(t *testing.T, name string, h events.Handler) *events.Consumer {
+func (b *testBundle) consumer(t *testing.T, name string, h inbox.Handler) *inbox.Consumer {
 	t.Helper()
-	c, err := events.NewConsumer(events.ConsumerConfig{
-		ConsumerSpec: events.ConsumerSpec{Name: name, Source: events.SourceWallet, EventType: events.TypeTransferCompleted},
+	c, err := inbox.NewConsumer(inbox.ConsumerConfig{
+		ConsumerSpec: events.ConsumerSpec{Name: name, Source: contract.SourceWallet, EventType: contract.TypeTransferCompleted},
 		RetryDelay:   50 * time.Millisecond,
 		Trust:        b.keys.Trust,
 	}, b.topo, b.nc, b.pool, h, b.log)
@@ -277,26 +280,26 @@ func TestTheWalletsConsumerTakesBothVersionsOfTheAcknowledgment(t *testing.T) {
 	b := setup(t)
 	spec, err := b.topo.Consumer(events.ConsumerWallet)
 	require.NoError(t, err)
-	require.True(t, spec.Takes(events.TypeTransferPosted) && spec.Takes(events.TypeTransferPostedV2))
+	require.True(t, spec.Takes(contract.TypeTransferPosted) && spec.Takes(contract.TypeTransferPostedV2))
 	require.False(t, spec.Takes("TransferPosted.v3"))
 
 	body := func(eventType string) ([]byte, string) {
 		id := uuid.NewString()
-		raw, err := json.Marshal(events.Envelope{SpecVersion: "1.0", ID: id, Source: events.SourceGL, Type: eventType,
+		raw, err := json.Marshal(contract.Envelope{SpecVersion: "1.0", ID: id, Source: contract.SourceGL, Type: eventType,
 			Time: time.Now().UTC(), DataContentType: "application/json", Data: json.RawMessage(`{}`)})
 		require.NoError(t, err)
 		return raw, id
 	}
 	var sent []string
-	for _, eventType := range []string{events.TypeTransferPosted, events.TypeTransferPostedV2, "TransferPosted.v3"} {
+	for _, eventType := range []string{contract.TypeTransferPosted, contract.TypeTransferPostedV2, "TransferPosted.v3"} {
 		raw, id := body(eventType)
-		b.publish(t, events.SourceGL, b.topo.Subject(events.SourceGL, eventType), raw, id)
+		b.publish(t, contract.SourceGL, b.topo.Subject(contract.SourceGL, eventType), raw, id)
 		sent = append(sent, id)
 	}
 
 	var handled sync.Map
-	cons, err := events.NewConsumer(events.ConsumerConfig{ConsumerSpec: spec, RetryDelay: 50 * time.Millisecond, Trust: b.keys.Trust},
-		b.topo, b.nc, b.pool, events.HandlerFunc(func(ctx context.Context, tx pgx.Tx, env events.Envelope) error {
+	cons, err := inbox.NewConsumer(inbox.ConsumerConfig{ConsumerSpec: spec, RetryDelay: 50 * time.Millisecond, Trust: b.keys.Trust},
+		b.topo, b.nc, b.pool, inbox.HandlerFunc(func(ctx context.Context, tx pgx.Tx, env contract.Envelope) error {
 			handled.Store(env.Type, env.ID)
 			return nil
 		}), b.log)
@@ -305,7 +308,7 @@ func TestTheWalletsConsumerTakesBothVersionsOfTheAcknowledgment(t *testing.T) {
 	require.Eventually(t, func() bool { return cons.Stats().Processed == 2 && cons.Stats().Failed == 1 }, 20*time.Second, 20*time.Millisecond)
 	stop()
 
-	for i, eventType := range []string{events.TypeTransferPosted, events.TypeTransferPostedV2} {
+	for i, eventType := range []string{contract.TypeTransferPosted, contract.TypeTransferPostedV2} {
 		id, ok := handled.Load(eventType)
 		require.True(t, ok, eventType)
 		require.Equal(t, sent[i], id)
@@ -315,5 +318,5 @@ func TestTheWalletsConsumerTakesBothVersionsOfTheAcknowledgment(t *testing.T) {
 	failed, err := eventsdb.New(b.pool).GetInbox(context.Background(), events.ConsumerWallet+":"+sent[2])
 	require.NoError(t, err)
 	require.Equal(t, "failed", failed.Status)
-	require.Equal(t, events.ReasonMalformed, *failed.Reason)
+	require.Equal(t, contract.ReasonMalformed, *failed.Reason)
 }

@@ -13,13 +13,15 @@ import (
 
 	"walletgl/internal/database"
 	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
 	"walletgl/internal/events/internal/eventsdb"
+	"walletgl/internal/events/outbox"
 	"walletgl/internal/testenv"
 )
 
 // runRelay runs r until the test ends, once r has checked the broker's streams (as its first
 // round does at start-up). The stop it returns ends r's Run sooner and waits for it.
-func runRelay(t *testing.T, r *events.Relay) (stop func()) {
+func runRelay(t *testing.T, r *outbox.Relay) (stop func()) {
 	t.Helper()
 	stop = runInBackground(t, r.Run)
 	_, err := r.DispatchOnce(t.Context())
@@ -29,21 +31,21 @@ func runRelay(t *testing.T, r *events.Relay) (stop func()) {
 
 // writeEvents writes n events through outbox in one WithTx transaction that commits, or rolls
 // back when fail is set; it returns the ids and the status the outbox wrote.
-func (b *testBundle) writeEvents(t *testing.T, outbox *events.Outbox, n int, fail bool) ([]uuid.UUID, string) {
+func (b *testBundle) writeEvents(t *testing.T, box *outbox.Outbox, n int, fail bool) ([]uuid.UUID, string) {
 	t.Helper()
 	ctx := context.Background()
 	ids := make([]uuid.UUID, n)
-	evs := make([]events.Event, n)
+	evs := make([]outbox.Event, n)
 	for i := range evs {
 		ids[i] = uuid.Must(uuid.NewV7())
-		evs[i] = events.Event{ID: ids[i], Type: events.TypeTransferCompleted, AggregateID: uuid.NewString(), Time: time.Now(),
-			Data: events.TransferCompleted{TransferID: uuid.NewString(), FromWalletID: "a", ToWalletID: "b", Amount: 1, Currency: "USD", CreatedAt: time.Now()}}
+		evs[i] = outbox.Event{ID: ids[i], Type: contract.TypeTransferCompleted, AggregateID: uuid.NewString(), Time: time.Now(),
+			Data: contract.TransferCompleted{TransferID: uuid.NewString(), FromWalletID: "a", ToWalletID: "b", Amount: 1, Currency: "USD", CreatedAt: time.Now()}}
 	}
 	var status string
 	rollback := errors.New("the business change failed")
 	err := database.WithTx(ctx, b.pool, func(tx pgx.Tx) error {
 		var err error
-		if status, err = outbox.AddBatch(ctx, tx, evs); err != nil {
+		if status, err = box.AddBatch(ctx, tx, evs); err != nil {
 			return err
 		}
 		if fail {
@@ -63,15 +65,15 @@ func TestPublishOnCommitPublishesCommittedRowsWithoutAClaimAndRolledBackOnesNeve
 	t.Parallel()
 	b := setup(t)
 	// No poll and no catch-up within the test: only the hand-off can publish.
-	r := b.relay(t, events.RelayConfig{PollInterval: time.Hour})
+	r := b.relay(t, outbox.RelayConfig{PollInterval: time.Hour})
 	runRelay(t, r)
-	outbox := events.NewOutbox(events.SourceWallet).PublishOnCommit(r)
+	box := outbox.New(contract.SourceWallet).PublishOnCommit(r)
 
-	_, _ = b.writeEvents(t, outbox, 5, true)
-	ids, status := b.writeEvents(t, outbox, 5, false)
-	require.Equal(t, events.StatusDispatching, status, "written claimed by this process's relay")
+	_, _ = b.writeEvents(t, box, 5, true)
+	ids, status := b.writeEvents(t, box, 5, false)
+	require.Equal(t, contract.StatusDispatching, status, "written claimed by this process's relay")
 
-	other := b.relay(t, events.RelayConfig{})
+	other := b.relay(t, outbox.RelayConfig{})
 	n, err := other.DispatchOnce(context.Background())
 	require.NoError(t, err)
 	require.Zero(t, n, "another relay does not claim rows under the writer's lease")
@@ -86,35 +88,35 @@ func TestPublishOnCommitPublishesCommittedRowsWithoutAClaimAndRolledBackOnesNeve
 		require.Equal(t, int32(1), row.PublishCount)
 		require.Nil(t, row.LeaseOwner)
 	}
-	require.Equal(t, events.RelayStats{Published: 5}, r.Stats())
+	require.Equal(t, outbox.RelayStats{Published: 5}, r.Stats())
 }
 
 func TestPublishOnCommitWritesPendingOutsideAWithTxTransaction(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	r := b.relay(t, events.RelayConfig{PollInterval: time.Hour})
+	r := b.relay(t, outbox.RelayConfig{PollInterval: time.Hour})
 	runRelay(t, r)
-	outbox := events.NewOutbox(events.SourceWallet).PublishOnCommit(r)
+	box := outbox.New(contract.SourceWallet).PublishOnCommit(r)
 	// A statement on the pool has no commit to wait for, and a savepoint may still be rolled
 	// back: neither can hand its rows over.
-	status, err := outbox.Add(context.Background(), b.pool, events.Event{ID: uuid.Must(uuid.NewV7()),
-		Type: events.TypeTransferCompleted, AggregateID: "t1", Time: time.Now(), Data: map[string]int{"n": 1}})
+	status, err := box.Add(context.Background(), b.pool, outbox.Event{ID: uuid.Must(uuid.NewV7()),
+		Type: contract.TypeTransferCompleted, AggregateID: "t1", Time: time.Now(), Data: map[string]int{"n": 1}})
 	require.NoError(t, err)
-	require.Equal(t, events.StatusPending, status)
+	require.Equal(t, contract.StatusPending, status)
 	err = database.WithTx(context.Background(), b.pool, func(tx pgx.Tx) error {
 		sp, err := tx.Begin(context.Background())
 		if err != nil {
 			return err
 		}
-		status, err = outbox.Add(context.Background(), sp, events.Event{ID: uuid.Must(uuid.NewV7()),
-			Type: events.TypeTransferCompleted, AggregateID: "t2", Time: time.Now(), Data: map[string]int{"n": 2}})
+		status, err = box.Add(context.Background(), sp, outbox.Event{ID: uuid.Must(uuid.NewV7()),
+			Type: contract.TypeTransferCompleted, AggregateID: "t2", Time: time.Now(), Data: map[string]int{"n": 2}})
 		if err != nil {
 			return err
 		}
 		return sp.Commit(context.Background())
 	})
 	require.NoError(t, err)
-	require.Equal(t, events.StatusPending, status)
+	require.Equal(t, contract.StatusPending, status)
 	// The NOTIFY of the pending rows wakes the relay's claim.
 	require.Eventually(t, func() bool { return b.statusCounts(t)["dispatched"] == 2 }, 5*time.Second, 10*time.Millisecond)
 }
@@ -126,7 +128,7 @@ func TestRowsHandedToARelayThatDiedArePublishedWhenTheirLeaseRunsOut(t *testing.
 	// A process wrote rows claimed by its relay and died before publishing them.
 	ids := []uuid.UUID{uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())}
 	n, err := eventsdb.New(b.pool).InsertOutboxBatchClaimed(ctx, eventsdb.InsertOutboxBatchClaimedParams{
-		Ids: ids, EventTypes: []string{events.TypeTransferCompleted, events.TypeTransferCompleted},
+		Ids: ids, EventTypes: []string{contract.TypeTransferCompleted, contract.TypeTransferCompleted},
 		AggregateIds: []string{"t1", "t2"}, Payloads: []json.RawMessage{json.RawMessage(`{"n":1}`), json.RawMessage(`{"n":2}`)},
 		Owner: "dead-process", LeaseSeconds: 0.5,
 	})
@@ -140,20 +142,20 @@ func TestPublishOnCommitWritesPendingWhileTheBrokerIsDown(t *testing.T) {
 	pool, _ := testenv.MigratedPool(t, "wallet")
 	broker := testenv.StartBroker(t)
 	b := setupWithNATS(t, pool, broker.URL())
-	r := b.relay(t, events.RelayConfig{PollInterval: 200 * time.Millisecond})
+	r := b.relay(t, outbox.RelayConfig{PollInterval: 200 * time.Millisecond})
 	runRelay(t, r)
-	outbox := events.NewOutbox(events.SourceWallet).PublishOnCommit(r)
+	box := outbox.New(contract.SourceWallet).PublishOnCommit(r)
 
 	broker.Shutdown()
 	require.Eventually(t, func() bool { return events.Healthy(b.nc) != nil }, 5*time.Second, 10*time.Millisecond)
-	_, status := b.writeEvents(t, outbox, 10, false)
-	require.Equal(t, events.StatusPending, status, "no hand-off to a relay that cannot publish")
+	_, status := b.writeEvents(t, box, 10, false)
+	require.Equal(t, contract.StatusPending, status, "no hand-off to a relay that cannot publish")
 	require.Equal(t, map[string]int64{"pending": 10}, b.statusCounts(t))
 
 	broker.Restart()
 	require.Eventually(t, func() bool { return b.statusCounts(t)["dispatched"] == 10 }, 15*time.Second, 50*time.Millisecond)
-	_, status = b.writeEvents(t, outbox, 10, false)
-	require.Equal(t, events.StatusDispatching, status, "handed off again once the broker is back")
+	_, status = b.writeEvents(t, box, 10, false)
+	require.Equal(t, contract.StatusDispatching, status, "handed off again once the broker is back")
 	require.Eventually(t, func() bool { return b.statusCounts(t)["dispatched"] == 20 }, 5*time.Second, 10*time.Millisecond)
 	require.Equal(t, uint64(20), b.streamMessages(t))
 }

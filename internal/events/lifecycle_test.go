@@ -16,7 +16,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
+	"walletgl/internal/events/inbox"
 	"walletgl/internal/events/internal/eventsdb"
+	"walletgl/internal/events/outbox"
 	"walletgl/internal/testenv"
 )
 
@@ -80,7 +83,7 @@ func TestADeadRelaysRowsAreTakenOverWhenItsLeaseRunsOut(t *testing.T) {
 func (b *testBundle) takeOverAfterLease(t *testing.T, n int) {
 	t.Helper()
 	ctx := context.Background()
-	survivor := b.relay(t, events.RelayConfig{})
+	survivor := b.relay(t, outbox.RelayConfig{})
 	claimed, err := survivor.DispatchOnce(ctx)
 	require.NoError(t, err)
 	require.Zero(t, claimed, "leased rows are not published by another relay")
@@ -100,7 +103,7 @@ func TestBrokerDownKeepsRowsPendingWithoutBurningAttempts(t *testing.T) {
 	broker := testenv.StartBroker(t)
 	b := setupWithNATS(t, pool, broker.URL())
 	b.addEvents(t, 30)
-	relay := b.relay(t, events.RelayConfig{})
+	relay := b.relay(t, outbox.RelayConfig{})
 	ctx := context.Background()
 
 	broker.Shutdown()
@@ -132,20 +135,20 @@ func TestCatchUpRepublishesWhatTheBrokerLostOnceItsDuplicateWindowHasPassed(t *t
 	broker := testenv.StartBroker(t)
 	b := setupWithNATS(t, pool, broker.URL())
 	b.topo.DuplicateWindow = time.Second // lower than the stream's: set on the stream as an operator would
-	b.editStream(t, events.SourceWallet, func(c *jetstream.StreamConfig) { c.Duplicates = time.Second })
+	b.editStream(t, contract.SourceWallet, func(c *jetstream.StreamConfig) { c.Duplicates = time.Second })
 	ctx := context.Background()
 	b.addEvents(t, 20)
-	relay := b.relay(t, events.RelayConfig{AckTimeout: time.Millisecond, CatchUpLimit: 200})
+	relay := b.relay(t, outbox.RelayConfig{AckTimeout: time.Millisecond, CatchUpLimit: 200})
 	_, err := relay.DispatchOnce(ctx)
 	require.NoError(t, err)
 
 	// The broker acknowledged the messages and then lost them.
-	stream, err := b.js.Stream(ctx, b.topo.StreamName(events.SourceWallet))
+	stream, err := b.js.Stream(ctx, b.topo.StreamName(contract.SourceWallet))
 	require.NoError(t, err)
 	require.NoError(t, stream.Purge(ctx))
 
 	var handled atomic.Int64
-	cons := b.consumer(t, "gl", events.HandlerFunc(func(ctx context.Context, tx pgx.Tx, env events.Envelope) error {
+	cons := b.consumer(t, "gl", inbox.HandlerFunc(func(ctx context.Context, tx pgx.Tx, env contract.Envelope) error {
 		handled.Add(1)
 		return nil
 	}))
@@ -181,14 +184,14 @@ func TestPoisonEventsAreDeadLetteredWithoutHoldingBackTheRest(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	subject := b.topo.Subject(events.SourceWallet, events.TypeTransferCompleted)
+	subject := b.topo.Subject(contract.SourceWallet, contract.TypeTransferCompleted)
 
-	b.publish(t, events.SourceWallet, subject, []byte("{not json"), "garbage-1")
-	invalid := envelopeBody(t, uuid.New(), events.TransferCompleted{TransferID: "t-bad", FromWalletID: "a", ToWalletID: "b", Amount: 0, Currency: "USD", CreatedAt: time.Now()})
+	b.publish(t, contract.SourceWallet, subject, []byte("{not json"), "garbage-1")
+	invalid := envelopeBody(t, uuid.New(), contract.TransferCompleted{TransferID: "t-bad", FromWalletID: "a", ToWalletID: "b", Amount: 0, Currency: "USD", CreatedAt: time.Now()})
 	invalidID := uuid.New()
-	b.publish(t, events.SourceWallet, subject, invalid, invalidID.String())
+	b.publish(t, contract.SourceWallet, subject, invalid, invalidID.String())
 	b.addEvents(t, 1000)
-	relay := b.relay(t, events.RelayConfig{BatchSize: 250})
+	relay := b.relay(t, outbox.RelayConfig{BatchSize: 250})
 	for {
 		n, err := relay.DispatchOnce(ctx)
 		require.NoError(t, err)
@@ -198,8 +201,8 @@ func TestPoisonEventsAreDeadLetteredWithoutHoldingBackTheRest(t *testing.T) {
 	}
 
 	var handled atomic.Int64
-	cons := b.consumer(t, "gl", events.HandlerFunc(func(ctx context.Context, tx pgx.Tx, env events.Envelope) error {
-		var data events.TransferCompleted
+	cons := b.consumer(t, "gl", inbox.HandlerFunc(func(ctx context.Context, tx pgx.Tx, env contract.Envelope) error {
+		var data contract.TransferCompleted
 		if err := env.DecodeData(&data); err != nil {
 			return err
 		}
@@ -218,7 +221,7 @@ func TestPoisonEventsAreDeadLetteredWithoutHoldingBackTheRest(t *testing.T) {
 	require.Len(t, failed, 2)
 	reasons := map[string]string{}
 	for _, f := range failed {
-		require.Equal(t, events.ReasonMalformed, *f.Reason)
+		require.Equal(t, contract.ReasonMalformed, *f.Reason)
 		reasons[f.EventID] = *f.Detail
 		require.NotEmpty(t, f.Payload, "the raw payload is kept")
 	}
@@ -232,16 +235,16 @@ func TestAFailingHandlerIsRetriedAndThenRecordedExhausted(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ids := b.addEvents(t, 3)
-	relay := b.relay(t, events.RelayConfig{})
+	relay := b.relay(t, outbox.RelayConfig{})
 	_, err := relay.DispatchOnce(context.Background())
 	require.NoError(t, err)
 
 	var calls atomic.Int64
-	c, err := events.NewConsumer(events.ConsumerConfig{
-		ConsumerSpec: events.ConsumerSpec{Name: "gl", Source: events.SourceWallet, EventType: events.TypeTransferCompleted, MaxDeliver: 3},
+	c, err := inbox.NewConsumer(inbox.ConsumerConfig{
+		ConsumerSpec: events.ConsumerSpec{Name: "gl", Source: contract.SourceWallet, EventType: contract.TypeTransferCompleted, MaxDeliver: 3},
 		RetryDelay:   10 * time.Millisecond,
 		Trust:        b.keys.Trust,
-	}, b.topo, b.nc, b.pool, events.HandlerFunc(func(ctx context.Context, tx pgx.Tx, env events.Envelope) error {
+	}, b.topo, b.nc, b.pool, inbox.HandlerFunc(func(ctx context.Context, tx pgx.Tx, env contract.Envelope) error {
 		if env.ID == ids[1].String() {
 			calls.Add(1)
 			return errors.New("account 9999 is not in the chart of accounts")
@@ -257,7 +260,7 @@ func TestAFailingHandlerIsRetriedAndThenRecordedExhausted(t *testing.T) {
 	require.Equal(t, "failed", row.Status)
 	require.Equal(t, int32(3), row.Attempts, "delivered MaxDeliver times")
 	require.GreaterOrEqual(t, calls.Load(), int64(3))
-	require.Equal(t, events.ReasonExhausted, *row.Reason)
+	require.Equal(t, contract.ReasonExhausted, *row.Reason)
 	require.Contains(t, *row.Detail, "handler failed on 3 deliveries")
 }
 
@@ -266,16 +269,16 @@ func TestARefusedRowIsDeadLetteredAtMaxAttemptsAndRequeuedByAnOperator(t *testin
 	b := setup(t)
 	ctx := context.Background()
 	b.topo.MaxMsgSize = 2048 // the configured limit, below what the row needs
-	b.editStream(t, events.SourceWallet, func(c *jetstream.StreamConfig) { c.MaxMsgSize = 2048 })
+	b.editStream(t, contract.SourceWallet, func(c *jetstream.StreamConfig) { c.MaxMsgSize = 2048 })
 	id := uuid.Must(uuid.NewV7())
 	big := strings.Repeat("x", 4096)
-	_, err := events.NewOutbox(events.SourceWallet).Add(ctx, b.pool, events.Event{
-		ID: id, Type: events.TypeTransferCompleted, AggregateID: "t-big", Time: time.Now(),
+	_, err := outbox.New(contract.SourceWallet).Add(ctx, b.pool, outbox.Event{
+		ID: id, Type: contract.TypeTransferCompleted, AggregateID: "t-big", Time: time.Now(),
 		Data: map[string]string{"padding": big},
 	})
 	require.NoError(t, err)
 
-	relay := b.relay(t, events.RelayConfig{MaxAttempts: 2})
+	relay := b.relay(t, outbox.RelayConfig{MaxAttempts: 2})
 	q := eventsdb.New(b.pool)
 	for attempt := 1; attempt <= 2; attempt++ {
 		_, err := relay.DispatchOnce(ctx)
@@ -298,7 +301,7 @@ func TestARefusedRowIsDeadLetteredAtMaxAttemptsAndRequeuedByAnOperator(t *testin
 	require.Zero(t, n, "dead letters are not retried on their own")
 
 	// The operator raises the limit on the running stream and requeues the row.
-	b.editStream(t, events.SourceWallet, func(c *jetstream.StreamConfig) { c.MaxMsgSize = -1 })
+	b.editStream(t, contract.SourceWallet, func(c *jetstream.StreamConfig) { c.MaxMsgSize = -1 })
 	requeued, err := q.RequeueOutbox(ctx, []uuid.UUID{id})
 	require.NoError(t, err)
 	require.Equal(t, []uuid.UUID{id}, requeued)
@@ -343,7 +346,7 @@ func TestRetentionDeletesOnlyOldAcknowledgedRows(t *testing.T) {
 	_, err = b.pool.Exec(ctx, "UPDATE outbox SET created_at = now() - interval '30 days'")
 	require.NoError(t, err)
 
-	relay := b.relay(t, events.RelayConfig{Retention: 7 * 24 * time.Hour})
+	relay := b.relay(t, outbox.RelayConfig{Retention: 7 * 24 * time.Hour})
 	require.NoError(t, relay.MaintainOnce(ctx))
 
 	counts := b.statusCounts(t)
@@ -355,15 +358,15 @@ func envelopeBody(t *testing.T, id uuid.UUID, data any) []byte {
 	t.Helper()
 	raw, err := json.Marshal(data)
 	require.NoError(t, err)
-	body, err := json.Marshal(events.Envelope{SpecVersion: "1.0", ID: id.String(), Source: "wallet",
-		Type: events.TypeTransferCompleted, Time: time.Now(), DataContentType: "application/json", Data: raw})
+	body, err := json.Marshal(contract.Envelope{SpecVersion: "1.0", ID: id.String(), Source: "wallet",
+		Type: contract.TypeTransferCompleted, Time: time.Now(), DataContentType: "application/json", Data: raw})
 	require.NoError(t, err)
 	return body
 }
 
 func envelopeID(t *testing.T, body []byte) string {
 	t.Helper()
-	env, err := events.DecodeEnvelope(body)
+	env, err := contract.DecodeEnvelope(body)
 	require.NoError(t, err)
 	return env.ID
 }
@@ -379,11 +382,11 @@ func TestTheBrokerNeverGivesUpOnAnEventNobodyApplied(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	ids := b.addEvents(t, 1)
-	relay := b.relay(t, events.RelayConfig{})
+	relay := b.relay(t, outbox.RelayConfig{})
 	_, err := relay.DispatchOnce(ctx)
 	require.NoError(t, err)
 
-	spec := events.ConsumerSpec{Name: "gl", Source: events.SourceWallet, EventType: events.TypeTransferCompleted,
+	spec := events.ConsumerSpec{Name: "gl", Source: contract.SourceWallet, EventType: contract.TypeTransferCompleted,
 		MaxDeliver: 1, AckWait: 300 * time.Millisecond}
 	raw, err := b.topo.EnsureConsumer(ctx, b.js, spec)
 	require.NoError(t, err)
@@ -397,15 +400,15 @@ func TestTheBrokerNeverGivesUpOnAnEventNobodyApplied(t *testing.T) {
 		require.Equal(t, 1, n, "the event is delivered again")
 	}
 
-	c, err := events.NewConsumer(events.ConsumerConfig{ConsumerSpec: spec, Trust: b.keys.Trust}, b.topo, b.nc, b.pool,
-		events.HandlerFunc(func(context.Context, pgx.Tx, events.Envelope) error { return nil }), b.log)
+	c, err := inbox.NewConsumer(inbox.ConsumerConfig{ConsumerSpec: spec, Trust: b.keys.Trust}, b.topo, b.nc, b.pool,
+		inbox.HandlerFunc(func(context.Context, pgx.Tx, contract.Envelope) error { return nil }), b.log)
 	require.NoError(t, err)
 	stop := runInBackground(t, c.Run)
 	require.Eventually(t, func() bool { return c.Stats().Processed == 1 }, 15*time.Second, 20*time.Millisecond)
 	stop()
 	row, err := eventsdb.New(b.pool).GetInbox(ctx, "gl:"+ids[0].String())
 	require.NoError(t, err)
-	require.Equal(t, events.StatusProcessed, row.Status)
+	require.Equal(t, contract.StatusProcessed, row.Status)
 	require.Zero(t, c.Stats().Failed)
 }
 
@@ -417,14 +420,14 @@ func TestAClaimThatFailsForAnotherReasonIsRetriedNeverTreatedAsNew(t *testing.T)
 	b := setup(t)
 	ctx := context.Background()
 	b.addEvents(t, 5)
-	relay := b.relay(t, events.RelayConfig{})
+	relay := b.relay(t, outbox.RelayConfig{})
 	_, err := relay.DispatchOnce(ctx)
 	require.NoError(t, err)
 
 	_, err = b.pool.Exec(ctx, "ALTER TABLE inbox RENAME TO inbox_away")
 	require.NoError(t, err)
 	var handled atomic.Int64
-	cons := b.consumer(t, "gl", events.HandlerFunc(func(context.Context, pgx.Tx, events.Envelope) error {
+	cons := b.consumer(t, "gl", inbox.HandlerFunc(func(context.Context, pgx.Tx, contract.Envelope) error {
 		handled.Add(1)
 		return nil
 	}))
@@ -450,12 +453,12 @@ func TestTheConsumerComesBackAfterTheBrokerLostItsStore(t *testing.T) {
 	b := setupWithNATS(t, pool, broker.URL())
 	ctx := context.Background()
 	b.addEvents(t, 10)
-	relay := b.relay(t, events.RelayConfig{})
+	relay := b.relay(t, outbox.RelayConfig{})
 	_, err := relay.DispatchOnce(ctx)
 	require.NoError(t, err)
 
 	var handled atomic.Int64
-	cons := b.consumer(t, "gl", events.HandlerFunc(func(context.Context, pgx.Tx, events.Envelope) error {
+	cons := b.consumer(t, "gl", inbox.HandlerFunc(func(context.Context, pgx.Tx, contract.Envelope) error {
 		handled.Add(1)
 		return nil
 	}))

@@ -11,7 +11,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
-	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
+	"walletgl/internal/events/outbox"
 )
 
 // overlapHandler holds each batch for a while and records how many batches it held at once.
@@ -28,7 +29,7 @@ type overlapHandler struct {
 	events       atomic.Int32
 }
 
-func (h *overlapHandler) Handle(ctx context.Context, _ pgx.Tx, envs []events.Envelope) error {
+func (h *overlapHandler) Handle(ctx context.Context, _ pgx.Tx, envs []contract.Envelope) error {
 	n := h.inFlight.Add(1)
 	defer h.inFlight.Add(-1)
 	for {
@@ -77,7 +78,7 @@ func TestTheConsumersSecondLoopTakesPartInABacklog(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	b.addEvents(t, 500)
-	_, err := b.relay(t, events.RelayConfig{BatchSize: 500}).DispatchOnce(ctx)
+	_, err := b.relay(t, outbox.RelayConfig{BatchSize: 500}).DispatchOnce(ctx)
 	require.NoError(t, err)
 
 	h := &overlapHandler{hold: 50 * time.Millisecond, overlapped: make(chan struct{}), untilOverlap: 3 * time.Second}
@@ -96,7 +97,7 @@ func TestACaughtUpConsumerTakesATrickleWithOneLoop(t *testing.T) {
 	h := &overlapHandler{hold: 30 * time.Millisecond}
 	cons := b.consumer(t, "gl", h)
 	runInBackground(t, cons.Run)
-	relay := b.relay(t, events.RelayConfig{})
+	relay := b.relay(t, outbox.RelayConfig{})
 	const n = 40
 	for range n {
 		b.addEvents(t, 1)
@@ -116,7 +117,7 @@ func TestACaughtUpConsumerAsksTheBrokerOncePerLoneEvent(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	var requests atomic.Int32
-	stream := b.topo.StreamName(events.SourceWallet)
+	stream := b.topo.StreamName(contract.SourceWallet)
 	sub, err := b.nc.Subscribe("$JS.API.CONSUMER.MSG.NEXT."+stream+".gl", func(*nats.Msg) { requests.Add(1) })
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sub.Unsubscribe() })
@@ -125,7 +126,7 @@ func TestACaughtUpConsumerAsksTheBrokerOncePerLoneEvent(t *testing.T) {
 	cons := b.consumer(t, "gl", &overlapHandler{})
 	runInBackground(t, cons.Run)
 	require.Eventually(t, func() bool { return requests.Load() > 0 }, 10*time.Second, 5*time.Millisecond, "the consumer waits for events")
-	relay := b.relay(t, events.RelayConfig{})
+	relay := b.relay(t, outbox.RelayConfig{})
 	const n = 10
 	for i := range n {
 		b.addEvents(t, 1)
@@ -148,7 +149,7 @@ func TestEveryEventOfABatchIsAcknowledgedAtTheBroker(t *testing.T) {
 	ctx := context.Background()
 	const n = 250
 	b.addEvents(t, n)
-	_, err := b.relay(t, events.RelayConfig{BatchSize: n}).DispatchOnce(ctx)
+	_, err := b.relay(t, outbox.RelayConfig{BatchSize: n}).DispatchOnce(ctx)
 	require.NoError(t, err)
 
 	cons := b.consumer(t, "gl", &overlapHandler{}) // batches of 100: 100, 100, 50, or smaller
@@ -156,7 +157,7 @@ func TestEveryEventOfABatchIsAcknowledgedAtTheBroker(t *testing.T) {
 	require.Eventually(t, func() bool { return cons.Stats().Processed == n }, 30*time.Second, 10*time.Millisecond)
 	stop()
 
-	durable, err := b.js.Consumer(ctx, b.topo.StreamName(events.SourceWallet), "gl")
+	durable, err := b.js.Consumer(ctx, b.topo.StreamName(contract.SourceWallet), "gl")
 	require.NoError(t, err)
 	info, err := durable.Info(ctx)
 	require.NoError(t, err)

@@ -12,8 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"walletgl/internal/database"
-	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
 	"walletgl/internal/events/internal/eventsdb"
+	"walletgl/internal/events/outbox"
 )
 
 // requirePublishRecorded checks that the row with id records one publish whose stream
@@ -27,7 +28,7 @@ func (b *testBundle) requirePublishRecorded(t *testing.T, id uuid.UUID, status s
 	require.Equal(t, int32(1), row.PublishCount, "row %s: published once, counted once", id)
 	require.NotNil(t, row.DispatchedAt, "row %s", id)
 	require.NotNil(t, row.StreamSeq, "row %s", id)
-	stream, err := b.js.Stream(ctx, b.topo.StreamName(events.SourceWallet))
+	stream, err := b.js.Stream(ctx, b.topo.StreamName(contract.SourceWallet))
 	require.NoError(t, err)
 	msg, err := stream.GetMsg(ctx, uint64(*row.StreamSeq))
 	require.NoError(t, err)
@@ -63,10 +64,10 @@ func TestAHeldMarkIsWrittenByTheAcknowledgmentAndTheRestAtStop(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	// A delay longer than the test: only an acknowledgment or the stop can write a mark.
-	r := b.relay(t, events.RelayConfig{PollInterval: time.Hour, MarkDelay: 15 * time.Second})
+	r := b.relay(t, outbox.RelayConfig{PollInterval: time.Hour, MarkDelay: 15 * time.Second})
 	stop := runRelay(t, r)
-	ids, status := b.writeEvents(t, events.NewOutbox(events.SourceWallet).PublishOnCommit(r), 5, false)
-	require.Equal(t, events.StatusDispatching, status)
+	ids, status := b.writeEvents(t, outbox.New(contract.SourceWallet).PublishOnCommit(r), 5, false)
+	require.Equal(t, contract.StatusDispatching, status)
 	require.Eventually(t, func() bool { return b.streamMessages(t) == 5 }, 5*time.Second, 10*time.Millisecond)
 	require.Eventually(t, func() bool { return r.Stats().Published == 5 }, 5*time.Second, 10*time.Millisecond)
 	require.Equal(t, map[string]int64{"dispatching": 5}, b.statusCounts(t), "published, the marks held")
@@ -96,9 +97,9 @@ func TestAHeldMarkIsWrittenByTheAcknowledgmentAndTheRestAtStop(t *testing.T) {
 func TestAHeldMarkIsWrittenWhenItsDelayRunsOut(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	r := b.relay(t, events.RelayConfig{PollInterval: time.Hour, MarkDelay: 100 * time.Millisecond})
+	r := b.relay(t, outbox.RelayConfig{PollInterval: time.Hour, MarkDelay: 100 * time.Millisecond})
 	runRelay(t, r)
-	ids, _ := b.writeEvents(t, events.NewOutbox(events.SourceWallet).PublishOnCommit(r), 4, false)
+	ids, _ := b.writeEvents(t, outbox.New(contract.SourceWallet).PublishOnCommit(r), 4, false)
 	require.Eventually(t, func() bool { return b.statusCounts(t)["dispatched"] == 4 }, 5*time.Second, 10*time.Millisecond)
 	for _, id := range ids {
 		row := b.requirePublishRecorded(t, id, "dispatched")
@@ -111,7 +112,7 @@ func TestClaimedRowsAreMarkedAtOnceWhateverTheMarkDelay(t *testing.T) {
 	b := setup(t)
 	// Held, a claimed row would stay in the claim's index (pending, dispatching, failed), which
 	// every later claim of a backlog walks through.
-	r := b.relay(t, events.RelayConfig{PollInterval: time.Hour, MarkDelay: 15 * time.Second})
+	r := b.relay(t, outbox.RelayConfig{PollInterval: time.Hour, MarkDelay: 15 * time.Second})
 	ids := b.addEvents(t, 4) // pending: claimed by a round, not handed off
 	n, err := r.DispatchOnce(context.Background())
 	require.NoError(t, err)
@@ -125,12 +126,12 @@ func TestClaimedRowsAreMarkedAtOnceWhateverTheMarkDelay(t *testing.T) {
 func TestAHeldPublishIsRecordedOnARowAcknowledgedWithoutIt(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	r := b.relay(t, events.RelayConfig{PollInterval: time.Hour, MarkDelay: 300 * time.Millisecond})
+	r := b.relay(t, outbox.RelayConfig{PollInterval: time.Hour, MarkDelay: 300 * time.Millisecond})
 	stop := runRelay(t, r)
-	ids, _ := b.writeEvents(t, events.NewOutbox(events.SourceWallet).PublishOnCommit(r), 3, false)
+	ids, _ := b.writeEvents(t, outbox.New(contract.SourceWallet).PublishOnCommit(r), 3, false)
 	require.Eventually(t, func() bool { return r.Stats().Published == 3 }, 5*time.Second, 10*time.Millisecond)
 	// Acknowledged by a consumer that does not run beside this relay (another replica's).
-	b.acknowledgeThrough(t, events.NewOutbox(events.SourceWallet), ids, false)
+	b.acknowledgeThrough(t, outbox.New(contract.SourceWallet), ids, false)
 	row, err := eventsdb.New(b.pool).GetOutbox(context.Background(), ids[0])
 	require.NoError(t, err)
 	require.Nil(t, row.DispatchedAt, "acknowledged before the mark, without the publish's details")
@@ -149,7 +150,7 @@ func TestAHeldPublishIsRecordedOnARowAcknowledgedWithoutIt(t *testing.T) {
 func TestARelayRefusesAMarkDelayItsLeaseCannotCover(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	_, err := events.NewRelay(events.RelayConfig{Source: events.SourceWallet, Lease: 10 * time.Second, MarkDelay: 6 * time.Second},
+	_, err := outbox.NewRelay(outbox.RelayConfig{Source: contract.SourceWallet, Lease: 10 * time.Second, MarkDelay: 6 * time.Second},
 		b.topo, b.pool, b.nc, b.log)
 	require.ErrorContains(t, err, "mark delay 6s must be between 0 and half the lease")
 }

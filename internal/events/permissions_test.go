@@ -27,6 +27,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
+	"walletgl/internal/events/inbox"
+	"walletgl/internal/events/outbox"
+	"walletgl/internal/events/signing"
 	"walletgl/internal/harness"
 	"walletgl/internal/testenv"
 )
@@ -94,7 +98,7 @@ func TestLeastPrivilegeBrokerUsersCarryThePipelineAndNothingElse(t *testing.T) {
 	topo := events.Topology{Namespace: "perm", MaxBytes: testenv.StreamMaxBytes}
 	certFile, keyFile := serverTLS(t)
 	caFile := certFile // signed by itself: the certificate is its own CA
-	users := map[string]string{events.SourceWallet: "wallet-secret", events.SourceGL: "gl-secret"}
+	users := map[string]string{contract.SourceWallet: "wallet-secret", contract.SourceGL: "gl-secret"}
 	var conf []map[string]any
 	for service, password := range users {
 		p, err := topo.Permissions(service)
@@ -114,21 +118,21 @@ func TestLeastPrivilegeBrokerUsersCarryThePipelineAndNothingElse(t *testing.T) {
 		require.Eventually(t, nc.IsConnected, 10*time.Second, 20*time.Millisecond, "%s connects over TLS", service)
 		return nc
 	}
-	walletNC, glNC := connect(events.SourceWallet), connect(events.SourceGL)
+	walletNC, glNC := connect(contract.SourceWallet), connect(contract.SourceGL)
 
 	// The wallet's side: its outbox and relay, and its consumer of the GL's acknowledgments.
-	walletOutbox := events.NewOutbox(events.SourceWallet)
+	walletOutbox := outbox.New(contract.SourceWallet)
 	id := uuid.Must(uuid.NewV7())
-	_, err := walletOutbox.Add(ctx, walletPool, events.Event{ID: id, Type: events.TypeTransferCompleted, AggregateID: "t", Time: time.Now(),
-		Data: events.TransferCompleted{TransferID: "t", FromWalletID: "a", ToWalletID: "b", Amount: 5, Currency: "CHF", CreatedAt: time.Now()}})
+	_, err := walletOutbox.Add(ctx, walletPool, outbox.Event{ID: id, Type: contract.TypeTransferCompleted, AggregateID: "t", Time: time.Now(),
+		Data: contract.TransferCompleted{TransferID: "t", FromWalletID: "a", ToWalletID: "b", Amount: 5, Currency: "CHF", CreatedAt: time.Now()}})
 	require.NoError(t, err)
-	walletRelay, err := events.NewRelay(events.RelayConfig{Source: events.SourceWallet}, topo, walletPool, walletNC, log)
+	walletRelay, err := outbox.NewRelay(outbox.RelayConfig{Source: contract.SourceWallet}, topo, walletPool, walletNC, log)
 	require.NoError(t, err)
-	ackCfg := events.ConsumerConfig{Trust: events.AcceptUnsigned()}
+	ackCfg := inbox.ConsumerConfig{Trust: signing.AcceptUnsigned()}
 	ackCfg.ConsumerSpec, err = topo.Consumer(events.ConsumerWallet)
 	require.NoError(t, err)
-	acks, err := events.NewConsumer(ackCfg, topo, walletNC, walletPool, events.HandlerFunc(func(ctx context.Context, tx pgx.Tx, env events.Envelope) error {
-		var posted events.TransferPosted
+	acks, err := inbox.NewConsumer(ackCfg, topo, walletNC, walletPool, inbox.HandlerFunc(func(ctx context.Context, tx pgx.Tx, env contract.Envelope) error {
+		var posted contract.TransferPosted
 		if err := env.DecodeData(&posted); err != nil {
 			return err
 		}
@@ -138,15 +142,15 @@ func TestLeastPrivilegeBrokerUsersCarryThePipelineAndNothingElse(t *testing.T) {
 	require.NoError(t, err)
 
 	// The GL's side: its consumer answers with an acknowledgment, its relay publishes it.
-	glOutbox := events.NewOutbox(events.SourceGL)
-	glRelay, err := events.NewRelay(events.RelayConfig{Source: events.SourceGL, AckConsumer: events.ConsumerWallet}, topo, glPool, glNC, log)
+	glOutbox := outbox.New(contract.SourceGL)
+	glRelay, err := outbox.NewRelay(outbox.RelayConfig{Source: contract.SourceGL, AckConsumer: events.ConsumerWallet}, topo, glPool, glNC, log)
 	require.NoError(t, err)
-	glCfg := events.ConsumerConfig{Trust: events.AcceptUnsigned()}
+	glCfg := inbox.ConsumerConfig{Trust: signing.AcceptUnsigned()}
 	glCfg.ConsumerSpec, err = topo.Consumer(events.ConsumerGL)
 	require.NoError(t, err)
-	poster, err := events.NewConsumer(glCfg, topo, glNC, glPool, events.HandlerFunc(func(ctx context.Context, tx pgx.Tx, env events.Envelope) error {
-		_, err := glOutbox.Add(ctx, tx, events.Event{ID: uuid.Must(uuid.NewV7()), Type: events.TypeTransferPosted, AggregateID: "t", Time: time.Now(),
-			Data: events.TransferPosted{TransferID: "t", SourceEventID: env.ID, EntryID: uuid.NewString(), PostedAt: time.Now()}})
+	poster, err := inbox.NewConsumer(glCfg, topo, glNC, glPool, inbox.HandlerFunc(func(ctx context.Context, tx pgx.Tx, env contract.Envelope) error {
+		_, err := glOutbox.Add(ctx, tx, outbox.Event{ID: uuid.Must(uuid.NewV7()), Type: contract.TypeTransferPosted, AggregateID: "t", Time: time.Now(),
+			Data: contract.TransferPosted{TransferID: "t", SourceEventID: env.ID, EntryID: uuid.NewString(), PostedAt: time.Now()}})
 		return err
 	}), log)
 	require.NoError(t, err)
@@ -172,11 +176,11 @@ func TestLeastPrivilegeBrokerUsersCarryThePipelineAndNothingElse(t *testing.T) {
 	require.NoError(t, err)
 	pubCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	_, err = js.Publish(pubCtx, topo.Subject(events.SourceWallet, events.TypeTransferCompleted), []byte(`{"forged":true}`))
+	_, err = js.Publish(pubCtx, topo.Subject(contract.SourceWallet, contract.TypeTransferCompleted), []byte(`{"forged":true}`))
 	require.Error(t, err, "the GL's user may not publish on the wallet's subjects")
 	stream, err := jetstream.New(walletNC)
 	require.NoError(t, err)
-	s, err := stream.Stream(ctx, topo.StreamName(events.SourceWallet))
+	s, err := stream.Stream(ctx, topo.StreamName(contract.SourceWallet))
 	require.NoError(t, err)
 	info, err := s.Info(ctx)
 	require.NoError(t, err)

@@ -11,8 +11,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
-	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
+	"walletgl/internal/events/inbox"
 	"walletgl/internal/events/internal/eventsdb"
+	"walletgl/internal/events/outbox"
 )
 
 // progressLog records what a replay reports, and checks as it goes that done never falls and
@@ -44,29 +46,29 @@ func TestAPipelinedReplayAppliesEachEventOnceAndDeadLettersTheBadOnes(t *testing
 	_, err := b.pool.Exec(ctx, "CREATE TABLE applied (event_id text PRIMARY KEY, via text NOT NULL)")
 	require.NoError(t, err)
 	ids := b.addEvents(t, 50)
-	_, err = b.relay(t, events.RelayConfig{}).DispatchOnce(ctx)
+	_, err = b.relay(t, outbox.RelayConfig{}).DispatchOnce(ctx)
 	require.NoError(t, err)
-	subject := b.topo.Subject(events.SourceWallet, events.TypeTransferCompleted)
+	subject := b.topo.Subject(contract.SourceWallet, contract.TypeTransferCompleted)
 	for _, i := range []int{7, 31} {
 		row, err := eventsdb.New(b.pool).GetOutbox(ctx, ids[i])
 		require.NoError(t, err)
-		b.publish(t, events.SourceWallet, subject, row.Payload, "copy-"+ids[i].String())
+		b.publish(t, contract.SourceWallet, subject, row.Payload, "copy-"+ids[i].String())
 	}
-	poison := envelopeBody(t, uuid.New(), events.TransferCompleted{TransferID: "t", FromWalletID: "a", ToWalletID: "b", Amount: -5, Currency: "USD", CreatedAt: time.Now()})
-	b.publish(t, events.SourceWallet, subject, poison, "poison")
-	wrongKey := envelopeBody(t, uuid.New(), events.TransferCompleted{TransferID: "w", FromWalletID: "a", ToWalletID: "b", Amount: 5, Currency: "USD", CreatedAt: time.Now()})
-	b.publish(t, events.SourceGL, subject, wrongKey, "wrong-key")
+	poison := envelopeBody(t, uuid.New(), contract.TransferCompleted{TransferID: "t", FromWalletID: "a", ToWalletID: "b", Amount: -5, Currency: "USD", CreatedAt: time.Now()})
+	b.publish(t, contract.SourceWallet, subject, poison, "poison")
+	wrongKey := envelopeBody(t, uuid.New(), contract.TransferCompleted{TransferID: "w", FromWalletID: "a", ToWalletID: "b", Amount: 5, Currency: "USD", CreatedAt: time.Now()})
+	b.publish(t, contract.SourceGL, subject, wrongKey, "wrong-key")
 	unsigned := nats.NewMsg(subject)
-	unsigned.Data = envelopeBody(t, uuid.New(), events.TransferCompleted{TransferID: "u", FromWalletID: "a", ToWalletID: "b", Amount: 5, Currency: "USD", CreatedAt: time.Now()})
+	unsigned.Data = envelopeBody(t, uuid.New(), contract.TransferCompleted{TransferID: "u", FromWalletID: "a", ToWalletID: "b", Amount: 5, Currency: "USD", CreatedAt: time.Now()})
 	_, err = b.js.PublishMsg(ctx, unsigned, jetstream.WithMsgID("unsigned"))
 	require.NoError(t, err)
 
 	cons := b.consumer(t, "gl", recordingHandler{})
 	progress := &progressLog{t: t}
-	require.NoError(t, cons.Replay(ctx, events.ReplayOptions{BatchSize: 4, Concurrency: 3}, progress.update))
+	require.NoError(t, cons.Replay(ctx, inbox.ReplayOptions{BatchSize: 4, Concurrency: 3}, progress.update))
 
 	s := cons.Stats()
-	require.Equal(t, events.ConsumerStats{Processed: 50, Duplicates: 2, Failed: 3, Unauthenticated: 2}, s)
+	require.Equal(t, inbox.ConsumerStats{Processed: 50, Duplicates: 2, Failed: 3, Unauthenticated: 2}, s)
 	require.Equal(t, uint64(55), progress.done)
 	require.Equal(t, uint64(55), progress.total)
 	var applied, processed, failed int
@@ -78,9 +80,9 @@ func TestAPipelinedReplayAppliesEachEventOnceAndDeadLettersTheBadOnes(t *testing
 	require.Equal(t, 3, failed)
 	row, err := eventsdb.New(b.pool).GetInbox(ctx, "gl:"+envelopeID(t, poison))
 	require.NoError(t, err)
-	require.Equal(t, events.ReasonMalformed, *row.Reason)
+	require.Equal(t, contract.ReasonMalformed, *row.Reason)
 
-	stream, err := b.js.Stream(ctx, b.topo.StreamName(events.SourceWallet))
+	stream, err := b.js.Stream(ctx, b.topo.StreamName(contract.SourceWallet))
 	require.NoError(t, err)
 	var consumers []string
 	for name := range stream.ConsumerNames(ctx).Name() {
@@ -100,13 +102,13 @@ func TestACancelledReplayLeavesWholeBatchesThatAnotherReplayCompletes(t *testing
 	require.NoError(t, err)
 	const n, batch = 60, 5
 	b.addEvents(t, n)
-	_, err = b.relay(t, events.RelayConfig{}).DispatchOnce(ctx)
+	_, err = b.relay(t, outbox.RelayConfig{}).DispatchOnce(ctx)
 	require.NoError(t, err)
 
 	cancelled, cancel := context.WithCancel(ctx)
 	defer cancel()
 	first := b.consumer(t, "gl", recordingHandler{})
-	err = first.Replay(cancelled, events.ReplayOptions{BatchSize: batch, Concurrency: 2}, func(done, _ uint64) {
+	err = first.Replay(cancelled, inbox.ReplayOptions{BatchSize: batch, Concurrency: 2}, func(done, _ uint64) {
 		if done > 0 {
 			cancel()
 		}
@@ -124,7 +126,7 @@ func TestACancelledReplayLeavesWholeBatchesThatAnotherReplayCompletes(t *testing
 
 	second := b.consumer(t, "gl", recordingHandler{})
 	progress := &progressLog{t: t}
-	require.NoError(t, second.Replay(ctx, events.ReplayOptions{}, progress.update))
+	require.NoError(t, second.Replay(ctx, inbox.ReplayOptions{}, progress.update))
 	require.Equal(t, int64(n-applied), second.Stats().Processed)
 	require.Equal(t, int64(applied), second.Stats().Duplicates)
 	require.Equal(t, uint64(n), progress.done)

@@ -11,6 +11,8 @@ import (
 
 	"walletgl/internal/database"
 	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
+	"walletgl/internal/events/inbox"
 	"walletgl/internal/testenv"
 )
 
@@ -61,12 +63,12 @@ SELECT consumer || ':' || split_part(event_id, '-', 1), count(*)::int FROM inbox
 }
 
 // retainingConsumer is the GL's consumer on pool with the given inbox retention.
-func (b *testBundle) retainingConsumer(t *testing.T, retention time.Duration) *events.Consumer {
+func (b *testBundle) retainingConsumer(t *testing.T, retention time.Duration) *inbox.Consumer {
 	t.Helper()
 	spec, err := b.topo.Consumer(events.ConsumerGL)
 	require.NoError(t, err)
-	c, err := events.NewConsumer(events.ConsumerConfig{ConsumerSpec: spec, Trust: b.keys.Trust, InboxRetention: retention},
-		b.topo, b.nc, b.pool, events.HandlerFunc(func(context.Context, pgx.Tx, events.Envelope) error { return nil }), b.log)
+	c, err := inbox.NewConsumer(inbox.ConsumerConfig{ConsumerSpec: spec, Trust: b.keys.Trust, InboxRetention: retention},
+		b.topo, b.nc, b.pool, inbox.HandlerFunc(func(context.Context, pgx.Tx, contract.Envelope) error { return nil }), b.log)
 	require.NoError(t, err)
 	return c
 }
@@ -88,7 +90,7 @@ func TestInboxRetentionDeletesOnlyTheProcessedRowsPastItAsTheRuntimeRole(t *test
 	inboxRows(t, owner, "gl", "duplicated", "processed", 5, 10*day, day)
 	inboxRows(t, owner, "wallet", "old", "processed", 6, 10*day, 0)
 
-	deleted, err := b.retainingConsumer(t, events.DefaultInboxRetention).DeleteExpiredInbox(context.Background())
+	deleted, err := b.retainingConsumer(t, inbox.DefaultRetention).DeleteExpiredInbox(context.Background())
 	require.NoError(t, err)
 	require.Equal(t, int64(2500), deleted)
 	require.Equal(t, map[string]int{
@@ -109,7 +111,7 @@ func TestInboxRetentionSkipsARowAnotherTransactionHolds(t *testing.T) {
 	_, err = tx.Exec(ctx, "SELECT 1 FROM inbox WHERE id = 'gl:old-1' FOR UPDATE")
 	require.NoError(t, err)
 
-	c := b.retainingConsumer(t, events.DefaultInboxRetention)
+	c := b.retainingConsumer(t, inbox.DefaultRetention)
 	deleted, err := c.DeleteExpiredInbox(ctx)
 	require.NoError(t, err)
 	require.Equal(t, int64(2), deleted)
@@ -128,9 +130,9 @@ func TestInboxRetentionFollowsTheRunningStreamsMaxAge(t *testing.T) {
 	b := setup(t)
 	inboxRows(t, b.pool, "gl", "tendays", "processed", 2, 10*day, 0)
 	inboxRows(t, b.pool, "gl", "fortydays", "processed", 3, 40*day, 0)
-	c := b.retainingConsumer(t, events.DefaultInboxRetention)
+	c := b.retainingConsumer(t, inbox.DefaultRetention)
 	setMaxAge := func(maxAge time.Duration) {
-		stream, err := b.js.Stream(ctx, b.topo.StreamName(events.SourceWallet))
+		stream, err := b.js.Stream(ctx, b.topo.StreamName(contract.SourceWallet))
 		require.NoError(t, err)
 		cfg := stream.CachedInfo().Config
 		cfg.MaxAge = maxAge
@@ -149,27 +151,4 @@ func TestInboxRetentionFollowsTheRunningStreamsMaxAge(t *testing.T) {
 	require.Equal(t, int64(3), deleted)
 	require.Equal(t, map[string]int{"gl:tendays": 2}, inboxKinds(t, b.pool),
 		"rows younger than the stream's max age and duplicate window stay, past the configured retention")
-}
-
-func TestMinInboxRetentionIsTheLongerOfTheStreamsAgeAndTheOutboxRetention(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		name                   string
-		maxAge, window, outbox time.Duration
-		want                   time.Duration
-		limited                bool
-	}{
-		{"the stream keeps messages longer than the outbox its rows", 7 * day, 2 * time.Minute, 3 * day, 7*day + 2*time.Minute, true},
-		{"the outbox keeps rows longer than the stream its messages", 7 * day, 2 * time.Minute, 10 * day, 10 * day, true},
-		{"a stream without an age limit has none", 0, 2 * time.Minute, 7 * day, 0, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			got, limited := events.MinInboxRetention(tc.maxAge, tc.window, tc.outbox)
-			require.Equal(t, tc.want, got)
-			require.Equal(t, tc.limited, limited)
-		})
-	}
-	floor, _ := events.MinInboxRetention(events.DefaultStreamMaxAge, events.DefaultDuplicateWindow, events.DefaultRetention)
-	require.GreaterOrEqual(t, events.DefaultInboxRetention, floor, "the defaults go together")
 }

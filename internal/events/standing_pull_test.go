@@ -11,14 +11,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
+	"walletgl/internal/events/inbox"
+	"walletgl/internal/events/outbox"
 )
 
 // pullConsumer is the gl durable's consumer with one loop (the standing pull alone) and an ack
 // wait of a minute, so that an event released only by the ack wait shows.
-func (b *testBundle) pullConsumer(t *testing.T, h events.Handler) *events.Consumer {
+func (b *testBundle) pullConsumer(t *testing.T, h inbox.Handler) *inbox.Consumer {
 	t.Helper()
-	c, err := events.NewConsumer(events.ConsumerConfig{
-		ConsumerSpec: events.ConsumerSpec{Name: events.ConsumerGL, Source: events.SourceWallet, EventType: events.TypeTransferCompleted,
+	c, err := inbox.NewConsumer(inbox.ConsumerConfig{
+		ConsumerSpec: events.ConsumerSpec{Name: events.ConsumerGL, Source: contract.SourceWallet, EventType: contract.TypeTransferCompleted,
 			AckWait: time.Minute},
 		BatchSize: 50, Workers: 1, RetryDelay: 50 * time.Millisecond, Trust: b.keys.Trust,
 	}, b.topo, b.nc, b.pool, h, b.log)
@@ -28,7 +31,7 @@ func (b *testBundle) pullConsumer(t *testing.T, h events.Handler) *events.Consum
 
 func (b *testBundle) durableInfo(t *testing.T) *jetstream.ConsumerInfo {
 	t.Helper()
-	cons, err := b.js.Consumer(context.Background(), b.topo.StreamName(events.SourceWallet), events.ConsumerGL)
+	cons, err := b.js.Consumer(context.Background(), b.topo.StreamName(contract.SourceWallet), events.ConsumerGL)
 	require.NoError(t, err)
 	info, err := cons.Info(context.Background())
 	require.NoError(t, err)
@@ -43,10 +46,10 @@ func TestAStoppedLoopHandsBackTheEventsItHeldBeforeTheAckWait(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	relay := b.relay(t, events.RelayConfig{})
+	relay := b.relay(t, outbox.RelayConfig{})
 	holding, release := make(chan struct{}), make(chan struct{})
 	var first sync.Once
-	held := events.HandlerFunc(func(context.Context, pgx.Tx, events.Envelope) error {
+	held := inbox.HandlerFunc(func(context.Context, pgx.Tx, contract.Envelope) error {
 		first.Do(func() { close(holding); <-release })
 		return nil
 	})
@@ -79,7 +82,7 @@ func TestAStoppedLoopHandsBackTheEventsItHeldBeforeTheAckWait(t *testing.T) {
 
 	// Each of the 20 reaches the next consumer's handler (committed), long before the ack wait.
 	var handled sync.Map
-	next := b.pullConsumer(t, events.HandlerFunc(func(_ context.Context, _ pgx.Tx, env events.Envelope) error {
+	next := b.pullConsumer(t, inbox.HandlerFunc(func(_ context.Context, _ pgx.Tx, env contract.Envelope) error {
 		handled.Store(env.ID, true)
 		return nil
 	}))
@@ -101,8 +104,8 @@ func TestTheStandingPullComesBackWhenTheBrokerDeletesTheConsumer(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	relay := b.relay(t, events.RelayConfig{})
-	c := b.pullConsumer(t, events.HandlerFunc(func(context.Context, pgx.Tx, events.Envelope) error { return nil }))
+	relay := b.relay(t, outbox.RelayConfig{})
+	c := b.pullConsumer(t, inbox.HandlerFunc(func(context.Context, pgx.Tx, contract.Envelope) error { return nil }))
 	stop := runInBackground(t, c.Run)
 
 	b.addEvents(t, 3)
@@ -110,7 +113,7 @@ func TestTheStandingPullComesBackWhenTheBrokerDeletesTheConsumer(t *testing.T) {
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return c.Stats().Processed == 3 }, 20*time.Second, 20*time.Millisecond)
 
-	require.NoError(t, b.js.DeleteConsumer(ctx, b.topo.StreamName(events.SourceWallet), events.ConsumerGL))
+	require.NoError(t, b.js.DeleteConsumer(ctx, b.topo.StreamName(contract.SourceWallet), events.ConsumerGL))
 	b.addEvents(t, 4)
 	_, err = relay.DispatchOnce(ctx)
 	require.NoError(t, err)

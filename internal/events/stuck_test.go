@@ -15,7 +15,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
+	"walletgl/internal/events/inbox"
 	"walletgl/internal/events/internal/eventsdb"
+	"walletgl/internal/events/outbox"
 	"walletgl/internal/testenv"
 )
 
@@ -26,7 +29,7 @@ func (b *testBundle) addTyped(t *testing.T, eventType string, n int) []uuid.UUID
 	ids := make([]uuid.UUID, n)
 	for i := range ids {
 		ids[i] = uuid.Must(uuid.NewV7())
-		_, err := events.NewOutbox(events.SourceWallet).Add(ctx, b.pool, events.Event{
+		_, err := outbox.New(contract.SourceWallet).Add(ctx, b.pool, outbox.Event{
 			ID: ids[i], Type: eventType, AggregateID: "t", Time: time.Now(), Data: map[string]int{"n": i},
 		})
 		require.NoError(t, err)
@@ -41,9 +44,9 @@ func (b *testBundle) addAcks(t *testing.T, n int) []uuid.UUID {
 	ids := make([]uuid.UUID, n)
 	for i := range ids {
 		ids[i] = uuid.Must(uuid.NewV7())
-		_, err := events.NewOutbox(events.SourceGL).Add(ctx, b.pool, events.Event{
-			ID: ids[i], Type: events.TypeTransferPosted, AggregateID: "t", Time: time.Now(),
-			Data: events.TransferPosted{TransferID: "t", SourceEventID: uuid.NewString(), EntryID: uuid.NewString(), PostedAt: time.Now()},
+		_, err := outbox.New(contract.SourceGL).Add(ctx, b.pool, outbox.Event{
+			ID: ids[i], Type: contract.TypeTransferPosted, AggregateID: "t", Time: time.Now(),
+			Data: contract.TransferPosted{TransferID: "t", SourceEventID: uuid.NewString(), EntryID: uuid.NewString(), PostedAt: time.Now()},
 		})
 		require.NoError(t, err)
 	}
@@ -51,16 +54,16 @@ func (b *testBundle) addAcks(t *testing.T, n int) []uuid.UUID {
 }
 
 // glRelay is the GL's relay: its rows are acknowledged by the wallet consumer's ack floor.
-func (b *testBundle) glRelay(t *testing.T, cfg events.RelayConfig) *events.Relay {
+func (b *testBundle) glRelay(t *testing.T, cfg outbox.RelayConfig) *outbox.Relay {
 	t.Helper()
-	cfg.Source, cfg.AckConsumer, cfg.Signer = events.SourceGL, events.ConsumerWallet, b.keys.GL
-	r, err := events.NewRelay(cfg, b.topo, b.pool, b.nc, b.log)
+	cfg.Source, cfg.AckConsumer, cfg.Signer = contract.SourceGL, events.ConsumerWallet, b.keys.GL
+	r, err := outbox.NewRelay(cfg, b.topo, b.pool, b.nc, b.log)
 	require.NoError(t, err)
 	return r
 }
 
 var walletSpec = events.ConsumerSpec{
-	Name: events.ConsumerWallet, Source: events.SourceGL, EventType: events.TypeTransferPosted, AckWait: 5 * time.Second,
+	Name: events.ConsumerWallet, Source: contract.SourceGL, EventType: contract.TypeTransferPosted, AckWait: 5 * time.Second,
 }
 
 // ackAll fetches n messages from cons and acknowledges each.
@@ -94,17 +97,17 @@ func TestAPurgedStreamAcknowledgesNothingTheConsumerDidNotRead(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	ids := b.addAcks(t, 3)
-	relay := b.glRelay(t, events.RelayConfig{AckTimeout: 100 * time.Millisecond})
+	relay := b.glRelay(t, outbox.RelayConfig{AckTimeout: 100 * time.Millisecond})
 	n, err := relay.DispatchOnce(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 3, n)
 	cons, err := b.topo.EnsureConsumer(ctx, b.js, walletSpec)
 	require.NoError(t, err)
-	stream, err := b.js.Stream(ctx, b.topo.StreamName(events.SourceGL))
+	stream, err := b.js.Stream(ctx, b.topo.StreamName(contract.SourceGL))
 	require.NoError(t, err)
 	// A short duplicate window, so that the re-publishes below are stored soon: the broker
 	// drops a re-published message id inside its window even when the message was purged.
-	b.editStream(t, events.SourceGL, func(c *jetstream.StreamConfig) { c.Duplicates = 500 * time.Millisecond })
+	b.editStream(t, contract.SourceGL, func(c *jetstream.StreamConfig) { c.Duplicates = 500 * time.Millisecond })
 	require.NoError(t, stream.Purge(ctx))
 	info, err := cons.Info(ctx)
 	require.NoError(t, err)
@@ -143,7 +146,7 @@ func TestAReusedSequenceAcknowledgesNothing(t *testing.T) {
 	b := setupWithNATS(t, pool, broker.URL())
 	ctx := context.Background()
 	ids := b.addAcks(t, 1)
-	relay := b.glRelay(t, events.RelayConfig{})
+	relay := b.glRelay(t, outbox.RelayConfig{})
 	_, err := relay.DispatchOnce(ctx)
 	require.NoError(t, err)
 	require.Equal(t, int64(1), *b.outboxStatus(t, ids[0]).StreamSeq)
@@ -154,7 +157,7 @@ func TestAReusedSequenceAcknowledgesNothing(t *testing.T) {
 	cons, err := b.topo.EnsureConsumer(ctx, b.js, walletSpec)
 	require.NoError(t, err)
 	other := uuid.NewString()
-	_, err = b.js.Publish(ctx, b.topo.Subject(events.SourceGL, events.TypeTransferPosted), []byte(`{}`), jetstream.WithMsgID(other))
+	_, err = b.js.Publish(ctx, b.topo.Subject(contract.SourceGL, contract.TypeTransferPosted), []byte(`{}`), jetstream.WithMsgID(other))
 	require.NoError(t, err)
 	ackAll(t, cons, 1)
 	_, err = b.pool.Exec(ctx, "UPDATE outbox SET dispatched_at = clock_timestamp() WHERE id = $1", ids[0])
@@ -166,7 +169,7 @@ func TestAReusedSequenceAcknowledgesNothing(t *testing.T) {
 	require.Equal(t, "dispatched", b.outboxStatus(t, ids[0]).Status)
 }
 
-// A duplicate of an event the inbox processed is handed to a DuplicateHandler, which answers
+// A duplicate of an event the inbox processed is handed to an inbox.DuplicateHandler, which answers
 // it again (the GL writes a fresh acknowledgment); a duplicate of an event recorded failed is
 // not.
 func TestADuplicateOfAProcessedEventIsAnsweredAgain(t *testing.T) {
@@ -176,10 +179,10 @@ func TestADuplicateOfAProcessedEventIsAnsweredAgain(t *testing.T) {
 	ids := b.addEvents(t, 3)
 	failedID := b.addEvents(t, 1)[0]
 	require.NoError(t, eventsdb.New(b.pool).RecordInboxFailure(ctx, eventsdb.RecordInboxFailureParams{
-		ID: "gl:" + failedID.String(), Consumer: "gl", EventID: failedID.String(), EventType: events.TypeTransferCompleted,
-		Reason: events.ReasonConflict, Detail: "contradicts a posting", Attempts: 1,
+		ID: "gl:" + failedID.String(), Consumer: "gl", EventID: failedID.String(), EventType: contract.TypeTransferCompleted,
+		Reason: contract.ReasonConflict, Detail: "contradicts a posting", Attempts: 1,
 	}))
-	_, err := b.relay(t, events.RelayConfig{}).DispatchOnce(ctx)
+	_, err := b.relay(t, outbox.RelayConfig{}).DispatchOnce(ctx)
 	require.NoError(t, err)
 
 	h := &answering{}
@@ -192,7 +195,7 @@ func TestADuplicateOfAProcessedEventIsAnsweredAgain(t *testing.T) {
 	rows, err := eventsdb.New(b.pool).ListOutbox(ctx, eventsdb.ListOutboxParams{Status: "dispatched", RowLimit: 10})
 	require.NoError(t, err)
 	for _, row := range rows {
-		b.publish(t, events.SourceWallet, b.topo.Subject(events.SourceWallet, row.EventType), row.Payload, uuid.NewString())
+		b.publish(t, contract.SourceWallet, b.topo.Subject(contract.SourceWallet, row.EventType), row.Payload, uuid.NewString())
 	}
 	require.Eventually(t, func() bool { return c.Stats().Duplicates == 5 }, 15*time.Second, 20*time.Millisecond)
 	stop()
@@ -207,9 +210,9 @@ type answering struct {
 	ids []string
 }
 
-func (a *answering) Handle(context.Context, pgx.Tx, []events.Envelope) error { return nil }
+func (a *answering) Handle(context.Context, pgx.Tx, []contract.Envelope) error { return nil }
 
-func (a *answering) HandleDuplicates(_ context.Context, _ pgx.Tx, envs []events.Envelope) error {
+func (a *answering) HandleDuplicates(_ context.Context, _ pgx.Tx, envs []contract.Envelope) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, env := range envs {
@@ -235,13 +238,13 @@ func TestTwoLostPubAcksInOneRoundEndTheRound(t *testing.T) {
 	b := setupWithNATS(t, pool, broker.URL())
 	ctx := context.Background()
 	const lostType = "Lost.v1"
-	broker.MapSubject(b.topo.Subject(events.SourceWallet, lostType), "lost.sink")
+	broker.MapSubject(b.topo.Subject(contract.SourceWallet, lostType), "lost.sink")
 	sink, err := b.nc.SubscribeSync("lost.sink") // takes the publishes and never answers
 	require.NoError(t, err)
 	lost := b.addTyped(t, lostType, 2)
 	kept := b.addEvents(t, 1)
 
-	relay := b.relay(t, events.RelayConfig{PublishTimeout: 300 * time.Millisecond})
+	relay := b.relay(t, outbox.RelayConfig{PublishTimeout: 300 * time.Millisecond})
 	done := make(chan error, 1)
 	go func() {
 		_, err := relay.DispatchOnce(ctx)
@@ -267,7 +270,7 @@ func TestTwoLostPubAcksInOneRoundEndTheRound(t *testing.T) {
 
 	// Lost PubAcks must not stay pending in the client: past its bound of pending publishes
 	// (2 × workers × batch + catch-up, 21 here) every later publish would stall for good.
-	small := b.relay(t, events.RelayConfig{PublishTimeout: 100 * time.Millisecond, Workers: 1, BatchSize: 10, CatchUpLimit: 1})
+	small := b.relay(t, outbox.RelayConfig{PublishTimeout: 100 * time.Millisecond, Workers: 1, BatchSize: 10, CatchUpLimit: 1})
 	for range 12 { // 24 lost PubAcks, more than the bound
 		_, err := small.DispatchOnce(ctx)
 		require.Error(t, err)
@@ -287,15 +290,15 @@ func TestAFullStreamDeadLettersNothingAndPublishesEverythingOnceWhenFreed(t *tes
 	b := setup(t)
 	ctx := context.Background()
 	b.addEvents(t, 1)
-	relay := b.relay(t, events.RelayConfig{MaxAttempts: 2, PublishTimeout: 100 * time.Millisecond})
+	relay := b.relay(t, outbox.RelayConfig{MaxAttempts: 2, PublishTimeout: 100 * time.Millisecond})
 	_, err := relay.DispatchOnce(ctx)
 	require.NoError(t, err)
-	stream, err := b.js.Stream(ctx, b.topo.StreamName(events.SourceWallet))
+	stream, err := b.js.Stream(ctx, b.topo.StreamName(contract.SourceWallet))
 	require.NoError(t, err)
 	info, err := stream.Info(ctx)
 	require.NoError(t, err)
 	full := func(c *jetstream.StreamConfig) { c.Discard, c.MaxMsgs = jetstream.DiscardNew, int64(info.State.Msgs) } // at its limit, refusing new messages
-	b.editStream(t, events.SourceWallet, full)
+	b.editStream(t, contract.SourceWallet, full)
 
 	b.addEvents(t, 20)
 	for range 4 {
@@ -311,7 +314,7 @@ func TestAFullStreamDeadLettersNothingAndPublishesEverythingOnceWhenFreed(t *tes
 	time.Sleep(150 * time.Millisecond) // past the publish timeout, the refusal shows in health
 	require.ErrorContains(t, relay.Health(), "refused publishes")
 
-	b.editStream(t, events.SourceWallet, func(c *jetstream.StreamConfig) { c.MaxMsgs = -1 }) // an operator frees space
+	b.editStream(t, contract.SourceWallet, func(c *jetstream.StreamConfig) { c.MaxMsgs = -1 }) // an operator frees space
 	require.Eventually(t, func() bool {
 		_, err := relay.DispatchOnce(ctx)
 		return err == nil && b.statusCounts(t)["dispatched"] == 21
@@ -328,19 +331,19 @@ func TestADatabaseSlowerThanTheAckWaitFailsNoEvent(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	ids := b.addEvents(t, 5)
-	_, err := b.relay(t, events.RelayConfig{}).DispatchOnce(ctx)
+	_, err := b.relay(t, outbox.RelayConfig{}).DispatchOnce(ctx)
 	require.NoError(t, err)
 
 	lock, err := b.pool.Begin(ctx)
 	require.NoError(t, err)
 	_, err = lock.Exec(ctx, "LOCK TABLE inbox IN ACCESS EXCLUSIVE MODE")
 	require.NoError(t, err)
-	c, err := events.NewConsumer(events.ConsumerConfig{
-		ConsumerSpec: events.ConsumerSpec{Name: "gl", Source: events.SourceWallet, EventType: events.TypeTransferCompleted,
+	c, err := inbox.NewConsumer(inbox.ConsumerConfig{
+		ConsumerSpec: events.ConsumerSpec{Name: "gl", Source: contract.SourceWallet, EventType: contract.TypeTransferCompleted,
 			AckWait: 300 * time.Millisecond, MaxDeliver: 2},
 		RetryDelay: 10 * time.Millisecond,
 		Trust:      b.keys.Trust,
-	}, b.topo, b.nc, b.pool, events.HandlerFunc(func(context.Context, pgx.Tx, events.Envelope) error { return nil }), b.log)
+	}, b.topo, b.nc, b.pool, inbox.HandlerFunc(func(context.Context, pgx.Tx, contract.Envelope) error { return nil }), b.log)
 	require.NoError(t, err)
 	stop := runInBackground(t, c.Run)
 	// Wait until every event has been delivered more than MaxDeliver times in vain.
@@ -360,8 +363,8 @@ func TestADatabaseSlowerThanTheAckWaitFailsNoEvent(t *testing.T) {
 		}
 		return byStatus
 	}
-	require.Eventually(t, func() bool { return inbox()[events.StatusProcessed] == int64(len(ids)) }, 60*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return inbox()[contract.StatusProcessed] == int64(len(ids)) }, 60*time.Second, 20*time.Millisecond)
 	stop()
 	require.Zero(t, c.Stats().Failed)
-	require.Equal(t, map[string]int64{events.StatusProcessed: int64(len(ids))}, inbox(), "every event processed, none failed")
+	require.Equal(t, map[string]int64{contract.StatusProcessed: int64(len(ids))}, inbox(), "every event processed, none failed")
 }

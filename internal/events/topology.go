@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"walletgl/internal/events/contract"
+
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 )
@@ -39,7 +41,7 @@ type Topology struct {
 	// MaxAge and MaxBytes limit each stream (0: DefaultStreamMaxAge, DefaultStreamMaxBytes).
 	// The stream is a bounded transport, the outbox the record: a stream at MaxBytes discards
 	// its oldest messages (discard policy old) and never refuses a new one, and the relay
-	// holds rows back in the outbox while the events no consumer has read fill UnreadShare of
+	// holds rows back in the outbox while the events no consumer has read fill outbox.UnreadShare of
 	// MaxBytes, so what leaves a full stream has been read. Messages older than MaxAge leave
 	// the stream whether read or not; a row whose message left unread is published again by
 	// the relay's catch-up.
@@ -62,13 +64,13 @@ const (
 
 // durables declares the pipeline's durable consumers: who reads which event from whose stream.
 var durables = []ConsumerSpec{
-	{Name: ConsumerGL, Source: SourceWallet, EventType: TypeTransferCompletedV2, Accepts: []string{TypeTransferCompleted},
-		Also: []string{TypeTransferReversed, TypeHoldPlaced, TypeHoldCaptured, TypeHoldVoided}},
-	{Name: ConsumerWallet, Source: SourceGL, EventType: TypeTransferPostedV2, Accepts: []string{TypeTransferPosted}},
+	{Name: ConsumerGL, Source: contract.SourceWallet, EventType: contract.TypeTransferCompletedV2, Accepts: []string{contract.TypeTransferCompleted},
+		Also: []string{contract.TypeTransferReversed, contract.TypeHoldPlaced, contract.TypeHoldCaptured, contract.TypeHoldVoided}},
+	{Name: ConsumerWallet, Source: contract.SourceGL, EventType: contract.TypeTransferPostedV2, Accepts: []string{contract.TypeTransferPosted}},
 }
 
 // Readers are the names of the durable consumers that read source's stream: the relay holds
-// rows back while the slowest of them is far behind (UnreadShare).
+// rows back while the slowest of them is far behind (outbox.UnreadShare).
 func (t Topology) Readers(source string) []string {
 	var names []string
 	for _, spec := range durables {
@@ -103,7 +105,7 @@ func (t Topology) StreamName(source string) string {
 }
 
 // Subject is the subject an event of eventType from source is published on, e.g.
-// wallet.events.TransferCompleted.v1.
+// wallet.contract.TransferCompleted.v1.
 func (t Topology) Subject(source, eventType string) string {
 	return t.subjectPrefix(source) + "." + eventType
 }
@@ -149,7 +151,7 @@ func orDefault[T int64 | time.Duration](v, def T) T {
 // change the stream with the nats CLI. Any other setting the update changes on a running
 // stream is logged with its old and new value: nothing is reset silently.
 func (t Topology) EnsureStreams(ctx context.Context, js jetstream.JetStream) error {
-	for _, source := range []string{SourceWallet, SourceGL} {
+	for _, source := range []string{contract.SourceWallet, contract.SourceGL} {
 		if err := t.ensureStream(ctx, js, t.StreamConfig(source)); err != nil {
 			return err
 		}
@@ -326,13 +328,6 @@ func (spec ConsumerSpec) Takes(eventType string) bool {
 	return eventType == spec.EventType || slices.Contains(spec.Accepts, eventType) || slices.Contains(spec.Also, eventType)
 }
 
-// isTopologyMissing reports whether err says a stream or consumer does not exist (for
-// example after the broker lost its store), so the caller should ensure the topology again.
-func isTopologyMissing(err error) bool {
-	return errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrConsumerNotFound) ||
-		errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, jetstream.ErrConsumerDeleted)
-}
-
 // Permissions are the subjects a service's NATS user may publish and subscribe to: its own
 // events, the JetStream API calls it makes (the two streams looked up, created and updated at
 // start; its durable consumer created, read and pulled from; acknowledgments of its deliveries;
@@ -346,16 +341,16 @@ type Permissions struct {
 	Subscribe []string
 }
 
-// Permissions returns the permissions of service (SourceWallet or SourceGL).
+// Permissions returns the permissions of service (contract.SourceWallet or contract.SourceGL).
 func (t Topology) Permissions(service string) (Permissions, error) {
-	durable := map[string]string{SourceWallet: ConsumerWallet, SourceGL: ConsumerGL}[service]
+	durable := map[string]string{contract.SourceWallet: ConsumerWallet, contract.SourceGL: ConsumerGL}[service]
 	spec, err := t.Consumer(durable)
 	if err != nil {
 		return Permissions{}, fmt.Errorf("permissions of %q: %w", service, err)
 	}
 	source := t.StreamName(spec.Source)
 	pub := []string{t.subjectPrefix(service) + ".>"}
-	for _, s := range []string{t.StreamName(SourceWallet), t.StreamName(SourceGL)} {
+	for _, s := range []string{t.StreamName(contract.SourceWallet), t.StreamName(contract.SourceGL)} {
 		pub = append(pub, "$JS.API.STREAM.INFO."+s, "$JS.API.STREAM.CREATE."+s, "$JS.API.STREAM.UPDATE."+s)
 	}
 	consumer := source + "." + spec.Name
@@ -364,7 +359,7 @@ func (t Topology) Permissions(service string) (Permissions, error) {
 		"$JS.API.CONSUMER.DURABLE.CREATE."+consumer, "$JS.API.CONSUMER.INFO."+consumer,
 		"$JS.API.CONSUMER.MSG.NEXT."+consumer, "$JS.ACK."+consumer+".>",
 	)
-	// The relay reads how far the readers of its own stream are (UnreadShare) and the messages
+	// The relay reads how far the readers of its own stream are (outbox.UnreadShare) and the messages
 	// stored there (catch-up, and the GL's acknowledgment by ack floor).
 	own := t.StreamName(service)
 	for _, reader := range t.Readers(service) {

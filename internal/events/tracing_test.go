@@ -14,16 +14,20 @@ import (
 
 	"walletgl/internal/database"
 	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
+	"walletgl/internal/events/inbox"
+	"walletgl/internal/events/outbox"
+	"walletgl/internal/events/signing"
 	"walletgl/internal/tracing"
 )
 
 // traceRecorder is a handler that keeps the trace context each event reaches it with.
 type traceRecorder struct {
 	mu  sync.Mutex
-	got map[string]string // event id -> Envelope.TraceParent
+	got map[string]string // event id -> contract.Envelope.TraceParent
 }
 
-func (h *traceRecorder) Handle(_ context.Context, _ pgx.Tx, envs []events.Envelope) error {
+func (h *traceRecorder) Handle(_ context.Context, _ pgx.Tx, envs []contract.Envelope) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, env := range envs {
@@ -53,12 +57,12 @@ func TestTheRelayAndTheConsumerContinueTheTraceARowStores(t *testing.T) {
 	writer, span := tp.Tracer("test").Start(ctx, "writer")
 	span.End()
 	tracedID, untracedID := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
-	outbox := events.NewOutbox(events.SourceWallet)
+	box := outbox.New(contract.SourceWallet)
 	require.NoError(t, database.WithTx(ctx, b.pool, func(tx pgx.Tx) error {
 		for id, parent := range map[uuid.UUID]string{tracedID: tracing.TraceParent(writer), untracedID: ""} {
-			_, err := outbox.Add(ctx, tx, events.Event{
-				ID: id, Type: events.TypeTransferCompleted, AggregateID: uuid.NewString(), Time: time.Now(), TraceParent: parent,
-				Data: events.TransferCompleted{TransferID: uuid.NewString(), FromWalletID: "a", ToWalletID: "b", Amount: 1, Currency: "USD", CreatedAt: time.Now()},
+			_, err := box.Add(ctx, tx, outbox.Event{
+				ID: id, Type: contract.TypeTransferCompleted, AggregateID: uuid.NewString(), Time: time.Now(), TraceParent: parent,
+				Data: contract.TransferCompleted{TransferID: uuid.NewString(), FromWalletID: "a", ToWalletID: "b", Amount: 1, Currency: "USD", CreatedAt: time.Now()},
 			})
 			if err != nil {
 				return err
@@ -67,13 +71,13 @@ func TestTheRelayAndTheConsumerContinueTheTraceARowStores(t *testing.T) {
 		return nil
 	}))
 
-	relay := b.relay(t, events.RelayConfig{Tracing: tp})
+	relay := b.relay(t, outbox.RelayConfig{Tracing: tp})
 	_, err := relay.DispatchOnce(ctx)
 	require.NoError(t, err)
 
 	h := &traceRecorder{got: map[string]string{}}
-	c, err := events.NewConsumer(events.ConsumerConfig{
-		ConsumerSpec: events.ConsumerSpec{Name: "traced", Source: events.SourceWallet, EventType: events.TypeTransferCompleted},
+	c, err := inbox.NewConsumer(inbox.ConsumerConfig{
+		ConsumerSpec: events.ConsumerSpec{Name: "traced", Source: contract.SourceWallet, EventType: contract.TypeTransferCompleted},
 		Trust:        b.keys.Trust, Tracing: tp,
 	}, b.topo, b.nc, b.pool, h, b.log)
 	require.NoError(t, err)
@@ -108,13 +112,13 @@ func TestTheRelayAndTheConsumerContinueTheTraceARowStores(t *testing.T) {
 
 	// The traced row's message carries the publish span's context in its headers, beside the
 	// signature; the untraced row's has none. The test's stream holds these two messages alone.
-	stream, err := b.js.Stream(ctx, b.topo.StreamName(events.SourceWallet))
+	stream, err := b.js.Stream(ctx, b.topo.StreamName(contract.SourceWallet))
 	require.NoError(t, err)
 	headers := map[string]string{} // Nats-Msg-Id -> traceparent
 	for seq := uint64(1); seq <= 2; seq++ {
 		raw, err := stream.GetMsg(ctx, seq)
 		require.NoError(t, err)
-		require.NotEmpty(t, raw.Header.Get(events.HeaderSignature), "signed as before")
+		require.NotEmpty(t, raw.Header.Get(signing.HeaderSignature), "signed as before")
 		headers[raw.Header.Get("Nats-Msg-Id")] = raw.Header.Get(tracing.HeaderTraceParent)
 	}
 	pub := spans[tracing.SpanPublish].SpanContext

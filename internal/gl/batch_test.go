@@ -10,11 +10,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"walletgl/internal/database"
-	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
+	"walletgl/internal/events/inbox"
 	"walletgl/internal/gl"
 )
 
-func (b *testBundle) handleBatch(t *testing.T, h events.Handler, envs []events.Envelope) error {
+func (b *testBundle) handleBatch(t *testing.T, h inbox.Handler, envs []contract.Envelope) error {
 	t.Helper()
 	return database.WithTx(context.Background(), b.pool, func(tx pgx.Tx) error {
 		return h.Handle(context.Background(), tx, envs)
@@ -30,16 +31,16 @@ func TestABatchPostsOneEntryPerTransferAndAcknowledgesEveryEvent(t *testing.T) {
 	earlier := transferCompleted(t, newTransferID(), 500, "USD")
 	require.NoError(t, b.handle(t, poster, earlier))
 
-	var envs []events.Envelope
+	var envs []contract.Envelope
 	for range 20 {
 		envs = append(envs, transferCompleted(t, newTransferID(), 100, "USD"))
 	}
 	// Another event for a transfer posted before, and two events for one transfer in the batch.
-	var again events.TransferCompleted
+	var again contract.TransferCompleted
 	require.NoError(t, earlier.DecodeData(&again))
 	envs = append(envs, transferCompleted(t, again.TransferID, 500, "USD"))
 	twin := transferCompleted(t, newTransferID(), 7, "EUR")
-	var twinData events.TransferCompleted
+	var twinData contract.TransferCompleted
 	require.NoError(t, twin.DecodeData(&twinData))
 	envs = append(envs, twin, transferCompleted(t, twinData.TransferID, 7, "EUR"))
 
@@ -52,7 +53,7 @@ func TestABatchPostsOneEntryPerTransferAndAcknowledgesEveryEvent(t *testing.T) {
 	acks := b.acknowledgments(t)
 	require.Len(t, acks, 1+len(envs), "every event is acknowledged, duplicates included")
 	require.Len(t, b.acknowledgmentEvents(t), 2, "one acknowledgment per batch: the earlier event's and this batch's")
-	byEvent := map[string]events.TransferPosted{}
+	byEvent := map[string]contract.TransferPosted{}
 	for _, a := range acks {
 		byEvent[a.SourceEventID] = a
 	}
@@ -64,12 +65,12 @@ func TestABatchWithAnInvalidEventWritesNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	poster := gl.NewTransferPoster(b.ledger, b.ledger, zerolog.Nop())
-	envs := []events.Envelope{
+	envs := []contract.Envelope{
 		transferCompleted(t, newTransferID(), 100, "USD"),
 		transferCompleted(t, newTransferID(), 0, "USD"),
 	}
 	err := b.handleBatch(t, poster, envs)
-	require.True(t, errors.Is(err, events.ErrMalformed), "got %v", err)
+	require.True(t, errors.Is(err, contract.ErrMalformed), "got %v", err)
 	var entries int
 	require.NoError(t, b.pool.QueryRow(context.Background(), "SELECT count(*) FROM journal_entries").Scan(&entries))
 	require.Zero(t, entries)
@@ -82,7 +83,7 @@ func TestABatchLargerThanOneAcknowledgmentIsAcknowledgedBySeveral(t *testing.T) 
 	t.Parallel()
 	b := setup(t)
 	poster := gl.NewTransferPoster(b.ledger, b.ledger, zerolog.Nop())
-	envs := make([]events.Envelope, events.MaxPostingsPerEvent+1)
+	envs := make([]contract.Envelope, contract.MaxPostingsPerEvent+1)
 	for i := range envs {
 		envs[i] = transferCompleted(t, newTransferID(), 1, "USD")
 	}
@@ -92,7 +93,7 @@ func TestABatchLargerThanOneAcknowledgmentIsAcknowledgedBySeveral(t *testing.T) 
 	require.Len(t, acks, 2)
 	named := map[string]bool{}
 	for _, postings := range acks {
-		require.LessOrEqual(t, len(postings), events.MaxPostingsPerEvent)
+		require.LessOrEqual(t, len(postings), contract.MaxPostingsPerEvent)
 		for _, p := range postings {
 			require.False(t, named[p.SourceEventID], "event %s acknowledged twice", p.SourceEventID)
 			named[p.SourceEventID] = true

@@ -10,7 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
 )
 
 // Holds (issue 17). The GL posts a hold's reservation and its release; the captured amount
@@ -77,11 +77,11 @@ func IsHoldKey(transferID string) bool { return holdKey.MatchString(transferID) 
 // IsHoldEvent reports whether the consumer's event of type t is a hold's (HoldPlaced,
 // HoldCaptured, HoldVoided).
 func IsHoldEvent(t string) bool {
-	return t == events.TypeHoldPlaced || t == events.TypeHoldCaptured || t == events.TypeHoldVoided
+	return t == contract.TypeHoldPlaced || t == contract.TypeHoldCaptured || t == contract.TypeHoldVoided
 }
 
 // HoldEventTypes are the hold events the GL consumes.
-var HoldEventTypes = []string{events.TypeHoldPlaced, events.TypeHoldCaptured, events.TypeHoldVoided}
+var HoldEventTypes = []string{contract.TypeHoldPlaced, contract.TypeHoldCaptured, contract.TypeHoldVoided}
 
 // holdRelease is what a capture or a void says about the placement it releases.
 type holdRelease struct {
@@ -94,11 +94,11 @@ type holdRelease struct {
 
 // postHolds posts the hold events at indexes idx: placements first (a release of the batch may
 // release one of them), then the releases, each checked against its placement as tx sees it.
-func (p *TransferPoster) postHolds(ctx context.Context, tx pgx.Tx, idx []int, envs []events.Envelope, entries []Entry, postings []Posting) error {
+func (p *TransferPoster) postHolds(ctx context.Context, tx pgx.Tx, idx []int, envs []contract.Envelope, entries []Entry, postings []Posting) error {
 	var placed, released []int
 	releases := map[int]holdRelease{}
 	for _, i := range idx {
-		if envs[i].Type == events.TypeHoldPlaced {
+		if envs[i].Type == contract.TypeHoldPlaced {
 			entry, err := p.placementEntry(envs[i])
 			if err != nil {
 				return err
@@ -127,8 +127,8 @@ func (p *TransferPoster) postHolds(ctx context.Context, tx pgx.Tx, idx []int, en
 }
 
 // placementEntry decodes and checks a HoldPlaced event and builds its entry by the rule.
-func (p *TransferPoster) placementEntry(env events.Envelope) (Entry, error) {
-	var data events.HoldPlaced
+func (p *TransferPoster) placementEntry(env contract.Envelope) (Entry, error) {
+	var data contract.HoldPlaced
 	if err := env.DecodeData(&data); err != nil {
 		return Entry{}, err
 	}
@@ -161,23 +161,23 @@ func placementDescription(holdID, walletID string) string {
 
 // decodeRelease decodes and checks a HoldCaptured or HoldVoided event. Its entry's description
 // names how the hold ended, so that a capture and a void of the same hold conflict.
-func decodeRelease(env events.Envelope) (holdRelease, error) {
+func decodeRelease(env contract.Envelope) (holdRelease, error) {
 	rel := holdRelease{eventID: env.ID}
 	var (
 		currency string
 		how      string
 	)
 	switch env.Type {
-	case events.TypeHoldCaptured:
-		var data events.HoldCaptured
+	case contract.TypeHoldCaptured:
+		var data contract.HoldCaptured
 		if err := decodeValid(env, &data); err != nil {
 			return rel, err
 		}
 		rel.holdID, rel.wallet, rel.amount, currency = data.HoldID, data.WalletID, data.Amount, data.Currency
 		rel.entry.OccurredAt = data.CreatedAt
 		how = fmt.Sprintf("captured %d as transfer %s to wallet %s", data.CapturedAmount, data.TransferID, data.ToWalletID)
-	case events.TypeHoldVoided:
-		var data events.HoldVoided
+	case contract.TypeHoldVoided:
+		var data contract.HoldVoided
 		if err := decodeValid(env, &data); err != nil {
 			return rel, err
 		}
@@ -185,7 +185,7 @@ func decodeRelease(env events.Envelope) (holdRelease, error) {
 		rel.entry.OccurredAt = data.CreatedAt
 		how = "voided (" + data.Reason + ")"
 	default:
-		return rel, events.Permanent(fmt.Errorf("post event %s: type %q is not a hold's release", env.ID, env.Type))
+		return rel, contract.Permanent(fmt.Errorf("post event %s: type %q is not a hold's release", env.ID, env.Type))
 	}
 	rel.entry.EventID = env.ID
 	rel.entry.TransferID = HoldReleasedKey(rel.holdID)
@@ -197,7 +197,7 @@ func decodeRelease(env events.Envelope) (holdRelease, error) {
 }
 
 // decodeValid decodes env's data into v and checks it (Validate).
-func decodeValid[T interface{ Validate() error }](env events.Envelope, v *T) error {
+func decodeValid[T interface{ Validate() error }](env contract.Envelope, v *T) error {
 	if err := env.DecodeData(v); err != nil {
 		return err
 	}
@@ -208,7 +208,7 @@ func decodeValid[T interface{ Validate() error }](env events.Envelope, v *T) err
 }
 
 // releaseEntries builds the release entries at indexes idx from their placements as tx sees
-// them. A release whose hold has no placement yet waits for it (events.ErrNotYet, as a
+// them. A release whose hold has no placement yet waits for it (contract.ErrNotYet, as a
 // reversal waits for its transfer); one that contradicts its placement is a conflict.
 func (p *TransferPoster) releaseEntries(ctx context.Context, tx pgx.Tx, idx []int, releases map[int]holdRelease, entries []Entry) error {
 	keys := make([]string, 0, len(idx))
@@ -223,7 +223,7 @@ func (p *TransferPoster) releaseEntries(ctx context.Context, tx pgx.Tx, idx []in
 		rel := releases[i]
 		placed, ok := placements[HoldPlacedKey(rel.holdID)]
 		if !ok {
-			return events.NotYet(events.WaitHold(rel.holdID), fmt.Errorf("release of hold %s (event %s): the hold has no placement yet", rel.holdID, rel.eventID))
+			return contract.NotYet(contract.WaitHold(rel.holdID), fmt.Errorf("release of hold %s (event %s): the hold has no placement yet", rel.holdID, rel.eventID))
 		}
 		if err := checkRelease(rel, placed); err != nil {
 			return err
@@ -257,7 +257,7 @@ func checkRelease(rel holdRelease, placed Entry) error {
 		why = append(why, fmt.Sprintf("the hold is of %d, not %d", placed.Debits(), rel.amount))
 	}
 	if len(why) > 0 {
-		return events.Conflict(fmt.Errorf("release of hold %s (event %s) contradicts its placement (entry %s): %s",
+		return contract.Conflict(fmt.Errorf("release of hold %s (event %s) contradicts its placement (entry %s): %s",
 			rel.holdID, rel.eventID, placed.ID, strings.Join(why, "; ")))
 	}
 	return nil
@@ -269,7 +269,7 @@ var errHoldKey = errors.New("transfer id takes a hold's movement key (hold:…)"
 // checkNotHoldKey refuses, permanently, a transfer or reversal id in the holds' key space.
 func checkNotHoldKey(eventID, transferID string) error {
 	if strings.HasPrefix(transferID, holdKeyPrefix) {
-		return events.Permanent(fmt.Errorf("event %s: %q: %w", eventID, transferID, errHoldKey))
+		return contract.Permanent(fmt.Errorf("event %s: %q: %w", eventID, transferID, errHoldKey))
 	}
 	return nil
 }

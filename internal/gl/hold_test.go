@@ -16,41 +16,43 @@ import (
 
 	"walletgl/internal/database"
 	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
+	"walletgl/internal/events/inbox"
 	"walletgl/internal/gl"
 	"walletgl/internal/testenv"
 )
 
 var holdTime = time.Date(2025, 3, 3, 12, 0, 0, 0, time.UTC)
 
-func holdEnvelope(t *testing.T, typ, holdID string, data any) events.Envelope {
+func holdEnvelope(t *testing.T, typ, holdID string, data any) contract.Envelope {
 	t.Helper()
 	body, err := json.Marshal(data)
 	require.NoError(t, err)
-	return events.Envelope{
-		SpecVersion: "1.0", ID: uuid.Must(uuid.NewV7()).String(), Source: events.SourceWallet,
+	return contract.Envelope{
+		SpecVersion: "1.0", ID: uuid.Must(uuid.NewV7()).String(), Source: contract.SourceWallet,
 		Type: typ, Subject: holdID, Time: time.Now().UTC(), DataContentType: "application/json", Data: body,
 	}
 }
 
-func holdPlaced(t *testing.T, holdID, wallet string, amount int64, currency string) events.Envelope {
+func holdPlaced(t *testing.T, holdID, wallet string, amount int64, currency string) contract.Envelope {
 	t.Helper()
-	return holdEnvelope(t, events.TypeHoldPlaced, holdID, events.HoldPlaced{
+	return holdEnvelope(t, contract.TypeHoldPlaced, holdID, contract.HoldPlaced{
 		HoldID: holdID, WalletID: wallet, Amount: amount, Currency: currency,
 		ExpiresAt: holdTime.Add(time.Hour), CreatedAt: holdTime,
 	})
 }
 
-func holdCaptured(t *testing.T, holdID, transferID, wallet string, amount, captured int64, currency string) events.Envelope {
+func holdCaptured(t *testing.T, holdID, transferID, wallet string, amount, captured int64, currency string) contract.Envelope {
 	t.Helper()
-	return holdEnvelope(t, events.TypeHoldCaptured, holdID, events.HoldCaptured{
+	return holdEnvelope(t, contract.TypeHoldCaptured, holdID, contract.HoldCaptured{
 		HoldID: holdID, TransferID: transferID, WalletID: wallet, ToWalletID: "w-to",
 		Amount: amount, CapturedAmount: captured, Currency: currency, CreatedAt: holdTime.Add(time.Minute),
 	})
 }
 
-func holdVoided(t *testing.T, holdID, wallet string, amount int64, currency, reason string) events.Envelope {
+func holdVoided(t *testing.T, holdID, wallet string, amount int64, currency, reason string) contract.Envelope {
 	t.Helper()
-	return holdEnvelope(t, events.TypeHoldVoided, holdID, events.HoldVoided{
+	return holdEnvelope(t, contract.TypeHoldVoided, holdID, contract.HoldVoided{
 		HoldID: holdID, WalletID: wallet, Amount: amount, Currency: currency, Reason: reason, CreatedAt: holdTime.Add(time.Minute),
 	})
 }
@@ -92,10 +94,10 @@ func TestAHoldIsPlacedOn2020AndReleasedByItsCaptureOrVoid(t *testing.T) {
 	// posted as any transfer, the hold released whole.
 	capture := holdCaptured(t, captured, transferID, "w-1", 1000, 600, "USD")
 	require.NoError(t, database.WithTx(ctx, b.pool, func(tx pgx.Tx) error {
-		return h.Handle(ctx, tx, []events.Envelope{capture, transferCompleted(t, transferID, 600, "USD")})
+		return h.Handle(ctx, tx, []contract.Envelope{capture, transferCompleted(t, transferID, 600, "USD")})
 	}))
 	require.Equal(t, "250", b.holdBalance(t, "USD"))
-	require.NoError(t, b.handle(t, h, holdVoided(t, voided, "w-2", 250, "USD", events.VoidExpired)))
+	require.NoError(t, b.handle(t, h, holdVoided(t, voided, "w-2", 250, "USD", contract.VoidExpired)))
 	require.Equal(t, "0", b.holdBalance(t, "USD"), "no open hold: 2020 is back to zero")
 
 	released, err := b.ledger.EntriesByTransfer(ctx, gl.HoldReleasedKey(captured))
@@ -110,7 +112,7 @@ func TestAHoldIsPlacedOn2020AndReleasedByItsCaptureOrVoid(t *testing.T) {
 	// Every event is acknowledged, the capture's under the release's movement key.
 	acks := b.acknowledgments(t)
 	require.Len(t, acks, 5)
-	bySource := map[string]events.TransferPosted{}
+	bySource := map[string]contract.TransferPosted{}
 	for _, a := range acks {
 		bySource[a.SourceEventID] = a
 	}
@@ -128,35 +130,35 @@ func TestAHoldReleaseBeforeItsPlacementWaitsAndContradictionsConflict(t *testing
 	h := gl.NewTransferPoster(b.ledger, b.ledger, zerolog.Nop())
 	holdID := newHoldID()
 
-	err := b.handle(t, h, holdVoided(t, holdID, "w-1", 500, "USD", events.VoidRequested))
-	require.ErrorIs(t, err, events.ErrNotYet, "the placement is not posted yet: delivered again later")
-	require.NotErrorIs(t, err, events.ErrMalformed)
+	err := b.handle(t, h, holdVoided(t, holdID, "w-1", 500, "USD", contract.VoidRequested))
+	require.ErrorIs(t, err, contract.ErrNotYet, "the placement is not posted yet: delivered again later")
+	require.NotErrorIs(t, err, contract.ErrMalformed)
 	err = b.handle(t, h, holdCaptured(t, holdID, newTransferID(), "w-1", 500, 500, "USD"))
-	require.ErrorIs(t, err, events.ErrNotYet)
+	require.ErrorIs(t, err, contract.ErrNotYet)
 
 	require.NoError(t, b.handle(t, h, holdPlaced(t, holdID, "w-1", 500, "USD")))
 	tests := []struct {
 		name string
-		env  events.Envelope
+		env  contract.Envelope
 	}{
-		{"a release of another wallet", holdVoided(t, holdID, "w-2", 500, "USD", events.VoidRequested)},
-		{"a release in another currency", holdVoided(t, holdID, "w-1", 500, "EUR", events.VoidRequested)},
+		{"a release of another wallet", holdVoided(t, holdID, "w-2", 500, "USD", contract.VoidRequested)},
+		{"a release in another currency", holdVoided(t, holdID, "w-1", 500, "EUR", contract.VoidRequested)},
 		{"a release of another amount", holdCaptured(t, holdID, newTransferID(), "w-1", 400, 400, "USD")},
 		{"the same hold placed again with other figures", holdPlaced(t, holdID, "w-1", 501, "USD")},
 	}
 	for _, tt := range tests {
-		require.ErrorIs(t, b.handle(t, h, tt.env), events.ErrConflict, tt.name)
+		require.ErrorIs(t, b.handle(t, h, tt.env), contract.ErrConflict, tt.name)
 	}
 	require.Equal(t, "500", b.holdBalance(t, "USD"), "nothing contradicting was posted")
 
-	require.NoError(t, b.handle(t, h, holdVoided(t, holdID, "w-1", 500, "USD", events.VoidExpired)))
-	require.ErrorIs(t, b.handle(t, h, holdCaptured(t, holdID, newTransferID(), "w-1", 500, 500, "USD")), events.ErrConflict,
+	require.NoError(t, b.handle(t, h, holdVoided(t, holdID, "w-1", 500, "USD", contract.VoidExpired)))
+	require.ErrorIs(t, b.handle(t, h, holdCaptured(t, holdID, newTransferID(), "w-1", 500, 500, "USD")), contract.ErrConflict,
 		"a hold voided cannot be captured too")
 	require.Equal(t, "0", b.holdBalance(t, "USD"))
 
 	// Neither a transfer nor a reversal can take a hold's movement key, nor reverse a hold.
-	require.ErrorIs(t, b.handle(t, h, transferCompleted(t, gl.HoldPlacedKey(newHoldID()), 5, "USD")), events.ErrMalformed)
-	require.ErrorIs(t, b.handle(t, h, transferReversed(t, newTransferID(), gl.HoldPlacedKey(holdID), 500, "USD")), events.ErrConflict)
+	require.ErrorIs(t, b.handle(t, h, transferCompleted(t, gl.HoldPlacedKey(newHoldID()), 5, "USD")), contract.ErrMalformed)
+	require.ErrorIs(t, b.handle(t, h, transferReversed(t, newTransferID(), gl.HoldPlacedKey(holdID), 500, "USD")), contract.ErrConflict)
 }
 
 func TestAHoldEventPostedBeforeIsAcknowledgedAgain(t *testing.T) {
@@ -166,11 +168,11 @@ func TestAHoldEventPostedBeforeIsAcknowledgedAgain(t *testing.T) {
 	h := gl.NewTransferPoster(b.ledger, b.ledger, zerolog.Nop())
 	holdID := newHoldID()
 	placed := holdPlaced(t, holdID, "w-1", 300, "EUR")
-	voided := holdVoided(t, holdID, "w-1", 300, "EUR", events.VoidRequested)
+	voided := holdVoided(t, holdID, "w-1", 300, "EUR", contract.VoidRequested)
 	require.NoError(t, b.handle(t, h, placed))
 	require.NoError(t, b.handle(t, h, voided))
 	require.NoError(t, database.WithTx(ctx, b.pool, func(tx pgx.Tx) error {
-		return h.HandleDuplicates(ctx, tx, []events.Envelope{placed, voided})
+		return h.HandleDuplicates(ctx, tx, []contract.Envelope{placed, voided})
 	}))
 	// The same release by another event with the same figures: acknowledged, not posted again.
 	again := voided
@@ -217,25 +219,25 @@ func TestTheGLConsumerPostsAReleaseThatArrivesBeforeItsPlacementExactlyOnce(t *t
 	require.NoError(t, err)
 	require.NoError(t, topo.EnsureStreams(ctx, js))
 
-	publish := func(env events.Envelope, msgID string) {
+	publish := func(env contract.Envelope, msgID string) {
 		body, err := json.Marshal(env)
 		require.NoError(t, err)
-		msg := nats.NewMsg(topo.Subject(events.SourceWallet, env.Type))
+		msg := nats.NewMsg(topo.Subject(contract.SourceWallet, env.Type))
 		msg.Data = body
-		keys.Signer(events.SourceWallet).Sign(msg)
+		keys.Signer(contract.SourceWallet).Sign(msg)
 		_, err = js.PublishMsg(ctx, msg, jetstream.WithMsgID(msgID))
 		require.NoError(t, err)
 	}
 	holdID, open := newHoldID(), newHoldID()
 	placed := holdPlaced(t, holdID, "w-1", 800, "USD")
-	voided := holdVoided(t, holdID, "w-1", 800, "USD", events.VoidExpired)
+	voided := holdVoided(t, holdID, "w-1", 800, "USD", contract.VoidExpired)
 	stillOpen := holdPlaced(t, open, "w-2", 70, "USD")
 	publish(voided, voided.ID)
 
 	spec, err := topo.Consumer(events.ConsumerGL)
 	require.NoError(t, err)
 	poster := gl.NewTransferPoster(b.ledger, b.ledger, log)
-	cons, err := events.NewConsumer(events.ConsumerConfig{ConsumerSpec: spec, RetryDelay: 50 * time.Millisecond, Trust: keys.Trust},
+	cons, err := inbox.NewConsumer(inbox.ConsumerConfig{ConsumerSpec: spec, RetryDelay: 50 * time.Millisecond, Trust: keys.Trust},
 		topo, nc, b.pool, poster, log)
 	require.NoError(t, err)
 	runCtx, cancel := context.WithCancel(ctx)
@@ -271,8 +273,8 @@ func TestABatchPostsAHoldsPlacementBeforeItsRelease(t *testing.T) {
 	ctx := context.Background()
 	h := gl.NewTransferPoster(b.ledger, b.ledger, zerolog.Nop())
 	voidedID, capturedID, transferID := newHoldID(), newHoldID(), newTransferID()
-	batch := []events.Envelope{
-		holdVoided(t, voidedID, "w-1", 40, "GBP", events.VoidRequested),
+	batch := []contract.Envelope{
+		holdVoided(t, voidedID, "w-1", 40, "GBP", contract.VoidRequested),
 		holdCaptured(t, capturedID, transferID, "w-2", 90, 90, "GBP"),
 		transferCompleted(t, transferID, 90, "GBP"),
 		holdPlaced(t, capturedID, "w-2", 90, "GBP"),

@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
 )
 
 // SourceTransfer is a transfer as the wallet recorded it: what the GL must hold an entry for.
@@ -343,7 +343,7 @@ func mismatch(rules Rules, t SourceTransfer, e Entry, originals []Entry) string 
 		if e.ReversesEntryID != uuid.Nil {
 			return fmt.Sprintf("a transfer in the wallet, a reversal of entry %s in the GL", e.ReversesEntryID)
 		}
-		if t.Kind != "" && e.Kind != events.KindUnspecified && e.Kind != t.Kind {
+		if t.Kind != "" && e.Kind != contract.KindUnspecified && e.Kind != t.Kind {
 			return fmt.Sprintf("a %s in the wallet, posted as a %s in the GL", t.Kind, e.Kind)
 		}
 		rule, ok := rules.At(e.EventType, e.Kind, e.OccurredAt)

@@ -9,12 +9,12 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
 	"walletgl/internal/gl"
 )
 
 func entry(transferID string, amount int64, debit, credit string) gl.Entry {
-	return gl.Entry{ID: uuid.New(), TransferID: transferID, Currency: "USD", EventType: events.TypeTransferCompleted, Kind: events.KindUnspecified, Lines: []gl.Line{
+	return gl.Entry{ID: uuid.New(), TransferID: transferID, Currency: "USD", EventType: contract.TypeTransferCompleted, Kind: contract.KindUnspecified, Lines: []gl.Line{
 		{AccountCode: debit, Direction: gl.Debit, Amount: amount},
 		{AccountCode: credit, Direction: gl.Credit, Amount: amount},
 	}}
@@ -155,32 +155,32 @@ func TestReconcileChecksEachEntryAgainstTheRuleOfItsKindAndTime(t *testing.T) {
 	t.Parallel()
 	change := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
 	rules := gl.NewRules(append(gl.DefaultRules().All(), gl.Rule{
-		EventType: events.TypeTransferCompletedV2, Kind: events.KindDeposit, EffectiveFrom: change,
+		EventType: contract.TypeTransferCompletedV2, Kind: contract.KindDeposit, EffectiveFrom: change,
 		PostingRule: gl.PostingRule{DebitAccount: "1020", CreditAccount: "2010"},
 	}))
 	v2 := func(id, kind string, at time.Time, debit, credit string) gl.Entry {
 		e := entry(id, 10, debit, credit)
-		e.EventType, e.Kind, e.OccurredAt = events.TypeTransferCompletedV2, kind, at
+		e.EventType, e.Kind, e.OccurredAt = contract.TypeTransferCompletedV2, kind, at
 		return e
 	}
 	before, after := change.Add(-time.Hour), change.Add(time.Hour)
 	entries := []gl.Entry{
-		v2("deposit-before", events.KindDeposit, before, "1010", "2010"),
-		v2("deposit-after", events.KindDeposit, after, "1020", "2010"),
-		v2("deposit-after-old-rule", events.KindDeposit, after, "1010", "2010"),
-		v2("transfer", events.KindTransfer, after, "2010", "2010"),
-		v2("withdrawal", events.KindWithdrawal, after, "2010", "1010"),
-		v2("kind-differs", events.KindTransfer, after, "2010", "2010"),
+		v2("deposit-before", contract.KindDeposit, before, "1010", "2010"),
+		v2("deposit-after", contract.KindDeposit, after, "1020", "2010"),
+		v2("deposit-after-old-rule", contract.KindDeposit, after, "1010", "2010"),
+		v2("transfer", contract.KindTransfer, after, "2010", "2010"),
+		v2("withdrawal", contract.KindWithdrawal, after, "2010", "1010"),
+		v2("kind-differs", contract.KindTransfer, after, "2010", "2010"),
 		entry("v1", 10, "1010", "2010"),
 	}
 	transfers := []gl.SourceTransfer{
-		{ID: "deposit-before", Amount: 10, Currency: "USD", Kind: events.KindDeposit},
-		{ID: "deposit-after", Amount: 10, Currency: "USD", Kind: events.KindDeposit},
+		{ID: "deposit-before", Amount: 10, Currency: "USD", Kind: contract.KindDeposit},
+		{ID: "deposit-after", Amount: 10, Currency: "USD", Kind: contract.KindDeposit},
 		{ID: "deposit-after-old-rule", Amount: 10, Currency: "USD"},
-		{ID: "transfer", Amount: 10, Currency: "USD", Kind: events.KindTransfer},
+		{ID: "transfer", Amount: 10, Currency: "USD", Kind: contract.KindTransfer},
 		{ID: "withdrawal", Amount: 10, Currency: "USD"},
-		{ID: "kind-differs", Amount: 10, Currency: "USD", Kind: events.KindDeposit},
-		{ID: "v1", Amount: 10, Currency: "USD", Kind: events.KindDeposit}, // a v1 entry has no kind to compare
+		{ID: "kind-differs", Amount: 10, Currency: "USD", Kind: contract.KindDeposit},
+		{ID: "v1", Amount: 10, Currency: "USD", Kind: contract.KindDeposit}, // a v1 entry has no kind to compare
 	}
 	r := gl.Reconcile(rules, transfers, entries)
 	got := map[string]string{}

@@ -8,7 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
 )
 
 // A reversal's entry swaps its original's lines (debit <-> credit) for the reversed amount and
@@ -16,8 +16,8 @@ import (
 // is a movement of its own, posted once like a transfer, under the same unique constraints.
 
 // decodeReversal decodes and checks a TransferReversed event.
-func decodeReversal(env events.Envelope) (events.TransferReversed, error) {
-	var data events.TransferReversed
+func decodeReversal(env contract.Envelope) (contract.TransferReversed, error) {
+	var data contract.TransferReversed
 	if err := env.DecodeData(&data); err != nil {
 		return data, err
 	}
@@ -32,10 +32,10 @@ func decodeReversal(env events.Envelope) (events.TransferReversed, error) {
 
 // reversalEntries builds the entries of the reversals at indexes idx from their originals'
 // entries, as tx sees them (the batch's own transfers posted already). A reversal whose
-// original has no entry yet waits for it: events.NotYet has the consumer park it in the inbox
+// original has no entry yet waits for it: contract.NotYet has the consumer park it in the inbox
 // until the original posts, without counting it against the event.
-func (p *TransferPoster) reversalEntries(ctx context.Context, tx pgx.Tx, idx []int, reversed map[int]events.TransferReversed,
-	envs []events.Envelope, entries []Entry) error {
+func (p *TransferPoster) reversalEntries(ctx context.Context, tx pgx.Tx, idx []int, reversed map[int]contract.TransferReversed,
+	envs []contract.Envelope, entries []Entry) error {
 	ids := make([]string, 0, len(idx))
 	for _, i := range idx {
 		ids = append(ids, reversed[i].TransferID)
@@ -48,7 +48,7 @@ func (p *TransferPoster) reversalEntries(ctx context.Context, tx pgx.Tx, idx []i
 		data := reversed[i]
 		orig, ok := originals[data.TransferID]
 		if !ok {
-			return events.NotYet(events.WaitTransfer(data.TransferID), fmt.Errorf("reversal %s (event %s): transfer %s has no entry yet", data.ReversalID, envs[i].ID, data.TransferID))
+			return contract.NotYet(contract.WaitTransfer(data.TransferID), fmt.Errorf("reversal %s (event %s): transfer %s has no entry yet", data.ReversalID, envs[i].ID, data.TransferID))
 		}
 		entry, err := reversalEntry(envs[i].ID, data, orig)
 		if err != nil {
@@ -63,17 +63,17 @@ func (p *TransferPoster) reversalEntries(ctx context.Context, tx pgx.Tx, idx []i
 // the reversed share of its amount. A reversal that does not fit its original (another
 // currency, more than its amount, an original that is itself a reversal, a share that does not
 // divide the lines exactly) contradicts the ledger: a conflict, never posted.
-func reversalEntry(eventID string, data events.TransferReversed, orig Entry) (Entry, error) {
+func reversalEntry(eventID string, data contract.TransferReversed, orig Entry) (Entry, error) {
 	total := orig.Debits()
 	switch {
 	case orig.HoldID != "":
-		return Entry{}, events.Conflict(fmt.Errorf("reversal %s: %s is a hold's movement (entry %s), not a transfer", data.ReversalID, data.TransferID, orig.ID))
+		return Entry{}, contract.Conflict(fmt.Errorf("reversal %s: %s is a hold's movement (entry %s), not a transfer", data.ReversalID, data.TransferID, orig.ID))
 	case orig.ReversesEntryID != uuid.Nil:
-		return Entry{}, events.Conflict(fmt.Errorf("reversal %s: transfer %s was posted as a reversal (entry %s)", data.ReversalID, data.TransferID, orig.ID))
+		return Entry{}, contract.Conflict(fmt.Errorf("reversal %s: transfer %s was posted as a reversal (entry %s)", data.ReversalID, data.TransferID, orig.ID))
 	case orig.Currency != data.Currency:
-		return Entry{}, events.Conflict(fmt.Errorf("reversal %s is in %s, transfer %s was posted in %s", data.ReversalID, data.Currency, data.TransferID, orig.Currency))
+		return Entry{}, contract.Conflict(fmt.Errorf("reversal %s is in %s, transfer %s was posted in %s", data.ReversalID, data.Currency, data.TransferID, orig.Currency))
 	case data.Amount > total:
-		return Entry{}, events.Conflict(fmt.Errorf("reversal %s of %d exceeds transfer %s's %d", data.ReversalID, data.Amount, data.TransferID, total))
+		return Entry{}, contract.Conflict(fmt.Errorf("reversal %s of %d exceeds transfer %s's %d", data.ReversalID, data.Amount, data.TransferID, total))
 	}
 	lines := make([]Line, 0, len(orig.Lines))
 	for _, l := range orig.Lines {
@@ -82,7 +82,7 @@ func reversalEntry(eventID string, data events.TransferReversed, orig Entry) (En
 			num := new(big.Int).Mul(big.NewInt(l.Amount), big.NewInt(data.Amount))
 			q, r := new(big.Int).QuoRem(num, big.NewInt(total), new(big.Int))
 			if r.Sign() != 0 {
-				return Entry{}, events.Conflict(fmt.Errorf("reversal %s: %d of %d does not divide line %s %d of entry %s exactly",
+				return Entry{}, contract.Conflict(fmt.Errorf("reversal %s: %d of %d does not divide line %s %d of entry %s exactly",
 					data.ReversalID, data.Amount, total, l.Direction, l.Amount, orig.ID))
 			}
 			amount = q.Int64()

@@ -14,20 +14,22 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
+	"walletgl/internal/events/inbox"
 	"walletgl/internal/gl"
 	"walletgl/internal/testenv"
 )
 
-func transferReversed(t *testing.T, reversalID, transferID string, amount int64, currency string) events.Envelope {
+func transferReversed(t *testing.T, reversalID, transferID string, amount int64, currency string) contract.Envelope {
 	t.Helper()
-	data, err := json.Marshal(events.TransferReversed{
+	data, err := json.Marshal(contract.TransferReversed{
 		ReversalID: reversalID, TransferID: transferID, FromWalletID: "w-to", ToWalletID: "w-from",
 		Amount: amount, Currency: currency, CreatedAt: time.Date(2025, 3, 2, 12, 0, 0, 0, time.UTC),
 	})
 	require.NoError(t, err)
-	return events.Envelope{
-		SpecVersion: "1.0", ID: uuid.Must(uuid.NewV7()).String(), Source: events.SourceWallet,
-		Type: events.TypeTransferReversed, Subject: reversalID, Time: time.Now().UTC(),
+	return contract.Envelope{
+		SpecVersion: "1.0", ID: uuid.Must(uuid.NewV7()).String(), Source: contract.SourceWallet,
+		Type: contract.TypeTransferReversed, Subject: reversalID, Time: time.Now().UTC(),
 		DataContentType: "application/json", Data: data,
 	}
 }
@@ -85,19 +87,19 @@ func TestReversalBeforeItsTransferWaitsAndConflictsAreRefused(t *testing.T) {
 	transferID := newTransferID()
 
 	err := b.handle(t, h, transferReversed(t, newTransferID(), transferID, 10, "USD"))
-	require.ErrorIs(t, err, events.ErrNotYet, "the original is not posted yet: delivered again later")
-	require.NotErrorIs(t, err, events.ErrMalformed)
+	require.ErrorIs(t, err, contract.ErrNotYet, "the original is not posted yet: delivered again later")
+	require.NotErrorIs(t, err, contract.ErrMalformed)
 
 	require.NoError(t, b.handle(t, h, transferCompleted(t, transferID, 100, "USD")))
 	tests := []struct {
 		name string
-		env  events.Envelope
+		env  contract.Envelope
 	}{
 		{"a reversal in another currency", transferReversed(t, newTransferID(), transferID, 10, "EUR")},
 		{"a reversal beyond the original", transferReversed(t, newTransferID(), transferID, 101, "USD")},
 	}
 	for _, tt := range tests {
-		require.ErrorIs(t, b.handle(t, h, tt.env), events.ErrConflict, tt.name)
+		require.ErrorIs(t, b.handle(t, h, tt.env), contract.ErrConflict, tt.name)
 	}
 }
 
@@ -119,12 +121,12 @@ func TestTheGLConsumerPostsAReversalThatArrivesBeforeItsTransferExactlyOnce(t *t
 	require.NoError(t, err)
 	require.NoError(t, topo.EnsureStreams(ctx, js))
 
-	publish := func(env events.Envelope, msgID string) {
+	publish := func(env contract.Envelope, msgID string) {
 		body, err := json.Marshal(env)
 		require.NoError(t, err)
-		msg := nats.NewMsg(topo.Subject(events.SourceWallet, env.Type))
+		msg := nats.NewMsg(topo.Subject(contract.SourceWallet, env.Type))
 		msg.Data = body
-		keys.Signer(events.SourceWallet).Sign(msg)
+		keys.Signer(contract.SourceWallet).Sign(msg)
 		_, err = js.PublishMsg(ctx, msg, jetstream.WithMsgID(msgID))
 		require.NoError(t, err)
 	}
@@ -139,7 +141,7 @@ func TestTheGLConsumerPostsAReversalThatArrivesBeforeItsTransferExactlyOnce(t *t
 	spec, err := topo.Consumer(events.ConsumerGL)
 	require.NoError(t, err)
 	poster := gl.NewTransferPoster(b.ledger, b.ledger, log)
-	cons, err := events.NewConsumer(events.ConsumerConfig{ConsumerSpec: spec, RetryDelay: 50 * time.Millisecond, Trust: keys.Trust},
+	cons, err := inbox.NewConsumer(inbox.ConsumerConfig{ConsumerSpec: spec, RetryDelay: 50 * time.Millisecond, Trust: keys.Trust},
 		topo, nc, b.pool, poster, log)
 	require.NoError(t, err)
 	runCtx, cancel := context.WithCancel(ctx)

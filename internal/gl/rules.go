@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
 	"walletgl/internal/problem"
 )
 
@@ -32,11 +32,11 @@ const KindHold = "hold"
 // TransferCompleted.v1 is upcast with kind unspecified, a v2 names one of three kinds, a hold
 // event is of kind hold. gl rules set refuses any other pair.
 var RuleKinds = map[string][]string{
-	events.TypeTransferCompleted:   {events.KindUnspecified},
-	events.TypeTransferCompletedV2: {events.KindDeposit, events.KindTransfer, events.KindWithdrawal},
-	events.TypeHoldPlaced:          {KindHold},
-	events.TypeHoldCaptured:        {KindHold},
-	events.TypeHoldVoided:          {KindHold},
+	contract.TypeTransferCompleted:   {contract.KindUnspecified},
+	contract.TypeTransferCompletedV2: {contract.KindDeposit, contract.KindTransfer, contract.KindWithdrawal},
+	contract.TypeHoldPlaced:          {KindHold},
+	contract.TypeHoldCaptured:        {KindHold},
+	contract.TypeHoldVoided:          {KindHold},
 }
 
 // ErrInvalidRule is an application error: a rule gl rules set must refuse.
@@ -57,8 +57,8 @@ func (r Rule) Validate() error {
 			DefaultHoldRules.Place.DebitAccount, DefaultHoldRules.Place.CreditAccount, DefaultHoldRules.HoldAccount())
 	case r.DebitAccount == "" || r.CreditAccount == "":
 		return problem.Newf(ErrInvalidRule, "debit and credit accounts must both be set")
-	case r.DebitAccount == r.CreditAccount && r.Kind != events.KindTransfer:
-		return problem.Newf(ErrInvalidRule, "debit and credit account are both %q; only kind %s may post to one account", r.DebitAccount, events.KindTransfer)
+	case r.DebitAccount == r.CreditAccount && r.Kind != contract.KindTransfer:
+		return problem.Newf(ErrInvalidRule, "debit and credit account are both %q; only kind %s may post to one account", r.DebitAccount, contract.KindTransfer)
 	}
 	return nil
 }
@@ -140,7 +140,7 @@ type RuleStore interface {
 func ruleFor(rules Rules, eventID, eventType, kind string, t time.Time) (Rule, error) {
 	rule, ok := rules.At(eventType, kind, t)
 	if !ok {
-		return Rule{}, events.Permanent(fmt.Errorf("event %s: no posting rule for %s kind %s at %s (gl rules list)", eventID, eventType, kind, t.Format(time.RFC3339Nano)))
+		return Rule{}, contract.Permanent(fmt.Errorf("event %s: no posting rule for %s kind %s at %s (gl rules list)", eventID, eventType, kind, t.Format(time.RFC3339Nano)))
 	}
 	return rule, nil
 }
@@ -155,12 +155,12 @@ func DefaultRules() Rules {
 		return Rule{EventType: eventType, Kind: kind, PostingRule: PostingRule{DebitAccount: debit, CreditAccount: credit}}
 	}
 	return NewRules([]Rule{
-		seed(events.TypeTransferCompleted, events.KindUnspecified, DefaultPostingRule.DebitAccount, DefaultPostingRule.CreditAccount),
-		seed(events.TypeTransferCompletedV2, events.KindDeposit, "1010", "2010"),
-		seed(events.TypeTransferCompletedV2, events.KindTransfer, "2010", "2010"),
-		seed(events.TypeTransferCompletedV2, events.KindWithdrawal, "2010", "1010"),
-		seed(events.TypeHoldPlaced, KindHold, "2010", "2020"),
-		seed(events.TypeHoldCaptured, KindHold, "2020", "2010"),
-		seed(events.TypeHoldVoided, KindHold, "2020", "2010"),
+		seed(contract.TypeTransferCompleted, contract.KindUnspecified, DefaultPostingRule.DebitAccount, DefaultPostingRule.CreditAccount),
+		seed(contract.TypeTransferCompletedV2, contract.KindDeposit, "1010", "2010"),
+		seed(contract.TypeTransferCompletedV2, contract.KindTransfer, "2010", "2010"),
+		seed(contract.TypeTransferCompletedV2, contract.KindWithdrawal, "2010", "1010"),
+		seed(contract.TypeHoldPlaced, KindHold, "2010", "2020"),
+		seed(contract.TypeHoldCaptured, KindHold, "2020", "2010"),
+		seed(contract.TypeHoldVoided, KindHold, "2020", "2010"),
 	})
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
-	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
 	"walletgl/internal/gl"
 	"walletgl/internal/gl/postgres"
 )
@@ -24,10 +24,10 @@ func TestRulesAtPicksTheLatestRuleInForceAtTheEventsTime(t *testing.T) {
 	t1 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	t2 := t1.AddDate(0, 1, 0)
 	rules := gl.NewRules([]gl.Rule{ // out of order on purpose
-		rule(events.TypeTransferCompletedV2, events.KindDeposit, t2, "1030", "2010"),
-		rule(events.TypeTransferCompletedV2, events.KindDeposit, time.Time{}, "1010", "2010"),
-		rule(events.TypeTransferCompletedV2, events.KindDeposit, t1, "1020", "2010"),
-		rule(events.TypeTransferCompletedV2, events.KindWithdrawal, time.Time{}, "2010", "1010"),
+		rule(contract.TypeTransferCompletedV2, contract.KindDeposit, t2, "1030", "2010"),
+		rule(contract.TypeTransferCompletedV2, contract.KindDeposit, time.Time{}, "1010", "2010"),
+		rule(contract.TypeTransferCompletedV2, contract.KindDeposit, t1, "1020", "2010"),
+		rule(contract.TypeTransferCompletedV2, contract.KindWithdrawal, time.Time{}, "2010", "1010"),
 	})
 	for _, tc := range []struct {
 		at    time.Time
@@ -40,16 +40,16 @@ func TestRulesAtPicksTheLatestRuleInForceAtTheEventsTime(t *testing.T) {
 		{t2, "1030"},
 		{t2.AddDate(5, 0, 0), "1030"},
 	} {
-		r, ok := rules.At(events.TypeTransferCompletedV2, events.KindDeposit, tc.at)
+		r, ok := rules.At(contract.TypeTransferCompletedV2, contract.KindDeposit, tc.at)
 		require.True(t, ok, tc.at)
 		require.Equal(t, tc.debit, r.DebitAccount, "at %s", tc.at)
 	}
-	r, ok := rules.At(events.TypeTransferCompletedV2, events.KindWithdrawal, t1)
+	r, ok := rules.At(contract.TypeTransferCompletedV2, contract.KindWithdrawal, t1)
 	require.True(t, ok)
 	require.Equal(t, "2010", r.DebitAccount)
-	_, ok = rules.At(events.TypeTransferCompletedV2, events.KindTransfer, t1)
+	_, ok = rules.At(contract.TypeTransferCompletedV2, contract.KindTransfer, t1)
 	require.False(t, ok, "no rule of that kind")
-	_, ok = rules.At(events.TypeTransferCompleted, events.KindDeposit, t1)
+	_, ok = rules.At(contract.TypeTransferCompleted, contract.KindDeposit, t1)
 	require.False(t, ok, "the event type is part of the key")
 }
 
@@ -60,14 +60,14 @@ func TestRuleValidate(t *testing.T) {
 		rule gl.Rule
 		ok   bool
 	}{
-		{"the v1 default", rule(events.TypeTransferCompleted, events.KindUnspecified, time.Time{}, "1010", "2010"), true},
-		{"wallet to wallet on one account", rule(events.TypeTransferCompletedV2, events.KindTransfer, time.Time{}, "2010", "2010"), true},
-		{"a hold's rule, fixed", rule(events.TypeHoldPlaced, gl.KindHold, time.Time{}, "2010", "2020"), false},
-		{"an unknown event type", rule("TransferCompleted.v9", events.KindDeposit, time.Time{}, "1010", "2010"), false},
-		{"a kind v1 never carries", rule(events.TypeTransferCompleted, events.KindDeposit, time.Time{}, "1010", "2010"), false},
-		{"an unknown kind", rule(events.TypeTransferCompletedV2, "gift", time.Time{}, "1010", "2010"), false},
-		{"one account outside wallet to wallet", rule(events.TypeTransferCompletedV2, events.KindDeposit, time.Time{}, "1010", "1010"), false},
-		{"a missing account", rule(events.TypeTransferCompletedV2, events.KindDeposit, time.Time{}, "", "2010"), false},
+		{"the v1 default", rule(contract.TypeTransferCompleted, contract.KindUnspecified, time.Time{}, "1010", "2010"), true},
+		{"wallet to wallet on one account", rule(contract.TypeTransferCompletedV2, contract.KindTransfer, time.Time{}, "2010", "2010"), true},
+		{"a hold's rule, fixed", rule(contract.TypeHoldPlaced, gl.KindHold, time.Time{}, "2010", "2020"), false},
+		{"an unknown event type", rule("TransferCompleted.v9", contract.KindDeposit, time.Time{}, "1010", "2010"), false},
+		{"a kind v1 never carries", rule(contract.TypeTransferCompleted, contract.KindDeposit, time.Time{}, "1010", "2010"), false},
+		{"an unknown kind", rule(contract.TypeTransferCompletedV2, "gift", time.Time{}, "1010", "2010"), false},
+		{"one account outside wallet to wallet", rule(contract.TypeTransferCompletedV2, contract.KindDeposit, time.Time{}, "1010", "1010"), false},
+		{"a missing account", rule(contract.TypeTransferCompletedV2, contract.KindDeposit, time.Time{}, "", "2010"), false},
 	} {
 		err := tc.rule.Validate()
 		if tc.ok {
@@ -79,15 +79,15 @@ func TestRuleValidate(t *testing.T) {
 }
 
 // transferEvent is a TransferCompleted of eventType (v1 or v2, the v2 of kind) at created.
-func transferEvent(t *testing.T, eventType, kind, transferID string, amount int64, created time.Time) events.Envelope {
+func transferEvent(t *testing.T, eventType, kind, transferID string, amount int64, created time.Time) contract.Envelope {
 	t.Helper()
-	data, err := json.Marshal(events.TransferCompleted{
+	data, err := json.Marshal(contract.TransferCompleted{
 		TransferID: transferID, FromWalletID: "w-from", ToWalletID: "w-to",
 		Amount: amount, Currency: "USD", Kind: kind, Reference: "invoice 7", CreatedAt: created,
 	}.AsVersion(eventType))
 	require.NoError(t, err)
-	return events.Envelope{
-		SpecVersion: "1.0", ID: uuid.Must(uuid.NewV7()).String(), Source: events.SourceWallet,
+	return contract.Envelope{
+		SpecVersion: "1.0", ID: uuid.Must(uuid.NewV7()).String(), Source: contract.SourceWallet,
 		Type: eventType, Subject: transferID, Time: time.Now().UTC(),
 		DataContentType: "application/json", Data: data,
 	}
@@ -114,10 +114,10 @@ func TestTransferPosterPostsByKindAndVersion(t *testing.T) {
 		eventType, kind string
 		debit, credit   string
 	}{
-		{events.TypeTransferCompleted, "", "1010", "2010"}, // v1: upcast to kind unspecified
-		{events.TypeTransferCompletedV2, events.KindDeposit, "1010", "2010"},
-		{events.TypeTransferCompletedV2, events.KindTransfer, "2010", "2010"},
-		{events.TypeTransferCompletedV2, events.KindWithdrawal, "2010", "1010"},
+		{contract.TypeTransferCompleted, "", "1010", "2010"}, // v1: upcast to kind unspecified
+		{contract.TypeTransferCompletedV2, contract.KindDeposit, "1010", "2010"},
+		{contract.TypeTransferCompletedV2, contract.KindTransfer, "2010", "2010"},
+		{contract.TypeTransferCompletedV2, contract.KindWithdrawal, "2010", "1010"},
 	} {
 		id := newTransferID()
 		require.NoError(t, b.handle(t, h, transferEvent(t, tc.eventType, tc.kind, id, 50, at)))
@@ -126,16 +126,16 @@ func TestTransferPosterPostsByKindAndVersion(t *testing.T) {
 		require.Equal(t, tc.eventType, e.EventType)
 		wantKind := tc.kind
 		if wantKind == "" {
-			wantKind = events.KindUnspecified
+			wantKind = contract.KindUnspecified
 		}
 		require.Equal(t, wantKind, e.Kind, "the entry records the rule's key")
 	}
 	// A v2 must say a kind it has; an unknown version is never posted.
-	bad := transferEvent(t, events.TypeTransferCompletedV2, events.KindUnspecified, newTransferID(), 5, at)
-	require.ErrorIs(t, b.handle(t, h, bad), events.ErrMalformed)
-	v9 := transferEvent(t, events.TypeTransferCompletedV2, events.KindDeposit, newTransferID(), 5, at)
+	bad := transferEvent(t, contract.TypeTransferCompletedV2, contract.KindUnspecified, newTransferID(), 5, at)
+	require.ErrorIs(t, b.handle(t, h, bad), contract.ErrMalformed)
+	v9 := transferEvent(t, contract.TypeTransferCompletedV2, contract.KindDeposit, newTransferID(), 5, at)
 	v9.Type = "TransferCompleted.v9"
-	require.ErrorIs(t, b.handle(t, h, v9), events.ErrMalformed)
+	require.ErrorIs(t, b.handle(t, h, v9), contract.ErrMalformed)
 	c := ruleCheck(t, b)
 	require.True(t, c.Passed(), "%v", c.Offenders)
 	require.Equal(t, int64(4), c.Checked)
@@ -150,29 +150,29 @@ func TestRuleChangeAffectsOnlyLaterEventsAndNeverThePast(t *testing.T) {
 	require.NoError(t, err)
 
 	before := newTransferID()
-	require.NoError(t, b.handle(t, h, transferEvent(t, events.TypeTransferCompletedV2, events.KindDeposit, before, 10, time.Now().Add(-time.Minute))))
+	require.NoError(t, b.handle(t, h, transferEvent(t, contract.TypeTransferCompletedV2, contract.KindDeposit, before, 10, time.Now().Add(-time.Minute))))
 
 	// Refused: the past, an unknown account, an unknown kind, an effective time not after an
 	// entry already posted under the key.
-	_, err = b.ledger.SetRule(ctx, rule(events.TypeTransferCompletedV2, events.KindDeposit, time.Now().Add(-time.Hour), "1020", "2010"))
+	_, err = b.ledger.SetRule(ctx, rule(contract.TypeTransferCompletedV2, contract.KindDeposit, time.Now().Add(-time.Hour), "1020", "2010"))
 	require.ErrorIs(t, err, postgres.ErrRuleInPast)
-	_, err = b.ledger.SetRule(ctx, rule(events.TypeTransferCompletedV2, events.KindDeposit, time.Time{}, "9999", "2010"))
+	_, err = b.ledger.SetRule(ctx, rule(contract.TypeTransferCompletedV2, contract.KindDeposit, time.Time{}, "9999", "2010"))
 	require.ErrorIs(t, err, gl.ErrAccountNotFound)
-	_, err = b.ledger.SetRule(ctx, rule(events.TypeTransferCompletedV2, "gift", time.Time{}, "1020", "2010"))
+	_, err = b.ledger.SetRule(ctx, rule(contract.TypeTransferCompletedV2, "gift", time.Time{}, "1020", "2010"))
 	require.ErrorIs(t, err, gl.ErrInvalidRule)
 	future := newTransferID()
-	require.NoError(t, b.handle(t, h, transferEvent(t, events.TypeTransferCompletedV2, events.KindWithdrawal, future, 10, time.Now().Add(2*time.Hour))))
-	_, err = b.ledger.SetRule(ctx, rule(events.TypeTransferCompletedV2, events.KindWithdrawal, time.Now().Add(time.Hour), "2010", "1020"))
+	require.NoError(t, b.handle(t, h, transferEvent(t, contract.TypeTransferCompletedV2, contract.KindWithdrawal, future, 10, time.Now().Add(2*time.Hour))))
+	_, err = b.ledger.SetRule(ctx, rule(contract.TypeTransferCompletedV2, contract.KindWithdrawal, time.Now().Add(time.Hour), "2010", "1020"))
 	require.ErrorIs(t, err, postgres.ErrRuleInPast, "a withdrawal at +2h is posted: a rule from +1h would reinterpret it")
 
-	set, err := b.ledger.SetRule(ctx, rule(events.TypeTransferCompletedV2, events.KindDeposit, time.Time{}, "1020", "2010"))
+	set, err := b.ledger.SetRule(ctx, rule(contract.TypeTransferCompletedV2, contract.KindDeposit, time.Time{}, "1020", "2010"))
 	require.NoError(t, err)
 	require.WithinDuration(t, time.Now(), set.EffectiveFrom, time.Minute, "default: now")
 
 	late := newTransferID() // made before the change, delivered after it
 	after := newTransferID()
-	require.NoError(t, b.handle(t, h, transferEvent(t, events.TypeTransferCompletedV2, events.KindDeposit, late, 20, set.EffectiveFrom.Add(-time.Millisecond))))
-	require.NoError(t, b.handle(t, h, transferEvent(t, events.TypeTransferCompletedV2, events.KindDeposit, after, 30, set.EffectiveFrom.Add(time.Second))))
+	require.NoError(t, b.handle(t, h, transferEvent(t, contract.TypeTransferCompletedV2, contract.KindDeposit, late, 20, set.EffectiveFrom.Add(-time.Millisecond))))
+	require.NoError(t, b.handle(t, h, transferEvent(t, contract.TypeTransferCompletedV2, contract.KindDeposit, after, 30, set.EffectiveFrom.Add(time.Second))))
 
 	require.Equal(t, twoLines(10, "1010", "2010"), linesOf(t, b, before).Lines, "posted entries are never rewritten")
 	require.Equal(t, twoLines(20, "1010", "2010"), linesOf(t, b, late).Lines, "by the event's time, not the posting's")
@@ -208,7 +208,7 @@ func TestVerifyFindsAnEntryOffItsRule(t *testing.T) {
 	// A deposit posted as a withdrawal: balanced, but not by its rule.
 	wrong := gl.Entry{
 		ID: uuid.New(), EventID: "ev-wrong", TransferID: "tr-wrong", Currency: "USD", OccurredAt: time.Now(),
-		EventType: events.TypeTransferCompletedV2, Kind: events.KindDeposit, Lines: twoLines(5, "2010", "1010"),
+		EventType: contract.TypeTransferCompletedV2, Kind: contract.KindDeposit, Lines: twoLines(5, "2010", "1010"),
 	}
 	_, err = b.ledger.Post(ctx, tx, wrong)
 	require.NoError(t, err)

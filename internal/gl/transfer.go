@@ -10,7 +10,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"walletgl/internal/database"
-	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
+	"walletgl/internal/events/inbox"
+	"walletgl/internal/events/outbox"
 	"walletgl/internal/metrics"
 	"walletgl/internal/tracing"
 )
@@ -24,21 +26,21 @@ type TransferPoster struct {
 	rules   RuleStore
 	holds   HoldRules // hold events' postings (hold.go)
 	ledger  Poster
-	outbox  *events.Outbox
+	outbox  *outbox.Outbox
 	logger  zerolog.Logger
 	metrics *metrics.GL
 }
 
 var (
-	_ events.Handler          = (*TransferPoster)(nil)
-	_ events.DuplicateHandler = (*TransferPoster)(nil)
+	_ inbox.Handler          = (*TransferPoster)(nil)
+	_ inbox.DuplicateHandler = (*TransferPoster)(nil)
 )
 
 // NewTransferPoster returns the handler for TransferCompleted (v1 and v2), TransferReversed
 // and hold events, posting each transfer by the rule in force for its event type, kind and
 // time, read from rules once per batch, and each hold event by DefaultHoldRules.
 func NewTransferPoster(rules RuleStore, ledger Poster, logger zerolog.Logger) *TransferPoster {
-	return &TransferPoster{rules: rules, holds: DefaultHoldRules, ledger: ledger, outbox: events.NewOutbox(events.SourceGL), logger: logger}
+	return &TransferPoster{rules: rules, holds: DefaultHoldRules, ledger: ledger, outbox: outbox.New(contract.SourceGL), logger: logger}
 }
 
 // WithHoldRules has the poster post hold events by r instead of DefaultHoldRules. Check r
@@ -56,17 +58,17 @@ func (p *TransferPoster) WithMetrics(m *metrics.GL) *TransferPoster {
 }
 
 // PublishOnCommit has the acknowledgments this poster writes published by r, the GL's relay,
-// as soon as their transaction commits (events.Outbox.PublishOnCommit).
-func (p *TransferPoster) PublishOnCommit(r *events.Relay) *TransferPoster {
+// as soon as their transaction commits (outbox.Outbox.PublishOnCommit).
+func (p *TransferPoster) PublishOnCommit(r *outbox.Relay) *TransferPoster {
 	p.outbox.PublishOnCommit(r)
 	return p
 }
 
-// Handle posts a batch of new events in a few statements and writes their acknowledgments,
-// all in tx, the consumer's transaction. An event that can never be posted (events.ErrMalformed) or that contradicts
-// the posting of its transfer (events.ErrConflict) fails the batch and writes nothing; the
-// consumer then handles each event alone, so the bad one fails alone.
-func (p *TransferPoster) Handle(ctx context.Context, tx pgx.Tx, envs []events.Envelope) error {
+// Handle posts a batch of new events in a few statements and writes their acknowledgments, all in
+// tx, the consumer's transaction. An event that can never be posted (contract.ErrMalformed) or that
+// contradicts the posting of its transfer (contract.ErrConflict) fails the batch and writes
+// nothing; the consumer then handles each event alone, so the bad one fails alone.
+func (p *TransferPoster) Handle(ctx context.Context, tx pgx.Tx, envs []contract.Envelope) error {
 	return p.post(ctx, tx, envs, false)
 }
 
@@ -74,32 +76,32 @@ func (p *TransferPoster) Handle(ctx context.Context, tx pgx.Tx, envs []events.En
 // entry: the wallet re-publishes an event until an acknowledgment of it arrives, so a duplicate
 // means the first acknowledgment was lost on the way or never applied. The answer is
 // idempotent on the wallet's side.
-func (p *TransferPoster) HandleDuplicates(ctx context.Context, tx pgx.Tx, envs []events.Envelope) error {
+func (p *TransferPoster) HandleDuplicates(ctx context.Context, tx pgx.Tx, envs []contract.Envelope) error {
 	return p.post(ctx, tx, envs, true)
 }
 
-// Satisfies names what posting env lets a waiting event go on with (events.Satisfier): a
+// Satisfies names what posting env lets a waiting event go on with (inbox.Satisfier): a
 // transfer its reversals, a hold's placement its release. An event it cannot read satisfies
 // nothing.
-func (p *TransferPoster) Satisfies(env events.Envelope) []string {
+func (p *TransferPoster) Satisfies(env contract.Envelope) []string {
 	switch env.Type {
-	case events.TypeTransferCompleted, events.TypeTransferCompletedV2:
-		if t, err := events.DecodeTransferCompleted(env); err == nil {
-			return []string{events.WaitTransfer(t.TransferID)}
+	case contract.TypeTransferCompleted, contract.TypeTransferCompletedV2:
+		if t, err := contract.DecodeTransferCompleted(env); err == nil {
+			return []string{contract.WaitTransfer(t.TransferID)}
 		}
-	case events.TypeHoldPlaced:
-		var h events.HoldPlaced
+	case contract.TypeHoldPlaced:
+		var h contract.HoldPlaced
 		if err := env.DecodeData(&h); err == nil {
-			return []string{events.WaitHold(h.HoldID)}
+			return []string{contract.WaitHold(h.HoldID)}
 		}
 	}
 	return nil
 }
 
-func (p *TransferPoster) post(ctx context.Context, tx pgx.Tx, envs []events.Envelope, answering bool) error {
+func (p *TransferPoster) post(ctx context.Context, tx pgx.Tx, envs []contract.Envelope, answering bool) error {
 	entries := make([]Entry, len(envs))
 	var transfers, reversals, holds []int // indexes into envs
-	reversed := map[int]events.TransferReversed{}
+	reversed := map[int]contract.TransferReversed{}
 	var rules Rules
 	rulesRead := false
 	for i, env := range envs {
@@ -107,7 +109,7 @@ func (p *TransferPoster) post(ctx context.Context, tx pgx.Tx, envs []events.Enve
 			holds = append(holds, i)
 			continue
 		}
-		if env.Type == events.TypeTransferReversed {
+		if env.Type == contract.TypeTransferReversed {
 			data, err := decodeReversal(env)
 			if err != nil {
 				return err
@@ -174,7 +176,7 @@ func (p *TransferPoster) postSome(ctx context.Context, tx pgx.Tx, entries []Entr
 	}
 	posted, err := p.ledger.PostBatch(ctx, tx, some)
 	if errors.Is(err, ErrEventTaken) {
-		return events.Conflict(err)
+		return contract.Conflict(err)
 	}
 	if err != nil {
 		return fmt.Errorf("post %d movements: %w", len(some), err)
@@ -186,13 +188,13 @@ func (p *TransferPoster) postSome(ctx context.Context, tx pgx.Tx, entries []Entr
 }
 
 // acknowledgments are the TransferPosted.v2 events of a batch: one, or one per
-// events.MaxPostingsPerEvent postings when a batch is larger (EVENTS_BATCH_SIZE has no upper
+// contract.MaxPostingsPerEvent postings when a batch is larger (EVENTS_BATCH_SIZE has no upper
 // bound, and the wallet refuses a longer list). Each continues the trace of its first traced
 // event, from the span posting it: that transfer's trace goes on to the wallet's acknowledge span.
-func acknowledgments(envs []events.Envelope, entries []Entry, postings []Posting) ([]events.Event, error) {
-	acks := make([]events.Event, 0, (len(postings)+events.MaxPostingsPerEvent-1)/events.MaxPostingsPerEvent)
-	for from := 0; from < len(postings); from += events.MaxPostingsPerEvent {
-		to := min(from+events.MaxPostingsPerEvent, len(postings))
+func acknowledgments(envs []contract.Envelope, entries []Entry, postings []Posting) ([]outbox.Event, error) {
+	acks := make([]outbox.Event, 0, (len(postings)+contract.MaxPostingsPerEvent-1)/contract.MaxPostingsPerEvent)
+	for from := 0; from < len(postings); from += contract.MaxPostingsPerEvent {
+		to := min(from+contract.MaxPostingsPerEvent, len(postings))
 		ack, err := acknowledgment(entries[from:to], postings[from:to])
 		if err != nil {
 			return nil, err
@@ -204,7 +206,7 @@ func acknowledgments(envs []events.Envelope, entries []Entry, postings []Posting
 }
 
 // firstTraceParent is the trace context of the first traced event of envs ("": none is).
-func firstTraceParent(envs []events.Envelope) string {
+func firstTraceParent(envs []contract.Envelope) string {
 	for _, env := range envs {
 		if env.TraceParent != "" {
 			return env.TraceParent
@@ -244,7 +246,7 @@ func (p *TransferPoster) checkPosting(ctx context.Context, e Entry, posting Post
 	case posting.Created:
 		return nil
 	case stored.Currency != e.Currency || !posting.Amount.Equal(SumOf(e.Debits())) || stored.Description != e.Description:
-		return events.Conflict(fmt.Errorf("transfer %s was posted as %s %s (%s) by event %s; event %s says %d %s (%s)",
+		return contract.Conflict(fmt.Errorf("transfer %s was posted as %s %s (%s) by event %s; event %s says %d %s (%s)",
 			e.TransferID, posting.Amount, stored.Currency, stored.Description, stored.EventID,
 			e.EventID, e.Debits(), e.Currency, e.Description))
 	case stored.EventID == e.EventID && answering:
@@ -265,25 +267,25 @@ func (p *TransferPoster) checkPosting(ctx context.Context, e Entry, posting Post
 // it posted and the stored entry. One event per batch rather than per posting: one outbox row,
 // one signature, one message and one wallet inbox row for the whole batch. Its aggregate is the
 // batch's first transfer.
-func acknowledgment(entries []Entry, postings []Posting) (events.Event, error) {
+func acknowledgment(entries []Entry, postings []Posting) (outbox.Event, error) {
 	id, err := uuid.NewV7()
 	if err != nil {
-		return events.Event{}, fmt.Errorf("new event id: %w", err)
+		return outbox.Event{}, fmt.Errorf("new event id: %w", err)
 	}
-	data := events.TransferPostings{Postings: make([]events.TransferPosted, len(postings))}
+	data := contract.TransferPostings{Postings: make([]contract.TransferPosted, len(postings))}
 	for i, posting := range postings {
 		stored := posting.Entry
-		data.Postings[i] = events.TransferPosted{TransferID: stored.TransferID, SourceEventID: entries[i].EventID, EntryID: stored.ID.String(), PostedAt: stored.PostedAt}
+		data.Postings[i] = contract.TransferPosted{TransferID: stored.TransferID, SourceEventID: entries[i].EventID, EntryID: stored.ID.String(), PostedAt: stored.PostedAt}
 	}
 	first := postings[0].Entry
-	return events.Event{ID: id, Type: events.TypeTransferPostedV2, AggregateID: first.TransferID, Time: first.PostedAt, Data: data}, nil
+	return outbox.Event{ID: id, Type: contract.TypeTransferPostedV2, AggregateID: first.TransferID, Time: first.PostedAt, Data: data}, nil
 }
 
 // entryFor decodes and checks a TransferCompleted event of either version (v1 upcast to kind
 // unspecified) and builds its entry by the rule in force for its type and kind at the
 // transfer's time.
-func entryFor(env events.Envelope, rules Rules) (Entry, error) {
-	data, err := events.DecodeTransferCompleted(env)
+func entryFor(env contract.Envelope, rules Rules) (Entry, error) {
+	data, err := contract.DecodeTransferCompleted(env)
 	if err != nil {
 		return Entry{}, err
 	}
@@ -313,7 +315,7 @@ func entryFor(env events.Envelope, rules Rules) (Entry, error) {
 
 // transferDescription is the entry's description: the transfer's wallets, and its reference
 // when the payer gave one.
-func transferDescription(data events.TransferCompleted) string {
+func transferDescription(data contract.TransferCompleted) string {
 	d := fmt.Sprintf("transfer %s from wallet %s to wallet %s", data.TransferID, data.FromWalletID, data.ToWalletID)
 	if data.Reference != "" {
 		d += fmt.Sprintf(" (reference %q)", data.Reference)

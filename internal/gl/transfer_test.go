@@ -15,7 +15,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"walletgl/internal/database"
-	"walletgl/internal/events"
+	"walletgl/internal/events/admin"
+	"walletgl/internal/events/contract"
+	"walletgl/internal/events/inbox"
 	"walletgl/internal/gl"
 	"walletgl/internal/gl/postgres"
 	"walletgl/internal/testenv"
@@ -33,17 +35,17 @@ func setup(t *testing.T) *testBundle {
 }
 
 // handle runs the handler in a transaction on the test pool, as the consumer would.
-func (b *testBundle) handle(t *testing.T, h events.Handler, env events.Envelope) error {
+func (b *testBundle) handle(t *testing.T, h inbox.Handler, env contract.Envelope) error {
 	t.Helper()
 	return database.WithTx(context.Background(), b.pool, func(tx pgx.Tx) error {
-		return h.Handle(context.Background(), tx, []events.Envelope{env})
+		return h.Handle(context.Background(), tx, []contract.Envelope{env})
 	})
 }
 
 // acknowledgments returns the postings the TransferPosted.v2 events in the GL's outbox name.
-func (b *testBundle) acknowledgments(t *testing.T) []events.TransferPosted {
+func (b *testBundle) acknowledgments(t *testing.T) []contract.TransferPosted {
 	t.Helper()
-	var acks []events.TransferPosted
+	var acks []contract.TransferPosted
 	for _, postings := range b.acknowledgmentEvents(t) {
 		acks = append(acks, postings...)
 	}
@@ -52,18 +54,18 @@ func (b *testBundle) acknowledgments(t *testing.T) []events.TransferPosted {
 
 // acknowledgmentEvents returns the postings of each acknowledgment in the GL's outbox, one
 // slice per event.
-func (b *testBundle) acknowledgmentEvents(t *testing.T) [][]events.TransferPosted {
+func (b *testBundle) acknowledgmentEvents(t *testing.T) [][]contract.TransferPosted {
 	t.Helper()
-	rows, err := events.NewAdmin(b.pool).ListOutbox(context.Background(), events.StatusPending, 100)
+	rows, err := admin.New(b.pool).ListOutbox(context.Background(), contract.StatusPending, 100)
 	require.NoError(t, err)
-	acks := make([][]events.TransferPosted, 0, len(rows))
+	acks := make([][]contract.TransferPosted, 0, len(rows))
 	for _, row := range rows {
-		require.Equal(t, events.TypeTransferPostedV2, row.EventType)
-		env, err := events.DecodeEnvelope(row.Payload)
+		require.Equal(t, contract.TypeTransferPostedV2, row.EventType)
+		env, err := contract.DecodeEnvelope(row.Payload)
 		require.NoError(t, err)
-		require.Equal(t, events.SourceGL, env.Source)
+		require.Equal(t, contract.SourceGL, env.Source)
 		require.Equal(t, row.AggregateID, env.Subject)
-		postings, err := events.DecodePostings(env)
+		postings, err := contract.DecodePostings(env)
 		require.NoError(t, err)
 		require.Equal(t, row.AggregateID, postings[0].TransferID, "the aggregate is the first posting's transfer")
 		acks = append(acks, postings)
@@ -71,16 +73,16 @@ func (b *testBundle) acknowledgmentEvents(t *testing.T) [][]events.TransferPoste
 	return acks
 }
 
-func transferCompleted(t *testing.T, transferID string, amount int64, currency string) events.Envelope {
+func transferCompleted(t *testing.T, transferID string, amount int64, currency string) contract.Envelope {
 	t.Helper()
-	data, err := json.Marshal(events.TransferCompleted{
+	data, err := json.Marshal(contract.TransferCompleted{
 		TransferID: transferID, FromWalletID: "w-from", ToWalletID: "w-to",
 		Amount: amount, Currency: currency, CreatedAt: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC),
 	})
 	require.NoError(t, err)
-	return events.Envelope{
-		SpecVersion: "1.0", ID: uuid.Must(uuid.NewV7()).String(), Source: events.SourceWallet,
-		Type: events.TypeTransferCompleted, Subject: transferID, Time: time.Now().UTC(),
+	return contract.Envelope{
+		SpecVersion: "1.0", ID: uuid.Must(uuid.NewV7()).String(), Source: contract.SourceWallet,
+		Type: contract.TypeTransferCompleted, Subject: transferID, Time: time.Now().UTC(),
 		DataContentType: "application/json", Data: data,
 	}
 }
@@ -138,7 +140,7 @@ func TestTransferPosterSkipsSecondPostingOfTransferButAcknowledges(t *testing.T)
 
 	acks := b.acknowledgments(t)
 	require.Len(t, acks, 3)
-	for i, env := range []events.Envelope{first, second, first} {
+	for i, env := range []contract.Envelope{first, second, first} {
 		require.Equal(t, env.ID, acks[i].SourceEventID)
 		require.Equal(t, entries[0].ID.String(), acks[i].EntryID, "every acknowledgment names the stored entry")
 	}
@@ -174,7 +176,7 @@ func TestTransferPosterRejectsMalformedEventsWithoutWriting(t *testing.T) {
 	h := gl.NewTransferPoster(b.ledger, b.ledger, zerolog.Nop())
 
 	wrongType := transferCompleted(t, newTransferID(), 100, "USD")
-	wrongType.Type = events.TypeTransferPosted
+	wrongType.Type = contract.TypeTransferPosted
 	undecodable := transferCompleted(t, newTransferID(), 100, "USD")
 	undecodable.Data = json.RawMessage(`{"amount":"a lot"}`)
 	notAnObject := transferCompleted(t, newTransferID(), 100, "USD")
@@ -182,7 +184,7 @@ func TestTransferPosterRejectsMalformedEventsWithoutWriting(t *testing.T) {
 
 	tests := []struct {
 		name string
-		env  events.Envelope
+		env  contract.Envelope
 	}{
 		{"an amount of zero", transferCompleted(t, newTransferID(), 0, "USD")},
 		{"a negative amount", transferCompleted(t, newTransferID(), -1, "USD")},
@@ -197,7 +199,7 @@ func TestTransferPosterRejectsMalformedEventsWithoutWriting(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			err := b.handle(t, h, tt.env)
 			require.Error(t, err)
-			require.ErrorIs(t, err, events.ErrMalformed)
+			require.ErrorIs(t, err, contract.ErrMalformed)
 		})
 	}
 
@@ -217,7 +219,7 @@ func TestTransferPosterRefusesEventIDReusedForAnotherTransfer(t *testing.T) {
 
 	require.NoError(t, b.handle(t, h, first))
 	err := b.handle(t, h, reused)
-	require.ErrorIs(t, err, events.ErrConflict)
+	require.ErrorIs(t, err, contract.ErrConflict)
 	require.Len(t, b.acknowledgments(t), 1)
 }
 
@@ -234,7 +236,7 @@ func TestTransferPosterRefusesAPostedTransferWithOtherFigures(t *testing.T) {
 	otherWallet.Data = json.RawMessage(strings.Replace(string(otherWallet.Data), "w-to", "w-thief", 1))
 	tests := []struct {
 		name string
-		env  events.Envelope
+		env  contract.Envelope
 	}{
 		{"another amount", transferCompleted(t, transferID, 5_000_000, "EUR")},
 		{"another currency", transferCompleted(t, transferID, 500, "CHF")},
@@ -242,11 +244,11 @@ func TestTransferPosterRefusesAPostedTransferWithOtherFigures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			require.ErrorIs(t, b.handle(t, h, tt.env), events.ErrConflict)
+			require.ErrorIs(t, b.handle(t, h, tt.env), contract.ErrConflict)
 			err := database.WithTx(context.Background(), b.pool, func(tx pgx.Tx) error {
-				return h.Handle(context.Background(), tx, []events.Envelope{transferCompleted(t, newTransferID(), 1, "EUR"), tt.env})
+				return h.Handle(context.Background(), tx, []contract.Envelope{transferCompleted(t, newTransferID(), 1, "EUR"), tt.env})
 			})
-			require.ErrorIs(t, err, events.ErrConflict, "in a batch too")
+			require.ErrorIs(t, err, contract.ErrConflict, "in a batch too")
 		})
 	}
 	require.Len(t, b.acknowledgments(t), 1, "only the real posting is acknowledged")
@@ -264,7 +266,7 @@ func TestTransferPosterAnswersADuplicateWithAFreshAcknowledgment(t *testing.T) {
 	env := transferCompleted(t, newTransferID(), 700, "USD")
 	require.NoError(t, b.handle(t, h, env))
 	require.NoError(t, database.WithTx(context.Background(), b.pool, func(tx pgx.Tx) error {
-		return h.HandleDuplicates(context.Background(), tx, []events.Envelope{env})
+		return h.HandleDuplicates(context.Background(), tx, []contract.Envelope{env})
 	}))
 
 	entries, err := b.ledger.EntriesByTransfer(context.Background(), env.Subject)
@@ -282,7 +284,7 @@ func TestTransferPosterHonoursCustomPostingRule(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	// The rules are data: this set posts the reverse of the default.
-	rule := gl.Rule{EventType: events.TypeTransferCompleted, Kind: events.KindUnspecified,
+	rule := gl.Rule{EventType: contract.TypeTransferCompleted, Kind: contract.KindUnspecified,
 		PostingRule: gl.PostingRule{DebitAccount: "2010", CreditAccount: "1010"}}
 	require.NoError(t, rule.CheckAccounts(context.Background(), b.ledger))
 	h := gl.NewTransferPoster(gl.NewRules([]gl.Rule{rule}), b.ledger, zerolog.Nop())

@@ -13,6 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"walletgl/internal/events"
+	"walletgl/internal/events/admin"
+	"walletgl/internal/events/contract"
+	"walletgl/internal/events/inbox"
 	"walletgl/internal/gl"
 	"walletgl/internal/testenv"
 )
@@ -35,18 +38,18 @@ func TestReversalsWhoseOriginalsNeverPostDoNotStopTheEventsAfterThem(t *testing.
 	js, err := jetstream.New(nc)
 	require.NoError(t, err)
 	require.NoError(t, topo.EnsureStreams(ctx, js))
-	publish := func(env events.Envelope) {
+	publish := func(env contract.Envelope) {
 		body, err := json.Marshal(env)
 		require.NoError(t, err)
-		msg := nats.NewMsg(topo.Subject(events.SourceWallet, env.Type))
+		msg := nats.NewMsg(topo.Subject(contract.SourceWallet, env.Type))
 		msg.Data = body
-		keys.Signer(events.SourceWallet).Sign(msg)
+		keys.Signer(contract.SourceWallet).Sign(msg)
 		_, err = js.PublishMsg(ctx, msg, jetstream.WithMsgID(env.ID))
 		require.NoError(t, err)
 	}
 
 	missing := []string{newTransferID(), newTransferID(), newTransferID()}
-	reversals := make([]events.Envelope, len(missing))
+	reversals := make([]contract.Envelope, len(missing))
 	for i, id := range missing {
 		reversals[i] = transferReversed(t, newTransferID(), id, 100, "USD")
 		publish(reversals[i])
@@ -60,7 +63,7 @@ func TestReversalsWhoseOriginalsNeverPostDoNotStopTheEventsAfterThem(t *testing.
 	spec, err := topo.Consumer(events.ConsumerGL)
 	require.NoError(t, err)
 	spec.MaxAckPending = 2
-	cons, err := events.NewConsumer(events.ConsumerConfig{ConsumerSpec: spec, BatchSize: 1, RetryDelay: 50 * time.Millisecond, Trust: keys.Trust},
+	cons, err := inbox.NewConsumer(inbox.ConsumerConfig{ConsumerSpec: spec, BatchSize: 1, RetryDelay: 50 * time.Millisecond, Trust: keys.Trust},
 		topo, nc, b.pool, gl.NewTransferPoster(b.ledger, b.ledger, log), log)
 	require.NoError(t, err)
 	runCtx, cancel := context.WithCancel(ctx)
@@ -72,7 +75,7 @@ func TestReversalsWhoseOriginalsNeverPostDoNotStopTheEventsAfterThem(t *testing.
 		s := cons.Stats()
 		return s.Processed == int64(len(later)) && s.Waited == int64(len(missing))
 	}, 60*time.Second, 20*time.Millisecond, "the transfers after the waiting reversals are delivered and posted")
-	durable, err := js.Consumer(ctx, topo.StreamName(events.SourceWallet), spec.Name)
+	durable, err := js.Consumer(ctx, topo.StreamName(contract.SourceWallet), spec.Name)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		info, err := durable.Info(ctx)
@@ -80,7 +83,7 @@ func TestReversalsWhoseOriginalsNeverPostDoNotStopTheEventsAfterThem(t *testing.
 		return info.NumAckPending == 0 && info.NumPending == 0
 	}, 30*time.Second, 20*time.Millisecond, "a waiting event holds no ack-pending slot")
 
-	rows, err := events.NewAdmin(b.pool).ListInbox(ctx, events.StatusWaiting, 10)
+	rows, err := admin.New(b.pool).ListInbox(ctx, contract.StatusWaiting, 10)
 	require.NoError(t, err)
 	require.Len(t, rows, len(missing))
 	waitsFor := map[string]bool{}
@@ -89,7 +92,7 @@ func TestReversalsWhoseOriginalsNeverPostDoNotStopTheEventsAfterThem(t *testing.
 		require.NotEmpty(t, r.Payload, "a waiting row keeps its payload to apply later")
 	}
 	for _, id := range missing {
-		require.True(t, waitsFor[events.WaitTransfer(id)], "a waiting row names the transfer it waits for")
+		require.True(t, waitsFor[contract.WaitTransfer(id)], "a waiting row names the transfer it waits for")
 	}
 
 	// The first original comes: its reversal posts at once, the others still wait.
@@ -98,27 +101,27 @@ func TestReversalsWhoseOriginalsNeverPostDoNotStopTheEventsAfterThem(t *testing.
 	posted, err := b.ledger.EntriesByTransfer(ctx, reversalIDOf(t, reversals[0]))
 	require.NoError(t, err)
 	require.Len(t, posted, 1)
-	row, err := events.NewAdmin(b.pool).GetInbox(ctx, "gl:"+reversals[0].ID)
+	row, err := admin.New(b.pool).GetInbox(ctx, "gl:"+reversals[0].ID)
 	require.NoError(t, err)
-	require.Equal(t, events.StatusProcessed, row.Status)
-	rows, err = events.NewAdmin(b.pool).ListInbox(ctx, events.StatusWaiting, 10)
+	require.Equal(t, contract.StatusProcessed, row.Status)
+	rows, err = admin.New(b.pool).ListInbox(ctx, contract.StatusWaiting, 10)
 	require.NoError(t, err)
 	require.Len(t, rows, len(missing)-1)
 
 	// An operator gives up on one: it is failed as abandoned, and no longer waits.
-	out := events.NewInbox(events.ConsumerGL, gl.NewTransferPoster(b.ledger, b.ledger, log)).Abandon(ctx, b.pool, reversals[1].ID)
+	out := inbox.New(events.ConsumerGL, gl.NewTransferPoster(b.ledger, b.ledger, log)).Abandon(ctx, b.pool, reversals[1].ID)
 	require.Empty(t, out[0].Error)
-	row, err = events.NewAdmin(b.pool).GetInbox(ctx, "gl:"+reversals[1].ID)
+	row, err = admin.New(b.pool).GetInbox(ctx, "gl:"+reversals[1].ID)
 	require.NoError(t, err)
 	require.Equal(t, "failed", row.Status)
-	require.Equal(t, events.ReasonAbandoned, row.Reason)
-	out = events.NewInbox(events.ConsumerGL, gl.NewTransferPoster(b.ledger, b.ledger, log)).Abandon(ctx, b.pool, reversals[0].ID)
+	require.Equal(t, contract.ReasonAbandoned, row.Reason)
+	out = inbox.New(events.ConsumerGL, gl.NewTransferPoster(b.ledger, b.ledger, log)).Abandon(ctx, b.pool, reversals[0].ID)
 	require.Contains(t, out[0].Error, "only a waiting event is abandoned")
 }
 
-func reversalIDOf(t *testing.T, env events.Envelope) string {
+func reversalIDOf(t *testing.T, env contract.Envelope) string {
 	t.Helper()
-	var data events.TransferReversed
+	var data contract.TransferReversed
 	require.NoError(t, env.DecodeData(&data))
 	return data.ReversalID
 }

@@ -9,7 +9,8 @@ import (
 	"os/exec"
 
 	"walletgl/internal/config"
-	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
+	"walletgl/internal/events/signing"
 )
 
 // CreateKey makes an API key with scopes (comma-separated, e.g. "admin") in the service's
@@ -42,8 +43,8 @@ type EventKeys struct {
 // MakeEventKeys makes a key pair for each service in dir with the service's binary, as an
 // operator would (`<bin> events keygen dir`); a pair already there is kept.
 func MakeEventKeys(ctx context.Context, bins Binaries, dir string) (EventKeys, error) {
-	for service, bin := range map[string]string{events.SourceWallet: bins.Wallet, events.SourceGL: bins.GL} {
-		if private, _ := events.KeyFiles(dir, service); fileExists(private) {
+	for service, bin := range map[string]string{contract.SourceWallet: bins.Wallet, contract.SourceGL: bins.GL} {
+		if private, _ := signing.KeyFiles(dir, service); fileExists(private) {
 			continue
 		}
 		cmd := exec.CommandContext(ctx, bin, "events", "keygen", dir, "--json")
@@ -59,9 +60,9 @@ func MakeEventKeys(ctx context.Context, bins Binaries, dir string) (EventKeys, e
 // Env is the environment of service: its own signing key, and the public key of the other
 // service, whose events it consumes.
 func (k EventKeys) Env(service string) []string {
-	other := events.SourceGL
-	if service == events.SourceGL {
-		other = events.SourceWallet
+	other := contract.SourceGL
+	if service == contract.SourceGL {
+		other = contract.SourceWallet
 	}
 	return config.EventKeyEnv(k.Dir, service, other)
 }

@@ -188,7 +188,7 @@ func newConsumer(f factory) *Consumer {
 		oldestWait: f.gauge("walletgl_inbox_waiting_oldest_seconds", "Age of the oldest waiting inbox event (0: none)."),
 		released:   f.counter("walletgl_inbox_waiting_released_total", "Waiting events applied once the event they waited for posted."),
 	}
-	zero(c.failed, "malformed", "conflict", "exhausted", "unauthenticated", "abandoned") // events.Reason*
+	zero(c.failed, "malformed", "conflict", "exhausted", "unauthenticated", "abandoned") // contract.Reason*
 	c.deleted.WithLabelValues()                                                          // exported at 0, as the reasons above
 	return c
 }

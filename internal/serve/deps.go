@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -13,6 +14,9 @@ import (
 	"walletgl/internal/config"
 	"walletgl/internal/database"
 	"walletgl/internal/events"
+	"walletgl/internal/events/admin"
+	"walletgl/internal/events/inbox"
+	"walletgl/internal/events/outbox"
 	"walletgl/internal/faults"
 	"walletgl/internal/metrics"
 	"walletgl/internal/problem"
@@ -59,7 +63,7 @@ func Open(ctx context.Context, service string, db Database, ev config.Events, tr
 	}
 	d.Metrics.Pool("main", d.Pool)
 	d.Metrics.Pool("relay", d.RelayPool)
-	d.Metrics.Sample(events.NewAdmin(d.Pool).OutboxOpen)
+	d.Metrics.Sample(admin.New(d.Pool).OutboxOpen)
 	if d.NATS, err = ev.Connect(ctx, service, log); err != nil {
 		d.Close()
 		return nil, err
@@ -71,13 +75,13 @@ func Open(ctx context.Context, service string, db Database, ev config.Events, tr
 // or consumer wedged in a round, or a broker refusing the relay's publishes, is unhealthy.
 // Two warnings leave it healthy: events recorded unauthenticated lately (whoever publishes
 // them must not decide the service's health), and signing turned off.
-func (d *Deps) Health(relay *events.Relay, consumer *events.Consumer) []web.Check {
+func (d *Deps) Health(relay *outbox.Relay, consumer *inbox.Consumer) []web.Check {
 	return append(Health(d.Pool, d.NATS),
 		web.Check{Name: "migrations", Func: func(ctx context.Context) error { return database.MigrationsCurrent(ctx, d.Pool, d.Service) }},
 		web.Check{Name: "relay", Func: func(context.Context) error { return relay.Health() }},
 		web.Check{Name: "consumer", Func: func(context.Context) error { return consumer.Health() }},
 		web.Check{Name: "unauthenticated_events", Warn: true, Func: consumer.Unauthenticated},
-		web.Check{Name: "event_signing", Warn: true, Func: func(context.Context) error { return events.Signing(relay, consumer) }},
+		web.Check{Name: "event_signing", Warn: true, Func: func(context.Context) error { return errors.Join(relay.Unsigned(), consumer.Unverified()) }},
 	)
 }
 

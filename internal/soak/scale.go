@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"walletgl/internal/events"
+	"walletgl/internal/events/inbox"
+	"walletgl/internal/events/outbox"
 )
 
 // Scaled are the limits the soak gives both services, each far below production's so that an
@@ -91,8 +93,8 @@ func Equivalence(s Scaled, d time.Duration) []Factor {
 		f("stream bytes", float64(events.DefaultStreamMaxBytes), float64(s.StreamMaxBytes),
 			size(events.DefaultStreamMaxBytes), size(s.StreamMaxBytes)),
 		dur("stream max age", events.DefaultStreamMaxAge, s.StreamMaxAge),
-		dur("outbox retention", events.DefaultRetention, s.Retention),
-		dur("inbox retention", events.DefaultInboxRetention, s.InboxRetention),
+		dur("outbox retention", outbox.DefaultRetention, s.Retention),
+		dur("inbox retention", inbox.DefaultRetention, s.InboxRetention),
 	}
 }
 

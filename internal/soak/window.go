@@ -12,7 +12,7 @@ import (
 
 	"walletgl/internal/bench"
 	"walletgl/internal/chaos"
-	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
 )
 
 // sampler measures the system at the end of each window. It keeps the transfers the GL has not
@@ -55,7 +55,7 @@ var (
 
 func (s *sampler) sample(ctx context.Context, index int, since time.Duration) Window {
 	w := Window{Index: index, Seconds: since.Seconds(), Streams: map[string]StreamSize{}, Rows: map[string]int64{}, RSS: map[string]float64{}, P50: math.NaN(), P99: math.NaN()}
-	for _, source := range []string{events.SourceWallet, events.SourceGL} {
+	for _, source := range []string{contract.SourceWallet, contract.SourceGL} {
 		sctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		if st, err := s.js.Stream(sctx, s.sys.StreamName(source)); err == nil {
 			if info, err := st.Info(sctx); err == nil {

@@ -4,38 +4,39 @@ import (
 	"testing"
 
 	"walletgl/internal/config"
-	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
+	"walletgl/internal/events/signing"
 )
 
 // EventKeys are a test's event signing keys: a new key pair of each service, written into a
 // directory of the test as `<service> events keygen` writes them, and the trust of both.
 type EventKeys struct {
 	Dir        string
-	Wallet, GL *events.SigningKey
-	Trust      *events.Trust // trusts both services' keys, each for its own events
+	Wallet, GL *signing.Key
+	Trust      *signing.Trust // trusts both services' keys, each for its own events
 }
 
 // NewEventKeys makes the test's event keys.
 func NewEventKeys(t testing.TB) EventKeys {
 	t.Helper()
 	k := EventKeys{Dir: t.TempDir()}
-	var pubs []events.PublicKey
-	for _, service := range []string{events.SourceWallet, events.SourceGL} {
-		key, err := events.GenerateKey(service)
+	var pubs []signing.PublicKey
+	for _, service := range []string{contract.SourceWallet, contract.SourceGL} {
+		key, err := signing.GenerateKey(service)
 		if err != nil {
 			t.Fatalf("event keys: %v", err)
 		}
-		if _, _, err := events.WriteKeyFiles(k.Dir, key); err != nil {
+		if _, _, err := signing.WriteKeyFiles(k.Dir, key); err != nil {
 			t.Fatalf("event keys: %v", err)
 		}
 		pubs = append(pubs, key.Public())
-		if service == events.SourceWallet {
+		if service == contract.SourceWallet {
 			k.Wallet = key
 		} else {
 			k.GL = key
 		}
 	}
-	trust, err := events.NewTrust(pubs...)
+	trust, err := signing.NewTrust(pubs...)
 	if err != nil {
 		t.Fatalf("event keys: %v", err)
 	}
@@ -43,9 +44,9 @@ func NewEventKeys(t testing.TB) EventKeys {
 	return k
 }
 
-// Signer is the key of service (events.SourceWallet or events.SourceGL).
-func (k EventKeys) Signer(service string) *events.SigningKey {
-	if service == events.SourceGL {
+// Signer is the key of service (contract.SourceWallet or contract.SourceGL).
+func (k EventKeys) Signer(service string) *signing.Key {
+	if service == contract.SourceGL {
 		return k.GL
 	}
 	return k.Wallet
@@ -54,9 +55,9 @@ func (k EventKeys) Signer(service string) *events.SigningKey {
 // Env is the environment of service with these keys: its own private key, and the public key
 // of the other service, whose events it consumes.
 func (k EventKeys) Env(service string) []string {
-	other := events.SourceGL
-	if service == events.SourceGL {
-		other = events.SourceWallet
+	other := contract.SourceGL
+	if service == contract.SourceGL {
+		other = contract.SourceWallet
 	}
 	return config.EventKeyEnv(k.Dir, service, other)
 }

@@ -17,7 +17,7 @@ const (
 	HoldVoided   = "voided"
 )
 
-// Reasons a hold was voided (the same words as events.VoidRequested and events.VoidExpired).
+// Reasons a hold was voided (the same words as contract.VoidRequested and contract.VoidExpired).
 const (
 	VoidRequested = "requested"
 	VoidExpired   = "expired"

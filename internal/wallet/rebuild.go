@@ -17,8 +17,8 @@ const MaxRebuildBatchSize = 10000
 type RebuildRequest struct {
 	Since time.Time
 	Until time.Time // zero: no end
-	// EventType is the transfer event's version, events.TypeTransferCompleted or
-	// events.TypeTransferCompletedV2 (WALLET_TRANSFER_EVENT_VERSION).
+	// EventType is the transfer event's version, contract.TypeTransferCompleted or
+	// contract.TypeTransferCompletedV2 (WALLET_TRANSFER_EVENT_VERSION).
 	EventType string
 	BatchSize int // events per transaction, 1..MaxRebuildBatchSize (0: DefaultRebuildBatchSize)
 }

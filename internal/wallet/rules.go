@@ -5,7 +5,7 @@ import (
 	"math"
 	"time"
 
-	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
 	"walletgl/internal/problem"
 )
 
@@ -47,10 +47,10 @@ func Move(from, to *Wallet, amount int64) {
 	to.Balance += amount
 }
 
-// TransferKind is the kind of a transfer between from and to (events.TransferKind of whether
+// TransferKind is the kind of a transfer between from and to (contract.TransferKind of whether
 // each may go negative); a nil wallet counts as one that may not.
 func TransferKind(from, to *Wallet) string {
-	return events.TransferKind(from != nil && from.AllowNegative, to != nil && to.AllowNegative)
+	return contract.TransferKind(from != nil && from.AllowNegative, to != nil && to.AllowNegative)
 }
 
 // Replay answers a request whose idempotency key owner already holds: the owner itself when

@@ -8,7 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
 	"walletgl/internal/wallet"
 )
 
@@ -65,9 +65,9 @@ func TestTransferKind(t *testing.T) {
 	t.Parallel()
 	source := &wallet.Wallet{ID: "s", AllowNegative: true}
 	user := &wallet.Wallet{ID: "u"}
-	require.Equal(t, events.TransferKind(true, false), wallet.TransferKind(source, user))
-	require.Equal(t, events.TransferKind(false, true), wallet.TransferKind(user, source))
-	require.Equal(t, events.TransferKind(false, false), wallet.TransferKind(user, nil))
+	require.Equal(t, contract.TransferKind(true, false), wallet.TransferKind(source, user))
+	require.Equal(t, contract.TransferKind(false, true), wallet.TransferKind(user, source))
+	require.Equal(t, contract.TransferKind(false, false), wallet.TransferKind(user, nil))
 }
 
 func TestReplay(t *testing.T) {

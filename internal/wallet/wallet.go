@@ -14,7 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
 	"walletgl/internal/problem"
 )
 
@@ -119,8 +119,8 @@ func (r TransferRequest) Validate() error {
 	if err := validateCurrency(r.Currency); err != nil {
 		return err
 	}
-	if n := utf8.RuneCountInString(r.Reference); n > events.MaxReferenceLength || !utf8.ValidString(r.Reference) {
-		return problem.Newf(ErrInvalid, "reference must be valid UTF-8 of at most %d characters, got %d", events.MaxReferenceLength, n)
+	if n := utf8.RuneCountInString(r.Reference); n > contract.MaxReferenceLength || !utf8.ValidString(r.Reference) {
+		return problem.Newf(ErrInvalid, "reference must be valid UTF-8 of at most %d characters, got %d", contract.MaxReferenceLength, n)
 	}
 	if r.FromWalletID == r.ToWalletID {
 		return problem.Newf(ErrSameWallet, "wallet %q cannot transfer to itself", r.FromWalletID)

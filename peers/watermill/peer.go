@@ -22,7 +22,7 @@ import (
 )
 
 // FillTxRows is how many messages one transaction of the (untimed) fill writes, as the
-// bench's backlog phase writes our outbox (events.Outbox.Add, transactions of 1000 rows).
+// bench's backlog phase writes our outbox (outbox.Outbox.Add, transactions of 1000 rows).
 const FillTxRows = 1000
 
 // pollEvery is how often the drain looks at the stream's message count: the bench polls our

@@ -16,7 +16,7 @@ import (
 
 // Broker gives the test the pipeline's streams and both durable consumers on the test broker, in
 // a namespace of its own, then publishes pending[source] messages on source's stream
-// (events.SourceWallet, events.SourceGL): the durable consumer reading that stream has them
+// (contract.SourceWallet, contract.SourceGL): the durable consumer reading that stream has them
 // pending. It returns the settings that point a command at them (NATS_URL, EVENTS_NAMESPACE).
 func Broker(t *testing.T, pending map[string]int) map[string]string {
 	t.Helper()

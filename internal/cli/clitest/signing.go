@@ -19,7 +19,7 @@ import (
 
 	"walletgl/internal/cli"
 	"walletgl/internal/config"
-	"walletgl/internal/events"
+	"walletgl/internal/events/signing"
 	"walletgl/internal/harness"
 	"walletgl/internal/testenv"
 )
@@ -50,7 +50,7 @@ func SignedEvents(t *testing.T, run cli.MainFunc, service, producer string, env 
 	info, err := os.Stat(made["private_key_file"])
 	require.NoError(t, err)
 	require.Equal(t, os.FileMode(0o600), info.Mode().Perm())
-	pub, err := events.ReadPublicKey(made["public_key_file"])
+	pub, err := signing.ReadPublicKey(made["public_key_file"])
 	require.NoError(t, err)
 	require.Equal(t, made["key_id"], pub.ID)
 	_, _, err = command(env, "events", "keygen", dir)
@@ -59,9 +59,9 @@ func SignedEvents(t *testing.T, run cli.MainFunc, service, producer string, env 
 	require.ErrorContains(t, err, "give the directory")
 
 	// The producer's pair, as its own binary would make it.
-	producerKey, err := events.GenerateKey(producer)
+	producerKey, err := signing.GenerateKey(producer)
 	require.NoError(t, err)
-	_, _, err = events.WriteKeyFiles(dir, producerKey)
+	_, _, err = signing.WriteKeyFiles(dir, producerKey)
 	require.NoError(t, err)
 	keyEnv := config.EventKeyEnv(dir, service, producer)
 	for _, tc := range []struct {

@@ -6,7 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
 	"walletgl/internal/gl"
 	"walletgl/internal/gl/postgres/internal/gldb"
 )
@@ -152,10 +152,10 @@ func (l *Ledger) PostedEntries(ctx context.Context, tx pgx.Tx, transferIDs []str
 func ruleKey(e gl.Entry) (eventType, kind string) {
 	eventType, kind = e.EventType, e.Kind
 	if eventType == "" {
-		eventType = events.TypeTransferCompleted
+		eventType = contract.TypeTransferCompleted
 	}
 	if kind == "" {
-		kind = events.KindUnspecified
+		kind = contract.KindUnspecified
 	}
 	return eventType, kind
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
 	"walletgl/internal/gl"
 	"walletgl/internal/gl/postgres/internal/gldb"
 )
@@ -139,7 +140,7 @@ func (l *Ledger) Verify(ctx context.Context, inboxRetention time.Duration) ([]gl
 
 // postedEventTypes are the events the GL consumer posts an entry for.
 func postedEventTypes() []string {
-	return append([]string{events.TypeTransferCompleted, events.TypeTransferCompletedV2, events.TypeTransferReversed}, gl.HoldEventTypes...)
+	return append([]string{contract.TypeTransferCompleted, contract.TypeTransferCompletedV2, contract.TypeTransferReversed}, gl.HoldEventTypes...)
 }
 
 // verifyHolds checks the holds' postings (issue 17): every release has its placement, in its

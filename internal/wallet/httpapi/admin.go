@@ -10,7 +10,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"walletgl/internal/auth"
-	"walletgl/internal/events"
+	"walletgl/internal/events/admin"
+	"walletgl/internal/events/contract"
 	"walletgl/internal/problem"
 	"walletgl/internal/wallet"
 	"walletgl/internal/web"
@@ -18,10 +19,10 @@ import (
 
 // handleAdminOutbox answers with the outbox stats, or with the rows of ?status= (up to
 // ?limit=, default 50, at most 1000): what an operator looks at before acting.
-func handleAdminOutbox(admin *events.Admin) http.Handler {
+func handleAdminOutbox(ops *admin.Admin) http.Handler {
 	type list struct {
-		Status string             `json:"status"`
-		Rows   []events.OutboxRow `json:"rows"`
+		Status string            `json:"status"`
+		Rows   []admin.OutboxRow `json:"rows"`
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		query, err := web.Query(r)
@@ -31,7 +32,7 @@ func handleAdminOutbox(admin *events.Admin) http.Handler {
 		}
 		status := query.Get("status")
 		if status == "" {
-			stats, err := admin.OutboxStats(r.Context())
+			stats, err := ops.OutboxStats(r.Context())
 			if err != nil {
 				web.WriteProblem(w, r, adminError("outbox stats", err))
 				return
@@ -39,12 +40,12 @@ func handleAdminOutbox(admin *events.Admin) http.Handler {
 			web.Encode(w, r, http.StatusOK, stats)
 			return
 		}
-		limit, err := web.Limit(query, events.DefaultAdminLimit, events.MaxAdminLimit)
+		limit, err := web.Limit(query, admin.DefaultLimit, admin.MaxLimit)
 		if err != nil {
 			web.WriteProblem(w, r, err)
 			return
 		}
-		rows, err := admin.ListOutbox(r.Context(), status, limit)
+		rows, err := ops.ListOutbox(r.Context(), status, limit)
 		if err != nil {
 			web.WriteProblem(w, r, adminError("list outbox", err))
 			return
@@ -56,7 +57,7 @@ func handleAdminOutbox(admin *events.Admin) http.Handler {
 // handleAdminRequeue sends failed or dead-lettered outbox rows back to pending: those named
 // by "ids", or every row of "status". Ids that could not be requeued are listed as refused,
 // with their status ("" for an unknown id).
-func handleAdminRequeue(admin *events.Admin, audit Auditor) http.Handler {
+func handleAdminRequeue(ops *admin.Admin, audit Auditor) http.Handler {
 	type request struct {
 		IDs    []string `json:"ids"`
 		Status string   `json:"status"`
@@ -67,13 +68,13 @@ func handleAdminRequeue(admin *events.Admin, audit Auditor) http.Handler {
 			web.WriteProblem(w, r, err)
 			return
 		}
-		var out events.Requeued
+		var out admin.Requeued
 		switch {
 		case (len(req.IDs) == 0) == (req.Status == ""):
 			web.WriteProblem(w, r, problem.Newf(wallet.ErrInvalid, `give either "ids" (a non-empty list) or "status" (failed or dead_letter)`))
 			return
 		case req.Status != "":
-			out, err = admin.RequeueOutboxStatus(r.Context(), req.Status)
+			out, err = ops.RequeueOutboxStatus(r.Context(), req.Status)
 		default:
 			ids := make([]uuid.UUID, 0, len(req.IDs))
 			for _, s := range req.IDs {
@@ -84,7 +85,7 @@ func handleAdminRequeue(admin *events.Admin, audit Auditor) http.Handler {
 				}
 				ids = append(ids, id)
 			}
-			out, err = admin.RequeueOutbox(r.Context(), ids...)
+			out, err = ops.RequeueOutbox(r.Context(), ids...)
 		}
 		if err != nil {
 			web.WriteProblem(w, r, adminError("requeue outbox", err))
@@ -108,9 +109,9 @@ func handleAdminRequeue(admin *events.Admin, audit Auditor) http.Handler {
 // database that cannot be reached into wallet.ErrUnavailable; anything else is internal.
 func adminError(op string, err error) error {
 	switch {
-	case errors.Is(err, events.ErrInvalidStatus):
+	case errors.Is(err, contract.ErrInvalidStatus):
 		return problem.Newf(wallet.ErrInvalid, "%s", err.Error())
-	case errors.Is(err, events.ErrUnavailable):
+	case errors.Is(err, contract.ErrUnavailable):
 		return fmt.Errorf("%w: %s: %w", wallet.ErrUnavailable, op, err)
 	}
 	return fmt.Errorf("%s: %w", op, err)

@@ -11,7 +11,8 @@ import (
 
 	"walletgl/internal/auth"
 	"walletgl/internal/console"
-	"walletgl/internal/events"
+	"walletgl/internal/events/admin"
+	"walletgl/internal/events/contract"
 	"walletgl/internal/problem"
 	"walletgl/internal/wallet"
 	"walletgl/internal/wallet/glapi"
@@ -31,7 +32,7 @@ type Transfers interface {
 // outbox, the stream and the GL (read through the GL's API) back to its acknowledgment.
 type Trace struct {
 	Transfers Transfers
-	Admin     *events.Admin
+	Admin     *admin.Admin
 	GL        *glapi.Client // GL_URL with GL_API_KEY (ledger:read)
 	Stream    string        // the stream the wallet's events go to (WALLET_EVENTS)
 	Scope     auth.Scope    // to look (transfers:read)
@@ -98,7 +99,7 @@ func (t Trace) find(ctx context.Context, s string) (wallet.Transfer, error) {
 // traceData is a transfer's way through the pipeline, step by step.
 type traceData struct {
 	Transfer wallet.Transfer
-	Outbox   *events.OutboxRow // nil: removed by retention after its acknowledgment
+	Outbox   *admin.OutboxRow // nil: removed by retention after its acknowledgment
 	Stream   string
 	Entries  []glapi.Entry
 	GLError  string // why the GL could not be asked (its API's answer, or no key)
@@ -122,7 +123,7 @@ func (t Trace) trace(ctx context.Context, req *console.Request) (console.View, e
 	d := traceData{Transfer: tr, Stream: t.Stream}
 	row, err := t.Admin.GetOutbox(ctx, tr.EventID)
 	switch {
-	case errors.Is(err, events.ErrNotFound):
+	case errors.Is(err, contract.ErrNotFound):
 	case err != nil:
 		return console.View{}, console.EventsError(err)
 	default:

@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"walletgl/internal/events"
+	"walletgl/internal/events/admin"
 )
 
 // The trace's stored-in-the-stream step reads the outbox row's stream_seq, which a held mark
@@ -13,7 +13,7 @@ import (
 // stopped holding it.
 func TestTheTraceTellsAHeldPublishFromAnAcknowledgedRowWithoutItsRecord(t *testing.T) {
 	seq := int64(7)
-	stored := func(row *events.OutboxRow) step {
+	stored := func(row *admin.OutboxRow) step {
 		for _, s := range steps(traceData{Outbox: row}) {
 			if s.Name == "stored in the stream" {
 				return s
@@ -22,7 +22,7 @@ func TestTheTraceTellsAHeldPublishFromAnAcknowledgedRowWithoutItsRecord(t *testi
 		t.Fatalf("no stream step for %+v", row)
 		return step{}
 	}
-	require.Equal(t, step{"stored in the stream", "waiting", "no PubAck recorded yet"}, stored(&events.OutboxRow{Status: "dispatching"}))
-	require.Equal(t, step{"stored in the stream", "done", "its publish was not recorded"}, stored(&events.OutboxRow{Status: "acknowledged"}))
-	require.Equal(t, step{"stored in the stream", "done", ""}, stored(&events.OutboxRow{Status: "acknowledged", StreamSeq: &seq}))
+	require.Equal(t, step{"stored in the stream", "waiting", "no PubAck recorded yet"}, stored(&admin.OutboxRow{Status: "dispatching"}))
+	require.Equal(t, step{"stored in the stream", "done", "its publish was not recorded"}, stored(&admin.OutboxRow{Status: "acknowledged"}))
+	require.Equal(t, step{"stored in the stream", "done", ""}, stored(&admin.OutboxRow{Status: "acknowledged", StreamSeq: &seq}))
 }

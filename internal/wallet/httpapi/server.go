@@ -11,7 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"walletgl/internal/auth"
-	"walletgl/internal/events"
+	"walletgl/internal/events/admin"
 	"walletgl/internal/metrics"
 	"walletgl/internal/tracing"
 	"walletgl/internal/wallet"
@@ -21,10 +21,10 @@ import (
 // Deps is what the wallet's HTTP API serves from.
 type Deps struct {
 	Service wallet.Service
-	Admin   *events.Admin // the operator endpoints (/v1/admin/...)
-	Guard   *auth.Guard   // who may call which route
-	Audit   Auditor       // where administrative actions are recorded
-	Health  []web.Check   // what the service needs to do its work; GET /readyz runs them
+	Admin   *admin.Admin // the operator endpoints (/v1/admin/...)
+	Guard   *auth.Guard  // who may call which route
+	Audit   Auditor      // where administrative actions are recorded
+	Health  []web.Check  // what the service needs to do its work; GET /readyz runs them
 	// Metrics is served at GET /metrics (with metrics:read) when MetricsOnAPI, and counts the
 	// API's requests and transfers.
 	Metrics      *metrics.Metrics

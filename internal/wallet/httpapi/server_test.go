@@ -19,7 +19,7 @@ import (
 
 	"walletgl/internal/auth"
 	"walletgl/internal/auth/authtest"
-	"walletgl/internal/events"
+	"walletgl/internal/events/admin"
 	"walletgl/internal/metrics"
 	"walletgl/internal/testenv"
 	"walletgl/internal/wallet"
@@ -69,7 +69,7 @@ func setup(t *testing.T, health ...web.Check) *testBundle {
 	require.Eventually(t, func() bool { return store.BatchStats().Running }, 10*time.Second, time.Millisecond)
 	keys, guard, key := authtest.Key(t, pool, auth.WalletScopes)
 	srv := serve(t, httpapi.NewServer(logger, httpapi.Deps{
-		Service: store, Admin: events.NewAdmin(pool), Guard: guard, Audit: keys, Health: health,
+		Service: store, Admin: admin.New(pool), Guard: guard, Audit: keys, Health: health,
 		Metrics: metrics.New("wallet"), MetricsOnAPI: true,
 	}))
 	b := &testBundle{url: srv.URL, pool: pool, key: key}
@@ -390,7 +390,7 @@ func TestUnreachableDatabaseIs503(t *testing.T) {
 	t.Cleanup(pool.Close)
 	keys := auth.NewKeys(pool, auth.WalletScopes) // unreachable too: the guard answers 503
 	srv := serve(t, httpapi.NewServer(zerolog.Nop(), httpapi.Deps{
-		Service: postgres.NewStore(pool, postgres.Options{}), Admin: events.NewAdmin(pool),
+		Service: postgres.NewStore(pool, postgres.Options{}), Admin: admin.New(pool),
 		Guard: auth.NewGuard(keys, authtest.Unlimited, wallet.ErrUnavailable), Audit: keys, Health: []web.Check{{Name: "database", Func: pool.Ping}},
 	}))
 	b := &testBundle{url: srv.URL, pool: pool, key: "wgl_whatever"} // looked up in a database that is away

@@ -9,7 +9,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"walletgl/internal/database"
-	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
+	"walletgl/internal/events/inbox"
+	"walletgl/internal/events/outbox"
 )
 
 // Acknowledgments is the acknowledgment consumer's handler: each TransferPosted event from the
@@ -25,17 +27,17 @@ type acknowledger interface {
 	Acknowledge(ctx context.Context, db database.Executor, ids ...uuid.UUID) (int64, error)
 }
 
-var _ events.Handler = (*Acknowledgments)(nil)
+var _ inbox.Handler = (*Acknowledgments)(nil)
 
 // NewAcknowledgments returns the handler of the GL's acknowledgments, for the wallet's database.
 func NewAcknowledgments() *Acknowledgments {
-	return &Acknowledgments{outbox: events.NewOutbox(events.SourceWallet)}
+	return &Acknowledgments{outbox: outbox.New(contract.SourceWallet)}
 }
 
 // NewRelayAcknowledgments is NewAcknowledgments for the consumer that runs beside relay, the
-// wallet's: a row whose mark relay holds (events.RelayConfig.MarkDelay) is acknowledged and
+// wallet's: a row whose mark relay holds (outbox.RelayConfig.MarkDelay) is acknowledged and
 // marked in one update.
-func NewRelayAcknowledgments(relay *events.Relay) *Acknowledgments {
+func NewRelayAcknowledgments(relay *outbox.Relay) *Acknowledgments {
 	return &Acknowledgments{outbox: relay}
 }
 
@@ -43,7 +45,7 @@ func NewRelayAcknowledgments(relay *events.Relay) *Acknowledgments {
 // .v1 from a GL not yet upgraded) in one statement, in tx, the consumer's transaction. An event
 // that can never be applied fails the batch with a permanent error (the consumer then takes
 // the events one by one, and that one is dead-lettered alone).
-func (a *Acknowledgments) Handle(ctx context.Context, tx pgx.Tx, envs []events.Envelope) error {
+func (a *Acknowledgments) Handle(ctx context.Context, tx pgx.Tx, envs []contract.Envelope) error {
 	ids := make([]uuid.UUID, 0, len(envs))
 	for _, env := range envs {
 		rows, err := acknowledgedRows(env)
@@ -64,8 +66,8 @@ func (a *Acknowledgments) Handle(ctx context.Context, tx pgx.Tx, envs []events.E
 }
 
 // acknowledgedRows returns the wallet outbox rows an acknowledgment names.
-func acknowledgedRows(env events.Envelope) ([]uuid.UUID, error) {
-	postings, err := events.DecodePostings(env)
+func acknowledgedRows(env contract.Envelope) ([]uuid.UUID, error) {
+	postings, err := contract.DecodePostings(env)
 	if err != nil {
 		return nil, fmt.Errorf("handle %s: %w", env.Type, err)
 	}
@@ -73,7 +75,7 @@ func acknowledgedRows(env events.Envelope) ([]uuid.UUID, error) {
 	for i, posted := range postings {
 		id, err := uuid.Parse(posted.SourceEventID)
 		if err != nil {
-			return nil, events.Permanent(fmt.Errorf("source_event_id %q is not a uuid: %w", posted.SourceEventID, err))
+			return nil, contract.Permanent(fmt.Errorf("source_event_id %q is not a uuid: %w", posted.SourceEventID, err))
 		}
 		ids[i] = id
 	}

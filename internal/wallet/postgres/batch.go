@@ -14,7 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"walletgl/internal/database"
-	"walletgl/internal/events"
+	"walletgl/internal/events/outbox"
 	"walletgl/internal/wallet"
 	"walletgl/internal/wallet/postgres/internal/walletdb"
 )
@@ -144,7 +144,7 @@ type batchTx struct {
 	eventType string // the version of TransferCompleted to write (Options.TransferEventType)
 	tx        pgx.Tx
 	q         *walletdb.Queries
-	outbox    *events.Outbox
+	outbox    *outbox.Outbox
 	batch     []*pendingTransfer
 	out       []batchOutcome
 	lookup    bool
@@ -377,7 +377,7 @@ func (w *batchTx) addEvents(ctx context.Context, accepted []int, rows []walletdb
 	for _, i := range accepted {
 		byID[w.batch[i].transferID] = i
 	}
-	evs := make([]events.Event, len(rows))
+	evs := make([]outbox.Event, len(rows))
 	for j, row := range rows {
 		i, ok := byID[row.ID]
 		if !ok {

@@ -13,7 +13,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"walletgl/internal/database"
-	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
+	"walletgl/internal/events/outbox"
 	"walletgl/internal/problem"
 	"walletgl/internal/tracing"
 	"walletgl/internal/wallet"
@@ -337,7 +338,7 @@ func (s *Store) writeCapture(ctx context.Context, tx pgx.Tx, p pendingCapture) (
 	if err != nil {
 		return holdResult{}, fmt.Errorf("capture hold: %w", err)
 	}
-	if _, err := s.outbox.AddBatch(ctx, tx, []events.Event{
+	if _, err := s.outbox.AddBatch(ctx, tx, []outbox.Event{
 		transferCompleted(row, p.traceParent, wallet.TransferKind(from, to), s.eventType),
 		holdCaptured(captured, row, p.traceParent),
 	}); err != nil {
@@ -485,11 +486,11 @@ func (s *Store) ExpireHolds(ctx context.Context, limit int) (int, error) {
 }
 
 // holdPlaced is the event of a hold just placed.
-func holdPlaced(row walletdb.Hold, traceParent string) events.Event {
-	return events.Event{
-		TraceParent: traceParent, ID: row.PlacedEventID, Type: events.TypeHoldPlaced,
+func holdPlaced(row walletdb.Hold, traceParent string) outbox.Event {
+	return outbox.Event{
+		TraceParent: traceParent, ID: row.PlacedEventID, Type: contract.TypeHoldPlaced,
 		AggregateID: row.ID.String(), Time: row.CreatedAt,
-		Data: events.HoldPlaced{
+		Data: contract.HoldPlaced{
 			HoldID: row.ID.String(), WalletID: row.WalletID, Amount: row.Amount, Currency: row.Currency,
 			ExpiresAt: row.ExpiresAt.UTC(), CreatedAt: row.CreatedAt.UTC(),
 		},
@@ -497,11 +498,11 @@ func holdPlaced(row walletdb.Hold, traceParent string) events.Event {
 }
 
 // holdCaptured is the event of a hold just captured as transfer t.
-func holdCaptured(row walletdb.Hold, t walletdb.Transfer, traceParent string) events.Event {
-	return events.Event{
-		TraceParent: traceParent, ID: row.FinishedEventID.UUID, Type: events.TypeHoldCaptured,
+func holdCaptured(row walletdb.Hold, t walletdb.Transfer, traceParent string) outbox.Event {
+	return outbox.Event{
+		TraceParent: traceParent, ID: row.FinishedEventID.UUID, Type: contract.TypeHoldCaptured,
 		AggregateID: row.ID.String(), Time: *row.FinishedAt,
-		Data: events.HoldCaptured{
+		Data: contract.HoldCaptured{
 			HoldID: row.ID.String(), TransferID: t.ID.String(), WalletID: row.WalletID, ToWalletID: t.ToWalletID,
 			Amount: row.Amount, CapturedAmount: t.Amount, Currency: row.Currency, CreatedAt: row.FinishedAt.UTC(),
 		},
@@ -509,11 +510,11 @@ func holdCaptured(row walletdb.Hold, t walletdb.Transfer, traceParent string) ev
 }
 
 // holdVoided is the event of a hold just voided.
-func holdVoided(row walletdb.Hold, traceParent string) events.Event {
-	return events.Event{
-		TraceParent: traceParent, ID: row.FinishedEventID.UUID, Type: events.TypeHoldVoided,
+func holdVoided(row walletdb.Hold, traceParent string) outbox.Event {
+	return outbox.Event{
+		TraceParent: traceParent, ID: row.FinishedEventID.UUID, Type: contract.TypeHoldVoided,
 		AggregateID: row.ID.String(), Time: *row.FinishedAt,
-		Data: events.HoldVoided{
+		Data: contract.HoldVoided{
 			HoldID: row.ID.String(), WalletID: row.WalletID, Amount: row.Amount, Currency: row.Currency,
 			Reason: *row.VoidReason, CreatedAt: row.FinishedAt.UTC(),
 		},

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"walletgl/internal/database"
-	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
 	"walletgl/internal/wallet"
 	"walletgl/internal/wallet/postgres"
 )
@@ -39,7 +39,7 @@ func holdEventOf(t *testing.T, pool *pgxpool.Pool, aggregateID, eventType string
 	t.Helper()
 	for _, row := range outboxRows(t, pool, aggregateID) {
 		if row.EventType == eventType {
-			env, err := events.DecodeEnvelope(row.Payload)
+			env, err := contract.DecodeEnvelope(row.Payload)
 			require.NoError(t, err)
 			require.NoError(t, env.DecodeData(data))
 			return row
@@ -69,8 +69,8 @@ func TestPartialCaptureMovesTheCaptureReleasesTheRestWithBothEvents(t *testing.T
 	require.Equal(t, "USD", h.Currency, "the wallet's currency by default")
 	a := walletOf(t, store, "alice")
 	require.Equal(t, [3]int64{1000, 600, 400}, [3]int64{a.Balance, a.Held, a.Available()})
-	var placed events.HoldPlaced
-	holdEventOf(t, bundle.pool, h.ID.String(), events.TypeHoldPlaced, &placed)
+	var placed contract.HoldPlaced
+	holdEventOf(t, bundle.pool, h.ID.String(), contract.TypeHoldPlaced, &placed)
 	require.NoError(t, placed.Validate())
 	require.Equal(t, int64(600), placed.Amount)
 
@@ -98,15 +98,15 @@ func TestPartialCaptureMovesTheCaptureReleasesTheRestWithBothEvents(t *testing.T
 	require.NoError(t, err)
 	require.Equal(t, h.ID, tr.HoldID)
 	require.Equal(t, int64(250), tr.Amount)
-	var completed events.TransferCompleted
-	holdEventOf(t, bundle.pool, tr.ID.String(), events.TypeTransferCompletedV2, &completed)
-	require.Equal(t, events.TransferCompleted{
-		TransferID: tr.ID.String(), FromWalletID: "alice", ToWalletID: "shop", Amount: 250, Currency: "USD", Kind: events.KindTransfer, CreatedAt: completed.CreatedAt,
+	var completed contract.TransferCompleted
+	holdEventOf(t, bundle.pool, tr.ID.String(), contract.TypeTransferCompletedV2, &completed)
+	require.Equal(t, contract.TransferCompleted{
+		TransferID: tr.ID.String(), FromWalletID: "alice", ToWalletID: "shop", Amount: 250, Currency: "USD", Kind: contract.KindTransfer, CreatedAt: completed.CreatedAt,
 	}, completed)
-	var captured events.HoldCaptured
-	holdEventOf(t, bundle.pool, h.ID.String(), events.TypeHoldCaptured, &captured)
+	var captured contract.HoldCaptured
+	holdEventOf(t, bundle.pool, h.ID.String(), contract.TypeHoldCaptured, &captured)
 	require.NoError(t, captured.Validate())
-	require.Equal(t, events.HoldCaptured{
+	require.Equal(t, contract.HoldCaptured{
 		HoldID: h.ID.String(), TransferID: tr.ID.String(), WalletID: "alice", ToWalletID: "shop",
 		Amount: 600, CapturedAmount: 250, Currency: "USD", CreatedAt: captured.CreatedAt,
 	}, captured)
@@ -136,10 +136,10 @@ func TestVoidReleasesTheHoldOnceAndARepeatAnswersTheSame(t *testing.T) {
 	require.Equal(t, wallet.VoidRequested, v.VoidReason)
 	a := walletOf(t, store, "alice")
 	require.Equal(t, [3]int64{100, 0, 100}, [3]int64{a.Balance, a.Held, a.Available()})
-	var voided events.HoldVoided
-	holdEventOf(t, bundle.pool, h.ID.String(), events.TypeHoldVoided, &voided)
+	var voided contract.HoldVoided
+	holdEventOf(t, bundle.pool, h.ID.String(), contract.TypeHoldVoided, &voided)
 	require.NoError(t, voided.Validate())
-	require.Equal(t, events.VoidRequested, voided.Reason)
+	require.Equal(t, contract.VoidRequested, voided.Reason)
 
 	again, err := store.VoidHold(context.Background(), h.ID)
 	require.NoError(t, err)
@@ -205,9 +205,9 @@ func TestExpiredHoldCannotBeCapturedAndTheWorkerVoidsIt(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, wallet.VoidExpired, got.VoidReason)
 	require.Equal(t, int64(0), walletOf(t, store, "alice").Held)
-	var voided events.HoldVoided
-	holdEventOf(t, bundle.pool, h.ID.String(), events.TypeHoldVoided, &voided)
-	require.Equal(t, events.VoidExpired, voided.Reason)
+	var voided contract.HoldVoided
+	holdEventOf(t, bundle.pool, h.ID.String(), contract.TypeHoldVoided, &voided)
+	require.Equal(t, contract.VoidExpired, voided.Reason)
 }
 
 func TestConcurrentCaptureAndVoidOfOneHoldExactlyOneWins(t *testing.T) {
@@ -244,12 +244,12 @@ func TestAcknowledgmentsAcknowledgeHoldEventsUnchanged(t *testing.T) {
 	fund(t, store, "alice", "USD", 100)
 	h, _, err := placeHold(store, "h-1", "alice", 10)
 	require.NoError(t, err)
-	row := holdEventOf(t, bundle.pool, h.ID.String(), events.TypeHoldPlaced, &events.HoldPlaced{})
+	row := holdEventOf(t, bundle.pool, h.ID.String(), contract.TypeHoldPlaced, &contract.HoldPlaced{})
 
 	handler := postgres.NewAcknowledgments()
-	env := postedEnvelope(t, events.TransferPosted{
+	env := postedEnvelope(t, contract.TransferPosted{
 		TransferID: h.ID.String(), SourceEventID: row.ID.String(), EntryID: "entry-1", PostedAt: time.Now(),
 	})
-	require.NoError(t, database.WithTx(ctx, bundle.pool, func(tx pgx.Tx) error { return handler.Handle(ctx, tx, []events.Envelope{env}) }))
+	require.NoError(t, database.WithTx(ctx, bundle.pool, func(tx pgx.Tx) error { return handler.Handle(ctx, tx, []contract.Envelope{env}) }))
 	require.Equal(t, "acknowledged", outboxRows(t, bundle.pool, h.ID.String())[0].Status)
 }

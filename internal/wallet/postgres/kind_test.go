@@ -7,21 +7,21 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
 	"walletgl/internal/testenv"
 	"walletgl/internal/wallet"
 	"walletgl/internal/wallet/postgres"
 )
 
 // eventOf decodes the one TransferCompleted event of transfer id from the outbox.
-func eventOf(t *testing.T, b *testBundle, id string) (string, events.TransferCompleted) {
+func eventOf(t *testing.T, b *testBundle, id string) (string, contract.TransferCompleted) {
 	t.Helper()
 	rows := outboxRows(t, b.pool, id)
 	require.Len(t, rows, 1)
-	env, err := events.DecodeEnvelope(rows[0].Payload)
+	env, err := contract.DecodeEnvelope(rows[0].Payload)
 	require.NoError(t, err)
 	require.Equal(t, rows[0].EventType, env.Type)
-	data, err := events.DecodeTransferCompleted(env)
+	data, err := contract.DecodeTransferCompleted(env)
 	require.NoError(t, err)
 	return env.Type, data
 }
@@ -37,9 +37,9 @@ func TestTransferEventCarriesKindAndReference(t *testing.T) {
 	for _, tc := range []struct {
 		key, from, to, reference, kind string
 	}{
-		{"k-transfer", "alice", "bob", "rent, November ✓", events.KindTransfer},
-		{"k-withdrawal", "bob", "payout", "", events.KindWithdrawal},
-		{"k-deposit", "mint-USD", "alice", "top-up", events.KindDeposit},
+		{"k-transfer", "alice", "bob", "rent, November ✓", contract.KindTransfer},
+		{"k-withdrawal", "bob", "payout", "", contract.KindWithdrawal},
+		{"k-deposit", "mint-USD", "alice", "top-up", contract.KindDeposit},
 	} {
 		tr, _, err := store.CreateTransfer(ctx, wallet.TransferRequest{
 			IdempotencyKey: tc.key, FromWalletID: tc.from, ToWalletID: tc.to, Amount: 10, Currency: "USD", Reference: tc.reference,
@@ -47,7 +47,7 @@ func TestTransferEventCarriesKindAndReference(t *testing.T) {
 		require.NoError(t, err, tc.key)
 		require.Equal(t, tc.reference, tr.Reference)
 		typ, data := eventOf(t, b, tr.ID.String())
-		require.Equal(t, events.TypeTransferCompletedV2, typ)
+		require.Equal(t, contract.TypeTransferCompletedV2, typ)
 		require.Equal(t, tc.kind, data.Kind, tc.key)
 		require.Equal(t, tc.reference, data.Reference)
 		got, err := store.GetTransfer(ctx, tr.ID)
@@ -67,7 +67,7 @@ func TestTransferEventCarriesKindAndReference(t *testing.T) {
 	require.ErrorIs(t, err, wallet.ErrIdempotencyKeyReused)
 	_, _, err = store.CreateTransfer(ctx, wallet.TransferRequest{
 		IdempotencyKey: "k-long", FromWalletID: "alice", ToWalletID: "bob", Amount: 10, Currency: "USD",
-		Reference: strings.Repeat("é", events.MaxReferenceLength+1),
+		Reference: strings.Repeat("é", contract.MaxReferenceLength+1),
 	})
 	require.ErrorIs(t, err, wallet.ErrInvalid)
 }
@@ -75,7 +75,7 @@ func TestTransferEventCarriesKindAndReference(t *testing.T) {
 func TestTransferEventVersionOneForAnOldGL(t *testing.T) {
 	t.Parallel()
 	pool, _ := testenv.MigratedPool(t, "wallet")
-	store := postgres.NewStore(pool, postgres.Options{TransferEventType: events.TypeTransferCompleted})
+	store := postgres.NewStore(pool, postgres.Options{TransferEventType: contract.TypeTransferCompleted})
 	runBatcher(t, store)
 	b := &testBundle{pool: pool}
 	fund(t, store, "alice", "USD", 100)
@@ -85,8 +85,8 @@ func TestTransferEventVersionOneForAnOldGL(t *testing.T) {
 	})
 	require.NoError(t, err)
 	typ, data := eventOf(t, b, tr.ID.String())
-	require.Equal(t, events.TypeTransferCompleted, typ)
-	require.Equal(t, events.KindUnspecified, data.Kind, "a v1 says no kind; the GL upcasts it")
+	require.Equal(t, contract.TypeTransferCompleted, typ)
+	require.Equal(t, contract.KindUnspecified, data.Kind, "a v1 says no kind; the GL upcasts it")
 	require.Empty(t, data.Reference)
 	rows := outboxRows(t, pool, tr.ID.String())
 	require.NotContains(t, string(rows[0].Payload), `"kind"`, "an old GL reads exactly the v1 fields")

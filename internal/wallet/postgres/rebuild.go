@@ -12,7 +12,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"walletgl/internal/database"
-	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
+	"walletgl/internal/events/outbox"
 	"walletgl/internal/wallet"
 	"walletgl/internal/wallet/postgres/internal/walletdb"
 )
@@ -43,9 +44,9 @@ func (s *Store) RebuildEvents(ctx context.Context, req wallet.RebuildRequest) (w
 			req.Until.Format(time.RFC3339Nano), req.Since.Format(time.RFC3339Nano))
 	case req.BatchSize < 1 || req.BatchSize > wallet.MaxRebuildBatchSize:
 		return out, fmt.Errorf("rebuild events: the batch size must be from 1 to %d, got %d", wallet.MaxRebuildBatchSize, req.BatchSize)
-	case req.EventType != events.TypeTransferCompleted && req.EventType != events.TypeTransferCompletedV2:
+	case req.EventType != contract.TypeTransferCompleted && req.EventType != contract.TypeTransferCompletedV2:
 		return out, fmt.Errorf("rebuild events: the transfer event type must be %s or %s, got %q",
-			events.TypeTransferCompleted, events.TypeTransferCompletedV2, req.EventType)
+			contract.TypeTransferCompleted, contract.TypeTransferCompletedV2, req.EventType)
 	case !req.Until.IsZero():
 		u := req.Until.UTC()
 		out.Until, until = &u, &u
@@ -58,8 +59,8 @@ func (s *Store) RebuildEvents(ctx context.Context, req wallet.RebuildRequest) (w
 		// An operator's command, run again if it fails (what it wrote stays, and is left
 		// alone the next time): no retry.
 		type batch struct {
-			evs      []events.Event
-			restored events.Restored
+			evs      []outbox.Event
+			restored outbox.Restored
 		}
 		b, err := database.WithTxV(ctx, s.pool, func(tx pgx.Tx) (batch, error) {
 			evs, err := rebuildBatch(ctx, walletdb.New(tx), after, req.Since, until, req.BatchSize, req.EventType)
@@ -93,7 +94,7 @@ func (s *Store) RebuildEvents(ctx context.Context, req wallet.RebuildRequest) (w
 
 // rebuildBatch re-creates the next n events of the period after the event id after, in id
 // order: up to n of each kind of movement, merged, the first n kept.
-func rebuildBatch(ctx context.Context, q *walletdb.Queries, after uuid.UUID, since time.Time, until *time.Time, n int, eventType string) ([]events.Event, error) {
+func rebuildBatch(ctx context.Context, q *walletdb.Queries, after uuid.UUID, since time.Time, until *time.Time, n int, eventType string) ([]outbox.Event, error) {
 	limit := int32(n)
 	transfers, err := q.RebuildTransfers(ctx, walletdb.RebuildTransfersParams{AfterEventID: after, Since: since, Until: until, RowLimit: limit})
 	if err != nil {
@@ -107,13 +108,13 @@ func rebuildBatch(ctx context.Context, q *walletdb.Queries, after uuid.UUID, sin
 	if err != nil {
 		return nil, fmt.Errorf("read holds finished: %w", err)
 	}
-	evs := make([]events.Event, 0, len(transfers)+len(placed)+len(finished))
+	evs := make([]outbox.Event, 0, len(transfers)+len(placed)+len(finished))
 	for _, r := range transfers {
 		if r.Transfer.ReversesTransferID.Valid {
 			evs = append(evs, transferReversed(r.Transfer, ""))
 			continue
 		}
-		evs = append(evs, transferCompleted(r.Transfer, "", events.TransferKind(r.FromAllowNegative, r.ToAllowNegative), eventType))
+		evs = append(evs, transferCompleted(r.Transfer, "", contract.TransferKind(r.FromAllowNegative, r.ToAllowNegative), eventType))
 	}
 	for _, h := range placed {
 		evs = append(evs, holdPlaced(h, ""))
@@ -129,6 +130,6 @@ func rebuildBatch(ctx context.Context, q *walletdb.Queries, after uuid.UUID, sin
 			return nil, fmt.Errorf("hold %s is %s with a finishing event %s", r.Hold.ID, r.Hold.Status, r.Hold.FinishedEventID.UUID)
 		}
 	}
-	slices.SortFunc(evs, func(a, b events.Event) int { return bytes.Compare(a.ID[:], b.ID[:]) })
+	slices.SortFunc(evs, func(a, b outbox.Event) int { return bytes.Compare(a.ID[:], b.ID[:]) })
 	return evs[:min(len(evs), n)], nil
 }

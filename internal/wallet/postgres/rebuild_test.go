@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
 	"walletgl/internal/wallet"
 	"walletgl/internal/wallet/postgres"
 )
@@ -64,17 +64,17 @@ func TestRebuiltEventsAreTheEventsFirstWrittenUnderTheirIDs(t *testing.T) {
 	_, err := bundle.pool.Exec(ctx, "UPDATE outbox SET status = 'acknowledged', acknowledged_at = now() WHERE id <> $1", onItsWay)
 	require.NoError(t, err)
 	_, err = bundle.pool.Exec(ctx, "DELETE FROM outbox WHERE status = 'acknowledged' AND event_type NOT IN ($1, $2)",
-		events.TypeTransferReversed, events.TypeHoldVoided)
+		contract.TypeTransferReversed, contract.TypeHoldVoided)
 	require.NoError(t, err)
 	require.Len(t, allOutbox(t, bundle.pool), 3)
 
-	out, err := store.RebuildEvents(ctx, wallet.RebuildRequest{Since: since, EventType: events.TypeTransferCompletedV2, BatchSize: 2})
+	out, err := store.RebuildEvents(ctx, wallet.RebuildRequest{Since: since, EventType: contract.TypeTransferCompletedV2, BatchSize: 2})
 	require.NoError(t, err)
 	require.Equal(t, int64(8), out.Events)
 	require.Equal(t, 4, out.Batches, "4 batches of 2")
 	require.Equal(t, map[string]int64{
-		events.TypeTransferCompletedV2: 3, events.TypeTransferReversed: 1,
-		events.TypeHoldPlaced: 2, events.TypeHoldCaptured: 1, events.TypeHoldVoided: 1,
+		contract.TypeTransferCompletedV2: 3, contract.TypeTransferReversed: 1,
+		contract.TypeHoldPlaced: 2, contract.TypeHoldCaptured: 1, contract.TypeHoldVoided: 1,
 	}, out.ByType)
 	require.Equal(t, [3]int64{5, 2, 1}, [3]int64{out.Created, out.Republished, out.Left},
 		"deleted rows re-created, acknowledged ones back to pending, the pending one left alone")
@@ -89,7 +89,7 @@ func TestRebuiltEventsAreTheEventsFirstWrittenUnderTheirIDs(t *testing.T) {
 		require.JSONEq(t, string(first[i].Payload), string(row.Payload), "%s %s", row.EventType, row.ID)
 	}
 
-	again, err := store.RebuildEvents(ctx, wallet.RebuildRequest{Since: since, EventType: events.TypeTransferCompletedV2})
+	again, err := store.RebuildEvents(ctx, wallet.RebuildRequest{Since: since, EventType: contract.TypeTransferCompletedV2})
 	require.NoError(t, err)
 	require.Equal(t, [4]int64{8, 0, 0, 8}, [4]int64{again.Events, again.Created, again.Republished, again.Left}, "a second run changes nothing")
 	require.Len(t, allOutbox(t, bundle.pool), len(first))
@@ -103,25 +103,25 @@ func TestARebuildTakesOnlyThePeriodAndRefusesABadRequest(t *testing.T) {
 	movements(t, store)
 	after := time.Now().Add(time.Minute)
 
-	out, err := store.RebuildEvents(ctx, wallet.RebuildRequest{Since: before.Add(-time.Hour), Until: before, EventType: events.TypeTransferCompletedV2})
+	out, err := store.RebuildEvents(ctx, wallet.RebuildRequest{Since: before.Add(-time.Hour), Until: before, EventType: contract.TypeTransferCompletedV2})
 	require.NoError(t, err)
 	require.Equal(t, int64(0), out.Events)
-	out, err = store.RebuildEvents(ctx, wallet.RebuildRequest{Since: after, EventType: events.TypeTransferCompletedV2})
+	out, err = store.RebuildEvents(ctx, wallet.RebuildRequest{Since: after, EventType: contract.TypeTransferCompletedV2})
 	require.NoError(t, err)
 	require.Equal(t, int64(0), out.Events)
 
 	_, err = bundle.pool.Exec(ctx, "DELETE FROM outbox")
 	require.NoError(t, err)
-	out, err = store.RebuildEvents(ctx, wallet.RebuildRequest{Since: before, EventType: events.TypeTransferCompleted})
+	out, err = store.RebuildEvents(ctx, wallet.RebuildRequest{Since: before, EventType: contract.TypeTransferCompleted})
 	require.NoError(t, err)
 	require.Equal(t, int64(8), out.Created)
-	require.Equal(t, int64(3), out.ByType[events.TypeTransferCompleted], "the transfer events as the version asked for")
+	require.Equal(t, int64(3), out.ByType[contract.TypeTransferCompleted], "the transfer events as the version asked for")
 
 	for name, req := range map[string]wallet.RebuildRequest{
-		"no start":           {EventType: events.TypeTransferCompletedV2},
-		"an end before":      {Since: after, Until: before, EventType: events.TypeTransferCompletedV2},
+		"no start":           {EventType: contract.TypeTransferCompletedV2},
+		"an end before":      {Since: after, Until: before, EventType: contract.TypeTransferCompletedV2},
 		"an unknown version": {Since: before, EventType: "TransferCompleted.v9"},
-		"a batch too large":  {Since: before, EventType: events.TypeTransferCompletedV2, BatchSize: wallet.MaxRebuildBatchSize + 1},
+		"a batch too large":  {Since: before, EventType: contract.TypeTransferCompletedV2, BatchSize: wallet.MaxRebuildBatchSize + 1},
 	} {
 		_, err := store.RebuildEvents(ctx, req)
 		require.Error(t, err, name)

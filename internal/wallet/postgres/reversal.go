@@ -12,7 +12,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"walletgl/internal/database"
-	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
+	"walletgl/internal/events/outbox"
 	"walletgl/internal/problem"
 	"walletgl/internal/wallet"
 	"walletgl/internal/wallet/postgres/internal/walletdb"
@@ -146,14 +147,14 @@ func reversedAmountError(orig walletdb.Transfer, req wallet.ReversalRequest, err
 }
 
 // transferReversed is the event of a reversal just written, in the trace of traceParent.
-func transferReversed(row walletdb.Transfer, traceParent string) events.Event {
-	return events.Event{
+func transferReversed(row walletdb.Transfer, traceParent string) outbox.Event {
+	return outbox.Event{
 		TraceParent: traceParent,
 		ID:          row.EventID,
-		Type:        events.TypeTransferReversed,
+		Type:        contract.TypeTransferReversed,
 		AggregateID: row.ID.String(),
 		Time:        row.CreatedAt,
-		Data: events.TransferReversed{
+		Data: contract.TransferReversed{
 			ReversalID:   row.ID.String(),
 			TransferID:   row.ReversesTransferID.UUID.String(),
 			FromWalletID: row.FromWalletID,

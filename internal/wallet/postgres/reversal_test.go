@@ -10,7 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
 	"walletgl/internal/wallet"
 	"walletgl/internal/wallet/postgres"
 )
@@ -51,13 +51,13 @@ func TestPartialReversalsMoveMoneyBackWithTheirEventsUpToTheOriginal(t *testing.
 	rows := outboxRows(t, bundle.pool, first.ID.String())
 	require.Len(t, rows, 1, "one event, in the reversal's transaction")
 	require.Equal(t, first.EventID, rows[0].ID)
-	require.Equal(t, events.TypeTransferReversed, rows[0].EventType)
-	env, err := events.DecodeEnvelope(rows[0].Payload)
+	require.Equal(t, contract.TypeTransferReversed, rows[0].EventType)
+	env, err := contract.DecodeEnvelope(rows[0].Payload)
 	require.NoError(t, err)
-	var data events.TransferReversed
+	var data contract.TransferReversed
 	require.NoError(t, env.DecodeData(&data))
 	require.NoError(t, data.Validate())
-	require.Equal(t, events.TransferReversed{
+	require.Equal(t, contract.TransferReversed{
 		ReversalID: first.ID.String(), TransferID: tr.ID.String(), FromWalletID: "bob", ToWalletID: "alice",
 		Amount: 300, Currency: "USD", CreatedAt: data.CreatedAt,
 	}, data)

@@ -21,7 +21,8 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"walletgl/internal/database"
-	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
+	"walletgl/internal/events/outbox"
 	"walletgl/internal/faults"
 	"walletgl/internal/metrics"
 	"walletgl/internal/problem"
@@ -34,7 +35,7 @@ import (
 type Store struct {
 	pool    *pgxpool.Pool
 	queries *walletdb.Queries
-	outbox  *events.Outbox
+	outbox  *outbox.Outbox
 	faults  *faults.Set
 	log     zerolog.Logger
 	metrics *metrics.Wallet
@@ -60,13 +61,13 @@ type Options struct {
 	// Faults arms the store's fault points (the transfer's after-commit crash); nil arms none.
 	Faults *faults.Set
 	// PublishOnCommit, the wallet's relay, has the TransferCompleted events of committed
-	// transfers published right after the commit (events.Outbox.PublishOnCommit); nil leaves
+	// transfers published right after the commit (outbox.Outbox.PublishOnCommit); nil leaves
 	// them pending for a relay's claim.
-	PublishOnCommit *events.Relay
+	PublishOnCommit *outbox.Relay
 	// Metrics records the size of each committed batch (nil: nothing).
 	Metrics *metrics.Wallet
-	// TransferEventType is the version of the transfer event written: events.TypeTransferCompletedV2
-	// (the default, when empty) or events.TypeTransferCompleted while a GL older than v2 is
+	// TransferEventType is the version of the transfer event written: contract.TypeTransferCompletedV2
+	// (the default, when empty) or contract.TypeTransferCompleted while a GL older than v2 is
 	// still deployed (WALLET_TRANSFER_EVENT_VERSION).
 	TransferEventType string
 	// Tracer makes the commit span of each traced transfer request, whose traceparent its
@@ -77,12 +78,12 @@ type Options struct {
 // NewStore returns a Store on pool, whose database has the "wallet" migrations applied.
 func NewStore(pool *pgxpool.Pool, opts Options) *Store {
 	s := &Store{
-		pool: pool, queries: walletdb.New(pool), outbox: events.NewOutbox(events.SourceWallet),
+		pool: pool, queries: walletdb.New(pool), outbox: outbox.New(contract.SourceWallet),
 		faults: opts.Faults, log: opts.Log, metrics: opts.Metrics, tracer: opts.Tracer,
 		eventType: opts.TransferEventType,
 	}
 	if s.eventType == "" {
-		s.eventType = events.TypeTransferCompletedV2
+		s.eventType = contract.TypeTransferCompletedV2
 	}
 	if s.tracer == nil {
 		s.tracer = noop.NewTracerProvider().Tracer("")
@@ -286,14 +287,14 @@ type keyOwner struct {
 
 // transferCompleted is the event of a transfer just written, of kind, in the trace of
 // traceParent, as eventType (TransferCompleted.v1 or .v2; v1 drops the kind and reference).
-func transferCompleted(row walletdb.Transfer, traceParent, kind, eventType string) events.Event {
-	return events.Event{
+func transferCompleted(row walletdb.Transfer, traceParent, kind, eventType string) outbox.Event {
+	return outbox.Event{
 		TraceParent: traceParent,
 		ID:          row.EventID,
 		Type:        eventType,
 		AggregateID: row.ID.String(),
 		Time:        row.CreatedAt,
-		Data: events.TransferCompleted{
+		Data: contract.TransferCompleted{
 			TransferID:   row.ID.String(),
 			FromWalletID: row.FromWalletID,
 			ToWalletID:   row.ToWalletID,

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"walletgl/internal/database"
-	"walletgl/internal/events"
+	"walletgl/internal/events/contract"
 	"walletgl/internal/testenv"
 	"walletgl/internal/wallet"
 	"walletgl/internal/wallet/postgres"
@@ -129,25 +129,25 @@ func TestCreateTransferWritesTransferBalancesAndOneEvent(t *testing.T) {
 	require.Len(t, rows, 1)
 	row := rows[0]
 	require.Equal(t, tr.EventID, row.ID)
-	require.Equal(t, events.TypeTransferCompletedV2, row.EventType, "v2 by default")
+	require.Equal(t, contract.TypeTransferCompletedV2, row.EventType, "v2 by default")
 	require.Equal(t, "pending", row.Status)
 
-	env, err := events.DecodeEnvelope(row.Payload)
+	env, err := contract.DecodeEnvelope(row.Payload)
 	require.NoError(t, err)
 	require.Equal(t, "1.0", env.SpecVersion)
 	require.Equal(t, tr.EventID.String(), env.ID)
-	require.Equal(t, events.SourceWallet, env.Source)
-	require.Equal(t, events.TypeTransferCompletedV2, env.Type)
+	require.Equal(t, contract.SourceWallet, env.Source)
+	require.Equal(t, contract.TypeTransferCompletedV2, env.Type)
 	require.Equal(t, tr.ID.String(), env.Subject)
 	require.Equal(t, "application/json", env.DataContentType)
 	require.True(t, env.Time.Equal(tr.CreatedAt))
 
-	var data events.TransferCompleted
+	var data contract.TransferCompleted
 	require.NoError(t, env.DecodeData(&data))
 	require.NoError(t, data.Validate())
-	require.Equal(t, events.TransferCompleted{
+	require.Equal(t, contract.TransferCompleted{
 		TransferID: tr.ID.String(), FromWalletID: "alice", ToWalletID: "bob",
-		Amount: 250, Currency: "USD", Kind: events.KindTransfer, CreatedAt: data.CreatedAt,
+		Amount: 250, Currency: "USD", Kind: contract.KindTransfer, CreatedAt: data.CreatedAt,
 	}, data)
 	require.True(t, data.CreatedAt.Equal(tr.CreatedAt))
 
@@ -426,10 +426,10 @@ func TestHandleTransferPostedAcknowledgesTheEvent(t *testing.T) {
 	require.NoError(t, err)
 
 	handler := postgres.NewAcknowledgments()
-	handle := func(env events.Envelope) error {
-		return database.WithTx(ctx, bundle.pool, func(tx pgx.Tx) error { return handler.Handle(ctx, tx, []events.Envelope{env}) })
+	handle := func(env contract.Envelope) error {
+		return database.WithTx(ctx, bundle.pool, func(tx pgx.Tx) error { return handler.Handle(ctx, tx, []contract.Envelope{env}) })
 	}
-	env := postedEnvelope(t, events.TransferPosted{
+	env := postedEnvelope(t, contract.TransferPosted{
 		TransferID: tr.ID.String(), SourceEventID: tr.EventID.String(), EntryID: "entry-1", PostedAt: time.Now(),
 	})
 
@@ -457,46 +457,46 @@ func TestHandleTransferPostedRefusesMalformedEvents(t *testing.T) {
 	ctx := context.Background()
 	tests := []struct {
 		name string
-		env  events.Envelope
+		env  contract.Envelope
 	}{
 		{"a source event id that is not a uuid",
-			postedEnvelope(t, events.TransferPosted{TransferID: "t", SourceEventID: "not-a-uuid"})},
+			postedEnvelope(t, contract.TransferPosted{TransferID: "t", SourceEventID: "not-a-uuid"})},
 		{"an empty source event id",
-			postedEnvelope(t, events.TransferPosted{TransferID: "t"})},
+			postedEnvelope(t, contract.TransferPosted{TransferID: "t"})},
 		{"data that does not decode",
-			events.Envelope{SpecVersion: "1.0", ID: "x", Type: events.TypeTransferPosted, Data: json.RawMessage(`[1]`)}},
+			contract.Envelope{SpecVersion: "1.0", ID: "x", Type: contract.TypeTransferPosted, Data: json.RawMessage(`[1]`)}},
 		{"another event type",
-			events.Envelope{SpecVersion: "1.0", ID: "x", Type: events.TypeTransferCompleted, Data: json.RawMessage(`{}`)}},
+			contract.Envelope{SpecVersion: "1.0", ID: "x", Type: contract.TypeTransferCompleted, Data: json.RawMessage(`{}`)}},
 		{"a v2 without postings",
-			events.Envelope{SpecVersion: "1.0", ID: "x", Type: events.TypeTransferPostedV2, Data: json.RawMessage(`{"postings":[]}`)}},
+			contract.Envelope{SpecVersion: "1.0", ID: "x", Type: contract.TypeTransferPostedV2, Data: json.RawMessage(`{"postings":[]}`)}},
 		{"a v2 with one bad posting among good ones",
-			postingsEnvelope(t, events.TransferPosted{TransferID: "t", SourceEventID: uuid.NewString()}, events.TransferPosted{TransferID: "t"})},
+			postingsEnvelope(t, contract.TransferPosted{TransferID: "t", SourceEventID: uuid.NewString()}, contract.TransferPosted{TransferID: "t"})},
 		{"a v2 whose data is a v1's",
-			events.Envelope{SpecVersion: "1.0", ID: "x", Type: events.TypeTransferPostedV2, Data: json.RawMessage(`{"transfer_id":"t","source_event_id":"s"}`)}},
+			contract.Envelope{SpecVersion: "1.0", ID: "x", Type: contract.TypeTransferPostedV2, Data: json.RawMessage(`{"transfer_id":"t","source_event_id":"s"}`)}},
 	}
 	acks := postgres.NewAcknowledgments()
 	for _, tt := range tests {
-		err := database.WithTx(ctx, bundle.pool, func(tx pgx.Tx) error { return acks.Handle(ctx, tx, []events.Envelope{tt.env}) })
-		require.ErrorIs(t, err, events.ErrMalformed, tt.name)
+		err := database.WithTx(ctx, bundle.pool, func(tx pgx.Tx) error { return acks.Handle(ctx, tx, []contract.Envelope{tt.env}) })
+		require.ErrorIs(t, err, contract.ErrMalformed, tt.name)
 	}
 }
 
-func postedEnvelope(t *testing.T, posted events.TransferPosted) events.Envelope {
+func postedEnvelope(t *testing.T, posted contract.TransferPosted) contract.Envelope {
 	t.Helper()
 	data, err := json.Marshal(posted)
 	require.NoError(t, err)
-	return events.Envelope{
-		SpecVersion: "1.0", ID: uuid.NewString(), Source: events.SourceGL, Type: events.TypeTransferPosted,
+	return contract.Envelope{
+		SpecVersion: "1.0", ID: uuid.NewString(), Source: contract.SourceGL, Type: contract.TypeTransferPosted,
 		Subject: posted.TransferID, Time: time.Now().UTC(), DataContentType: "application/json", Data: data,
 	}
 }
 
-func postingsEnvelope(t *testing.T, postings ...events.TransferPosted) events.Envelope {
+func postingsEnvelope(t *testing.T, postings ...contract.TransferPosted) contract.Envelope {
 	t.Helper()
-	data, err := json.Marshal(events.TransferPostings{Postings: postings})
+	data, err := json.Marshal(contract.TransferPostings{Postings: postings})
 	require.NoError(t, err)
-	return events.Envelope{
-		SpecVersion: "1.0", ID: uuid.NewString(), Source: events.SourceGL, Type: events.TypeTransferPostedV2,
+	return contract.Envelope{
+		SpecVersion: "1.0", ID: uuid.NewString(), Source: contract.SourceGL, Type: contract.TypeTransferPostedV2,
 		Subject: postings[0].TransferID, Time: time.Now().UTC(), DataContentType: "application/json", Data: data,
 	}
 }
@@ -509,15 +509,15 @@ func TestOneAcknowledgmentOfABatchAcknowledgesEveryTransferItNames(t *testing.T)
 	ctx := context.Background()
 	fund(t, store, "alice", "USD", 100)
 	createWallet(t, store, "bob", "USD", false)
-	var postings []events.TransferPosted
+	var postings []contract.TransferPosted
 	for i := range 4 {
 		tr, _, err := store.CreateTransfer(ctx, wallet.TransferRequest{
 			IdempotencyKey: fmt.Sprintf("v2-%d", i), FromWalletID: "alice", ToWalletID: "bob", Amount: 1, Currency: "USD",
 		})
 		require.NoError(t, err)
-		postings = append(postings, events.TransferPosted{TransferID: tr.ID.String(), SourceEventID: tr.EventID.String(), EntryID: "e", PostedAt: time.Now()})
+		postings = append(postings, contract.TransferPosted{TransferID: tr.ID.String(), SourceEventID: tr.EventID.String(), EntryID: "e", PostedAt: time.Now()})
 	}
-	envs := []events.Envelope{postingsEnvelope(t, postings[:3]...), postedEnvelope(t, postings[3])}
+	envs := []contract.Envelope{postingsEnvelope(t, postings[:3]...), postedEnvelope(t, postings[3])}
 	handler := postgres.NewAcknowledgments()
 	require.NoError(t, database.WithTx(ctx, bundle.pool, func(tx pgx.Tx) error { return handler.Handle(ctx, tx, envs) }))
 	for _, p := range postings {
@@ -638,18 +638,18 @@ func TestAcknowledgmentsTakeAWholeBatchAndABadOneFailsIt(t *testing.T) {
 	ctx := context.Background()
 	fund(t, store, "alice", "USD", 100)
 	createWallet(t, store, "bob", "USD", false)
-	var envs []events.Envelope
+	var envs []contract.Envelope
 	for i := range 5 {
 		tr, _, err := store.CreateTransfer(ctx, wallet.TransferRequest{
 			IdempotencyKey: fmt.Sprintf("b%d", i), FromWalletID: "alice", ToWalletID: "bob", Amount: 1, Currency: "USD",
 		})
 		require.NoError(t, err)
-		envs = append(envs, postedEnvelope(t, events.TransferPosted{
+		envs = append(envs, postedEnvelope(t, contract.TransferPosted{
 			TransferID: tr.ID.String(), SourceEventID: tr.EventID.String(), EntryID: "e", PostedAt: time.Now(),
 		}))
 	}
 	handler := postgres.NewAcknowledgments()
-	batch := func(envs []events.Envelope) error {
+	batch := func(envs []contract.Envelope) error {
 		return database.WithTx(ctx, bundle.pool, func(tx pgx.Tx) error { return handler.Handle(ctx, tx, envs) })
 	}
 	acknowledged := func() int {
@@ -658,9 +658,9 @@ func TestAcknowledgmentsTakeAWholeBatchAndABadOneFailsIt(t *testing.T) {
 		return n
 	}
 
-	bad := postedEnvelope(t, events.TransferPosted{TransferID: "t", SourceEventID: "not-a-uuid"})
-	err := batch(append(append([]events.Envelope{}, envs[:2]...), bad))
-	require.ErrorIs(t, err, events.ErrMalformed)
+	bad := postedEnvelope(t, contract.TransferPosted{TransferID: "t", SourceEventID: "not-a-uuid"})
+	err := batch(append(append([]contract.Envelope{}, envs[:2]...), bad))
+	require.ErrorIs(t, err, contract.ErrMalformed)
 	require.Zero(t, acknowledged(), "a batch with a bad event acknowledges nothing")
 
 	require.NoError(t, batch(envs))

@@ -92,7 +92,7 @@ type AcknowledgePublishedParams struct {
 }
 
 // AcknowledgePublished is AcknowledgeOutbox for the consumer that runs beside the rows' relay:
-// a row its relay published and holds unmarked (seq > 0: events.RelayConfig.MarkDelay) gets
+// a row its relay published and holds unmarked (seq > 0: outbox.RelayConfig.MarkDelay) gets
 // the publish's details, as MarkDispatched would write them, in the update that acknowledges
 // it, so it is written once instead of twice. A row already marked, or claimed by another
 // relay since, keeps its own. Rows locked in id order (MarkDispatched).

@@ -1,0 +1,35 @@
+package contract
+
+import "errors"
+
+// The outbox statuses a new row is written with: pending (any relay claims it) or dispatching
+// (claimed by the writing process's relay, which publishes it on commit).
+const (
+	StatusPending     = "pending"
+	StatusDispatching = "dispatching"
+)
+
+// The inbox statuses the consumer acts on: processed, an event applied once and for all;
+// waiting, an event parked until what it waits for posts (its waits_for).
+const (
+	StatusProcessed = "processed"
+	StatusWaiting   = "waiting"
+)
+
+// The statuses of an outbox row and of an inbox row, in the order of their lifecycle.
+var (
+	OutboxStatuses = []string{StatusPending, StatusDispatching, "dispatched", "acknowledged", "failed", "dead_letter"}
+	InboxStatuses  = []string{"processing", StatusWaiting, StatusProcessed, "failed", "duplicate"}
+	// RequeueStatuses are the statuses an operator may send back to pending.
+	RequeueStatuses = []string{"failed", "dead_letter"}
+)
+
+// Errors of the operator API and of the inbox; callers turn them into their own application
+// errors.
+var (
+	ErrNotFound      = errors.New("not found")
+	ErrInvalidStatus = errors.New("invalid status")
+	// ErrUnavailable: the database could not be reached or went away; retry later. The
+	// driver's error stays wrapped with it (database.IsTransient still reads it).
+	ErrUnavailable = errors.New("database unavailable")
+)
