@@ -1,17 +1,20 @@
 # The two commands a newcomer needs: `make run` and `make test`.
+# Two modules joined by go.work: the product (walletgl, the root) and its tooling (walletgl/tools,
+# in tools/: devrun, bench, chaos, soak), so the product's go.mod lists the product's
+# dependencies only. PACKAGES names both; peers/watermill stays a module apart.
 GO       ?= go
 BIN      := bin
-PACKAGES := ./...
+PACKAGES := ./... ./tools/...
 
 .PHONY: docs run test test-race vulncheck fuzz chaos chaos-short soak soak-short bench peer-watermill build generate check-generate vet check-deploy fmt-check ci clean
 
 ## run: both services in the foreground against the local PostgreSQL and NATS (starts a
 ## JetStream server of its own when none answers); Ctrl-C stops them gracefully.
 run: build
-	$(GO) run ./cmd/devrun $(BIN)/wallet $(BIN)/gl
+	$(GO) run ./tools/cmd/devrun $(BIN)/wallet $(BIN)/gl
 
-## test: every test against the real PostgreSQL and JetStream (TEST_DATABASE_URL, TEST_NATS_URL),
-## including the slow ones a plain `go test ./...` leaves out (build tag slow).
+## test: every test of both modules against the real PostgreSQL and JetStream (TEST_DATABASE_URL,
+## TEST_NATS_URL), including the slow ones a plain `go test ./...` leaves out (build tag slow).
 TAGS     := slow
 test:
 	$(GO) test -tags $(TAGS) -count=1 -timeout 14m $(PACKAGES)
@@ -24,11 +27,11 @@ test-race:
 SCENARIO ?= all
 SEED     ?= $(shell date +%s)
 chaos:
-	$(GO) run ./cmd/chaos -scenario $(SCENARIO) -seed $(SEED)
+	$(GO) run ./tools/cmd/chaos -scenario $(SCENARIO) -seed $(SEED)
 
 ## chaos-short: every scenario in its short form, as CI runs it.
 chaos-short:
-	$(GO) run ./cmd/chaos -short -scenario $(SCENARIO) -seed $(SEED)
+	$(GO) run ./tools/cmd/chaos -short -scenario $(SCENARIO) -seed $(SEED)
 
 ## soak: an hour of steady mixed load with every limit scaled down and outages at intervals,
 ## against a PostgreSQL cluster of its own (docs/operations.md, "Soak"); a line a window, a CSV and
@@ -36,22 +39,23 @@ chaos-short:
 ## ARGS adds flags (e.g. ARGS='-duration 20m -stream-max-bytes 4194304').
 SOAK_SEED ?= $(shell date +%s)
 soak:
-	$(GO) run ./cmd/soak -seed $(SOAK_SEED) $(ARGS)
+	$(GO) run ./tools/cmd/soak -seed $(SOAK_SEED) $(ARGS)
 
 ## soak-short: the same in five minutes, limits scaled down further, as CI runs it.
 soak-short:
-	$(GO) run ./cmd/soak -short -seed $(SOAK_SEED) $(ARGS)
+	$(GO) run ./tools/cmd/soak -short -seed $(SOAK_SEED) $(ARGS)
 
 ## bench: the benchmark harness against pgbench's limit in the same run, about three minutes
 ## (ARGS=-quick for about one; ARGS=-plot for a latency PNG). Reports go to bench/results/.
 ARGS ?=
 bench:
-	$(GO) run ./cmd/bench $(ARGS)
+	$(GO) run ./tools/cmd/bench $(ARGS)
 
-## peer-watermill: the backlog phase's Watermill peer (peers/watermill, a module of its own, not
-## part of make test): Watermill's SQL forwarder draining PEER_ROWS rows into JetStream; prints
-## {"rows":…,"seconds":…,"events_per_second":…}. It runs in a scratch database, created here on
-## the server PEER_PG and dropped afterwards, with a stream named after this shell's pid.
+## peer-watermill: the backlog phase's Watermill peer (peers/watermill, a module of its own outside
+## the workspace, on the versions its go.mod pins; not part of make test): Watermill's SQL
+## forwarder draining PEER_ROWS rows into JetStream; prints {"rows":…,"seconds":…,
+## "events_per_second":…}. It runs in a scratch database, created here on the server PEER_PG and
+## dropped afterwards, with a stream named after this shell's pid.
 ## PEER_ARGS adds flags (e.g. PEER_ARGS='-batch-size 1000').
 PEER_ROWS     ?= 100000
 PEER_PG       ?= postgres://postgres@127.0.0.1:5432
@@ -60,7 +64,7 @@ PEER_ARGS     ?=
 peer-watermill:
 	@db=peer_watermill_$$$$; \
 	psql -X -q "$(PEER_PG)/postgres" -c "CREATE DATABASE $$db" || exit 1; \
-	$(GO) -C peers/watermill run . -rows $(PEER_ROWS) -database-url "$(PEER_PG)/$$db?sslmode=disable" \
+	GOWORK=off $(GO) -C peers/watermill run . -rows $(PEER_ROWS) -database-url "$(PEER_PG)/$$db?sslmode=disable" \
 		-nats-url "$(PEER_NATS_URL)" -stream PEER_WATERMILL_$$$$ $(PEER_ARGS); rc=$$?; \
 	psql -X -q "$(PEER_PG)/postgres" -c "DROP DATABASE IF EXISTS $$db WITH (FORCE)"; exit $$rc
 
@@ -101,7 +105,7 @@ check-deploy:
 VULNDB ?= https://vuln.go.dev
 vulncheck:
 	@if $(GO) tool govulncheck -db $(VULNDB) -mode source -scan package ./internal/problem >/dev/null 2>&1; then \
-		$(GO) tool govulncheck -db $(VULNDB) ./...; \
+		$(GO) tool govulncheck -db $(VULNDB) $(PACKAGES); \
 	else echo "vulncheck: the vulnerability database at $(VULNDB) does not answer from this machine; not checked"; fi
 
 ## fuzz: each fuzz target for FUZZTIME (their seed corpora run in every make test).

@@ -22,7 +22,7 @@ func NATSServerBinary(ctx context.Context, dir string) (string, error) {
 	}
 	out := filepath.Join(dir, "nats-server")
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "github.com/nats-io/nats-server/v2")
-	if root, err := moduleRoot(ctx); err == nil {
+	if root, err := ModuleRoot(ctx); err == nil {
 		cmd.Dir = root
 	}
 	if output, err := cmd.CombinedOutput(); err != nil {

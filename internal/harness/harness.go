@@ -29,9 +29,9 @@ type Binaries struct {
 	GL     string
 }
 
-// Build compiles cmd/wallet and cmd/gl of the module containing the working directory into dir.
+// Build compiles cmd/wallet and cmd/gl of module walletgl into dir.
 func Build(ctx context.Context, dir string) (Binaries, error) {
-	root, err := moduleRoot(ctx)
+	root, err := ModuleRoot(ctx)
 	if err != nil {
 		return Binaries{}, err
 	}
@@ -46,16 +46,19 @@ func Build(ctx context.Context, dir string) (Binaries, error) {
 	return bins, nil
 }
 
-func moduleRoot(ctx context.Context) (string, error) {
-	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+// ModuleRoot returns the directory of module walletgl, the product, from the working directory's
+// module or workspace: the repository's root, also when the caller runs in the tooling module
+// (tools/).
+func ModuleRoot(ctx context.Context) (string, error) {
+	out, err := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "walletgl").Output()
 	if err != nil {
 		return "", fmt.Errorf("find module root: %w", err)
 	}
-	gomod := strings.TrimSpace(string(out))
-	if gomod == "" || gomod == os.DevNull {
-		return "", errors.New("find module root: not inside a module")
+	dir := strings.TrimSpace(string(out))
+	if dir == "" {
+		return "", errors.New("find module root: module walletgl has no directory")
 	}
-	return filepath.Dir(gomod), nil
+	return dir, nil
 }
 
 // FreeAddr returns a loopback address with a port nobody listens on right now, outside the

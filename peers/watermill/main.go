@@ -42,7 +42,7 @@ const (
 	DefaultNATSURL = "nats://127.0.0.1:4222"
 	DefaultStream  = "PEER_WATERMILL"
 	// DefaultPayloadBytes is the size of the wallet's TransferCompleted.v1 envelope
-	// (internal/bench sampleTransferCompleted: 417 bytes).
+	// (tools/internal/bench sampleTransferCompleted: 417 bytes).
 	DefaultPayloadBytes = 417
 	DefaultTimeout      = 10 * time.Minute
 )

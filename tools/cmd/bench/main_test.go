@@ -18,8 +18,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"walletgl/internal/bench"
 	"walletgl/internal/testenv"
+	"walletgl/tools/internal/bench"
 )
 
 // TestBenchEndToEnd runs the whole harness in a tiny configuration against the real services:

@@ -17,7 +17,7 @@ import (
 
 	"github.com/mattn/go-isatty"
 
-	"walletgl/internal/bench"
+	"walletgl/tools/internal/bench"
 )
 
 func main() {

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"walletgl/internal/harness"
 )
 
 // Peer is another outbox forwarder draining the same number of rows on the same machine (issue
@@ -23,17 +25,17 @@ type Peer struct {
 	Error           string  `json:"error,omitempty"` // not measured, and why
 }
 
-// measureWatermill runs `go -C peers/watermill run .` on rows rows, with a scratch database of
-// its own (dropped afterwards) and a fresh stream on the bench's broker; the peer prints one
-// JSON line, {"rows":N,"seconds":S,"events_per_second":R}.
+// measureWatermill runs `GOWORK=off go -C peers/watermill run .` on rows rows, with a scratch
+// database of its own (dropped afterwards) and a fresh stream on the bench's broker; the peer
+// prints one JSON line, {"rows":N,"seconds":S,"events_per_second":R}.
 func measureWatermill(ctx context.Context, opts Options, runID, natsURL string, rows int, out io.Writer) *Peer {
 	p := &Peer{Rows: rows}
-	root, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+	root, err := harness.ModuleRoot(ctx)
 	if err != nil {
-		p.Error = fmt.Sprintf("find the module: %v", err)
+		p.Error = err.Error()
 		return p
 	}
-	dir := filepath.Join(filepath.Dir(strings.TrimSpace(string(root))), "peers", "watermill")
+	dir := filepath.Join(root, "peers", "watermill")
 	if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
 		p.Error = "peers/watermill missing"
 		return p
@@ -48,6 +50,8 @@ func measureWatermill(ctx context.Context, opts Options, runID, natsURL string, 
 	fmt.Fprintf(out, "watermill: draining %d rows with its SQL forwarder into stream %s …\n", rows, stream)
 	cmd := exec.CommandContext(ctx, "go", "-C", dir, "run", ".",
 		"-rows", strconv.Itoa(rows), "-database-url", url, "-nats-url", natsURL, "-stream", stream)
+	// The peer runs on the versions its own go.mod pins, outside the repository's workspace.
+	cmd.Env = append(os.Environ(), "GOWORK=off")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

@@ -6,7 +6,7 @@
 // streams' and tables' sizes, each process's memory, the commit→posted latency and the
 // transfers late or posted twice; at the end it plots them and passes only when they stayed
 // bounded, the latency did not grow, and every invariant and both services' verify and the
-// GL's reconcile hold. It builds on the fault-injection harness (internal/chaos).
+// GL's reconcile hold. It builds on the fault-injection harness (tools/internal/chaos).
 package soak
 
 import (
@@ -23,8 +23,8 @@ import (
 	"sync"
 	"time"
 
-	"walletgl/internal/chaos"
 	"walletgl/internal/harness"
+	"walletgl/tools/internal/chaos"
 )
 
 // Options choose a soak's length, load, limits and outages.

@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"walletgl/internal/chaos"
+	"walletgl/tools/internal/chaos"
 )
 
 func main() {

@@ -10,9 +10,9 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"walletgl/internal/bench"
-	"walletgl/internal/chaos"
 	"walletgl/internal/events/contract"
+	"walletgl/tools/internal/bench"
+	"walletgl/tools/internal/chaos"
 )
 
 // sampler measures the system at the end of each window. It keeps the transfers the GL has not

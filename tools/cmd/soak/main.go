@@ -17,8 +17,8 @@ import (
 	"syscall"
 	"time"
 
-	"walletgl/internal/chaos"
-	"walletgl/internal/soak"
+	"walletgl/tools/internal/chaos"
+	"walletgl/tools/internal/soak"
 )
 
 func main() {

@@ -11,8 +11,8 @@ import (
 	"walletgl/internal/harness"
 )
 
-// The parts of the harness that a longer-running one (internal/soak) builds on: the system, its
-// supervisor, the load in batches, the invariants, and the outages of the scenarios (PauseGL,
+// The parts of the harness that a longer-running one (tools/internal/soak) builds on: the system,
+// its supervisor, the load in batches, the invariants, and the outages of the scenarios (PauseGL,
 // LockWalletInbox, StopBroker).
 
 // NewTimeline returns a timeline that also prints each event to out (nil: prints nothing).
