@@ -180,6 +180,30 @@ func TestCatchUpRepublishesWhatTheBrokerLostOnceItsDuplicateWindowHasPassed(t *t
 	require.Equal(t, int64(20), handled.Load(), "each event was handled exactly once")
 }
 
+func TestCatchUpRepublishesAtOnceIntoAStreamMadeAfterTheBrokerLostItsStore(t *testing.T) {
+	t.Parallel()
+	pool, _ := testenv.MigratedPool(t, "wallet")
+	broker := testenv.StartBroker(t)
+	b := setupWithNATS(t, pool, broker.URL()) // the default two-minute duplicate window
+	ctx := context.Background()
+	b.addEvents(t, 20)
+	relay := b.relay(t, outbox.RelayConfig{AckTimeout: time.Millisecond, CatchUpLimit: 200})
+	_, err := relay.DispatchOnce(ctx)
+	require.NoError(t, err)
+
+	// The broker lost its store a moment after it stored the messages: the stream made anew
+	// never saw their ids, so catch-up publishes them again without waiting for the window.
+	broker.Wipe()
+	require.Eventually(t, func() bool { return events.Healthy(b.nc) == nil }, 10*time.Second, 20*time.Millisecond)
+	require.NoError(t, b.topo.EnsureStreams(ctx, b.js))
+	time.Sleep(5 * time.Millisecond)
+	n, err := relay.CatchUpOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 20, n)
+	require.Zero(t, relay.Stats().Duplicates)
+	require.Equal(t, uint64(20), b.streamMessages(t))
+}
+
 func TestPoisonEventsAreDeadLetteredWithoutHoldingBackTheRest(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

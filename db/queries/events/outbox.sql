@@ -67,7 +67,9 @@ WHERE o.id = p.id
 -- them again with the same message id: only rows still dispatched at the sequence that was
 -- checked (a row published again meanwhile has another), and only those published longer ago
 -- than the broker's duplicate window (inside it the broker would drop the re-publish as a
--- duplicate of the message it no longer holds). Rows locked in id order (MarkDispatched).
+-- duplicate of the message it no longer holds) or before the stream was created (a stream made
+-- anew, after the broker lost its store, never saw their ids). Rows locked in id order
+-- (MarkDispatched).
 UPDATE outbox o
 SET status      = 'dispatching',
     lease_owner = @owner::text,
@@ -78,7 +80,8 @@ FROM (
     JOIN (SELECT unnest(@ids::uuid[]) AS id, unnest(@seqs::bigint[]) AS seq) AS p ON p.id = c.id
     WHERE c.status = 'dispatched'
       AND c.stream_seq = p.seq
-      AND coalesce(c.dispatched_at, '-infinity'::timestamptz) < clock_timestamp() - make_interval(secs => @window_seconds::float8)
+      AND coalesce(c.dispatched_at, '-infinity'::timestamptz) <
+          greatest(clock_timestamp() - make_interval(secs => @window_seconds::float8), @stream_created::timestamptz)
     ORDER BY c.id
     FOR UPDATE OF c SKIP LOCKED
 ) due

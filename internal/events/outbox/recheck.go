@@ -67,8 +67,10 @@ func (r *Relay) CatchUpOnce(ctx context.Context) (int, error) {
 
 // republish publishes again the rows whose message the stream no longer holds, as far as the
 // stream has room for them and their last publish is older than the stream's duplicate window
-// (inside it the broker would drop the re-publish as a duplicate of the message it lost). It
-// returns how many it published and the rows it left.
+// (inside it the broker would drop the re-publish as a duplicate of the message it lost) or
+// than the stream itself (one made anew after the broker lost its store knows none of their
+// ids: they go out at once, not a duplicate window later). It returns how many it published
+// and the rows it left.
 func (r *Relay) republish(ctx context.Context, stream jetstream.Stream, missing []publishedRow) (int, []publishedRow, error) {
 	if len(missing) == 0 {
 		return 0, nil, nil
@@ -82,6 +84,7 @@ func (r *Relay) republish(ctx context.Context, stream jetstream.Stream, missing 
 	claimed, err := r.q.ClaimDispatched(ctx, eventsdb.ClaimDispatchedParams{
 		Ids: ids, Seqs: seqs, Owner: r.cfg.Owner, LeaseSeconds: r.cfg.Lease.Seconds(),
 		WindowSeconds: stream.CachedInfo().Config.Duplicates.Seconds(),
+		StreamCreated: stream.CachedInfo().Created,
 	})
 	r.room.refund(granted - len(claimed))
 	if err != nil {

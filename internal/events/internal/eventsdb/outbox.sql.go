@@ -133,7 +133,8 @@ FROM (
     JOIN (SELECT unnest($3::uuid[]) AS id, unnest($4::bigint[]) AS seq) AS p ON p.id = c.id
     WHERE c.status = 'dispatched'
       AND c.stream_seq = p.seq
-      AND coalesce(c.dispatched_at, '-infinity'::timestamptz) < clock_timestamp() - make_interval(secs => $5::float8)
+      AND coalesce(c.dispatched_at, '-infinity'::timestamptz) <
+          greatest(clock_timestamp() - make_interval(secs => $5::float8), $6::timestamptz)
     ORDER BY c.id
     FOR UPDATE OF c SKIP LOCKED
 ) due
@@ -147,6 +148,7 @@ type ClaimDispatchedParams struct {
 	Ids           []uuid.UUID
 	Seqs          []int64
 	WindowSeconds float64
+	StreamCreated time.Time
 }
 
 type ClaimDispatchedRow struct {
@@ -161,7 +163,9 @@ type ClaimDispatchedRow struct {
 // them again with the same message id: only rows still dispatched at the sequence that was
 // checked (a row published again meanwhile has another), and only those published longer ago
 // than the broker's duplicate window (inside it the broker would drop the re-publish as a
-// duplicate of the message it no longer holds). Rows locked in id order (MarkDispatched).
+// duplicate of the message it no longer holds) or before the stream was created (a stream made
+// anew, after the broker lost its store, never saw their ids). Rows locked in id order
+// (MarkDispatched).
 func (q *Queries) ClaimDispatched(ctx context.Context, arg ClaimDispatchedParams) ([]ClaimDispatchedRow, error) {
 	rows, err := q.db.Query(ctx, claimDispatched,
 		arg.Owner,
@@ -169,6 +173,7 @@ func (q *Queries) ClaimDispatched(ctx context.Context, arg ClaimDispatchedParams
 		arg.Ids,
 		arg.Seqs,
 		arg.WindowSeconds,
+		arg.StreamCreated,
 	)
 	if err != nil {
 		return nil, err
