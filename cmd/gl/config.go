@@ -17,6 +17,7 @@ import (
 	"walletgl/internal/events/inbox"
 	"walletgl/internal/gl"
 	"walletgl/internal/gl/postgres"
+	"walletgl/internal/logging"
 	"walletgl/internal/serve"
 	"walletgl/internal/tracing"
 )
@@ -28,7 +29,7 @@ var service = cli.Service[*Config]{
 	SettingsFunc:     func() *Config { return new(Config) },
 	InboxHandlerFunc: transferPoster,
 	VerifyFunc:       verifyChecks,
-	EventsFunc:       func(c *Config) config.Events { return c.Events },
+	EventsFunc:       func(c *Config) serve.Events { return c.Events },
 }
 
 // maxCheckpointLines bounds GL_CHECKPOINT_LINES: the trial balance sums every line after the
@@ -40,15 +41,12 @@ const maxCheckpointLines = 1_000_000
 type Config struct {
 	serve.Settings
 	Rule   gl.PostingRule
-	Events config.Events
-	Log    config.Log
+	Events serve.Events
+	Log    logging.Config
 	// Checkpoints is when serve takes a balance checkpoint (GL_CHECKPOINT_INTERVAL,
 	// GL_CHECKPOINT_LINES) and how long it keeps every one (GL_CHECKPOINT_RETENTION).
 	Checkpoints postgres.CheckpointPolicy
 	Traces      tracing.Config // the standard OTEL_* variables: where traces go, if anywhere
-
-	// The owner's URL for migrations (empty: DatabaseURL), which grant DatabaseURL's user what
-	// the service needs; and whether serve migrates at start.
 }
 
 // Bind binds every setting to c: the environment variable, and the flag that overrides it.
@@ -64,13 +62,13 @@ func (c *Config) Bind(s *config.Set) {
 		"serve takes a balance checkpoint, at most once a second, as soon as this many lines (and 20 for each account and currency) were posted after the latest")
 	s.Duration(&c.Checkpoints.Retention, "GL_CHECKPOINT_RETENTION", "checkpoint-retention", postgres.DefaultCheckpointRetention,
 		"serve keeps every balance checkpoint this long, then only the last of each day (UTC), which reads as of an older time start from; 0 keeps every one")
-	config.BindEvents(s, &c.Events)
-	config.BindLog(s, &c.Log)
-	config.BindTraces(s, &c.Traces)
+	c.Events.Bind(s)
+	c.Log.Bind(s)
+	c.Traces.Bind(s)
 }
 
 // Logging is what the commands both binaries share read of the logging settings.
-func (c *Config) Logging() config.Log { return c.Log }
+func (c *Config) Logging() logging.Config { return c.Log }
 
 // Validate reports every setting out of range.
 func (c *Config) Validate() error {
@@ -147,7 +145,7 @@ func checkRules(ctx context.Context, cfg *Config, ledger *postgres.Ledger) error
 // verifyChecks runs the ledger's invariant checks (gl verify). They only read: the database is
 // neither created nor migrated, so a wrong URL fails instead of creating one.
 func verifyChecks(ctx context.Context, cfg *Config, pool *pgxpool.Pool) ([]cli.Check, error) {
-	checks, err := postgres.NewLedger(pool).Verify(ctx, cfg.Events.InboxRetention)
+	checks, err := postgres.NewLedger(pool).Verify(ctx, cfg.Events.Consumer.InboxRetention)
 	if err != nil {
 		return nil, err
 	}

@@ -84,7 +84,7 @@ func replayCmd(ctx context.Context, env cli.Env, args []string) error {
 	}
 	log = log.With().Str("component", "replay").Logger()
 	// A replay verifies every event as live consumption does: only the wallet's are posted.
-	keys, err := cfg.Events.EventKeys(contract.SourceGL, contract.SourceWallet, false, log)
+	keys, err := cfg.Events.Signing.Keys(contract.SourceGL, contract.SourceWallet, false, log)
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}
@@ -134,12 +134,12 @@ func replayCmd(ctx context.Context, env cli.Env, args []string) error {
 		}
 	}
 
-	nc, err := cfg.Events.Connect(ctx, "gl-replay", log)
+	nc, err := cfg.Events.Broker.Connect(ctx, "gl-replay", log)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	topo := cfg.Events.Topology(log)
+	topo := cfg.Events.Topology.WithLog(log)
 	stream := topo.StreamName(contract.SourceWallet)
 	// The replay's inbox is the GL consumer's (gl:<event id>), as in the live GL, so gl verify
 	// holds in the target too; it reads through a broker consumer of its own (Consumer.Replay).
@@ -150,7 +150,7 @@ func replayCmd(ctx context.Context, env cli.Env, args []string) error {
 		inbox.Handler
 		inbox.Satisfier
 	}{tp, tp}
-	consCfg, err := cfg.Events.Consumer(events.ConsumerGL, nil, keys.Trust)
+	consCfg, err := cfg.Events.ConsumerFor(events.ConsumerGL, nil, keys.Trust)
 	if err != nil {
 		return err
 	}

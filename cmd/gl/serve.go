@@ -25,7 +25,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 		return err
 	}
 	// The GL signs its TransferPosted.v2 and accepts TransferCompleted.v1 from the wallet alone.
-	eventKeys, err := cfg.Events.EventKeys(contract.SourceGL, contract.SourceWallet, true, log)
+	eventKeys, err := cfg.Events.Signing.Keys(contract.SourceGL, contract.SourceWallet, true, log)
 	if err != nil {
 		return err
 	}
@@ -39,17 +39,17 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 		return err
 	}
 	// The GL's acknowledgments are done once the wallet's consumer acknowledged them.
-	relayCfg := cfg.Events.Relay(contract.SourceGL, events.ConsumerWallet, deps.Faults, eventKeys.Signer)
+	relayCfg := cfg.Events.RelayFor(contract.SourceGL, events.ConsumerWallet, deps.Faults, eventKeys.Signer)
 	relayCfg.Metrics, relayCfg.Tracing = deps.Metrics.Relay, deps.Tracing
 	relay, err := outbox.NewRelay(relayCfg, deps.Topology, deps.RelayPool, deps.NATS, log)
 	if err != nil {
 		return err
 	}
 	poster := gl.NewTransferPoster(ledger, ledger, log).WithMetrics(deps.Metrics.GL)
-	if cfg.Events.PublishOnCommit {
+	if cfg.Events.Relay.PublishOnCommit {
 		poster.PublishOnCommit(relay)
 	}
-	consCfg, err := cfg.Events.Consumer(events.ConsumerGL, deps.Faults, eventKeys.Trust)
+	consCfg, err := cfg.Events.ConsumerFor(events.ConsumerGL, deps.Faults, eventKeys.Trust)
 	if err != nil {
 		return err
 	}

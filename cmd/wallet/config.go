@@ -15,6 +15,7 @@ import (
 	"walletgl/internal/events"
 	"walletgl/internal/events/contract"
 	"walletgl/internal/events/inbox"
+	"walletgl/internal/logging"
 	"walletgl/internal/serve"
 	"walletgl/internal/tracing"
 	"walletgl/internal/wallet"
@@ -30,7 +31,7 @@ var service = cli.Service[*Config]{
 		return postgres.NewAcknowledgments(), nil
 	},
 	VerifyFunc: verifyChecks,
-	EventsFunc: func(c *Config) config.Events { return c.Events },
+	EventsFunc: func(c *Config) serve.Events { return c.Events },
 }
 
 // Config is every setting of the wallet service.
@@ -47,12 +48,9 @@ type Config struct {
 	TransferEventVersion int
 	// How often serve voids the holds whose expiry has passed.
 	HoldExpiryInterval time.Duration
-	Events             config.Events
-	Log                config.Log
+	Events             serve.Events
+	Log                logging.Config
 	Traces             tracing.Config // the standard OTEL_* variables: where traces go, if anywhere
-
-	// The owner's URL for migrations (empty: DatabaseURL), which grant DatabaseURL's user what
-	// the service needs; and whether serve migrates at start.
 }
 
 // Bind binds every setting to c: the environment variable, and the flag that overrides it.
@@ -66,13 +64,13 @@ func (c *Config) Bind(s *config.Set) {
 	s.Int(&c.TransferEventVersion, "WALLET_TRANSFER_EVENT_VERSION", "transfer-event-version", 2,
 		"version of TransferCompleted published: 2 (kind and reference), or 1 until every GL accepts v2 (docs/operations.md, upgrade order)")
 	s.Duration(&c.HoldExpiryInterval, "WALLET_HOLD_EXPIRY_INTERVAL", "hold-expiry-interval", postgres.DefaultHoldExpiryInterval, "how often serve voids the pending holds whose expiry has passed")
-	config.BindEvents(s, &c.Events)
-	config.BindLog(s, &c.Log)
-	config.BindTraces(s, &c.Traces)
+	c.Events.Bind(s)
+	c.Log.Bind(s)
+	c.Traces.Bind(s)
 }
 
 // Logging is what the commands both binaries share read of the logging settings.
-func (c *Config) Logging() config.Log { return c.Log }
+func (c *Config) Logging() logging.Config { return c.Log }
 
 // Validate reports every setting out of range.
 func (c *Config) Validate() error {
@@ -94,7 +92,7 @@ func (c *Config) Validate() error {
 
 // verifyChecks runs the wallet's invariant checks (wallet verify).
 func verifyChecks(ctx context.Context, cfg *Config, pool *pgxpool.Pool) ([]cli.Check, error) {
-	checks, err := postgres.Verify(ctx, pool, wallet.VerifyOptions{Retention: cfg.Events.Retention})
+	checks, err := postgres.Verify(ctx, pool, wallet.VerifyOptions{Retention: cfg.Events.Relay.Retention})
 	if err != nil {
 		return nil, err
 	}

@@ -93,7 +93,7 @@ func outboxRepublishCmd(ctx context.Context, env cli.Env, args []string) error {
 		if c.JSON {
 			return cli.JSON(env.Stdout, out)
 		}
-		writeRepublished(env, out, c.Settings.Events.Retention)
+		writeRepublished(env, out, c.Settings.Events.Relay.Retention)
 		return nil
 	})
 }

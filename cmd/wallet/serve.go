@@ -26,7 +26,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 		return err
 	}
 	// The wallet signs its TransferCompleted (v2, or v1) and accepts TransferPosted.v2 (and .v1) from the GL alone.
-	eventKeys, err := cfg.Events.EventKeys(contract.SourceWallet, contract.SourceGL, true, log)
+	eventKeys, err := cfg.Events.Signing.Keys(contract.SourceWallet, contract.SourceGL, true, log)
 	if err != nil {
 		return err
 	}
@@ -36,7 +36,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	}
 	defer deps.Close()
 	pool, fs := deps.Pool, deps.Faults
-	relayCfg := cfg.Events.Relay(contract.SourceWallet, "", fs, eventKeys.Signer)
+	relayCfg := cfg.Events.RelayFor(contract.SourceWallet, "", fs, eventKeys.Signer)
 	relayCfg.Metrics, relayCfg.Tracing = deps.Metrics.Relay, deps.Tracing
 	relay, err := outbox.NewRelay(relayCfg, deps.Topology, deps.RelayPool, deps.NATS, log)
 	if err != nil {
@@ -51,11 +51,11 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 		Batch:             postgres.BatchConfig{MaxSize: cfg.BatchMax, Workers: cfg.BatchWorkers}, Log: log, Faults: fs,
 		Metrics: deps.Metrics.Wallet, Tracer: deps.Tracing.Tracer("walletgl/internal/wallet/postgres"),
 	}
-	if cfg.Events.PublishOnCommit {
+	if cfg.Events.Relay.PublishOnCommit {
 		opts.PublishOnCommit = relay
 	}
 	store := postgres.NewStore(pool, opts)
-	ackCfg, err := cfg.Events.Consumer(events.ConsumerWallet, fs, eventKeys.Trust)
+	ackCfg, err := cfg.Events.ConsumerFor(events.ConsumerWallet, fs, eventKeys.Trust)
 	if err != nil {
 		return err
 	}

@@ -11,13 +11,14 @@ import (
 
 	"walletgl/internal/cli"
 	"walletgl/internal/config"
+	"walletgl/internal/logging"
 )
 
 // settings stand in for a service's Config.
 type settings struct {
 	DatabaseURL string
 	Level       int
-	Log         config.Log
+	Log         logging.Config
 }
 
 func (s *settings) Bind(set *config.Set) {
@@ -32,8 +33,8 @@ func (s *settings) Validate() error {
 	return nil
 }
 
-func (s *settings) Database() string    { return s.DatabaseURL }
-func (s *settings) Logging() config.Log { return s.Log }
+func (s *settings) Database() string        { return s.DatabaseURL }
+func (s *settings) Logging() logging.Config { return s.Log }
 
 func TestParse(t *testing.T) {
 	t.Parallel()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"walletgl/internal/config"
+	"walletgl/internal/logging"
 )
 
 // Settings is a service's configuration (its Config): Bind ties every setting to its
@@ -11,8 +12,8 @@ import (
 type Settings interface {
 	Bind(s *config.Set)
 	Validate() error
-	Database() string    // the service's database URL
-	Logging() config.Log // the log settings
+	Database() string        // the service's database URL
+	Logging() logging.Config // the log settings
 }
 
 // Parse reads a command's line into settings, which come from the environment and may be

@@ -10,6 +10,7 @@ import (
 	"walletgl/internal/auth"
 	"walletgl/internal/config"
 	"walletgl/internal/events/inbox"
+	"walletgl/internal/serve"
 )
 
 // Service is a binary as its commands see it: how its settings are made, and what the commands
@@ -27,7 +28,7 @@ type Service[S Settings] struct {
 	// VerifyFunc runs the service's invariant checks for verify.
 	VerifyFunc func(ctx context.Context, s S, pool *pgxpool.Pool) ([]Check, error)
 	// EventsFunc returns the event settings of s: status asks the broker with them.
-	EventsFunc func(s S) config.Events
+	EventsFunc func(s S) serve.Events
 }
 
 // Parse reads the command line into new settings of the service and the command's own flags

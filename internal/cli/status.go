@@ -17,6 +17,7 @@ import (
 	"walletgl/internal/events"
 	"walletgl/internal/events/admin"
 	"walletgl/internal/events/contract"
+	"walletgl/internal/serve"
 )
 
 // The status command of both binaries: the whole pipeline as the service sees it, on one screen.
@@ -116,11 +117,11 @@ func (svc Service[S]) Status(ctx context.Context, env Env, args []string) error 
 
 // brokerStatus asks the broker for both durable consumers, the one reading this service's
 // outbox first, within timeout.
-func (svc Service[S]) brokerStatus(ctx context.Context, ev config.Events, timeout time.Duration) BrokerStatus {
-	b := BrokerStatus{URL: events.RedactURL(ev.NATSURL), Consumers: []ConsumerStatus{}}
+func (svc Service[S]) brokerStatus(ctx context.Context, ev serve.Events, timeout time.Duration) BrokerStatus {
+	b := BrokerStatus{URL: events.RedactURL(ev.Broker.URL), Consumers: []ConsumerStatus{}}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	nc, err := ev.Connect(ctx, svc.Name+" status", zerolog.Nop())
+	nc, err := ev.Broker.Connect(ctx, svc.Name+" status", zerolog.Nop())
 	if err != nil {
 		b.Error = err.Error()
 		return b
@@ -131,7 +132,7 @@ func (svc Service[S]) brokerStatus(ctx context.Context, ev config.Events, timeou
 		b.Error = err.Error()
 		return b
 	}
-	topo := ev.Topology(zerolog.Nop())
+	topo := ev.Topology
 	var consumers []ConsumerStatus
 	for _, name := range []string{events.ConsumerGL, events.ConsumerWallet} {
 		spec, err := topo.Consumer(name)

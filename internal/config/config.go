@@ -1,6 +1,8 @@
-// Package config reads the services' settings: each one from an environment variable, which a
-// command-line flag of the same meaning may override, with its default and description kept in
-// one place so the settings table (docs/configuration.md) and -help agree.
+// Package config reads settings: each one from an environment variable, which a command-line
+// flag of the same meaning may override, with its default and description kept in one place so
+// the settings table (docs/configuration.md) and -help agree. It knows no component: each
+// component declares its own settings on a Set (a Bind method beside the code they configure)
+// and checks them (Validate).
 package config
 
 import (

@@ -152,5 +152,5 @@ func TestARelayRefusesAMarkDelayItsLeaseCannotCover(t *testing.T) {
 	b := setup(t)
 	_, err := outbox.NewRelay(outbox.RelayConfig{Source: contract.SourceWallet, Lease: 10 * time.Second, MarkDelay: 6 * time.Second},
 		b.topo, b.pool, b.nc, b.log)
-	require.ErrorContains(t, err, "mark delay 6s must be between 0 and half the lease")
+	require.ErrorContains(t, err, "EVENTS_MARK_DELAY must be between 0 and half of EVENTS_LEASE and EVENTS_ACK_TIMEOUT (5s), got 6s")
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 
-	"walletgl/internal/config"
 	"walletgl/internal/events/contract"
 	"walletgl/internal/events/signing"
 )
@@ -64,7 +63,7 @@ func (k EventKeys) Env(service string) []string {
 	if service == contract.SourceGL {
 		other = contract.SourceWallet
 	}
-	return config.EventKeyEnv(k.Dir, service, other)
+	return signing.KeyEnv(k.Dir, service, other)
 }
 
 func fileExists(path string) bool {

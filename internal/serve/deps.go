@@ -11,7 +11,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"walletgl/internal/auth"
-	"walletgl/internal/config"
 	"walletgl/internal/database"
 	"walletgl/internal/events"
 	"walletgl/internal/events/admin"
@@ -42,15 +41,15 @@ type Deps struct {
 }
 
 // Open opens the service's dependencies; Close releases them.
-func Open(ctx context.Context, service string, db Database, ev config.Events, tr tracing.Config, log zerolog.Logger) (*Deps, error) {
-	fs, err := ev.FaultSet()
+func Open(ctx context.Context, service string, db Database, ev Events, tr tracing.Config, log zerolog.Logger) (*Deps, error) {
+	fs, err := ev.Faults.Set()
 	if err != nil {
 		return nil, fmt.Errorf("configuration: %w", err)
 	}
 	if fs != nil {
-		log.Warn().Str("faults", ev.Faults).Msg("fault points armed")
+		log.Warn().Str("faults", ev.Faults.Spec).Msg("fault points armed")
 	}
-	d := &Deps{Service: service, Faults: fs, Topology: ev.Topology(log), Metrics: metrics.New(service), log: log}
+	d := &Deps{Service: service, Faults: fs, Topology: ev.Topology.WithLog(log), Metrics: metrics.New(service), log: log}
 	if d.Tracing, err = tracing.New(ctx, service, tr, log); err != nil {
 		return nil, fmt.Errorf("configuration: %w", err)
 	}
@@ -64,7 +63,7 @@ func Open(ctx context.Context, service string, db Database, ev config.Events, tr
 	d.Metrics.Pool("main", d.Pool)
 	d.Metrics.Pool("relay", d.RelayPool)
 	d.Metrics.Sample(admin.New(d.Pool).OutboxOpen)
-	if d.NATS, err = ev.Connect(ctx, service, log); err != nil {
+	if d.NATS, err = ev.Broker.Connect(ctx, service, log); err != nil {
 		d.Close()
 		return nil, err
 	}

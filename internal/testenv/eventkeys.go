@@ -3,7 +3,6 @@ package testenv
 import (
 	"testing"
 
-	"walletgl/internal/config"
 	"walletgl/internal/events/contract"
 	"walletgl/internal/events/signing"
 )
@@ -59,5 +58,5 @@ func (k EventKeys) Env(service string) []string {
 	if service == contract.SourceGL {
 		other = contract.SourceWallet
 	}
-	return config.EventKeyEnv(k.Dir, service, other)
+	return signing.KeyEnv(k.Dir, service, other)
 }

@@ -92,7 +92,7 @@ func CheckCapture(h Hold, amount int64, now time.Time) error {
 	return nil
 }
 
-// CaptureMove is the transfer a capture of amount from hold h to toWalletID makes.
+// CaptureMove is the transfer a capture of amount from hold h to req.ToWalletID makes.
 func CaptureMove(req CaptureRequest, h Hold, amount int64) TransferRequest {
 	return TransferRequest{
 		IdempotencyKey: req.IdempotencyKey, FromWalletID: h.WalletID, ToWalletID: req.ToWalletID,

@@ -18,7 +18,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"walletgl/internal/cli"
-	"walletgl/internal/config"
 	"walletgl/internal/events/signing"
 	"walletgl/internal/harness"
 	"walletgl/internal/testenv"
@@ -63,7 +62,7 @@ func SignedEvents(t *testing.T, run cli.MainFunc, service, producer string, env 
 	require.NoError(t, err)
 	_, _, err = signing.WriteKeyFiles(dir, producerKey)
 	require.NoError(t, err)
-	keyEnv := config.EventKeyEnv(dir, service, producer)
+	keyEnv := signing.KeyEnv(dir, service, producer)
 	for _, tc := range []struct {
 		name string
 		env  map[string]string

@@ -38,6 +38,20 @@ func MinRetention(streamMaxAge, duplicateWindow, outboxRetention time.Duration) 
 	return max(streamMaxAge+max(duplicateWindow, 0), outboxRetention), true
 }
 
+// CheckRetention refuses an inbox retention shorter than MinRetention: the inbox would forget
+// an event that can still come again. The producer's stream and outbox decide it, so both
+// services take the same settings.
+func CheckRetention(retention, streamMaxAge, duplicateWindow, outboxRetention time.Duration) error {
+	floor, _ := MinRetention(streamMaxAge, duplicateWindow, outboxRetention)
+	if retention <= 0 || retention >= floor {
+		return nil
+	}
+	return fmt.Errorf("EVENTS_INBOX_RETENTION (%s) must be at least %s, the longer of EVENTS_STREAM_MAX_AGE + EVENTS_DUPLICATE_WINDOW (%s + %s) "+
+		"and EVENTS_RETENTION (%s): a message is delivered again as long as the stream holds it, and wallet outbox republish sends "+
+		"the outbox's acknowledged rows again; an inbox that forgot the event would not recognise the duplicate",
+		retention, floor, streamMaxAge, duplicateWindow, outboxRetention)
+}
+
 // errStreamKeepsAll says the consumer's stream has no age limit: the inbox then keeps every
 // row, since any message may still be delivered again.
 var errStreamKeepsAll = errors.New("the stream has no max age, so any event may be delivered again: inbox rows are kept")

@@ -77,6 +77,10 @@ type RelayConfig struct {
 	// marked dispatched when it runs out (see heldMarks). Zero marks every publish at once. At
 	// most half of Lease and of AckTimeout.
 	MarkDelay time.Duration
+	// PublishOnCommit: the service writes its rows claimed by this relay and hands them over as
+	// their transaction commits (Outbox.PublishOnCommit); false, every row waits for a NOTIFY
+	// and a claim. The relay takes hand-offs either way.
+	PublishOnCommit bool
 }
 
 func (c RelayConfig) withDefaults() RelayConfig {
@@ -152,9 +156,8 @@ func NewRelay(cfg RelayConfig, topo events.Topology, pool *pgxpool.Pool, nc *nat
 	if cfg.Signer != nil && cfg.Signer.Service() != cfg.Source {
 		return nil, fmt.Errorf("relay %s: the signing key is %s's", cfg.Source, cfg.Signer.Service())
 	}
-	if cfg.MarkDelay < 0 || cfg.MarkDelay > min(cfg.Lease, cfg.AckTimeout)/2 {
-		return nil, fmt.Errorf("relay %s: mark delay %s must be between 0 and half the lease and the acknowledgment timeout (%s)",
-			cfg.Source, cfg.MarkDelay, min(cfg.Lease, cfg.AckTimeout)/2)
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("relay %s: %w", cfg.Source, err)
 	}
 	// Room for every round that may be in flight: claims and hand-offs, and one catch-up batch.
 	// PubAcks that do not come in time are dropped by nats.go too: left pending, they would fill

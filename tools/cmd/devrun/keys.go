@@ -9,7 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 
-	"walletgl/internal/config"
+	"walletgl/internal/events/signing"
 )
 
 // keysFile keeps the local API keys make run made, so that a second make run reuses them: the
@@ -115,7 +115,7 @@ func ensureEventKeys(ctx context.Context, bins map[string]string, env []string) 
 		return nil, err
 	}
 	return map[string][]string{
-		"wallet": config.EventKeyEnv(abs, "wallet", "gl"),
-		"gl":     config.EventKeyEnv(abs, "gl", "wallet"),
+		"wallet": signing.KeyEnv(abs, "wallet", "gl"),
+		"gl":     signing.KeyEnv(abs, "gl", "wallet"),
 	}, nil
 }

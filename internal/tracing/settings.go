@@ -1,15 +1,15 @@
-package config
+package tracing
 
 import (
 	"strconv"
 
-	"walletgl/internal/tracing"
+	"walletgl/internal/config"
 )
 
-// BindTraces binds the standard OpenTelemetry variables that decide whether and where traces go
+// Bind declares the standard OpenTelemetry variables that decide whether and where traces go
 // (docs/operations.md#traces). The exporter reads the rest of OTEL_EXPORTER_OTLP_* itself
 // (headers, timeout, certificates, compression), and the SDK reads OTEL_TRACES_SAMPLER.
-func BindTraces(s *Set, c *tracing.Config) {
+func (c *Config) Bind(s *config.Set) {
 	s.Env(&c.Endpoint, "OTEL_EXPORTER_OTLP_ENDPOINT", "OTLP collector base URL (http://host:4318); set, traces are exported; empty, they are off")
 	s.Env(&c.TracesEndpoint, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTLP traces URL used as it is (http://host:4318/v1/traces); wins over OTEL_EXPORTER_OTLP_ENDPOINT")
 	s.Env(&c.Protocol, "OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf (default) or grpc")

@@ -1,4 +1,5 @@
-package config
+// Package logging builds the services' zerolog loggers from their LOG_* settings.
+package logging
 
 import (
 	"fmt"
@@ -8,22 +9,24 @@ import (
 
 	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
+
+	"walletgl/internal/config"
 )
 
-// Log holds the logging settings.
-type Log struct {
+// Config holds the logging settings.
+type Config struct {
 	Format string
 	Level  string
 }
 
-// BindLog binds the logging settings.
-func BindLog(s *Set, c *Log) {
+// Bind declares the logging settings.
+func (c *Config) Bind(s *config.Set) {
 	s.String(&c.Format, "LOG_FORMAT", "log-format", "auto", "json, console (coloured), console-plain, or auto (console on a terminal, json otherwise)")
 	s.String(&c.Level, "LOG_LEVEL", "log-level", "info", "debug, info, warn or error")
 }
 
 // Logger builds the service's logger writing to w.
-func (c Log) Logger(w io.Writer, service string) (zerolog.Logger, error) {
+func (c Config) Logger(w io.Writer, service string) (zerolog.Logger, error) {
 	level, err := zerolog.ParseLevel(c.Level)
 	if err != nil {
 		return zerolog.Nop(), fmt.Errorf("LOG_LEVEL: %w", err)
