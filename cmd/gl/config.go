@@ -17,6 +17,7 @@ import (
 	"walletgl/internal/events/inbox"
 	"walletgl/internal/gl"
 	"walletgl/internal/gl/postgres"
+	"walletgl/internal/gl/posting"
 	"walletgl/internal/logging"
 	"walletgl/internal/serve"
 	"walletgl/internal/tracing"
@@ -90,13 +91,13 @@ func (c *Config) Validate() error {
 }
 
 // transferPoster is the handler gl inbox retry posts failed events with, as serve's consumer
-// does: the configured posting rule over the ledger.
+// does: the ledger's posting rules, checked against the configured rule.
 func transferPoster(ctx context.Context, cfg *Config, pool *pgxpool.Pool, log zerolog.Logger) (inbox.Handler, error) {
 	ledger := postgres.NewLedger(pool)
 	if err := checkRules(ctx, cfg, ledger); err != nil {
 		return nil, err
 	}
-	return gl.NewTransferPoster(ledger, ledger, log), nil
+	return posting.New(ledger, log), nil
 }
 
 // checkConfiguredRule keeps the promise of GL_TRANSFER_DEBIT_ACCOUNT and

@@ -25,6 +25,7 @@ import (
 	"walletgl/internal/events/inbox"
 	"walletgl/internal/gl"
 	"walletgl/internal/gl/postgres"
+	"walletgl/internal/gl/posting"
 	"walletgl/internal/serve"
 )
 
@@ -33,7 +34,7 @@ const replayHelp = "rebuild the GL from the wallet's stream into an empty databa
 
 // replayCmd rebuilds the GL as a projection of the wallet's event stream: every
 // TransferCompleted.v1 still on the stream goes, verified as live consumption verifies it,
-// through the same inbox claim and TransferPoster as live posting, into an empty GL database:
+// through the same inbox claim and posting handler as live posting, into an empty GL database:
 // in batches of --batch events, --concurrency of them committing at once while the next is
 // fetched and verified (Consumer.Replay), so not strictly in stream order; the inbox still
 // posts each event once. It reads the stream through a
@@ -145,7 +146,7 @@ func replayCmd(ctx context.Context, env cli.Env, args []string) error {
 	// holds in the target too; it reads through a broker consumer of its own (Consumer.Replay).
 	// A rebuild answers nobody: duplicates in the stream are skipped, not acknowledged again.
 	// It still says what each posting satisfies, so that an event waiting for it posts then.
-	tp := gl.NewTransferPoster(ledger, ledger, log)
+	tp := posting.New(ledger, log)
 	poster := struct {
 		inbox.Handler
 		inbox.Satisfier

@@ -18,6 +18,7 @@ import (
 	"walletgl/internal/events/inbox"
 	"walletgl/internal/gl"
 	"walletgl/internal/gl/postgres"
+	"walletgl/internal/gl/posting"
 	"walletgl/internal/testenv"
 )
 
@@ -79,7 +80,7 @@ func TestReplayRebuildsHoldPostings(t *testing.T) {
 	spec, err := b.topo.Consumer(events.ConsumerGL)
 	require.NoError(t, err)
 	consumer, err := inbox.NewConsumer(inbox.ConsumerConfig{ConsumerSpec: spec, BatchSize: 5, Trust: b.keys.Trust, RetryDelay: 50 * time.Millisecond},
-		b.topo, b.nc, b.live, gl.NewTransferPoster(postgres.NewLedger(b.live), postgres.NewLedger(b.live), zerolog.Nop()), zerolog.Nop())
+		b.topo, b.nc, b.live, posting.New(postgres.NewLedger(b.live), zerolog.Nop()), zerolog.Nop())
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

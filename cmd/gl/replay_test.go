@@ -24,25 +24,26 @@ import (
 	"walletgl/internal/events/signing"
 	"walletgl/internal/gl"
 	"walletgl/internal/gl/postgres"
+	"walletgl/internal/gl/posting"
 	"walletgl/internal/testenv"
 )
 
-// posting is what a replay must reproduce of each line: the same event, transfer, account,
+// postedLine is what a replay must reproduce of each line: the same event, transfer, account,
 // side, amount and currency (entry ids and posting times are new by nature).
-type posting struct {
+type postedLine struct {
 	EventID, TransferID, Account, Direction, Currency string
 	Amount                                            int64
 }
 
-func postings(t *testing.T, pool *pgxpool.Pool) []posting {
+func postings(t *testing.T, pool *pgxpool.Pool) []postedLine {
 	t.Helper()
 	rows, err := pool.Query(context.Background(), `SELECT event_id, transfer_id, account_code, direction, currency, amount
 		FROM gl_postings ORDER BY event_id, direction`)
 	require.NoError(t, err)
 	defer rows.Close()
-	var out []posting
+	var out []postedLine
 	for rows.Next() {
-		var p posting
+		var p postedLine
 		require.NoError(t, rows.Scan(&p.EventID, &p.TransferID, &p.Account, &p.Direction, &p.Currency, &p.Amount))
 		out = append(out, p)
 	}
@@ -126,7 +127,7 @@ func (b *replayBundle) startLive(t *testing.T) (stop func()) {
 		},
 		BatchSize: 5,
 		Trust:     b.keys.Trust,
-	}, b.topo, b.nc, b.live, gl.NewTransferPoster(ledger, ledger, zerolog.Nop()), zerolog.Nop())
+	}, b.topo, b.nc, b.live, posting.New(ledger, zerolog.Nop()), zerolog.Nop())
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

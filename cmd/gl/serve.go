@@ -16,6 +16,7 @@ import (
 	"walletgl/internal/gl"
 	"walletgl/internal/gl/httpapi"
 	"walletgl/internal/gl/postgres"
+	"walletgl/internal/gl/posting"
 	"walletgl/internal/serve"
 )
 
@@ -45,7 +46,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	poster := gl.NewTransferPoster(ledger, ledger, log).WithMetrics(deps.Metrics.GL)
+	poster := posting.New(ledger, log).WithMetrics(deps.Metrics.GL)
 	if cfg.Events.Relay.PublishOnCommit {
 		poster.PublishOnCommit(relay)
 	}

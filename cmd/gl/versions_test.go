@@ -18,6 +18,7 @@ import (
 	"walletgl/internal/events/inbox"
 	"walletgl/internal/gl"
 	"walletgl/internal/gl/postgres"
+	"walletgl/internal/gl/posting"
 	"walletgl/internal/testenv"
 )
 
@@ -49,7 +50,7 @@ func (b *replayBundle) startLiveAsServed(t *testing.T) (stop func()) {
 	spec.AckWait, spec.MaxDeliver = 5*time.Second, 5
 	ledger := postgres.NewLedger(b.live)
 	consumer, err := inbox.NewConsumer(inbox.ConsumerConfig{ConsumerSpec: spec, BatchSize: 5, Trust: b.keys.Trust},
-		b.topo, b.nc, b.live, gl.NewTransferPoster(ledger, ledger, zerolog.Nop()), zerolog.Nop())
+		b.topo, b.nc, b.live, posting.New(ledger, zerolog.Nop()), zerolog.Nop())
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

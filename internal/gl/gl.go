@@ -1,7 +1,9 @@
 // Package gl owns the general ledger's domain: journal entries and their lines, the posting
-// rule that turns a completed transfer into a balanced entry, and the reports read from the
-// ledger (entries of a transfer, account balances, the trial balance). Storage lives in the
-// postgres adapter, HTTP in httpapi; cmd/gl wires them together.
+// rules and the functions that turn each event of the wallet into a balanced entry by them
+// (TransferEntry, PlacementEntry, ReleaseEntry, ReversalEntry, CheckPosting), and the reports
+// read from the ledger (entries of a transfer, account balances, the trial balance). Storage
+// lives in the postgres adapter, the inbox handler that posts events in posting, HTTP in
+// httpapi; cmd/gl wires them together.
 package gl
 
 import (
@@ -14,7 +16,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"walletgl/internal/problem"
 )
@@ -117,23 +118,11 @@ var (
 // bug in whoever built the entry, so it is not an application error.
 var ErrUnbalanced = errors.New("journal entry does not balance")
 
-// Poster posts entries inside the caller's transaction, a batch at a time (a single posting is
-// a batch of one). Exactly-once comes from the inbox claim in the same transaction; a Poster
-// still never stores a second entry for the same event or transfer. The built-in PostgreSQL
-// ledger is the implementation.
-type Poster interface {
-	// PostBatch inserts the entries that are new and returns, for each entry given, the
-	// posting that holds its transfer: the entry just inserted, or the one posted before. An
-	// entry whose event id was posted for another transfer fails the call with ErrEventTaken.
-	PostBatch(ctx context.Context, tx pgx.Tx, entries []Entry) ([]Posting, error)
-	// PostedEntries returns, by transfer id, the entries (with their lines) posted for these
-	// transfers as tx sees them; a transfer not posted is missing from the map.
-	PostedEntries(ctx context.Context, tx pgx.Tx, transferIDs []string) (map[string]Entry, error)
-}
-
-// Posting is where a transfer's posting is: the stored entry (without lines), the total of its
-// debits, and whether this call created it. The total is a Sum: an entry written around the
-// Poster (plain SQL) may balance with debits beyond int64, and must still compare as different.
+// Posting is where a movement's posting is, as the ledger returns it for an entry given to
+// post: the stored entry (without lines), the total of its debits, and whether this call
+// created it. The ledger never stores a second entry for the same event or movement. The total
+// is a Sum: an entry written around the ledger (plain SQL) may balance with debits beyond
+// int64, and must still compare as different.
 type Posting struct {
 	Entry   Entry
 	Amount  Sum

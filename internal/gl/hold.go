@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"walletgl/internal/events/contract"
 )
@@ -83,57 +82,23 @@ func IsHoldEvent(t string) bool {
 // HoldEventTypes are the hold events the GL consumes.
 var HoldEventTypes = []string{contract.TypeHoldPlaced, contract.TypeHoldCaptured, contract.TypeHoldVoided}
 
-// holdRelease is what a capture or a void says about the placement it releases.
-type holdRelease struct {
-	eventID string
-	holdID  string
-	wallet  string
-	amount  int64
-	entry   Entry // without lines until the placement is found
+// Release is what a capture or a void says about the placement it releases (DecodeRelease).
+type Release struct {
+	EventID  string
+	HoldID   string
+	WalletID string
+	Amount   int64
+	entry    Entry // without id and lines until ReleaseEntry
 }
 
-// postHolds posts the hold events at indexes idx: placements first (a release of the batch may
-// release one of them), then the releases, each checked against its placement as tx sees it.
-func (p *TransferPoster) postHolds(ctx context.Context, tx pgx.Tx, idx []int, envs []contract.Envelope, entries []Entry, postings []Posting) error {
-	var placed, released []int
-	releases := map[int]holdRelease{}
-	for _, i := range idx {
-		if envs[i].Type == contract.TypeHoldPlaced {
-			entry, err := p.placementEntry(envs[i])
-			if err != nil {
-				return err
-			}
-			entries[i] = entry
-			placed = append(placed, i)
-			continue
-		}
-		rel, err := decodeRelease(envs[i])
-		if err != nil {
-			return err
-		}
-		releases[i] = rel
-		released = append(released, i)
-	}
-	if err := p.postSome(ctx, tx, entries, postings, placed); err != nil {
-		return err
-	}
-	if len(released) == 0 {
-		return nil
-	}
-	if err := p.releaseEntries(ctx, tx, released, releases, entries); err != nil {
-		return err
-	}
-	return p.postSome(ctx, tx, entries, postings, released)
-}
+// PlacedKey is the movement key of the placement the release releases (HoldPlacedKey).
+func (r Release) PlacedKey() string { return HoldPlacedKey(r.HoldID) }
 
-// placementEntry decodes and checks a HoldPlaced event and builds its entry by the rule.
-func (p *TransferPoster) placementEntry(env contract.Envelope) (Entry, error) {
+// PlacementEntry decodes and checks a HoldPlaced event and builds its entry by holds.Place.
+func PlacementEntry(env contract.Envelope, holds HoldRules) (Entry, error) {
 	var data contract.HoldPlaced
-	if err := env.DecodeData(&data); err != nil {
+	if err := decodeValid(env, &data); err != nil {
 		return Entry{}, err
-	}
-	if err := data.Validate(); err != nil {
-		return Entry{}, fmt.Errorf("validate event %s: %w", env.ID, err)
 	}
 	id, err := uuid.NewV7()
 	if err != nil {
@@ -149,7 +114,7 @@ func (p *TransferPoster) placementEntry(env contract.Envelope) (Entry, error) {
 		Currency:    data.Currency,
 		Description: placementDescription(data.HoldID, data.WalletID),
 		OccurredAt:  data.CreatedAt,
-		Lines:       p.holds.Place.lines(data.Amount),
+		Lines:       holds.Place.lines(data.Amount),
 	}, nil
 }
 
@@ -159,10 +124,10 @@ func placementDescription(holdID, walletID string) string {
 	return fmt.Sprintf("hold %s placed on wallet %s", holdID, walletID)
 }
 
-// decodeRelease decodes and checks a HoldCaptured or HoldVoided event. Its entry's description
+// DecodeRelease decodes and checks a HoldCaptured or HoldVoided event. Its entry's description
 // names how the hold ended, so that a capture and a void of the same hold conflict.
-func decodeRelease(env contract.Envelope) (holdRelease, error) {
-	rel := holdRelease{eventID: env.ID}
+func DecodeRelease(env contract.Envelope) (Release, error) {
+	rel := Release{EventID: env.ID}
 	var (
 		currency string
 		how      string
@@ -173,7 +138,7 @@ func decodeRelease(env contract.Envelope) (holdRelease, error) {
 		if err := decodeValid(env, &data); err != nil {
 			return rel, err
 		}
-		rel.holdID, rel.wallet, rel.amount, currency = data.HoldID, data.WalletID, data.Amount, data.Currency
+		rel.HoldID, rel.WalletID, rel.Amount, currency = data.HoldID, data.WalletID, data.Amount, data.Currency
 		rel.entry.OccurredAt = data.CreatedAt
 		how = fmt.Sprintf("captured %d as transfer %s to wallet %s", data.CapturedAmount, data.TransferID, data.ToWalletID)
 	case contract.TypeHoldVoided:
@@ -181,18 +146,18 @@ func decodeRelease(env contract.Envelope) (holdRelease, error) {
 		if err := decodeValid(env, &data); err != nil {
 			return rel, err
 		}
-		rel.holdID, rel.wallet, rel.amount, currency = data.HoldID, data.WalletID, data.Amount, data.Currency
+		rel.HoldID, rel.WalletID, rel.Amount, currency = data.HoldID, data.WalletID, data.Amount, data.Currency
 		rel.entry.OccurredAt = data.CreatedAt
 		how = "voided (" + data.Reason + ")"
 	default:
 		return rel, contract.Permanent(fmt.Errorf("post event %s: type %q is not a hold's release", env.ID, env.Type))
 	}
 	rel.entry.EventID = env.ID
-	rel.entry.TransferID = HoldReleasedKey(rel.holdID)
-	rel.entry.HoldID = rel.holdID
+	rel.entry.TransferID = HoldReleasedKey(rel.HoldID)
+	rel.entry.HoldID = rel.HoldID
 	rel.entry.EventType, rel.entry.Kind = env.Type, KindHold
 	rel.entry.Currency = currency
-	rel.entry.Description = fmt.Sprintf("release of hold %s on wallet %s: %s", rel.holdID, rel.wallet, how)
+	rel.entry.Description = fmt.Sprintf("release of hold %s on wallet %s: %s", rel.HoldID, rel.WalletID, how)
 	return rel, nil
 }
 
@@ -207,58 +172,48 @@ func decodeValid[T interface{ Validate() error }](env contract.Envelope, v *T) e
 	return nil
 }
 
-// releaseEntries builds the release entries at indexes idx from their placements as tx sees
-// them. A release whose hold has no placement yet waits for it (contract.ErrNotYet, as a
-// reversal waits for its transfer); one that contradicts its placement is a conflict.
-func (p *TransferPoster) releaseEntries(ctx context.Context, tx pgx.Tx, idx []int, releases map[int]holdRelease, entries []Entry) error {
-	keys := make([]string, 0, len(idx))
-	for _, i := range idx {
-		keys = append(keys, HoldPlacedKey(releases[i].holdID))
+// NoPlacement is the error of a release whose hold has no placement posted yet: it waits for
+// the placement (contract.ErrNotYet), as a reversal waits for its transfer.
+func NoPlacement(rel Release) error {
+	return contract.NotYet(contract.WaitHold(rel.HoldID), fmt.Errorf("release of hold %s (event %s): the hold has no placement yet", rel.HoldID, rel.EventID))
+}
+
+// ReleaseEntry checks rel against placed, its hold's posted placement entry (with lines), and
+// builds the release's entry by holds.Release for the whole held amount. A release that
+// contradicts its placement is a conflict.
+func ReleaseEntry(rel Release, placed Entry, holds HoldRules) (Entry, error) {
+	if err := checkRelease(rel, placed); err != nil {
+		return Entry{}, err
 	}
-	placements, err := p.ledger.PostedEntries(ctx, tx, keys)
+	id, err := uuid.NewV7()
 	if err != nil {
-		return fmt.Errorf("find the placements of %d holds: %w", len(keys), err)
+		return Entry{}, fmt.Errorf("new entry id: %w", err)
 	}
-	for _, i := range idx {
-		rel := releases[i]
-		placed, ok := placements[HoldPlacedKey(rel.holdID)]
-		if !ok {
-			return contract.NotYet(contract.WaitHold(rel.holdID), fmt.Errorf("release of hold %s (event %s): the hold has no placement yet", rel.holdID, rel.eventID))
-		}
-		if err := checkRelease(rel, placed); err != nil {
-			return err
-		}
-		id, err := uuid.NewV7()
-		if err != nil {
-			return fmt.Errorf("new entry id: %w", err)
-		}
-		entry := rel.entry
-		entry.ID = id
-		entry.Lines = p.holds.Release.lines(rel.amount)
-		entries[i] = entry
-	}
-	return nil
+	entry := rel.entry
+	entry.ID = id
+	entry.Lines = holds.Release.lines(rel.Amount)
+	return entry, nil
 }
 
 // checkRelease refuses, as a conflict, a release whose hold was placed on another wallet, in
 // another currency or for another amount.
-func checkRelease(rel holdRelease, placed Entry) error {
+func checkRelease(rel Release, placed Entry) error {
 	var why []string
-	if placed.HoldID != rel.holdID {
+	if placed.HoldID != rel.HoldID {
 		why = append(why, fmt.Sprintf("entry %s is not the hold's", placed.ID))
 	}
-	if placed.Description != placementDescription(rel.holdID, rel.wallet) {
-		why = append(why, fmt.Sprintf("the hold was placed as %q, not on wallet %s", placed.Description, rel.wallet))
+	if placed.Description != placementDescription(rel.HoldID, rel.WalletID) {
+		why = append(why, fmt.Sprintf("the hold was placed as %q, not on wallet %s", placed.Description, rel.WalletID))
 	}
 	if placed.Currency != rel.entry.Currency {
 		why = append(why, fmt.Sprintf("the hold is in %s, not %s", placed.Currency, rel.entry.Currency))
 	}
-	if placed.Debits() != rel.amount {
-		why = append(why, fmt.Sprintf("the hold is of %d, not %d", placed.Debits(), rel.amount))
+	if placed.Debits() != rel.Amount {
+		why = append(why, fmt.Sprintf("the hold is of %d, not %d", placed.Debits(), rel.Amount))
 	}
 	if len(why) > 0 {
 		return contract.Conflict(fmt.Errorf("release of hold %s (event %s) contradicts its placement (entry %s): %s",
-			rel.holdID, rel.eventID, placed.ID, strings.Join(why, "; ")))
+			rel.HoldID, rel.EventID, placed.ID, strings.Join(why, "; ")))
 	}
 	return nil
 }

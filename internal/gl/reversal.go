@@ -1,12 +1,10 @@
 package gl
 
 import (
-	"context"
 	"fmt"
 	"math/big"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"walletgl/internal/events/contract"
 )
@@ -15,8 +13,9 @@ import (
 // names the original (ReversesEntryID). Its transfer id is the reversal's own id: a reversal
 // is a movement of its own, posted once like a transfer, under the same unique constraints.
 
-// decodeReversal decodes and checks a TransferReversed event.
-func decodeReversal(env contract.Envelope) (contract.TransferReversed, error) {
+// DecodeReversal decodes and checks a TransferReversed event; a reversal id in the holds' key
+// space is malformed.
+func DecodeReversal(env contract.Envelope) (contract.TransferReversed, error) {
 	var data contract.TransferReversed
 	if err := env.DecodeData(&data); err != nil {
 		return data, err
@@ -30,40 +29,19 @@ func decodeReversal(env contract.Envelope) (contract.TransferReversed, error) {
 	return data, nil
 }
 
-// reversalEntries builds the entries of the reversals at indexes idx from their originals'
-// entries, as tx sees them (the batch's own transfers posted already). A reversal whose
-// original has no entry yet waits for it: contract.NotYet has the consumer park it in the inbox
-// until the original posts, without counting it against the event.
-func (p *TransferPoster) reversalEntries(ctx context.Context, tx pgx.Tx, idx []int, reversed map[int]contract.TransferReversed,
-	envs []contract.Envelope, entries []Entry) error {
-	ids := make([]string, 0, len(idx))
-	for _, i := range idx {
-		ids = append(ids, reversed[i].TransferID)
-	}
-	originals, err := p.ledger.PostedEntries(ctx, tx, ids)
-	if err != nil {
-		return fmt.Errorf("find the entries of %d reversed transfers: %w", len(ids), err)
-	}
-	for _, i := range idx {
-		data := reversed[i]
-		orig, ok := originals[data.TransferID]
-		if !ok {
-			return contract.NotYet(contract.WaitTransfer(data.TransferID), fmt.Errorf("reversal %s (event %s): transfer %s has no entry yet", data.ReversalID, envs[i].ID, data.TransferID))
-		}
-		entry, err := reversalEntry(envs[i].ID, data, orig)
-		if err != nil {
-			return err
-		}
-		entries[i] = entry
-	}
-	return nil
+// NoOriginal is the error of a reversal whose original transfer has no entry yet: it waits for
+// it (contract.ErrNotYet), parked in the inbox until the original posts, without counting
+// against the event.
+func NoOriginal(eventID string, data contract.TransferReversed) error {
+	return contract.NotYet(contract.WaitTransfer(data.TransferID), fmt.Errorf("reversal %s (event %s): transfer %s has no entry yet", data.ReversalID, eventID, data.TransferID))
 }
 
-// reversalEntry is the entry of a reversal of orig: each of orig's lines on the other side, for
+// ReversalEntry is the entry of event eventID, data's reversal of orig (the original's posted
+// entry, with lines): each of orig's lines on the other side, for
 // the reversed share of its amount. A reversal that does not fit its original (another
 // currency, more than its amount, an original that is itself a reversal, a share that does not
 // divide the lines exactly) contradicts the ledger: a conflict, never posted.
-func reversalEntry(eventID string, data contract.TransferReversed, orig Entry) (Entry, error) {
+func ReversalEntry(eventID string, data contract.TransferReversed, orig Entry) (Entry, error) {
 	total := orig.Debits()
 	switch {
 	case orig.HoldID != "":

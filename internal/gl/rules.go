@@ -7,8 +7,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"walletgl/internal/events/contract"
 	"walletgl/internal/problem"
 )
@@ -128,13 +126,6 @@ func (rs Rules) Latest(eventType, kind string) (rule Rule, found bool) {
 	return rule, found
 }
 
-// RuleStore reads the posting rules inside a posting transaction. The read also waits for a
-// rule being written (gl rules set) to commit, so that no event is posted under a rule that a
-// newer one, effective before the event, replaces at the same moment.
-type RuleStore interface {
-	PostingRules(ctx context.Context, tx pgx.Tx) (Rules, error)
-}
-
 // ruleFor is the rule posting an event of eventType and kind that happened at t; an event no
 // rule covers can never be posted until one is set: permanent.
 func ruleFor(rules Rules, eventID, eventType, kind string, t time.Time) (Rule, error) {
@@ -144,10 +135,6 @@ func ruleFor(rules Rules, eventID, eventType, kind string, t time.Time) (Rule, e
 	}
 	return rule, nil
 }
-
-// PostingRules returns rs itself: a fixed set of rules is a RuleStore (for tests and tools
-// that post without a rules table).
-func (rs Rules) PostingRules(context.Context, pgx.Tx) (Rules, error) { return rs, nil }
 
 // DefaultRules are the seed rules of GL migration 00008, in force from -infinity.
 func DefaultRules() Rules {

@@ -11,10 +11,10 @@ import (
 	"walletgl/internal/gl/postgres/internal/gldb"
 )
 
-var _ gl.Poster = (*Ledger)(nil)
-
-// PostBatch inserts the new entries of a batch and their lines in two statements, and finds the
-// entries already holding the others' transfers in a third. An entry whose event id was posted
+// PostBatch inserts the new entries of a batch and their lines in two statements, inside the
+// caller's transaction, and finds the entries already holding the others' transfers in a
+// third: it returns, for each entry given, the posting that holds its transfer, and never
+// stores a second entry for the same event or transfer. An entry whose event id was posted
 // for another transfer has no posting to point to: gl.ErrEventTaken.
 func (l *Ledger) PostBatch(ctx context.Context, tx pgx.Tx, entries []gl.Entry) ([]gl.Posting, error) {
 	q := l.queries.WithTx(tx)

@@ -18,7 +18,8 @@ import (
 	"walletgl/internal/problem"
 )
 
-// Ledger is the built-in GL: the default gl.Poster, and the gl.Reader of the HTTP API.
+// Ledger is the built-in GL: where the posting handler (internal/gl/posting) stores entries and
+// reads rules, and the gl.Reader of the HTTP API.
 type Ledger struct {
 	pool    *pgxpool.Pool
 	queries *gldb.Queries

@@ -17,8 +17,6 @@ import (
 // (exclusive): "gl_rules" in ASCII.
 const postingRulesLock int64 = 0x676c5f72756c6573
 
-var _ gl.RuleStore = (*Ledger)(nil)
-
 // PostingRules reads every posting rule in tx, after taking the rules lock shared: a rule
 // being set commits first, and none is set until tx ends. Two statements, not one: under READ
 // COMMITTED the read's snapshot must be taken after the lock is granted. The table holds a few

@@ -1,4 +1,4 @@
-package gl_test
+package posting_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"walletgl/internal/database"
 	"walletgl/internal/events/contract"
 	"walletgl/internal/events/inbox"
-	"walletgl/internal/gl"
+	"walletgl/internal/gl/posting"
 )
 
 func (b *testBundle) handleBatch(t *testing.T, h inbox.Handler, envs []contract.Envelope) error {
@@ -25,7 +25,7 @@ func (b *testBundle) handleBatch(t *testing.T, h inbox.Handler, envs []contract.
 func TestABatchPostsOneEntryPerTransferAndAcknowledgesEveryEvent(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	poster := gl.NewTransferPoster(b.ledger, b.ledger, zerolog.Nop())
+	poster := posting.New(b.ledger, zerolog.Nop())
 	ctx := context.Background()
 
 	earlier := transferCompleted(t, newTransferID(), 500, "USD")
@@ -64,7 +64,7 @@ func TestABatchPostsOneEntryPerTransferAndAcknowledgesEveryEvent(t *testing.T) {
 func TestABatchWithAnInvalidEventWritesNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	poster := gl.NewTransferPoster(b.ledger, b.ledger, zerolog.Nop())
+	poster := posting.New(b.ledger, zerolog.Nop())
 	envs := []contract.Envelope{
 		transferCompleted(t, newTransferID(), 100, "USD"),
 		transferCompleted(t, newTransferID(), 0, "USD"),
@@ -82,7 +82,7 @@ func TestABatchWithAnInvalidEventWritesNothing(t *testing.T) {
 func TestABatchLargerThanOneAcknowledgmentIsAcknowledgedBySeveral(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	poster := gl.NewTransferPoster(b.ledger, b.ledger, zerolog.Nop())
+	poster := posting.New(b.ledger, zerolog.Nop())
 	envs := make([]contract.Envelope, contract.MaxPostingsPerEvent+1)
 	for i := range envs {
 		envs[i] = transferCompleted(t, newTransferID(), 1, "USD")

@@ -1,4 +1,4 @@
-package gl_test
+package posting_test
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"walletgl/internal/events/contract"
 	"walletgl/internal/events/inbox"
 	"walletgl/internal/gl"
+	"walletgl/internal/gl/posting"
 	"walletgl/internal/testenv"
 )
 
@@ -38,7 +39,7 @@ func TestReversalPostsTheOriginalsLinesSwappedAndLinksBothWays(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	h := gl.NewTransferPoster(b.ledger, b.ledger, zerolog.Nop())
+	h := posting.New(b.ledger, zerolog.Nop())
 	transferID, reversalID := newTransferID(), newTransferID()
 	require.NoError(t, b.handle(t, h, transferCompleted(t, transferID, 1000, "USD")))
 	rev := transferReversed(t, reversalID, transferID, 400, "USD")
@@ -83,7 +84,7 @@ func TestReversalPostsTheOriginalsLinesSwappedAndLinksBothWays(t *testing.T) {
 func TestReversalBeforeItsTransferWaitsAndConflictsAreRefused(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	h := gl.NewTransferPoster(b.ledger, b.ledger, zerolog.Nop())
+	h := posting.New(b.ledger, zerolog.Nop())
 	transferID := newTransferID()
 
 	err := b.handle(t, h, transferReversed(t, newTransferID(), transferID, 10, "USD"))
@@ -140,7 +141,7 @@ func TestTheGLConsumerPostsAReversalThatArrivesBeforeItsTransferExactlyOnce(t *t
 
 	spec, err := topo.Consumer(events.ConsumerGL)
 	require.NoError(t, err)
-	poster := gl.NewTransferPoster(b.ledger, b.ledger, log)
+	poster := posting.New(b.ledger, log)
 	cons, err := inbox.NewConsumer(inbox.ConsumerConfig{ConsumerSpec: spec, RetryDelay: 50 * time.Millisecond, Trust: keys.Trust},
 		topo, nc, b.pool, poster, log)
 	require.NoError(t, err)

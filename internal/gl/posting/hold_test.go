@@ -1,4 +1,4 @@
-package gl_test
+package posting_test
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"walletgl/internal/events/contract"
 	"walletgl/internal/events/inbox"
 	"walletgl/internal/gl"
+	"walletgl/internal/gl/posting"
 	"walletgl/internal/testenv"
 )
 
@@ -71,7 +72,7 @@ func TestAHoldIsPlacedOn2020AndReleasedByItsCaptureOrVoid(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	h := gl.NewTransferPoster(b.ledger, b.ledger, zerolog.Nop())
+	h := posting.New(b.ledger, zerolog.Nop())
 	captured, voided := newHoldID(), newHoldID()
 	transferID := newTransferID()
 
@@ -127,7 +128,7 @@ func TestAHoldIsPlacedOn2020AndReleasedByItsCaptureOrVoid(t *testing.T) {
 func TestAHoldReleaseBeforeItsPlacementWaitsAndContradictionsConflict(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	h := gl.NewTransferPoster(b.ledger, b.ledger, zerolog.Nop())
+	h := posting.New(b.ledger, zerolog.Nop())
 	holdID := newHoldID()
 
 	err := b.handle(t, h, holdVoided(t, holdID, "w-1", 500, "USD", contract.VoidRequested))
@@ -165,7 +166,7 @@ func TestAHoldEventPostedBeforeIsAcknowledgedAgain(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	h := gl.NewTransferPoster(b.ledger, b.ledger, zerolog.Nop())
+	h := posting.New(b.ledger, zerolog.Nop())
 	holdID := newHoldID()
 	placed := holdPlaced(t, holdID, "w-1", 300, "EUR")
 	voided := holdVoided(t, holdID, "w-1", 300, "EUR", contract.VoidRequested)
@@ -186,19 +187,6 @@ func TestAHoldEventPostedBeforeIsAcknowledgedAgain(t *testing.T) {
 	require.Len(t, entries, 1, "released once")
 	require.Equal(t, entries[0].ID.String(), acks[4].EntryID)
 	require.Equal(t, "0", b.holdBalance(t, "EUR"))
-}
-
-func TestHoldRulesCheck(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	ctx := context.Background()
-	require.NoError(t, gl.DefaultHoldRules.Check(ctx, b.ledger))
-	bad := gl.DefaultHoldRules
-	bad.Place.CreditAccount = "2999"
-	require.ErrorIs(t, bad.Check(ctx, b.ledger), gl.ErrAccountNotFound)
-	bad = gl.DefaultHoldRules
-	bad.Release = gl.PostingRule{DebitAccount: "2020", CreditAccount: "1010"}
-	require.Error(t, bad.Check(ctx, b.ledger), "a release that does not undo the placement")
 }
 
 // Through the real consumer, inbox and JetStream: a void published before its hold's placement
@@ -236,7 +224,7 @@ func TestTheGLConsumerPostsAReleaseThatArrivesBeforeItsPlacementExactlyOnce(t *t
 
 	spec, err := topo.Consumer(events.ConsumerGL)
 	require.NoError(t, err)
-	poster := gl.NewTransferPoster(b.ledger, b.ledger, log)
+	poster := posting.New(b.ledger, log)
 	cons, err := inbox.NewConsumer(inbox.ConsumerConfig{ConsumerSpec: spec, RetryDelay: 50 * time.Millisecond, Trust: keys.Trust},
 		topo, nc, b.pool, poster, log)
 	require.NoError(t, err)
@@ -271,7 +259,7 @@ func TestABatchPostsAHoldsPlacementBeforeItsRelease(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	h := gl.NewTransferPoster(b.ledger, b.ledger, zerolog.Nop())
+	h := posting.New(b.ledger, zerolog.Nop())
 	voidedID, capturedID, transferID := newHoldID(), newHoldID(), newTransferID()
 	batch := []contract.Envelope{
 		holdVoided(t, voidedID, "w-1", 40, "GBP", contract.VoidRequested),

@@ -1,4 +1,4 @@
-package gl_test
+package posting_test
 
 import (
 	"bytes"
@@ -20,6 +20,7 @@ import (
 	"walletgl/internal/events/inbox"
 	"walletgl/internal/gl"
 	"walletgl/internal/gl/postgres"
+	"walletgl/internal/gl/posting"
 	"walletgl/internal/testenv"
 )
 
@@ -89,10 +90,10 @@ func transferCompleted(t *testing.T, transferID string, amount int64, currency s
 
 func newTransferID() string { return "tr-" + uuid.Must(uuid.NewV7()).String() }
 
-func TestTransferPosterPostsBalancedEntryAndAcknowledges(t *testing.T) {
+func TestHandlerPostsBalancedEntryAndAcknowledges(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	h := gl.NewTransferPoster(b.ledger, b.ledger, zerolog.Nop())
+	h := posting.New(b.ledger, zerolog.Nop())
 	transferID := newTransferID()
 	env := transferCompleted(t, transferID, 1250, "USD")
 
@@ -120,11 +121,11 @@ func TestTransferPosterPostsBalancedEntryAndAcknowledges(t *testing.T) {
 	require.True(t, acks[0].PostedAt.Equal(e.PostedAt), "ack posted_at %v, entry %v", acks[0].PostedAt, e.PostedAt)
 }
 
-func TestTransferPosterSkipsSecondPostingOfTransferButAcknowledges(t *testing.T) {
+func TestHandlerSkipsSecondPostingOfTransferButAcknowledges(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	var logs bytes.Buffer
-	h := gl.NewTransferPoster(b.ledger, b.ledger, zerolog.New(&logs))
+	h := posting.New(b.ledger, zerolog.New(&logs))
 	transferID := newTransferID()
 	first := transferCompleted(t, transferID, 500, "EUR")
 	second := transferCompleted(t, transferID, 500, "EUR") // same transfer, new event id
@@ -170,10 +171,10 @@ func TestTransferPosterSkipsSecondPostingOfTransferButAcknowledges(t *testing.T)
 	require.Equal(t, []gl.CurrencyTotal{{Currency: "EUR", Debits: gl.SumOf(500), Credits: gl.SumOf(500), Balanced: true}}, tb.Currencies)
 }
 
-func TestTransferPosterRejectsMalformedEventsWithoutWriting(t *testing.T) {
+func TestHandlerRejectsMalformedEventsWithoutWriting(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	h := gl.NewTransferPoster(b.ledger, b.ledger, zerolog.Nop())
+	h := posting.New(b.ledger, zerolog.Nop())
 
 	wrongType := transferCompleted(t, newTransferID(), 100, "USD")
 	wrongType.Type = contract.TypeTransferPosted
@@ -209,10 +210,10 @@ func TestTransferPosterRejectsMalformedEventsWithoutWriting(t *testing.T) {
 	require.Empty(t, b.acknowledgments(t))
 }
 
-func TestTransferPosterRefusesEventIDReusedForAnotherTransfer(t *testing.T) {
+func TestHandlerRefusesEventIDReusedForAnotherTransfer(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	h := gl.NewTransferPoster(b.ledger, b.ledger, zerolog.Nop())
+	h := posting.New(b.ledger, zerolog.Nop())
 	first := transferCompleted(t, newTransferID(), 100, "USD")
 	reused := transferCompleted(t, newTransferID(), 100, "USD")
 	reused.ID = first.ID
@@ -225,10 +226,10 @@ func TestTransferPosterRefusesEventIDReusedForAnotherTransfer(t *testing.T) {
 
 // A forged or corrupted event that names a posted transfer with other figures is a conflict:
 // nothing is posted and nothing is acknowledged, in a batch or alone.
-func TestTransferPosterRefusesAPostedTransferWithOtherFigures(t *testing.T) {
+func TestHandlerRefusesAPostedTransferWithOtherFigures(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	h := gl.NewTransferPoster(b.ledger, b.ledger, zerolog.Nop())
+	h := posting.New(b.ledger, zerolog.Nop())
 	transferID := newTransferID()
 	require.NoError(t, b.handle(t, h, transferCompleted(t, transferID, 500, "EUR")))
 
@@ -259,10 +260,10 @@ func TestTransferPosterRefusesAPostedTransferWithOtherFigures(t *testing.T) {
 
 // A duplicate of a posted event is answered with a fresh acknowledgment that names the stored
 // entry: the wallet is still waiting for one.
-func TestTransferPosterAnswersADuplicateWithAFreshAcknowledgment(t *testing.T) {
+func TestHandlerAnswersADuplicateWithAFreshAcknowledgment(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	h := gl.NewTransferPoster(b.ledger, b.ledger, zerolog.Nop())
+	h := posting.New(b.ledger, zerolog.Nop())
 	env := transferCompleted(t, newTransferID(), 700, "USD")
 	require.NoError(t, b.handle(t, h, env))
 	require.NoError(t, database.WithTx(context.Background(), b.pool, func(tx pgx.Tx) error {
@@ -280,14 +281,14 @@ func TestTransferPosterAnswersADuplicateWithAFreshAcknowledgment(t *testing.T) {
 	}
 }
 
-func TestTransferPosterHonoursCustomPostingRule(t *testing.T) {
+func TestHandlerHonoursCustomPostingRule(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	// The rules are data: this set posts the reverse of the default.
 	rule := gl.Rule{EventType: contract.TypeTransferCompleted, Kind: contract.KindUnspecified,
 		PostingRule: gl.PostingRule{DebitAccount: "2010", CreditAccount: "1010"}}
 	require.NoError(t, rule.CheckAccounts(context.Background(), b.ledger))
-	h := gl.NewTransferPoster(gl.NewRules([]gl.Rule{rule}), b.ledger, zerolog.Nop())
+	h := posting.New(b.ledger, zerolog.Nop()).WithRules(gl.NewRules([]gl.Rule{rule}))
 	transferID := newTransferID()
 
 	require.NoError(t, b.handle(t, h, transferCompleted(t, transferID, 42, "GBP")))
@@ -299,33 +300,4 @@ func TestTransferPosterHonoursCustomPostingRule(t *testing.T) {
 		{AccountCode: "2010", Direction: gl.Debit, Amount: 42},
 		{AccountCode: "1010", Direction: gl.Credit, Amount: 42},
 	}, entries[0].Lines)
-}
-
-func TestPostingRuleCheck(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	ctx := context.Background()
-
-	require.NoError(t, gl.DefaultPostingRule.Check(ctx, b.ledger))
-
-	tests := []struct {
-		name     string
-		rule     gl.PostingRule
-		notFound bool
-	}{
-		{"an unknown debit account fails", gl.PostingRule{DebitAccount: "9999", CreditAccount: "2010"}, true},
-		{"an unknown credit account fails", gl.PostingRule{DebitAccount: "1010", CreditAccount: "nope"}, true},
-		{"an empty account fails", gl.PostingRule{DebitAccount: "1010"}, false},
-		{"the same account on both sides fails", gl.PostingRule{DebitAccount: "1010", CreditAccount: "1010"}, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			err := tt.rule.Check(ctx, b.ledger)
-			require.Error(t, err)
-			if tt.notFound {
-				require.ErrorIs(t, err, gl.ErrAccountNotFound)
-			}
-		})
-	}
 }

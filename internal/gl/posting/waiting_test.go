@@ -1,4 +1,4 @@
-package gl_test
+package posting_test
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	"walletgl/internal/events/admin"
 	"walletgl/internal/events/contract"
 	"walletgl/internal/events/inbox"
-	"walletgl/internal/gl"
+	"walletgl/internal/gl/posting"
 	"walletgl/internal/testenv"
 )
 
@@ -64,7 +64,7 @@ func TestReversalsWhoseOriginalsNeverPostDoNotStopTheEventsAfterThem(t *testing.
 	require.NoError(t, err)
 	spec.MaxAckPending = 2
 	cons, err := inbox.NewConsumer(inbox.ConsumerConfig{ConsumerSpec: spec, BatchSize: 1, RetryDelay: 50 * time.Millisecond, Trust: keys.Trust},
-		topo, nc, b.pool, gl.NewTransferPoster(b.ledger, b.ledger, log), log)
+		topo, nc, b.pool, posting.New(b.ledger, log), log)
 	require.NoError(t, err)
 	runCtx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -109,13 +109,13 @@ func TestReversalsWhoseOriginalsNeverPostDoNotStopTheEventsAfterThem(t *testing.
 	require.Len(t, rows, len(missing)-1)
 
 	// An operator gives up on one: it is failed as abandoned, and no longer waits.
-	out := inbox.New(events.ConsumerGL, gl.NewTransferPoster(b.ledger, b.ledger, log)).Abandon(ctx, b.pool, reversals[1].ID)
+	out := inbox.New(events.ConsumerGL, posting.New(b.ledger, log)).Abandon(ctx, b.pool, reversals[1].ID)
 	require.Empty(t, out[0].Error)
 	row, err = admin.New(b.pool).GetInbox(ctx, "gl:"+reversals[1].ID)
 	require.NoError(t, err)
 	require.Equal(t, "failed", row.Status)
 	require.Equal(t, contract.ReasonAbandoned, row.Reason)
-	out = inbox.New(events.ConsumerGL, gl.NewTransferPoster(b.ledger, b.ledger, log)).Abandon(ctx, b.pool, reversals[0].ID)
+	out = inbox.New(events.ConsumerGL, posting.New(b.ledger, log)).Abandon(ctx, b.pool, reversals[0].ID)
 	require.Contains(t, out[0].Error, "only a waiting event is abandoned")
 }
 
