@@ -14,9 +14,9 @@ import (
 
 	"walletgl/internal/cli"
 	"walletgl/internal/cli/clitest"
+	"walletgl/internal/envtest"
 	"walletgl/internal/events/contract"
 	"walletgl/internal/events/outbox"
-	"walletgl/internal/testenv"
 )
 
 // runGL runs the gl program as main would, with env as its whole environment.
@@ -33,7 +33,7 @@ func glEnv(dbURL string) map[string]string {
 
 func TestAccountsCommands(t *testing.T) {
 	t.Parallel()
-	_, dbURL := testenv.MigratedPool(t, "gl")
+	_, dbURL := envtest.MigratedPool(t, "gl")
 	env := glEnv(dbURL)
 
 	out, _, err := runGL(t, env, "accounts", "add", "4010", "--name", "Fee revenue", "--type", "revenue")
@@ -84,7 +84,7 @@ func TestVerify(t *testing.T) {
 
 	t.Run("a healthy ledger passes every check", func(t *testing.T) {
 		t.Parallel()
-		pool, dbURL := testenv.MigratedPool(t, "gl")
+		pool, dbURL := envtest.MigratedPool(t, "gl")
 		postConsistently(t, pool, "ev-1", "tr-1", 100)
 		postConsistently(t, pool, "ev-2", "tr-2", 5)
 		out, _, err := runGL(t, glEnv(dbURL), "verify")
@@ -96,7 +96,7 @@ func TestVerify(t *testing.T) {
 
 	t.Run("an entry older than the inbox retention needs no inbox row, a younger one does", func(t *testing.T) {
 		t.Parallel()
-		pool, dbURL := testenv.MigratedPool(t, "gl")
+		pool, dbURL := envtest.MigratedPool(t, "gl")
 		ctx := context.Background()
 		postConsistently(t, pool, "ev-old", "tr-old", 100)
 		// The retention deleted the old event's row; its entry was posted ten days ago.
@@ -119,7 +119,7 @@ func TestVerify(t *testing.T) {
 
 	t.Run("every broken invariant is reported with its ids and fails the command", func(t *testing.T) {
 		t.Parallel()
-		pool, dbURL := testenv.MigratedPool(t, "gl")
+		pool, dbURL := envtest.MigratedPool(t, "gl")
 		ctx := context.Background()
 		postConsistently(t, pool, "ev-ok", "tr-ok", 100)
 		// An inbox row that says processed, with no entry.
@@ -158,7 +158,7 @@ func TestVerify(t *testing.T) {
 
 	t.Run("a hold's release without its placement takes account 2020 below zero and apart from the open holds", func(t *testing.T) {
 		t.Parallel()
-		pool, dbURL := testenv.MigratedPool(t, "gl")
+		pool, dbURL := envtest.MigratedPool(t, "gl")
 		postConsistently(t, pool, "ev-1", "tr-1", 100)
 		// A balanced release written around the consumer, with its processed inbox row: only
 		// the hold checks can see it.
@@ -181,7 +181,7 @@ func TestVerify(t *testing.T) {
 
 	t.Run("totals beyond int64 still get a verdict, and a pass when the entries balance", func(t *testing.T) {
 		t.Parallel()
-		pool, dbURL := testenv.MigratedPool(t, "gl")
+		pool, dbURL := envtest.MigratedPool(t, "gl")
 		const near = 1 << 62
 		postConsistently(t, pool, "ev-1", "tr-1", near+1)
 		postConsistently(t, pool, "ev-2", "tr-2", near+3) // 1010 and 2010 now hold 2^63+4
@@ -195,7 +195,7 @@ func TestVerify(t *testing.T) {
 
 	t.Run("an unbalanced ledger beyond int64 fails with its exact totals", func(t *testing.T) {
 		t.Parallel()
-		pool, dbURL := testenv.MigratedPool(t, "gl")
+		pool, dbURL := envtest.MigratedPool(t, "gl")
 		postConsistently(t, pool, "ev-1", "tr-1", 1<<62+1)
 		// With the triggers off, an entry of a debit of 2^62+1 and a credit of 2^62: the ledger's
 		// debits reach 2^63+2, its credits 2^63+1.
@@ -219,7 +219,7 @@ func TestVerify(t *testing.T) {
 
 	t.Run("a database that does not exist is an error, not an empty pass", func(t *testing.T) {
 		t.Parallel()
-		dbURL := strings.Replace(testenv.ServerURL(t), "/postgres?", "/gl_no_such_database?", 1)
+		dbURL := strings.Replace(envtest.ServerURL(t), "/postgres?", "/gl_no_such_database?", 1)
 		_, _, err := runGL(t, glEnv(dbURL), "verify")
 		require.ErrorContains(t, err, "gl_no_such_database")
 	})
@@ -259,7 +259,7 @@ func acknowledgment(t *testing.T, pool *pgxpool.Pool, transferID string) uuid.UU
 
 func TestOutboxCommands(t *testing.T) {
 	t.Parallel()
-	pool, dbURL := testenv.MigratedPool(t, "gl")
+	pool, dbURL := envtest.MigratedPool(t, "gl")
 	env := glEnv(dbURL)
 	ctx := context.Background()
 	pending := acknowledgment(t, pool, "tr-pending")
@@ -326,7 +326,7 @@ func TestEveryCommandAnswersHelp(t *testing.T) {
 
 func TestCommandsNeverCreateADatabase(t *testing.T) {
 	t.Parallel()
-	dbURL := strings.Replace(testenv.ServerURL(t), "/postgres?", "/gl_no_such_database?", 1)
+	dbURL := strings.Replace(envtest.ServerURL(t), "/postgres?", "/gl_no_such_database?", 1)
 	for _, args := range [][]string{{"accounts", "list"}, {"accounts", "add", "4010", "--name", "Fees", "--type", "revenue"}, {"outbox", "stats"}, {"inbox", "list"}} {
 		_, _, err := runGL(t, glEnv(dbURL), args...)
 		require.ErrorContains(t, err, `database "gl_no_such_database" does not exist`, args)
@@ -336,12 +336,12 @@ func TestCommandsNeverCreateADatabase(t *testing.T) {
 // Issue 13: the GL signs its events with its own key and accepts the wallet's alone.
 func TestServeNeedsEventKeys(t *testing.T) {
 	t.Parallel()
-	clitest.SignedEvents(t, run, contract.SourceGL, contract.SourceWallet, glEnv(testenv.DatabaseURL(t)))
+	clitest.SignedEvents(t, run, contract.SourceGL, contract.SourceWallet, glEnv(envtest.DatabaseURL(t)))
 }
 
 func TestCheckpointSettingsOutOfRangeAreRefused(t *testing.T) {
 	t.Parallel()
-	_, dbURL := testenv.MigratedPool(t, "gl")
+	_, dbURL := envtest.MigratedPool(t, "gl")
 	for setting, want := range map[string]string{
 		"GL_CHECKPOINT_LINES=0":        "GL_CHECKPOINT_LINES 0: want 1 to 1000000",
 		"GL_CHECKPOINT_LINES=2000000":  "GL_CHECKPOINT_LINES 2000000: want 1 to 1000000",

@@ -12,10 +12,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"walletgl/internal/envtest"
 	"walletgl/internal/events/contract"
 	"walletgl/internal/events/inbox"
 	"walletgl/internal/gl/postgres"
-	"walletgl/internal/testenv"
 )
 
 func failedEvent(t *testing.T, pool *pgxpool.Pool, transferID string, amount int64) string {
@@ -36,7 +36,7 @@ func failedEvent(t *testing.T, pool *pgxpool.Pool, transferID string, amount int
 
 func TestInboxCommands(t *testing.T) {
 	t.Parallel()
-	pool, dbURL := testenv.MigratedPool(t, "gl")
+	pool, dbURL := envtest.MigratedPool(t, "gl")
 	good := failedEvent(t, pool, "transfer-good", 1200)
 	bad := failedEvent(t, pool, "transfer-bad", 0)
 	env := map[string]string{"GL_DATABASE_URL": dbURL, "LOG_FORMAT": "json", "LOG_LEVEL": "warn"}

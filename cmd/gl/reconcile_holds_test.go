@@ -11,8 +11,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"walletgl/internal/envtest"
 	"walletgl/internal/gl"
-	"walletgl/internal/testenv"
 )
 
 // postHoldEntry writes a hold's placement or release (key) to the GL as the poster does.
@@ -78,8 +78,8 @@ func startHoldsAPI(t *testing.T, holds []gl.SourceHold) string {
 func TestReconcileComparesEachHoldFromTheAPIAndTheDatabase(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	glPool, glURL := testenv.MigratedPool(t, "gl")
-	walletPool, walletURL := testenv.MigratedPool(t, "wallet")
+	glPool, glURL := envtest.MigratedPool(t, "gl")
+	walletPool, walletURL := envtest.MigratedPool(t, "wallet")
 	_, err := walletPool.Exec(ctx, `INSERT INTO wallets (id, currency, allow_negative) VALUES ('alice', 'USD', true)`)
 	require.NoError(t, err)
 	pending, voided, stranger := uuid.NewString(), uuid.NewString(), uuid.NewString()

@@ -14,8 +14,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"walletgl/internal/envtest"
 	"walletgl/internal/gl"
-	"walletgl/internal/testenv"
 )
 
 // walletAPI stands in for the wallet's HTTP API as it documents GET /v1/transfers (pages oldest
@@ -90,7 +90,7 @@ func (w *walletAPI) addAfterNextListing(trs ...gl.SourceTransfer) {
 // written with plain SQL (the GL's tests import nothing of the wallet).
 func walletDatabase(t *testing.T, transfers []gl.SourceTransfer) string {
 	t.Helper()
-	pool, dbURL := testenv.MigratedPool(t, "wallet")
+	pool, dbURL := envtest.MigratedPool(t, "wallet")
 	ctx := context.Background()
 	_, err := pool.Exec(ctx, `INSERT INTO wallets (id, currency, allow_negative) VALUES ('bank', 'USD', true), ('alice', 'USD', false)`)
 	require.NoError(t, err)
@@ -104,7 +104,7 @@ func walletDatabase(t *testing.T, transfers []gl.SourceTransfer) string {
 
 func TestReconcileReportsEachDifferenceFromTheAPIAndTheDatabase(t *testing.T) {
 	t.Parallel()
-	glPool, glURL := testenv.MigratedPool(t, "gl")
+	glPool, glURL := envtest.MigratedPool(t, "gl")
 	var transfers []gl.SourceTransfer
 	for i := range 5 {
 		transfers = append(transfers, gl.SourceTransfer{ID: uuid.NewString(), Amount: int64(100 + i), Currency: "USD"})
@@ -161,7 +161,7 @@ func TestReconcileReportsEachDifferenceFromTheAPIAndTheDatabase(t *testing.T) {
 
 	t.Run("a GL that holds exactly the wallet's postings agrees with it", func(t *testing.T) {
 		t.Parallel()
-		goodPool, goodURL := testenv.MigratedPool(t, "gl")
+		goodPool, goodURL := envtest.MigratedPool(t, "gl")
 		for _, tr := range transfers {
 			postConsistently(t, goodPool, uuid.NewString(), tr.ID, tr.Amount)
 		}

@@ -16,8 +16,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"walletgl/internal/envtest"
 	"walletgl/internal/events/contract"
-	"walletgl/internal/testenv"
 )
 
 // BenchmarkReplay times gl replay --from-start (the command, as an operator runs it, without
@@ -43,7 +43,7 @@ func BenchmarkReplay(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
-		env["GL_DATABASE_URL"] = testenv.DatabaseURL(b)
+		env["GL_DATABASE_URL"] = envtest.DatabaseURL(b)
 		b.StartTimer()
 		var out, errOut bytes.Buffer
 		err := run(context.Background(), []string{"replay", "--from-start", "--no-reconcile", "--into", env["GL_DATABASE_URL"]},

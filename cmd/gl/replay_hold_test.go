@@ -13,13 +13,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"walletgl/internal/database"
+	"walletgl/internal/envtest"
 	"walletgl/internal/events"
 	"walletgl/internal/events/contract"
 	"walletgl/internal/events/inbox"
 	"walletgl/internal/gl"
 	"walletgl/internal/gl/postgres"
 	"walletgl/internal/gl/posting"
-	"walletgl/internal/testenv"
 )
 
 // publishEvent sends data as a signed wallet event of type typ on its own subject, under
@@ -46,7 +46,7 @@ func (b *replayBundle) publishEvent(t *testing.T, eventID, typ, subject string, 
 func TestReplayRebuildsHoldPostings(t *testing.T) {
 	t.Parallel()
 	b := newReplayBundle(t)
-	b.live, b.liveURL = testenv.MigratedPool(t, "gl")
+	b.live, b.liveURL = envtest.MigratedPool(t, "gl")
 	captureTransfer := gl.SourceTransfer{ID: "tr-capture", Amount: 600, Currency: "USD"}
 	_, b.walletURL = startWalletAPI(t, captureTransfer)
 
@@ -91,7 +91,7 @@ func TestReplayRebuildsHoldPostings(t *testing.T) {
 	want := postings(t, b.live)
 	require.Len(t, want, 2*len(stream))
 
-	target := testenv.DatabaseURL(t)
+	target := envtest.DatabaseURL(t)
 	out, _, err := runGL(t, b.env(b.liveURL), "replay", "--from-start", "--batch", "1", "--concurrency", "3", "--into", target)
 	require.NoError(t, err, out)
 	require.Contains(t, out, "entries posted       6\n")

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"walletgl/internal/database"
+	"walletgl/internal/envtest"
 	"walletgl/internal/events"
 	"walletgl/internal/events/contract"
 	"walletgl/internal/events/inbox"
@@ -25,7 +26,6 @@ import (
 	"walletgl/internal/gl"
 	"walletgl/internal/gl/postgres"
 	"walletgl/internal/gl/posting"
-	"walletgl/internal/testenv"
 )
 
 // postedLine is what a replay must reproduce of each line: the same event, transfer, account,
@@ -59,15 +59,15 @@ type replayBundle struct {
 	live        *pgxpool.Pool
 	liveURL     string
 	walletURL   string // the wallet API the replay checks its rebuild against
-	keys        testenv.EventKeys
+	keys        envtest.EventKeys
 }
 
 // newReplayBundle gives the test its own streams and a connection to them.
 func newReplayBundle(t testing.TB) *replayBundle {
 	t.Helper()
-	b := &replayBundle{natsURL: testenv.NATSURL(t), keys: testenv.NewEventKeys(t)}
-	b.ns = testenv.Namespace(t, b.natsURL)
-	b.topo = events.Topology{Namespace: b.ns, MaxBytes: testenv.StreamMaxBytes}
+	b := &replayBundle{natsURL: envtest.NATSURL(t), keys: envtest.NewEventKeys(t)}
+	b.ns = envtest.Namespace(t, b.natsURL)
+	b.topo = events.Topology{Namespace: b.ns, MaxBytes: envtest.StreamMaxBytes}
 	var err error
 	b.nc, err = nats.Connect(b.natsURL)
 	require.NoError(t, err)
@@ -150,7 +150,7 @@ func (b *replayBundle) waitForEntries(t *testing.T, n int64) {
 func TestReplayRebuildsTheLiveLedger(t *testing.T) {
 	t.Parallel()
 	b := newReplayBundle(t)
-	b.live, b.liveURL = testenv.MigratedPool(t, "gl")
+	b.live, b.liveURL = envtest.MigratedPool(t, "gl")
 
 	// 30 transfers in two currencies. Every fifth one is published again under another
 	// Nats-Msg-Id (the broker keeps both; the inbox must drop the second), and the live
@@ -197,7 +197,7 @@ func TestReplayRebuildsTheLiveLedger(t *testing.T) {
 	require.Len(t, want, 2*n)
 
 	t.Run("into an empty database it rebuilds the same postings", func(t *testing.T) {
-		target := testenv.DatabaseURL(t)
+		target := envtest.DatabaseURL(t)
 		// Small batches, three transactions in flight: many rounds, copies and bad events in
 		// batches committing at the same time.
 		out, _, err := runGL(t, b.env(b.liveURL), "replay", "--from-start", "--batch", "3", "--concurrency", "3", "--into", target)
@@ -260,12 +260,12 @@ func TestReplayRebuildsTheLiveLedger(t *testing.T) {
 	t.Run("without trusted keys it refuses to replay", func(t *testing.T) {
 		env := b.env(b.liveURL)
 		delete(env, "EVENTS_TRUSTED_KEYS")
-		_, _, err := runGL(t, env, "replay", "--from-start", "--into", testenv.DatabaseURL(t))
+		_, _, err := runGL(t, env, "replay", "--from-start", "--into", envtest.DatabaseURL(t))
 		require.ErrorContains(t, err, "EVENTS_TRUSTED_KEYS is not set")
 	})
 
 	t.Run("a batch or a concurrency below 1 is refused", func(t *testing.T) {
-		_, _, err := runGL(t, b.env(b.liveURL), "replay", "--from-start", "--batch", "0", "--into", testenv.DatabaseURL(t))
+		_, _, err := runGL(t, b.env(b.liveURL), "replay", "--from-start", "--batch", "0", "--into", envtest.DatabaseURL(t))
 		require.ErrorContains(t, err, "--batch (0) and --concurrency (3) must be at least 1")
 	})
 
@@ -309,9 +309,9 @@ func TestReplayNamesTheHistoryTheStreamLost(t *testing.T) {
 		{"the wallet database's view", "GL_RECONCILE_WALLET_DATABASE_URL", walletDB},
 	} {
 		t.Run("checked against "+source.name+", the replay fails naming what is missing", func(t *testing.T) {
-			env := b.env(testenv.DatabaseURL(t))
+			env := b.env(envtest.DatabaseURL(t))
 			env[source.key] = source.url
-			out, _, err := runGL(t, env, "replay", "--from-start", "--into", testenv.DatabaseURL(t))
+			out, _, err := runGL(t, env, "replay", "--from-start", "--into", envtest.DatabaseURL(t))
 			require.Error(t, err)
 			t.Log(out)
 			require.Contains(t, out, "entries posted       6\n")
@@ -331,19 +331,19 @@ func TestReplayNamesTheHistoryTheStreamLost(t *testing.T) {
 	t.Run("a transfer the wallet makes after the replay read its listing is not taken for lost history", func(t *testing.T) {
 		late := gl.SourceTransfer{ID: uuid.NewString(), Amount: 5, Currency: "USD"}
 		wallet.addAfterNextListing(late)
-		out, _, err := runGL(t, b.env(testenv.DatabaseURL(t)), "replay", "--from-start", "--into", testenv.DatabaseURL(t))
+		out, _, err := runGL(t, b.env(envtest.DatabaseURL(t)), "replay", "--from-start", "--into", envtest.DatabaseURL(t))
 		require.ErrorContains(t, err, "3 transfers of the wallet have no entry")
 		require.Contains(t, out, "verdict: NOT RECONCILED — 4 differences")
 		require.NotContains(t, out, late.ID)
 	})
 
 	t.Run("--no-reconcile skips the check", func(t *testing.T) {
-		env := b.env(testenv.DatabaseURL(t))
+		env := b.env(envtest.DatabaseURL(t))
 		env["WALLET_URL"] = "http://127.0.0.1:1"
-		_, _, err := runGL(t, env, "replay", "--from-start", "--into", testenv.DatabaseURL(t))
+		_, _, err := runGL(t, env, "replay", "--from-start", "--into", envtest.DatabaseURL(t))
 		require.ErrorContains(t, err, "--no-reconcile skips the check", "an unreadable wallet fails the replay before it starts")
 
-		out, _, err := runGL(t, env, "replay", "--from-start", "--no-reconcile", "--into", testenv.DatabaseURL(t))
+		out, _, err := runGL(t, env, "replay", "--from-start", "--no-reconcile", "--into", envtest.DatabaseURL(t))
 		require.NoError(t, err)
 		require.Contains(t, out, "entries posted       6\n")
 		require.Contains(t, out, "check against the wallet: skipped (--no-reconcile)")

@@ -7,8 +7,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"walletgl/internal/envtest"
 	"walletgl/internal/events/contract"
-	"walletgl/internal/testenv"
 )
 
 // A stream whose reversal and hold release wait for originals it no longer holds: the replay
@@ -18,7 +18,7 @@ import (
 func TestReplayWithEventsWaitingForMissingOriginalsEndsAndListsThem(t *testing.T) {
 	t.Parallel()
 	b := newReplayBundle(t)
-	b.live, b.liveURL = testenv.MigratedPool(t, "gl")
+	b.live, b.liveURL = envtest.MigratedPool(t, "gl")
 	now := time.Now().UTC()
 	publish := func(typ, subject string, data any) string {
 		id := uuid.NewString()
@@ -35,7 +35,7 @@ func TestReplayWithEventsWaitingForMissingOriginalsEndsAndListsThem(t *testing.T
 	orphanVoid := publish(contract.TypeHoldVoided, "h-purged", contract.HoldVoided{
 		HoldID: "h-purged", WalletID: "w-a", Amount: 30, Currency: "USD", Reason: contract.VoidExpired, CreatedAt: now})
 
-	target := testenv.DatabaseURL(t)
+	target := envtest.DatabaseURL(t)
 	out, _, err := runGL(t, b.env(b.liveURL), "replay", "--from-start", "--batch", "1", "--concurrency", "3", "--no-reconcile", "--into", target)
 	require.NoError(t, err, out)
 	require.Contains(t, out, "entries posted       2\n", "the transfer and the reversal that came before it")

@@ -7,15 +7,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"walletgl/internal/database"
+	"walletgl/internal/envtest"
 	"walletgl/internal/serve"
-	"walletgl/internal/testenv"
 )
 
 func TestMigrateCreatesTheDatabaseAsTheOwnerAndGrantsTheRuntimeRole(t *testing.T) {
 	t.Parallel()
-	ownerURL := testenv.DatabaseURL(t)
+	ownerURL := envtest.DatabaseURL(t)
 	require.NoError(t, database.Drop(context.Background(), ownerURL), "migrate creates it")
-	runtimeURL := testenv.RoleURL(t, ownerURL)
+	runtimeURL := envtest.RoleURL(t, ownerURL)
 	env := map[string]string{"GL_DATABASE_URL": runtimeURL, "GL_MIGRATE_DATABASE_URL": ownerURL, "LOG_FORMAT": "json"}
 
 	_, errOut, err := runGL(t, env, "migrate")
@@ -31,7 +31,7 @@ func TestMigrateCreatesTheDatabaseAsTheOwnerAndGrantsTheRuntimeRole(t *testing.T
 	require.ErrorContains(t, err, "permission denied")
 	require.ErrorContains(t, err, "set GL_MIGRATE_DATABASE_URL")
 
-	env["GL_MIGRATE_DATABASE_URL"] = testenv.DatabaseURL(t)
+	env["GL_MIGRATE_DATABASE_URL"] = envtest.DatabaseURL(t)
 	_, _, err = runGL(t, env, "migrate")
 	require.ErrorContains(t, err, "must name the same one")
 }

@@ -9,14 +9,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"walletgl/internal/envtest"
 	"walletgl/internal/gl"
 	"walletgl/internal/gl/postgres"
-	"walletgl/internal/testenv"
 )
 
 func TestRulesCommands(t *testing.T) {
 	t.Parallel()
-	pool, dbURL := testenv.MigratedPool(t, "gl")
+	pool, dbURL := envtest.MigratedPool(t, "gl")
 	env := glEnv(dbURL)
 
 	out, _, err := runGL(t, env, "rules", "list")
@@ -68,7 +68,7 @@ func TestRulesCommands(t *testing.T) {
 
 func TestConfiguredTransferAccountsMustMatchTheRules(t *testing.T) {
 	t.Parallel()
-	pool, dbURL := testenv.MigratedPool(t, "gl")
+	pool, dbURL := envtest.MigratedPool(t, "gl")
 	ctx := context.Background()
 	ledger := postgres.NewLedger(pool)
 	require.NoError(t, checkConfiguredRule(ctx, gl.DefaultPostingRule, ledger), "the defaults are the seed")

@@ -11,13 +11,13 @@ import (
 
 	"walletgl/internal/cli"
 	"walletgl/internal/cli/clitest"
+	"walletgl/internal/envtest"
 	"walletgl/internal/events/contract"
-	"walletgl/internal/testenv"
 )
 
 func TestStatus(t *testing.T) {
 	t.Parallel()
-	pool, dbURL := testenv.MigratedPool(t, "gl")
+	pool, dbURL := envtest.MigratedPool(t, "gl")
 	ctx := context.Background()
 	// The GL's state: an event that failed, two acknowledgments the wallet has not taken yet (one
 	// of them ten minutes old) and one the broker refused until it was dead-lettered.

@@ -13,13 +13,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"walletgl/internal/database"
+	"walletgl/internal/envtest"
 	"walletgl/internal/events"
 	"walletgl/internal/events/contract"
 	"walletgl/internal/events/inbox"
 	"walletgl/internal/gl"
 	"walletgl/internal/gl/postgres"
 	"walletgl/internal/gl/posting"
-	"walletgl/internal/testenv"
 )
 
 // publishVersion sends a transfer event of eventType on its own subject, signed by the wallet.
@@ -76,7 +76,7 @@ func inboxStatus(t *testing.T, b *replayBundle, eventID uuid.UUID) (status, reas
 func TestTransferCompletedVersions(t *testing.T) {
 	t.Parallel()
 	b := newReplayBundle(t)
-	b.live, b.liveURL = testenv.MigratedPool(t, "gl")
+	b.live, b.liveURL = envtest.MigratedPool(t, "gl")
 	ctx := context.Background()
 	_, err := postgres.NewLedger(b.live).AddAccount(ctx, gl.Account{Code: "1020", Name: "Cash at the second bank", Type: gl.Asset, NormalBalance: gl.Debit})
 	require.NoError(t, err)
@@ -121,7 +121,7 @@ func TestTransferCompletedVersions(t *testing.T) {
 	require.NoError(t, err, out)
 	require.Contains(t, out, "PASS  every entry's lines are those of the posting rule in force for its event type, kind and time: 5 checked, 0 failing")
 
-	target := testenv.DatabaseURL(t)
+	target := envtest.DatabaseURL(t)
 	out, _, err = runGL(t, b.env(b.liveURL), "replay", "--from-start", "--no-reconcile", "--into", target)
 	require.NoError(t, err, out)
 	require.Contains(t, out, "entries posted       5\n")

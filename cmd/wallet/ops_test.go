@@ -18,11 +18,11 @@ import (
 
 	"walletgl/internal/cli"
 	"walletgl/internal/cli/clitest"
+	"walletgl/internal/envtest"
 	"walletgl/internal/events"
 	"walletgl/internal/events/admin"
 	"walletgl/internal/events/contract"
 	"walletgl/internal/events/inbox"
-	"walletgl/internal/testenv"
 	"walletgl/internal/wallet"
 	"walletgl/internal/wallet/postgres"
 )
@@ -37,7 +37,7 @@ type testBundle struct {
 // transfers between them, each with its pending outbox row.
 func setup(t *testing.T) *testBundle {
 	t.Helper()
-	pool, dbURL := testenv.MigratedPool(t, "wallet")
+	pool, dbURL := envtest.MigratedPool(t, "wallet")
 	ctx := context.Background()
 	store := postgres.NewStore(pool, postgres.Options{})
 	for _, w := range []wallet.Wallet{{ID: "bank", Currency: "USD", AllowNegative: true}, {ID: "alice", Currency: "USD"}, {ID: "bob", Currency: "USD"}} {
@@ -493,12 +493,12 @@ func TestEveryCommandAnswersHelp(t *testing.T) {
 // Issue 13: the wallet signs its events with its own key and accepts the GL's alone.
 func TestServeNeedsEventKeys(t *testing.T) {
 	t.Parallel()
-	clitest.SignedEvents(t, run, contract.SourceWallet, contract.SourceGL, map[string]string{"WALLET_DATABASE_URL": testenv.DatabaseURL(t), "LOG_FORMAT": "json"})
+	clitest.SignedEvents(t, run, contract.SourceWallet, contract.SourceGL, map[string]string{"WALLET_DATABASE_URL": envtest.DatabaseURL(t), "LOG_FORMAT": "json"})
 }
 
 func TestAMarkDelayThatTheLeaseCannotCoverIsRefused(t *testing.T) {
 	t.Parallel()
-	env := map[string]string{"WALLET_DATABASE_URL": testenv.DatabaseURL(t), "EVENTS_MARK_DELAY": "20s"}
+	env := map[string]string{"WALLET_DATABASE_URL": envtest.DatabaseURL(t), "EVENTS_MARK_DELAY": "20s"}
 	_, _, err := (&testBundle{env: env}).run(t, "serve")
 	require.ErrorContains(t, err, "EVENTS_MARK_DELAY must be between 0 and half of EVENTS_LEASE and EVENTS_ACK_TIMEOUT (15s), got 20s")
 	env["EVENTS_LEASE"] = "60s"

@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"walletgl/internal/auth"
+	"walletgl/internal/envtest"
 	"walletgl/internal/problem"
-	"walletgl/internal/testenv"
 	"walletgl/internal/web"
 	"walletgl/internal/web/webtest"
 )
@@ -25,7 +25,7 @@ var operator = auth.Actor{Name: "cli:test"}
 
 func setup(t *testing.T) (*auth.Keys, *pgxpool.Pool) {
 	t.Helper()
-	pool, _ := testenv.MigratedPool(t, "wallet")
+	pool, _ := envtest.MigratedPool(t, "wallet")
 	return auth.NewKeys(pool, auth.WalletScopes), pool
 }
 

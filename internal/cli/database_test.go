@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"walletgl/internal/testenv"
+	"walletgl/internal/envtest"
 )
 
 func TestReadOnlyURL(t *testing.T) {
@@ -24,7 +24,7 @@ func TestReadOnlyURL(t *testing.T) {
 func TestOpenDatabase(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dbURL := testenv.DatabaseURL(t)
+	dbURL := envtest.DatabaseURL(t)
 
 	rw, err := OpenDatabase(ctx, dbURL, ReadWrite)
 	require.NoError(t, err)

@@ -21,11 +21,11 @@ import (
 	"walletgl/internal/auth"
 	"walletgl/internal/auth/authtest"
 	"walletgl/internal/console"
+	"walletgl/internal/envtest"
 	"walletgl/internal/events"
 	"walletgl/internal/events/admin"
 	"walletgl/internal/events/inbox"
 	"walletgl/internal/metrics"
-	"walletgl/internal/testenv"
 	"walletgl/internal/wallet/postgres"
 	"walletgl/internal/web"
 )
@@ -41,7 +41,7 @@ type testBundle struct {
 
 func setup(t *testing.T) *testBundle {
 	t.Helper()
-	pool, _ := testenv.MigratedPool(t, "wallet")
+	pool, _ := envtest.MigratedPool(t, "wallet")
 	keys, guard, secret := authtest.Key(t, pool, auth.WalletScopes)
 	in := inbox.New(events.ConsumerWallet, postgres.NewAcknowledgments()) // as wallet serve's
 	ev := console.Events{

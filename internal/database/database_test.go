@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"walletgl/internal/database"
-	"walletgl/internal/testenv"
+	"walletgl/internal/envtest"
 )
 
 // openPool opens a pool of one connection as a service does (bookkeeping: the relay's pool),
@@ -59,7 +59,7 @@ func namedStatements(t *testing.T, url string, bookkeeping bool) int {
 
 func TestPoolsCompileNoQueryUnlessTheURLSaysOtherwise(t *testing.T) {
 	t.Parallel()
-	url := testenv.DatabaseURL(t)
+	url := envtest.DatabaseURL(t)
 	require.Equal(t, "off", setting(t, url, false, "jit"))
 	require.Equal(t, "off", setting(t, url, true, "jit"))
 	require.Equal(t, "on", setting(t, url+"&options=-c%20jit%3Don", false, "jit"))
@@ -98,7 +98,7 @@ func plannedWorkers(t *testing.T, db interface {
 func TestPoolsStartNoParallelWorkersUnlessTheURLSaysOtherwise(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := testenv.DatabaseURL(t)
+	url := envtest.DatabaseURL(t)
 	conn, err := pgx.Connect(ctx, url)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close(ctx) })
@@ -134,7 +134,7 @@ func TestPoolsStartNoParallelWorkersUnlessTheURLSaysOtherwise(t *testing.T) {
 // foreign-key checks keep their plans. A URL choosing pgx's exec mode itself is obeyed.
 func TestPoolsPlanEachExecutionUnlessTheURLSaysOtherwise(t *testing.T) {
 	t.Parallel()
-	url := testenv.DatabaseURL(t)
+	url := envtest.DatabaseURL(t)
 	for _, bookkeeping := range []bool{false, true} {
 		require.Zero(t, namedStatements(t, url, bookkeeping), "bookkeeping %v", bookkeeping)
 		require.Equal(t, "auto", setting(t, url, bookkeeping, "plan_cache_mode"), "bookkeeping %v", bookkeeping)
@@ -171,7 +171,7 @@ func preparedInTx(t *testing.T, url string) []string {
 // planned at each execution. A URL choosing pgx's exec mode itself keeps it for all of them.
 func TestOnlyStatementsMarkedFixedPlanArePrepared(t *testing.T) {
 	t.Parallel()
-	url := testenv.DatabaseURL(t)
+	url := envtest.DatabaseURL(t)
 	prepared := preparedInTx(t, url)
 	require.Len(t, prepared, 1, "one statement held prepared: %q", prepared)
 	require.Contains(t, prepared[0], database.FixedPlan)
@@ -183,7 +183,7 @@ func TestOnlyStatementsMarkedFixedPlanArePrepared(t *testing.T) {
 // as a uuid.UUID, which it does only with the types registered.
 func TestPoolsEncodeUUIDsAsTheirOwnType(t *testing.T) {
 	t.Parallel()
-	url := testenv.DatabaseURL(t)
+	url := envtest.DatabaseURL(t)
 	ctx := context.Background()
 	ids := []uuid.UUID{uuid.New(), uuid.New(), uuid.New()}
 	for _, bookkeeping := range []bool{false, true} {
@@ -213,7 +213,7 @@ func TestPoolsEncodeUUIDsAsTheirOwnType(t *testing.T) {
 
 func TestAfterCommitRunsOnlyOnceCommittedAndNotForSavepoints(t *testing.T) {
 	t.Parallel()
-	pool, _ := testenv.MigratedPool(t, "wallet")
+	pool, _ := envtest.MigratedPool(t, "wallet")
 	ctx := context.Background()
 	var ran []string
 	err := database.WithTx(ctx, pool, func(tx pgx.Tx) error {
@@ -238,7 +238,7 @@ func TestAfterCommitRunsOnlyOnceCommittedAndNotForSavepoints(t *testing.T) {
 
 func TestWithTxVReturnsItsValueAndNestsAsASavepoint(t *testing.T) {
 	t.Parallel()
-	url := testenv.DatabaseURL(t)
+	url := envtest.DatabaseURL(t)
 	ctx := context.Background()
 	pool, err := database.Open(ctx, url, 2)
 	require.NoError(t, err)
@@ -276,7 +276,7 @@ func TestWithTxVReturnsItsValueAndNestsAsASavepoint(t *testing.T) {
 
 func TestWithTxHidesNoRetryAndRetrySerializationSaysIt(t *testing.T) {
 	t.Parallel()
-	pool, _ := testenv.MigratedPool(t, "wallet")
+	pool, _ := envtest.MigratedPool(t, "wallet")
 	ctx := context.Background()
 	deadlock := &pgconn.PgError{Code: "40P01", Message: "deadlock detected"}
 
@@ -368,7 +368,7 @@ func (p *cutProxy) cut() {
 
 func TestBrokenConnectionsAreUnavailableAndTransient(t *testing.T) {
 	t.Parallel()
-	url := testenv.DatabaseURL(t)
+	url := envtest.DatabaseURL(t)
 	ctx := context.Background()
 	admin, err := pgx.Connect(ctx, url)
 	require.NoError(t, err)

@@ -12,15 +12,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"walletgl/internal/database"
-	"walletgl/internal/testenv"
+	"walletgl/internal/envtest"
 )
 
 // ownerPool migrates a new database for service as the server's user (the owner) and returns
 // a pool on it as that user, and the database's URL as a new role of the test's.
 func ownerPool(t *testing.T, service string) (owner *pgxpool.Pool, runtimeURL string) {
 	t.Helper()
-	owner, dbURL := testenv.MigratedPool(t, service)
-	return owner, testenv.RoleURL(t, dbURL)
+	owner, dbURL := envtest.MigratedPool(t, service)
+	return owner, envtest.RoleURL(t, dbURL)
 }
 
 func userOf(t *testing.T, dbURL string) string {
@@ -97,7 +97,7 @@ SELECT count(*) FROM information_schema.role_usage_grants WHERE grantee = $1 AND
 
 func TestGrantRefusesARoleThatDoesNotExist(t *testing.T) {
 	t.Parallel()
-	owner, _ := testenv.MigratedPool(t, "gl")
+	owner, _ := envtest.MigratedPool(t, "gl")
 	err := database.Grant(context.Background(), owner, "gl", "no_such_role_"+strings.ToLower(t.Name()))
 	require.ErrorContains(t, err, "does not exist: create it first")
 }
@@ -105,14 +105,14 @@ func TestGrantRefusesARoleThatDoesNotExist(t *testing.T) {
 func TestCheckPrivilegesTellsASuperuserAndAnOwner(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dbURL := testenv.DatabaseURL(t)
+	dbURL := envtest.DatabaseURL(t)
 	p, err := database.CheckPrivileges(ctx, openAs(t, dbURL))
 	require.NoError(t, err)
 	require.True(t, p.Superuser)
 
 	// The owner of the database owns its schema (PostgreSQL 15: public belongs to
 	// pg_database_owner) and what it creates there.
-	ownerURL := testenv.RoleURL(t, dbURL)
+	ownerURL := envtest.RoleURL(t, dbURL)
 	owner := userOf(t, ownerURL)
 	admin := openAs(t, dbURL)
 	u, err := url.Parse(dbURL)

@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"walletgl/internal/database"
-	"walletgl/internal/testenv"
+	"walletgl/internal/envtest"
 )
 
 // BenchmarkEncodeUUIDArray encodes an array of 100 ids, as a batch statement's id = ANY($1)
@@ -40,7 +40,7 @@ func BenchmarkEncodeUUIDArray(b *testing.B) {
 // poolTypeMap is the type map of a connection of a pool opened as the services open theirs.
 func poolTypeMap(b *testing.B) *pgtype.Map {
 	ctx := context.Background()
-	pool, err := database.Open(ctx, testenv.DatabaseURL(b), 1)
+	pool, err := database.Open(ctx, envtest.DatabaseURL(b), 1)
 	if err != nil {
 		b.Fatal(err)
 	}

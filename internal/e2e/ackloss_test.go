@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"walletgl/internal/harness"
+	"walletgl/internal/systemtest"
 )
 
 // Issue 10, reproduction (a): the wallet's inbox is unavailable (locked) while the wallet runs,
@@ -34,7 +34,7 @@ func TestAcknowledgmentsTheWalletCouldNotTakeArriveOnceItCan(t *testing.T) {
 	const n = 20
 	for i := range n {
 		resp, err := s.walletAPI.Transfer(ctx, fmt.Sprintf("ack-loss-%d", i),
-			harness.TransferRequest{FromWalletID: "funding", ToWalletID: "alice", Amount: int64(100 + i), Currency: "EUR"})
+			systemtest.TransferRequest{FromWalletID: "funding", ToWalletID: "alice", Amount: int64(100 + i), Currency: "EUR"})
 		require.NoError(t, err)
 		require.Equal(t, http.StatusCreated, resp.Status, "the API keeps working: %s", resp.Body)
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"walletgl/internal/harness"
+	"walletgl/internal/systemtest"
 )
 
 // The services start and take transfers while no broker answers, report the degraded state on
@@ -24,9 +24,9 @@ func TestServicesServeBeforeTheBrokerExistsAndDrainWhenItComes(t *testing.T) {
 	// update and a consumer's creation (fileStore.UpdateConfig / ConsumerStore) that the race
 	// detector reports in the test binary, failing every test running at the time.
 	dir := t.TempDir()
-	bin, err := harness.NATSServerBinary(ctx, dir)
+	bin, err := systemtest.NATSServerBinary(ctx, dir)
 	require.NoError(t, err)
-	brokers, err := harness.StartBrokers(ctx, bin, dir, 1)
+	brokers, err := systemtest.StartBrokers(ctx, bin, dir, 1)
 	require.NoError(t, err)
 	broker := brokers[0]
 	t.Cleanup(func() { _ = broker.Kill() })
@@ -43,7 +43,7 @@ func TestServicesServeBeforeTheBrokerExistsAndDrainWhenItComes(t *testing.T) {
 	require.NoError(t, s.walletAPI.CreateWallet(ctx, "alice", "USD", false))
 	for i := range 20 {
 		resp, err := s.walletAPI.Transfer(ctx, fmt.Sprintf("offline-%d", i),
-			harness.TransferRequest{FromWalletID: "bank", ToWalletID: "alice", Amount: 5, Currency: "USD"})
+			systemtest.TransferRequest{FromWalletID: "bank", ToWalletID: "alice", Amount: 5, Currency: "USD"})
 		require.NoError(t, err)
 		require.Equal(t, http.StatusCreated, resp.Status, "transfers commit while the broker is away: %s", resp.Body)
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
-	"walletgl/internal/harness"
+	"walletgl/internal/systemtest"
 )
 
 // TestTheConsoleInARealBrowser drives both services' consoles in headless Chromium as an
@@ -198,10 +198,10 @@ func setMaxMsgSize(t *testing.T, s *system, size int32) {
 // transfer moves amount from bank to alice and returns the transfer's id.
 func transfer(t *testing.T, s *system, key string, amount int64) string {
 	t.Helper()
-	resp, err := s.walletAPI.Transfer(context.Background(), key, harness.TransferRequest{FromWalletID: "bank", ToWalletID: "alice", Amount: amount, Currency: "USD"})
+	resp, err := s.walletAPI.Transfer(context.Background(), key, systemtest.TransferRequest{FromWalletID: "bank", ToWalletID: "alice", Amount: amount, Currency: "USD"})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusCreated, resp.Status, "%s", resp.Body)
-	var tr harness.Transfer
+	var tr systemtest.Transfer
 	require.NoError(t, resp.Decode(&tr))
 	return tr.ID
 }

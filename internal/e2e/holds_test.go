@@ -11,8 +11,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
-	"walletgl/internal/harness"
-	"walletgl/internal/testenv"
+	"walletgl/internal/envtest"
+	"walletgl/internal/systemtest"
 )
 
 // Holds through the real binaries: a hold placed, one captured in part, one voided and one
@@ -28,10 +28,10 @@ func TestHoldsArePlacedCapturedVoidedExpiredPostedAndReconciled(t *testing.T) {
 	require.NoError(t, s.walletAPI.CreateWallet(ctx, "bank", "USD", true))
 	require.NoError(t, s.walletAPI.CreateWallet(ctx, "alice", "USD", false))
 	require.NoError(t, s.walletAPI.CreateWallet(ctx, "bob", "USD", false))
-	resp, err := s.walletAPI.Transfer(ctx, "fund-1", harness.TransferRequest{FromWalletID: "bank", ToWalletID: "alice", Amount: 1000, Currency: "USD"})
+	resp, err := s.walletAPI.Transfer(ctx, "fund-1", systemtest.TransferRequest{FromWalletID: "bank", ToWalletID: "alice", Amount: 1000, Currency: "USD"})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusCreated, resp.Status, "%s", resp.Body)
-	var funding harness.Transfer
+	var funding systemtest.Transfer
 	require.NoError(t, resp.Decode(&funding))
 
 	type holdJSON struct {
@@ -81,13 +81,13 @@ func TestHoldsArePlacedCapturedVoidedExpiredPostedAndReconciled(t *testing.T) {
 		require.NoError(t, resp.Decode(&w))
 		return w
 	}
-	capture := func(id, key string, body map[string]any) harness.Response {
+	capture := func(id, key string, body map[string]any) systemtest.Response {
 		t.Helper()
 		resp, err := s.walletAPI.Do(ctx, http.MethodPost, "/v1/holds/"+id+"/capture", body, map[string]string{"Idempotency-Key": key})
 		require.NoError(t, err)
 		return resp
 	}
-	void := func(id string) harness.Response {
+	void := func(id string) systemtest.Response {
 		t.Helper()
 		resp, err := s.walletAPI.Do(ctx, http.MethodPost, "/v1/holds/"+id+"/void", nil, nil)
 		require.NoError(t, err)
@@ -100,7 +100,7 @@ func TestHoldsArePlacedCapturedVoidedExpiredPostedAndReconciled(t *testing.T) {
 	require.Equal(t, walletJSON{Balance: 1000, Held: 800, Available: 200}, wallet("alice"))
 
 	// Money on hold cannot be spent: 300 > available 200.
-	resp, err = s.walletAPI.Transfer(ctx, "spend-1", harness.TransferRequest{FromWalletID: "alice", ToWalletID: "bob", Amount: 300, Currency: "USD"})
+	resp, err = s.walletAPI.Transfer(ctx, "spend-1", systemtest.TransferRequest{FromWalletID: "alice", ToWalletID: "bob", Amount: 300, Currency: "USD"})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusUnprocessableEntity, resp.Status, "%s", resp.Body)
 	require.Contains(t, string(resp.Body), "insufficient-funds")
@@ -305,7 +305,7 @@ func TestHoldsArePlacedCapturedVoidedExpiredPostedAndReconciled(t *testing.T) {
 	require.NoError(t, err, out)
 
 	// The stream replayed into an empty database rebuilds the same ledger, holds included.
-	into := testenv.DatabaseURL(t)
+	into := envtest.DatabaseURL(t)
 	out, err = s.command(t, s.bins.GL, glEnv, "replay", "--from-start", "--into", into)
 	require.NoError(t, err, out)
 	require.Contains(t, out, "entries posted       8\n")

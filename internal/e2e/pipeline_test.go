@@ -17,27 +17,27 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"walletgl/internal/database"
+	"walletgl/internal/envtest"
 	"walletgl/internal/events/contract"
-	"walletgl/internal/harness"
-	"walletgl/internal/testenv"
+	"walletgl/internal/systemtest"
 )
 
 type system struct {
-	wallet, gl       *harness.Process
-	walletAPI, glAPI *harness.Client
+	wallet, gl       *systemtest.Process
+	walletAPI, glAPI *systemtest.Client
 	walletDB, glDB   *pgxpool.Pool
 	// For the operator commands a test runs with the same binaries and settings.
-	bins                 harness.Binaries
+	bins                 systemtest.Binaries
 	walletDBURL, glDBURL string
 	walletAddr, glAddr   string
 	natsURL, namespace   string
 	common               []string
-	keys                 harness.EventKeys // each service's event signing key, made with its binary
+	keys                 systemtest.EventKeys // each service's event signing key, made with its binary
 }
 
 func startSystem(t *testing.T, extraEnv ...string) *system {
 	t.Helper()
-	natsURL := testenv.NATSURL(t)
+	natsURL := envtest.NATSURL(t)
 	return startSystemOn(t, natsURL, true, extraEnv...)
 }
 
@@ -47,38 +47,38 @@ func startSystemOn(t *testing.T, natsURL string, waitHealthy bool, extraEnv ...s
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
-	bins, err := harness.Build(ctx, dir)
+	bins, err := systemtest.Build(ctx, dir)
 	require.NoError(t, err)
 
-	keys, err := harness.MakeEventKeys(ctx, bins, filepath.Join(dir, "keys"))
+	keys, err := systemtest.MakeEventKeys(ctx, bins, filepath.Join(dir, "keys"))
 	require.NoError(t, err)
-	walletURL, glURL := testenv.DatabaseURL(t), testenv.DatabaseURL(t)
+	walletURL, glURL := envtest.DatabaseURL(t), envtest.DatabaseURL(t)
 	ns := "e2e"
 	if waitHealthy {
-		ns = testenv.Namespace(t, natsURL)
+		ns = envtest.Namespace(t, natsURL)
 	}
-	walletAddr, err := harness.FreeAddr()
+	walletAddr, err := systemtest.FreeAddr()
 	require.NoError(t, err)
-	glAddr, err := harness.FreeAddr()
+	glAddr, err := systemtest.FreeAddr()
 	require.NoError(t, err)
 	common := append([]string{
-		"NATS_URL=" + natsURL, "EVENTS_NAMESPACE=" + ns, testenv.StreamEnv, "LOG_FORMAT=json", "LOG_LEVEL=info",
+		"NATS_URL=" + natsURL, "EVENTS_NAMESPACE=" + ns, envtest.StreamEnv, "LOG_FORMAT=json", "LOG_LEVEL=info",
 		"EVENTS_POLL_INTERVAL=500ms", "EVENTS_ACK_TIMEOUT=10s",
 	}, extraEnv...)
 	s := &system{
-		wallet: &harness.Process{Name: "wallet", Bin: bins.Wallet, Args: []string{"serve"}, Addr: walletAddr,
+		wallet: &systemtest.Process{Name: "wallet", Bin: bins.Wallet, Args: []string{"serve"}, Addr: walletAddr,
 			Log: filepath.Join(dir, "wallet.log"),
 			Env: slices.Concat([]string{"WALLET_DATABASE_URL=" + walletURL, "WALLET_HTTP_ADDR=" + walletAddr, "GL_URL=http://" + glAddr},
 				keys.Env(contract.SourceWallet), common)},
-		gl: &harness.Process{Name: "gl", Bin: bins.GL, Args: []string{"serve"}, Addr: glAddr,
+		gl: &systemtest.Process{Name: "gl", Bin: bins.GL, Args: []string{"serve"}, Addr: glAddr,
 			Log: filepath.Join(dir, "gl.log"),
 			Env: slices.Concat([]string{"GL_DATABASE_URL=" + glURL, "GL_HTTP_ADDR=" + glAddr}, keys.Env(contract.SourceGL), common)},
-		walletAPI: harness.NewClient(walletAddr),
-		glAPI:     harness.NewClient(glAddr),
+		walletAPI: systemtest.NewClient(walletAddr),
+		glAPI:     systemtest.NewClient(glAddr),
 		bins:      bins, walletDBURL: walletURL, glDBURL: glURL, walletAddr: walletAddr, glAddr: glAddr,
 		natsURL: natsURL, namespace: ns, common: common, keys: keys,
 	}
-	for _, p := range []*harness.Process{s.wallet, s.gl} {
+	for _, p := range []*systemtest.Process{s.wallet, s.gl} {
 		require.NoError(t, p.Start())
 		t.Cleanup(func() {
 			if err := p.Stop(20 * time.Second); err != nil {
@@ -105,7 +105,7 @@ func startSystemOn(t *testing.T, natsURL string, waitHealthy bool, extraEnv ...s
 
 // createKey makes an admin API key with the service's binary, once the service has created its
 // database (it may still be starting).
-func createKey(t *testing.T, p *harness.Process) string {
+func createKey(t *testing.T, p *systemtest.Process) string {
 	t.Helper()
 	var key string
 	require.Eventually(t, func() bool {
@@ -140,7 +140,7 @@ func TestEveryTransferIsPostedExactlyOnceAndAcknowledged(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	type job struct {
 		key string
-		req harness.TransferRequest
+		req systemtest.TransferRequest
 	}
 	jobs := make([]job, transfers)
 	for i := range jobs {
@@ -152,7 +152,7 @@ func TestEveryTransferIsPostedExactlyOnceAndAcknowledged(t *testing.T) {
 		for to == from {
 			to = users[rng.IntN(len(users))]
 		}
-		jobs[i] = job{key: fmt.Sprintf("e2e-%d", i), req: harness.TransferRequest{FromWalletID: from, ToWalletID: to, Amount: int64(1 + rng.IntN(500)), Currency: "USD"}}
+		jobs[i] = job{key: fmt.Sprintf("e2e-%d", i), req: systemtest.TransferRequest{FromWalletID: from, ToWalletID: to, Amount: int64(1 + rng.IntN(500)), Currency: "USD"}}
 	}
 
 	var (
@@ -167,7 +167,7 @@ func TestEveryTransferIsPostedExactlyOnceAndAcknowledged(t *testing.T) {
 		defer mu.Unlock()
 		switch resp.Status {
 		case http.StatusCreated, http.StatusOK:
-			var tr harness.Transfer
+			var tr systemtest.Transfer
 			require.NoError(t, resp.Decode(&tr))
 			if prev, ok := confirmed[j.key]; ok {
 				require.Equal(t, prev, tr.ID, "a replayed key returns the original transfer")
@@ -277,7 +277,7 @@ func TestEveryTransferIsPostedExactlyOnceAndAcknowledged(t *testing.T) {
 func requireMetrics(t *testing.T, s *system) {
 	t.Helper()
 	ctx := context.Background()
-	scrape := func(c *harness.Client) string {
+	scrape := func(c *systemtest.Client) string {
 		resp, err := c.Do(ctx, http.MethodGet, "/metrics", nil, nil)
 		require.NoError(t, err)
 		require.Equal(t, http.StatusOK, resp.Status)

@@ -15,10 +15,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"walletgl/internal/envtest"
 	"walletgl/internal/events"
 	"walletgl/internal/events/contract"
-	"walletgl/internal/harness"
-	"walletgl/internal/testenv"
+	"walletgl/internal/systemtest"
 )
 
 // command runs one operator command of a built binary with the system's settings (its event
@@ -53,7 +53,7 @@ func TestALostStreamIsRebuiltFromTheOutbox(t *testing.T) {
 	const n = 12
 	for i := range n {
 		resp, err := s.walletAPI.Transfer(ctx, fmt.Sprintf("rebuild-%d", i),
-			harness.TransferRequest{FromWalletID: "bank", ToWalletID: "alice", Amount: int64(100 + i), Currency: "USD"})
+			systemtest.TransferRequest{FromWalletID: "bank", ToWalletID: "alice", Amount: int64(100 + i), Currency: "USD"})
 		require.NoError(t, err)
 		require.Equal(t, http.StatusCreated, resp.Status, "%s", resp.Body)
 	}
@@ -84,11 +84,11 @@ func TestALostStreamIsRebuiltFromTheOutbox(t *testing.T) {
 	t.Cleanup(nc.Close)
 	js, err := jetstream.New(nc)
 	require.NoError(t, err)
-	topo := events.Topology{Namespace: s.namespace, MaxBytes: testenv.StreamMaxBytes}
+	topo := events.Topology{Namespace: s.namespace, MaxBytes: envtest.StreamMaxBytes}
 	require.NoError(t, js.DeleteStream(ctx, topo.StreamName(contract.SourceWallet)))
 	require.NoError(t, topo.EnsureStreams(ctx, js))
 
-	out, err = s.command(t, s.bins.GL, glEnv, "replay", "--from-start", "--into", testenv.DatabaseURL(t))
+	out, err = s.command(t, s.bins.GL, glEnv, "replay", "--from-start", "--into", envtest.DatabaseURL(t))
 	require.Error(t, err, out)
 	require.Contains(t, out, fmt.Sprintf("missing   %d\n", n))
 	require.Contains(t, out, fmt.Sprintf("gl: replay: the rebuilt GL does not reconcile with the wallet: %d transfers of the wallet have no entry", n))
@@ -98,7 +98,7 @@ func TestALostStreamIsRebuiltFromTheOutbox(t *testing.T) {
 	require.Contains(t, out, fmt.Sprintf("%d acknowledged rows created from %s", n, since))
 	waitOutbox("the GL answers every republished event it posted before, and the rows come home", func(open, _ int) bool { return open == 0 })
 
-	out, err = s.command(t, s.bins.GL, glEnv, "replay", "--from-start", "--into", testenv.DatabaseURL(t))
+	out, err = s.command(t, s.bins.GL, glEnv, "replay", "--from-start", "--into", envtest.DatabaseURL(t))
 	require.NoError(t, err, out)
 	require.Contains(t, out, fmt.Sprintf("entries posted       %d\n", n))
 	require.Contains(t, out, reconciled)
@@ -137,12 +137,12 @@ func TestAFreshGLIsRebuiltFromTheWalletsTablesAfterRetention(t *testing.T) {
 	require.NoError(t, s.walletAPI.CreateWallet(ctx, "bank", "USD", true))
 	require.NoError(t, s.walletAPI.CreateWallet(ctx, "alice", "USD", false))
 	require.NoError(t, s.walletAPI.CreateWallet(ctx, "bob", "USD", false))
-	transfer := func(key, from, to string, amount int64) harness.Transfer {
+	transfer := func(key, from, to string, amount int64) systemtest.Transfer {
 		t.Helper()
-		resp, err := s.walletAPI.Transfer(ctx, key, harness.TransferRequest{FromWalletID: from, ToWalletID: to, Amount: amount, Currency: "USD"})
+		resp, err := s.walletAPI.Transfer(ctx, key, systemtest.TransferRequest{FromWalletID: from, ToWalletID: to, Amount: amount, Currency: "USD"})
 		require.NoError(t, err)
 		require.Equal(t, http.StatusCreated, resp.Status, "%s", resp.Body)
-		var tr harness.Transfer
+		var tr systemtest.Transfer
 		require.NoError(t, resp.Decode(&tr))
 		return tr
 	}
@@ -194,14 +194,14 @@ func TestAFreshGLIsRebuiltFromTheWalletsTablesAfterRetention(t *testing.T) {
 	t.Cleanup(nc.Close)
 	js, err := jetstream.New(nc)
 	require.NoError(t, err)
-	topo := events.Topology{Namespace: s.namespace, MaxBytes: testenv.StreamMaxBytes}
+	topo := events.Topology{Namespace: s.namespace, MaxBytes: envtest.StreamMaxBytes}
 	require.NoError(t, js.DeleteStream(ctx, topo.StreamName(contract.SourceWallet)))
 	require.NoError(t, topo.EnsureStreams(ctx, js))
 
-	freshURL := testenv.DatabaseURL(t)
-	glAddr, err := harness.FreeAddr()
+	freshURL := envtest.DatabaseURL(t)
+	glAddr, err := systemtest.FreeAddr()
 	require.NoError(t, err)
-	fresh := &harness.Process{Name: "gl-fresh", Bin: s.bins.GL, Args: []string{"serve"}, Addr: glAddr,
+	fresh := &systemtest.Process{Name: "gl-fresh", Bin: s.bins.GL, Args: []string{"serve"}, Addr: glAddr,
 		Log: filepath.Join(t.TempDir(), "gl-fresh.log"),
 		Env: slices.Concat([]string{"GL_DATABASE_URL=" + freshURL, "GL_HTTP_ADDR=" + glAddr}, s.keys.Env(contract.SourceGL), s.common)}
 	require.NoError(t, fresh.Start())

@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"walletgl/internal/harness"
-	"walletgl/internal/testenv"
+	"walletgl/internal/envtest"
+	"walletgl/internal/systemtest"
 )
 
 // A transfer and two partial reversals through the real binaries: each reversal is posted as
@@ -24,13 +24,13 @@ func TestAReversalIsPostedLinkedAcknowledgedAndReconciled(t *testing.T) {
 
 	require.NoError(t, s.walletAPI.CreateWallet(ctx, "bank", "USD", true))
 	require.NoError(t, s.walletAPI.CreateWallet(ctx, "alice", "USD", false))
-	resp, err := s.walletAPI.Transfer(ctx, "pay-1", harness.TransferRequest{FromWalletID: "bank", ToWalletID: "alice", Amount: 1000, Currency: "USD"})
+	resp, err := s.walletAPI.Transfer(ctx, "pay-1", systemtest.TransferRequest{FromWalletID: "bank", ToWalletID: "alice", Amount: 1000, Currency: "USD"})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusCreated, resp.Status, "%s", resp.Body)
-	var tr harness.Transfer
+	var tr systemtest.Transfer
 	require.NoError(t, resp.Decode(&tr))
 
-	reverse := func(key string, amount int64) harness.Response {
+	reverse := func(key string, amount int64) systemtest.Response {
 		t.Helper()
 		resp, err := s.walletAPI.Do(ctx, http.MethodPost, "/v1/transfers/"+tr.ID+"/reversal",
 			map[string]any{"amount": amount}, map[string]string{"Idempotency-Key": key})
@@ -134,7 +134,7 @@ func TestAReversalIsPostedLinkedAcknowledgedAndReconciled(t *testing.T) {
 	require.NoError(t, err, out)
 
 	// The stream replayed into an empty database rebuilds the same ledger, reversals included.
-	out, err = s.command(t, s.bins.GL, glEnv, "replay", "--from-start", "--into", testenv.DatabaseURL(t))
+	out, err = s.command(t, s.bins.GL, glEnv, "replay", "--from-start", "--into", envtest.DatabaseURL(t))
 	require.NoError(t, err, out)
 	require.Contains(t, out, "entries posted       3\n")
 	require.Contains(t, out, reconciled)

@@ -12,9 +12,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"walletgl/internal/envtest"
 	"walletgl/internal/events/contract"
-	"walletgl/internal/harness"
-	"walletgl/internal/testenv"
+	"walletgl/internal/systemtest"
 )
 
 // Both binaries run as runtime roles of their own, as in production: serve migrates as the
@@ -24,26 +24,26 @@ import (
 func TestTheServicesRunAsTheirRuntimeRoles(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	natsURL := testenv.NATSURL(t)
-	ns := testenv.Namespace(t, natsURL)
+	natsURL := envtest.NATSURL(t)
+	ns := envtest.Namespace(t, natsURL)
 	dir := t.TempDir()
-	bins, err := harness.Build(ctx, dir)
+	bins, err := systemtest.Build(ctx, dir)
 	require.NoError(t, err)
 
-	walletOwner, glOwner := testenv.DatabaseURL(t), testenv.DatabaseURL(t)
-	walletURL, glURL := testenv.RoleURL(t, walletOwner), testenv.RoleURL(t, glOwner)
+	walletOwner, glOwner := envtest.DatabaseURL(t), envtest.DatabaseURL(t)
+	walletURL, glURL := envtest.RoleURL(t, walletOwner), envtest.RoleURL(t, glOwner)
 	common := []string{
-		"NATS_URL=" + natsURL, "EVENTS_NAMESPACE=" + ns, testenv.StreamEnv, "LOG_FORMAT=json", "LOG_LEVEL=info",
+		"NATS_URL=" + natsURL, "EVENTS_NAMESPACE=" + ns, envtest.StreamEnv, "LOG_FORMAT=json", "LOG_LEVEL=info",
 		"EVENTS_POLL_INTERVAL=500ms", "EVENTS_ACK_TIMEOUT=10s",
 	}
-	keys := testenv.NewEventKeys(t)
-	walletProc, err := harness.Service("wallet", bins.Wallet, "WALLET", walletURL, dir,
+	keys := envtest.NewEventKeys(t)
+	walletProc, err := systemtest.Service("wallet", bins.Wallet, "WALLET", walletURL, dir,
 		slices.Concat([]string{"WALLET_MIGRATE_DATABASE_URL=" + walletOwner}, keys.Env(contract.SourceWallet), common))
 	require.NoError(t, err)
-	glProc, err := harness.Service("gl", bins.GL, "GL", glURL, dir,
+	glProc, err := systemtest.Service("gl", bins.GL, "GL", glURL, dir,
 		slices.Concat([]string{"GL_MIGRATE_DATABASE_URL=" + glOwner, "GL_CHECKPOINT_INTERVAL=1s"}, keys.Env(contract.SourceGL), common))
 	require.NoError(t, err)
-	for _, p := range []*harness.Process{walletProc, glProc} {
+	for _, p := range []*systemtest.Process{walletProc, glProc} {
 		require.NoError(t, p.Start())
 		t.Cleanup(func() {
 			if err := p.Stop(20 * time.Second); err != nil {
@@ -60,14 +60,14 @@ func TestTheServicesRunAsTheirRuntimeRoles(t *testing.T) {
 	require.NoError(t, glProc.WaitHealthy(waitCtx))
 
 	// keys create, an operator's command, runs with the service's settings: as the runtime role.
-	walletAPI, glAPI := harness.NewClient(walletProc.Addr), harness.NewClient(glProc.Addr)
+	walletAPI, glAPI := systemtest.NewClient(walletProc.Addr), systemtest.NewClient(glProc.Addr)
 	walletAPI.Key, glAPI.Key = createKey(t, walletProc), createKey(t, glProc)
 	require.NoError(t, walletAPI.CreateWallet(ctx, "bank", "USD", true))
 	require.NoError(t, walletAPI.CreateWallet(ctx, "alice", "USD", false))
 	const n = 5
 	for i := range n {
 		resp, err := walletAPI.Transfer(ctx, fmt.Sprintf("roles-%d", i),
-			harness.TransferRequest{FromWalletID: "bank", ToWalletID: "alice", Amount: int64(10 + i), Currency: "USD"})
+			systemtest.TransferRequest{FromWalletID: "bank", ToWalletID: "alice", Amount: int64(10 + i), Currency: "USD"})
 		require.NoError(t, err)
 		require.Equal(t, http.StatusCreated, resp.Status, "%s", resp.Body)
 	}
@@ -98,7 +98,7 @@ func TestTheServicesRunAsTheirRuntimeRoles(t *testing.T) {
 		require.NoError(t, err, "%s verify as the runtime role:\n%s", c.bin, out)
 	}
 
-	for _, p := range []*harness.Process{walletProc, glProc} {
+	for _, p := range []*systemtest.Process{walletProc, glProc} {
 		log, err := os.ReadFile(p.Log)
 		require.NoError(t, err)
 		require.Contains(t, string(log), "runtime role granted the service's privileges")

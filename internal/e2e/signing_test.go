@@ -16,12 +16,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"walletgl/internal/envtest"
 	"walletgl/internal/events"
 	"walletgl/internal/events/admin"
 	"walletgl/internal/events/contract"
 	"walletgl/internal/events/signing"
-	"walletgl/internal/harness"
-	"walletgl/internal/testenv"
+	"walletgl/internal/systemtest"
 )
 
 // Issue 13: "A TransferCompleted.v1 published straight to the wallet's subject on the broker
@@ -45,17 +45,17 @@ func TestForgedEventsAreNeitherAppliedNorAcknowledged(t *testing.T) {
 	t.Cleanup(nc.Close)
 	js, err := jetstream.New(nc)
 	require.NoError(t, err)
-	topo := events.Topology{Namespace: s.namespace, MaxBytes: testenv.StreamMaxBytes}
+	topo := events.Topology{Namespace: s.namespace, MaxBytes: envtest.StreamMaxBytes}
 	completedSubject := topo.Subject(contract.SourceWallet, contract.TypeTransferCompletedV2) // what the wallet publishes by default
 	postedSubject := topo.Subject(contract.SourceGL, contract.TypeTransferPostedV2)
 	postedV1Subject := topo.Subject(contract.SourceGL, contract.TypeTransferPosted) // still read: earlier GLs publish it
 
 	transfer := func(key string, amount int64) (transferID, rowID string) {
 		t.Helper()
-		resp, err := s.walletAPI.Transfer(ctx, key, harness.TransferRequest{FromWalletID: "bank", ToWalletID: "alice", Amount: amount, Currency: "CHF"})
+		resp, err := s.walletAPI.Transfer(ctx, key, systemtest.TransferRequest{FromWalletID: "bank", ToWalletID: "alice", Amount: amount, Currency: "CHF"})
 		require.NoError(t, err)
 		require.Equal(t, http.StatusCreated, resp.Status, "%s", resp.Body)
-		var tr harness.Transfer
+		var tr systemtest.Transfer
 		require.NoError(t, resp.Decode(&tr))
 		require.NoError(t, s.walletDB.QueryRow(ctx, "SELECT id::text FROM outbox WHERE aggregate_id = $1", tr.ID).Scan(&rowID))
 		return tr.ID, rowID
@@ -104,7 +104,7 @@ func TestForgedEventsAreNeitherAppliedNorAcknowledged(t *testing.T) {
 		return msg
 	}
 	// Forgeries do not take a service down: /healthz answers 200, with a warning.
-	requireHealthWarning := func(p *harness.Process) {
+	requireHealthWarning := func(p *systemtest.Process) {
 		t.Helper()
 		resp, err := http.Get("http://" + p.Addr + "/healthz")
 		require.NoError(t, err)

@@ -20,7 +20,7 @@ import (
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
 
-	"walletgl/internal/harness"
+	"walletgl/internal/systemtest"
 )
 
 // recordedSpan is a span as a service exported it over OTLP.
@@ -186,10 +186,10 @@ func TestTracesFollowATransferThroughBothServices(t *testing.T) {
 		t.Helper()
 		headers["Idempotency-Key"] = key
 		resp, err := s.walletAPI.Do(ctx, http.MethodPost, "/v1/transfers",
-			harness.TransferRequest{FromWalletID: "bank", ToWalletID: "alice", Amount: 250, Currency: "USD"}, headers)
+			systemtest.TransferRequest{FromWalletID: "bank", ToWalletID: "alice", Amount: 250, Currency: "USD"}, headers)
 		require.NoError(t, err)
 		require.Equal(t, http.StatusCreated, resp.Status, "%s", resp.Body)
-		var tr harness.Transfer
+		var tr systemtest.Transfer
 		require.NoError(t, resp.Decode(&tr))
 		var stored *string
 		require.NoError(t, s.walletDB.QueryRow(ctx,
@@ -232,7 +232,7 @@ func TestTracesFollowATransferThroughBothServices(t *testing.T) {
 }
 
 // logHas reports whether one line of p's log holds every one of parts.
-func logHas(t *testing.T, p *harness.Process, parts ...string) bool {
+func logHas(t *testing.T, p *systemtest.Process, parts ...string) bool {
 	t.Helper()
 	data, err := os.ReadFile(p.Log)
 	require.NoError(t, err)

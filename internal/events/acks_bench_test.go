@@ -11,8 +11,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"walletgl/internal/testenv"
-	"walletgl/internal/testenv/cputime"
+	"walletgl/internal/envtest"
+	"walletgl/internal/envtest/cputime"
 )
 
 // BenchmarkAcks compares two ways of acknowledging a fetched batch of 100 messages, on a
@@ -35,7 +35,7 @@ func BenchmarkAcks(b *testing.B) {
 
 func benchmarkAcks(b *testing.B, mode string) {
 	ctx := context.Background()
-	broker := testenv.StartBroker(b)
+	broker := envtest.StartBroker(b)
 	nc, err := nats.Connect(broker.URL())
 	if err != nil {
 		b.Fatal(err)

@@ -17,12 +17,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"walletgl/internal/database"
+	"walletgl/internal/envtest"
 	"walletgl/internal/events"
 	"walletgl/internal/events/contract"
 	"walletgl/internal/events/inbox"
 	"walletgl/internal/events/internal/eventsdb"
 	"walletgl/internal/events/outbox"
-	"walletgl/internal/testenv"
 )
 
 type testBundle struct {
@@ -31,13 +31,13 @@ type testBundle struct {
 	js   jetstream.JetStream
 	topo events.Topology
 	log  zerolog.Logger
-	keys testenv.EventKeys // each relay signs with its source's key; consumers trust both
+	keys envtest.EventKeys // each relay signs with its source's key; consumers trust both
 }
 
 func setup(t *testing.T) *testBundle {
 	t.Helper()
-	pool, _ := testenv.MigratedPool(t, "wallet")
-	return setupWithNATS(t, pool, testenv.NATSURL(t))
+	pool, _ := envtest.MigratedPool(t, "wallet")
+	return setupWithNATS(t, pool, envtest.NATSURL(t))
 }
 
 func setupWithNATS(t *testing.T, pool *pgxpool.Pool, natsURL string) *testBundle {
@@ -48,9 +48,9 @@ func setupWithNATS(t *testing.T, pool *pgxpool.Pool, natsURL string) *testBundle
 	t.Cleanup(nc.Close)
 	js, err := jetstream.New(nc)
 	require.NoError(t, err)
-	topo := testenv.Topology(t, natsURL)
+	topo := envtest.Topology(t, natsURL)
 	require.NoError(t, topo.EnsureStreams(context.Background(), js))
-	return &testBundle{pool: pool, nc: nc, js: js, topo: topo, log: log, keys: testenv.NewEventKeys(t)}
+	return &testBundle{pool: pool, nc: nc, js: js, topo: topo, log: log, keys: envtest.NewEventKeys(t)}
 }
 
 // publish sends body on subject under msgID, signed by service as its relay signs.

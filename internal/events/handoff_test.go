@@ -12,11 +12,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"walletgl/internal/database"
+	"walletgl/internal/envtest"
 	"walletgl/internal/events"
 	"walletgl/internal/events/contract"
 	"walletgl/internal/events/internal/eventsdb"
 	"walletgl/internal/events/outbox"
-	"walletgl/internal/testenv"
 )
 
 // runRelay runs r until the test ends, once r has checked the broker's streams (as its first
@@ -139,8 +139,8 @@ func TestRowsHandedToARelayThatDiedArePublishedWhenTheirLeaseRunsOut(t *testing.
 
 func TestPublishOnCommitWritesPendingWhileTheBrokerIsDown(t *testing.T) {
 	t.Parallel()
-	pool, _ := testenv.MigratedPool(t, "wallet")
-	broker := testenv.StartBroker(t)
+	pool, _ := envtest.MigratedPool(t, "wallet")
+	broker := envtest.StartBroker(t)
 	b := setupWithNATS(t, pool, broker.URL())
 	r := b.relay(t, outbox.RelayConfig{PollInterval: 200 * time.Millisecond})
 	runRelay(t, r)

@@ -15,12 +15,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"walletgl/internal/envtest"
 	"walletgl/internal/events"
 	"walletgl/internal/events/contract"
 	"walletgl/internal/events/inbox"
 	"walletgl/internal/events/internal/eventsdb"
 	"walletgl/internal/events/outbox"
-	"walletgl/internal/testenv"
 )
 
 var statuses = []string{"pending", "dispatching", "dispatched", "acknowledged", "failed", "dead_letter"}
@@ -36,7 +36,7 @@ var legal = map[[2]string]bool{
 
 func TestOutboxStatusMovesOnlyAlongTheLifecycle(t *testing.T) {
 	t.Parallel()
-	pool, _ := testenv.MigratedPool(t, "wallet")
+	pool, _ := envtest.MigratedPool(t, "wallet")
 	ctx := context.Background()
 	for _, from := range statuses {
 		for _, to := range statuses {
@@ -99,8 +99,8 @@ func (b *testBundle) takeOverAfterLease(t *testing.T, n int) {
 
 func TestBrokerDownKeepsRowsPendingWithoutBurningAttempts(t *testing.T) {
 	t.Parallel()
-	pool, _ := testenv.MigratedPool(t, "wallet")
-	broker := testenv.StartBroker(t)
+	pool, _ := envtest.MigratedPool(t, "wallet")
+	broker := envtest.StartBroker(t)
 	b := setupWithNATS(t, pool, broker.URL())
 	b.addEvents(t, 30)
 	relay := b.relay(t, outbox.RelayConfig{})
@@ -131,8 +131,8 @@ func TestBrokerDownKeepsRowsPendingWithoutBurningAttempts(t *testing.T) {
 
 func TestCatchUpRepublishesWhatTheBrokerLostOnceItsDuplicateWindowHasPassed(t *testing.T) {
 	t.Parallel()
-	pool, _ := testenv.MigratedPool(t, "wallet")
-	broker := testenv.StartBroker(t)
+	pool, _ := envtest.MigratedPool(t, "wallet")
+	broker := envtest.StartBroker(t)
 	b := setupWithNATS(t, pool, broker.URL())
 	b.topo.DuplicateWindow = time.Second // lower than the stream's: set on the stream as an operator would
 	b.editStream(t, contract.SourceWallet, func(c *jetstream.StreamConfig) { c.Duplicates = time.Second })
@@ -182,8 +182,8 @@ func TestCatchUpRepublishesWhatTheBrokerLostOnceItsDuplicateWindowHasPassed(t *t
 
 func TestCatchUpRepublishesAtOnceIntoAStreamMadeAfterTheBrokerLostItsStore(t *testing.T) {
 	t.Parallel()
-	pool, _ := testenv.MigratedPool(t, "wallet")
-	broker := testenv.StartBroker(t)
+	pool, _ := envtest.MigratedPool(t, "wallet")
+	broker := envtest.StartBroker(t)
 	b := setupWithNATS(t, pool, broker.URL()) // the default two-minute duplicate window
 	ctx := context.Background()
 	b.addEvents(t, 20)
@@ -472,8 +472,8 @@ func TestAClaimThatFailsForAnotherReasonIsRetriedNeverTreatedAsNew(t *testing.T)
 // durable consumer again and takes what the relay publishes on the recreated stream.
 func TestTheConsumerComesBackAfterTheBrokerLostItsStore(t *testing.T) {
 	t.Parallel()
-	pool, _ := testenv.MigratedPool(t, "wallet")
-	broker := testenv.StartBroker(t)
+	pool, _ := envtest.MigratedPool(t, "wallet")
+	broker := envtest.StartBroker(t)
 	b := setupWithNATS(t, pool, broker.URL())
 	ctx := context.Background()
 	b.addEvents(t, 10)

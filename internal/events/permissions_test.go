@@ -26,13 +26,13 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
+	"walletgl/internal/envtest"
 	"walletgl/internal/events"
 	"walletgl/internal/events/contract"
 	"walletgl/internal/events/inbox"
 	"walletgl/internal/events/outbox"
 	"walletgl/internal/events/signing"
-	"walletgl/internal/harness"
-	"walletgl/internal/testenv"
+	"walletgl/internal/systemtest"
 )
 
 // serverTLS makes a certificate for 127.0.0.1 signed by itself and writes it and its key into
@@ -79,9 +79,9 @@ func startTLSBroker(t *testing.T, certFile, keyFile string, users []map[string]a
 	}))
 	confFile := filepath.Join(dir, "nats.conf")
 	require.NoError(t, os.WriteFile(confFile, conf.Bytes(), 0o600))
-	bin, err := harness.NATSServerBinary(ctx, dir)
+	bin, err := systemtest.NATSServerBinary(ctx, dir)
 	require.NoError(t, err)
-	broker, err := harness.StartBrokerWithConfig(ctx, bin, dir, confFile)
+	broker, err := systemtest.StartBrokerWithConfig(ctx, bin, dir, confFile)
 	require.NoError(t, err, "start a TLS broker with users")
 	t.Cleanup(func() { _ = broker.Kill() })
 	return broker.URL()
@@ -93,9 +93,9 @@ func startTLSBroker(t *testing.T, certFile, keyFile string, users []map[string]a
 func TestLeastPrivilegeBrokerUsersCarryThePipelineAndNothingElse(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	walletPool, _ := testenv.MigratedPool(t, "wallet")
-	glPool, _ := testenv.MigratedPool(t, "gl")
-	topo := events.Topology{Namespace: "perm", MaxBytes: testenv.StreamMaxBytes}
+	walletPool, _ := envtest.MigratedPool(t, "wallet")
+	glPool, _ := envtest.MigratedPool(t, "gl")
+	topo := events.Topology{Namespace: "perm", MaxBytes: envtest.StreamMaxBytes}
 	certFile, keyFile := serverTLS(t)
 	caFile := certFile // signed by itself: the certificate is its own CA
 	users := map[string]string{contract.SourceWallet: "wallet-secret", contract.SourceGL: "gl-secret"}

@@ -10,10 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"walletgl/internal/database"
+	"walletgl/internal/envtest"
 	"walletgl/internal/events"
 	"walletgl/internal/events/contract"
 	"walletgl/internal/events/inbox"
-	"walletgl/internal/testenv"
 )
 
 // runtimeRolePool migrates a GL database as its owner and returns the owner's pool and a pool
@@ -21,8 +21,8 @@ import (
 func runtimeRolePool(t *testing.T) (owner, runtime *pgxpool.Pool) {
 	t.Helper()
 	ctx := context.Background()
-	owner, dbURL := testenv.MigratedPool(t, "gl")
-	runtimeURL := testenv.RoleURL(t, dbURL)
+	owner, dbURL := envtest.MigratedPool(t, "gl")
+	runtimeURL := envtest.RoleURL(t, dbURL)
 	id, err := database.IdentityOf(runtimeURL)
 	require.NoError(t, err)
 	require.NoError(t, database.Grant(ctx, owner, "gl", id.User))
@@ -82,7 +82,7 @@ const day = 24 * time.Hour
 func TestInboxRetentionDeletesOnlyTheProcessedRowsPastItAsTheRuntimeRole(t *testing.T) {
 	t.Parallel()
 	owner, runtime := runtimeRolePool(t)
-	b := setupWithNATS(t, runtime, testenv.NATSURL(t))
+	b := setupWithNATS(t, runtime, envtest.NATSURL(t))
 	inboxRows(t, owner, "gl", "old", "processed", 2500, 10*day, 0)
 	inboxRows(t, owner, "gl", "failed", "failed", 3, 30*day, 0)
 	inboxRows(t, owner, "gl", "processing", "processing", 2, 30*day, 0)

@@ -14,12 +14,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"walletgl/internal/envtest"
 	"walletgl/internal/events"
 	"walletgl/internal/events/contract"
 	"walletgl/internal/events/inbox"
 	"walletgl/internal/events/internal/eventsdb"
 	"walletgl/internal/events/outbox"
-	"walletgl/internal/testenv"
 )
 
 // addTyped writes n wallet outbox rows of an event type of the caller's choosing.
@@ -141,8 +141,8 @@ func TestAPurgedStreamAcknowledgesNothingTheConsumerDidNotRead(t *testing.T) {
 // the new stream was created. The row is not acknowledged: another message is stored there.
 func TestAReusedSequenceAcknowledgesNothing(t *testing.T) {
 	t.Parallel()
-	broker := testenv.StartBroker(t)
-	pool, _ := testenv.MigratedPool(t, "wallet")
+	broker := envtest.StartBroker(t)
+	pool, _ := envtest.MigratedPool(t, "wallet")
 	b := setupWithNATS(t, pool, broker.URL())
 	ctx := context.Background()
 	ids := b.addAcks(t, 1)
@@ -233,8 +233,8 @@ func (a *answering) answered() []string {
 // and the row whose PubAck came is dispatched.
 func TestTwoLostPubAcksInOneRoundEndTheRound(t *testing.T) {
 	t.Parallel()
-	broker := testenv.StartBroker(t)
-	pool, _ := testenv.MigratedPool(t, "wallet")
+	broker := envtest.StartBroker(t)
+	pool, _ := envtest.MigratedPool(t, "wallet")
 	b := setupWithNATS(t, pool, broker.URL())
 	ctx := context.Background()
 	const lostType = "Lost.v1"

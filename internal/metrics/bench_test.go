@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"walletgl/internal/testenv/cputime"
+	"walletgl/internal/envtest/cputime"
 )
 
 // The cost of instrumentation per event: each observation the relay, the consumer, the wallet,

@@ -17,10 +17,10 @@ import (
 
 	"walletgl/internal/auth"
 	"walletgl/internal/database"
+	"walletgl/internal/envtest"
 	"walletgl/internal/gl"
 	glpostgres "walletgl/internal/gl/postgres"
 	"walletgl/internal/serve"
-	"walletgl/internal/testenv"
 	"walletgl/internal/wallet"
 	walletpostgres "walletgl/internal/wallet/postgres"
 )
@@ -60,7 +60,7 @@ func autovacuumWarnings(buf *bytes.Buffer) []string {
 func TestServeWarnsWhenTheServerRunsWithoutAutovacuum(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dbURL := testenv.DatabaseURL(t)
+	dbURL := envtest.DatabaseURL(t)
 	conn, err := pgx.Connect(ctx, dbURL)
 	require.NoError(t, err)
 	var setting string
@@ -85,8 +85,8 @@ func TestServeWarnsWhenTheServerRunsWithoutAutovacuum(t *testing.T) {
 // service's pool, which connects as that role, and the owner's URL.
 func openAsRuntimeRole(t *testing.T, service string) (*pgxpool.Pool, string) {
 	t.Helper()
-	ownerURL := testenv.DatabaseURL(t)
-	d := serve.Database{URL: testenv.RoleURL(t, ownerURL), MigrateURL: ownerURL, MigrateOnStart: true}
+	ownerURL := envtest.DatabaseURL(t)
+	d := serve.Database{URL: envtest.RoleURL(t, ownerURL), MigrateURL: ownerURL, MigrateOnStart: true}
 	log, buf := logBuffer()
 	pool, err := serve.OpenDatabase(context.Background(), d, service, log)
 	require.NoError(t, err)
@@ -246,7 +246,7 @@ func TestServeWarnsWhenItRunsAsASuperuserOrAnOwner(t *testing.T) {
 	t.Run("the server's superuser, which also migrates: nothing granted", func(t *testing.T) {
 		t.Parallel()
 		log, buf := logBuffer()
-		pool, err := serve.OpenDatabase(ctx, serve.Database{URL: testenv.DatabaseURL(t), MigrateOnStart: true}, "gl", log)
+		pool, err := serve.OpenDatabase(ctx, serve.Database{URL: envtest.DatabaseURL(t), MigrateOnStart: true}, "gl", log)
 		require.NoError(t, err)
 		pool.Close()
 		got := warnings(buf)
@@ -257,8 +257,8 @@ func TestServeWarnsWhenItRunsAsASuperuserOrAnOwner(t *testing.T) {
 
 	t.Run("the database's owner", func(t *testing.T) {
 		t.Parallel()
-		dbURL := testenv.DatabaseURL(t)
-		ownerURL := testenv.RoleURL(t, dbURL)
+		dbURL := envtest.DatabaseURL(t)
+		ownerURL := envtest.RoleURL(t, dbURL)
 		owner, err := database.IdentityOf(ownerURL)
 		require.NoError(t, err)
 		admin, err := pgx.Connect(ctx, dbURL)

@@ -20,8 +20,8 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
-	"walletgl/internal/harness"
 	"walletgl/internal/serve"
+	"walletgl/internal/systemtest"
 )
 
 // selfSigned writes a certificate for 127.0.0.1 and its key into dir and returns their paths
@@ -53,7 +53,7 @@ func selfSigned(t *testing.T, dir string) (certFile, keyFile string, roots *x509
 func TestTheAPIIsServedOverTLSWhenACertificateIsGiven(t *testing.T) {
 	t.Parallel()
 	certFile, keyFile, roots := selfSigned(t, t.TempDir())
-	addr, err := harness.FreeAddr()
+	addr, err := systemtest.FreeAddr()
 	require.NoError(t, err)
 	l := serve.Listen{Addr: addr, CertFile: certFile, KeyFile: keyFile}
 	require.NoError(t, l.Validate("CERT", "KEY"))

@@ -26,8 +26,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
-	"walletgl/internal/harness"
 	"walletgl/internal/serve"
+	"walletgl/internal/systemtest"
 )
 
 // The services' pools verify the server (sslmode=verify-full, sslrootcert=the CA) against a
@@ -247,7 +247,7 @@ func startCluster(t *testing.T, dir string, certPEM, keyPEM []byte) cluster {
 	}
 	writeFile(t, data, "server.crt", certPEM)
 	writeFile(t, data, "server.key", keyPEM)
-	addr, err := harness.FreeAddr()
+	addr, err := systemtest.FreeAddr()
 	require.NoError(t, err)
 	_, portText, err := net.SplitHostPort(addr)
 	require.NoError(t, err)

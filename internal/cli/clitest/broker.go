@@ -10,8 +10,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"walletgl/internal/envtest"
 	"walletgl/internal/events"
-	"walletgl/internal/testenv"
 )
 
 // Broker gives the test the pipeline's streams and both durable consumers on the test broker, in
@@ -20,8 +20,8 @@ import (
 // pending. It returns the settings that point a command at them (NATS_URL, EVENTS_NAMESPACE).
 func Broker(t *testing.T, pending map[string]int) map[string]string {
 	t.Helper()
-	url := testenv.NATSURL(t)
-	topo := testenv.Topology(t, url)
+	url := envtest.NATSURL(t)
+	topo := envtest.Topology(t, url)
 	nc, err := nats.Connect(url, nats.Timeout(2*time.Second))
 	require.NoError(t, err)
 	t.Cleanup(nc.Close)

@@ -18,9 +18,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"walletgl/internal/cli"
+	"walletgl/internal/envtest"
 	"walletgl/internal/events/signing"
-	"walletgl/internal/harness"
-	"walletgl/internal/testenv"
+	"walletgl/internal/systemtest"
 )
 
 // SignedEvents checks what both binaries promise of signed events, for service, which consumes
@@ -86,8 +86,8 @@ func SignedEvents(t *testing.T, run cli.MainFunc, service, producer string, env 
 		})
 	}
 
-	natsURL := testenv.NATSURL(t)
-	serveEnv := with(env, "NATS_URL="+natsURL, "EVENTS_NAMESPACE="+testenv.Namespace(t, natsURL), testenv.StreamEnv)
+	natsURL := envtest.NATSURL(t)
+	serveEnv := with(env, "NATS_URL="+natsURL, "EVENTS_NAMESPACE="+envtest.Namespace(t, natsURL), envtest.StreamEnv)
 	t.Run("serve starts with its keys, without a warning", func(t *testing.T) {
 		health, log := serveOnce(t, run, service, with(serveEnv, keyEnv...))
 		require.JSONEq(t, `{"status":"ok"}`, health)
@@ -114,7 +114,7 @@ func with(env map[string]string, extra ...string) map[string]string {
 // serveOnce runs `serve` until its /healthz answers 200, and returns that answer and the log.
 func serveOnce(t *testing.T, run cli.MainFunc, service string, env map[string]string) (health, log string) {
 	t.Helper()
-	addr, err := harness.FreeAddr()
+	addr, err := systemtest.FreeAddr()
 	require.NoError(t, err)
 	env = with(env, strings.ToUpper(service)+"_HTTP_ADDR="+addr, "LOG_FORMAT=json")
 	ctx, cancel := context.WithCancel(context.Background())

@@ -11,10 +11,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"walletgl/internal/database"
+	"walletgl/internal/envtest"
 	"walletgl/internal/events/admin"
 	"walletgl/internal/events/contract"
 	"walletgl/internal/events/internal/eventsdb"
-	"walletgl/internal/testenv"
 )
 
 // insertOutboxRow writes a row straight into status, created age ago, as the lifecycle would
@@ -47,7 +47,7 @@ func outboxStatus(t *testing.T, pool *pgxpool.Pool, id uuid.UUID) (status string
 
 func TestAdminOutboxStatsAndTheMetricsCountEveryStatusAndDateTheOldest(t *testing.T) {
 	t.Parallel()
-	pool, _ := testenv.MigratedPool(t, "wallet")
+	pool, _ := envtest.MigratedPool(t, "wallet")
 	a := admin.New(pool)
 	ctx := context.Background()
 
@@ -93,7 +93,7 @@ func TestAdminOutboxStatsAndTheMetricsCountEveryStatusAndDateTheOldest(t *testin
 
 func TestAdminListsAndShowsOutboxRows(t *testing.T) {
 	t.Parallel()
-	pool, _ := testenv.MigratedPool(t, "wallet")
+	pool, _ := envtest.MigratedPool(t, "wallet")
 	a := admin.New(pool)
 	ctx := context.Background()
 	var dead []uuid.UUID
@@ -133,7 +133,7 @@ func TestAdminRequeue(t *testing.T) {
 
 	t.Run("ids of failed and dead-lettered rows go back to pending with attempts reset", func(t *testing.T) {
 		t.Parallel()
-		pool, _ := testenv.MigratedPool(t, "wallet")
+		pool, _ := envtest.MigratedPool(t, "wallet")
 		failed := insertOutboxRow(t, pool, "failed", time.Minute)
 		dead := insertOutboxRow(t, pool, "dead_letter", time.Minute)
 		out, err := admin.New(pool).RequeueOutbox(ctx, failed, dead)
@@ -149,7 +149,7 @@ func TestAdminRequeue(t *testing.T) {
 
 	t.Run("pending, acknowledged and unknown rows are refused and left alone", func(t *testing.T) {
 		t.Parallel()
-		pool, _ := testenv.MigratedPool(t, "wallet")
+		pool, _ := envtest.MigratedPool(t, "wallet")
 		pending := insertOutboxRow(t, pool, "pending", time.Minute)
 		acked := insertOutboxRow(t, pool, "acknowledged", time.Minute)
 		dead := insertOutboxRow(t, pool, "dead_letter", time.Minute)
@@ -168,7 +168,7 @@ func TestAdminRequeue(t *testing.T) {
 
 	t.Run("a status moves all its rows and nothing else", func(t *testing.T) {
 		t.Parallel()
-		pool, _ := testenv.MigratedPool(t, "wallet")
+		pool, _ := envtest.MigratedPool(t, "wallet")
 		dead := []uuid.UUID{insertOutboxRow(t, pool, "dead_letter", time.Minute), insertOutboxRow(t, pool, "dead_letter", time.Minute)}
 		failed := insertOutboxRow(t, pool, "failed", time.Minute)
 		out, err := admin.New(pool).RequeueOutboxStatus(ctx, "dead_letter")
@@ -180,7 +180,7 @@ func TestAdminRequeue(t *testing.T) {
 
 	t.Run("only failed and dead_letter can be requeued by status", func(t *testing.T) {
 		t.Parallel()
-		pool, _ := testenv.MigratedPool(t, "wallet")
+		pool, _ := envtest.MigratedPool(t, "wallet")
 		acked := insertOutboxRow(t, pool, "acknowledged", time.Minute)
 		for _, status := range []string{"pending", "acknowledged", "dispatched", "bogus"} {
 			_, err := admin.New(pool).RequeueOutboxStatus(ctx, status)
@@ -193,7 +193,7 @@ func TestAdminRequeue(t *testing.T) {
 
 func TestAdminReconcileAcknowledgesWhatTheConsumerHas(t *testing.T) {
 	t.Parallel()
-	pool, _ := testenv.MigratedPool(t, "wallet")
+	pool, _ := envtest.MigratedPool(t, "wallet")
 	a := admin.New(pool)
 	ctx := context.Background()
 	posted := map[uuid.UUID]bool{}
@@ -244,7 +244,7 @@ func TestAdminReconcileAcknowledgesWhatTheConsumerHas(t *testing.T) {
 
 func TestAdminInboxStatsAndList(t *testing.T) {
 	t.Parallel()
-	pool, _ := testenv.MigratedPool(t, "gl")
+	pool, _ := envtest.MigratedPool(t, "gl")
 	a := admin.New(pool)
 	ctx := context.Background()
 	q := eventsdb.New(pool)
@@ -288,7 +288,7 @@ func TestAdminInboxStatsAndList(t *testing.T) {
 func TestAdminOnAnUnreachableDatabaseIsUnavailable(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, _ := testenv.MigratedPool(t, "wallet")
+	pool, _ := envtest.MigratedPool(t, "wallet")
 	pool.Close()
 	a := admin.New(pool)
 	_, err := a.OutboxStats(ctx)

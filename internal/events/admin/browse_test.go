@@ -7,14 +7,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"walletgl/internal/envtest"
 	"walletgl/internal/events/admin"
 	"walletgl/internal/events/contract"
-	"walletgl/internal/testenv"
 )
 
 func TestBrowseInboxPagesAStatusAndFilters(t *testing.T) {
 	t.Parallel()
-	pool, _ := testenv.MigratedPool(t, "gl")
+	pool, _ := envtest.MigratedPool(t, "gl")
 	ctx := context.Background()
 	for i := range 5 {
 		reason, detail := "exhausted", fmt.Sprintf("handler failed %d times", i)

@@ -10,15 +10,15 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"walletgl/internal/envtest"
 	"walletgl/internal/events/contract"
 	"walletgl/internal/events/inbox"
 	"walletgl/internal/events/internal/eventsdb"
-	"walletgl/internal/testenv"
 )
 
 func TestRetryInboxProcessesAFailedEventOnceAndLeavesABadOneFailed(t *testing.T) {
 	t.Parallel()
-	pool, _ := testenv.MigratedPool(t, "gl")
+	pool, _ := envtest.MigratedPool(t, "gl")
 	ctx := context.Background()
 	q := eventsdb.New(pool)
 	goodID, badID := uuid.New(), uuid.New()

@@ -20,11 +20,11 @@ import (
 	"walletgl/internal/auth"
 	"walletgl/internal/auth/authtest"
 	"walletgl/internal/database"
+	"walletgl/internal/envtest"
 	"walletgl/internal/gl"
 	"walletgl/internal/gl/httpapi"
 	"walletgl/internal/gl/postgres"
 	"walletgl/internal/metrics"
-	"walletgl/internal/testenv"
 	"walletgl/internal/web"
 	"walletgl/internal/web/openapitest"
 	"walletgl/internal/web/webtest"
@@ -60,7 +60,7 @@ type testBundle struct {
 // setup serves the API over a real, migrated ledger holding the given entries.
 func setup(t *testing.T, entries ...gl.Entry) *testBundle {
 	t.Helper()
-	pool, _ := testenv.MigratedPool(t, "gl")
+	pool, _ := envtest.MigratedPool(t, "gl")
 	ledger := postgres.NewLedger(pool)
 	for _, e := range entries {
 		err := database.WithTx(context.Background(), pool, func(tx pgx.Tx) error {

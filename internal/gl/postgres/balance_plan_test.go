@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 
-	"walletgl/internal/testenv"
+	"walletgl/internal/envtest"
 )
 
 // TestBalanceCheckLooksUpOnlyTheEntriesItsStatementTouched is the plan behind the per-statement
@@ -25,7 +25,7 @@ import (
 // journal_entries the check read for an INSERT of two entries' lines.
 func TestBalanceCheckLooksUpOnlyTheEntriesItsStatementTouched(t *testing.T) {
 	t.Parallel()
-	pool, url := testenv.MigratedPool(t, "gl")
+	pool, url := envtest.MigratedPool(t, "gl")
 	ctx := context.Background()
 
 	cfg, err := pgx.ParseConfig(url)

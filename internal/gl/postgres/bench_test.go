@@ -10,8 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"walletgl/internal/database"
+	"walletgl/internal/envtest"
 	"walletgl/internal/gl/postgres"
-	"walletgl/internal/testenv"
 )
 
 // BenchmarkPostHotAccounts measures what DESIGN.md's hot-account trap costs: every transfer
@@ -35,7 +35,7 @@ func BenchmarkPostHotAccounts(b *testing.B) {
 }
 
 func benchmarkPost(b *testing.B, workers int, rowLocked bool) {
-	pool, _ := testenv.MigratedPool(b, "gl")
+	pool, _ := envtest.MigratedPool(b, "gl")
 	ledger := postgres.NewLedger(pool)
 	ctx := context.Background()
 	if rowLocked {

@@ -12,10 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"walletgl/internal/database"
+	"walletgl/internal/envtest"
 	"walletgl/internal/gl"
 	"walletgl/internal/gl/postgres"
 	"walletgl/internal/gl/postgres/internal/gldb"
-	"walletgl/internal/testenv"
 )
 
 type testBundle struct {
@@ -25,7 +25,7 @@ type testBundle struct {
 
 func setup(t *testing.T) *testBundle {
 	t.Helper()
-	pool, _ := testenv.MigratedPool(t, "gl")
+	pool, _ := envtest.MigratedPool(t, "gl")
 	return &testBundle{pool: pool, ledger: postgres.NewLedger(pool)}
 }
 
@@ -323,7 +323,7 @@ func TestLedgerOnAnUnreachableDatabaseIsUnavailable(t *testing.T) {
 	refused, err := pgxpool.New(ctx, "postgres://postgres@127.0.0.1:1/gl?sslmode=disable&connect_timeout=2")
 	require.NoError(t, err)
 	t.Cleanup(refused.Close)
-	closed, _ := testenv.MigratedPool(t, "gl")
+	closed, _ := envtest.MigratedPool(t, "gl")
 	closed.Close()
 	for name, pool := range map[string]*pgxpool.Pool{"refused": refused, "closed": closed} {
 		ledger := postgres.NewLedger(pool)

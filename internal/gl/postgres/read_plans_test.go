@@ -14,9 +14,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"walletgl/internal/envtest"
 	"walletgl/internal/gl"
 	"walletgl/internal/gl/postgres"
-	"walletgl/internal/testenv"
 )
 
 // explainedPool is a pool of one connection that plans every prepared statement generically
@@ -109,7 +109,7 @@ func (p *explainedPool) pagesRead(t *testing.T, query, relation string, read fun
 // for the value; in a generic one it filtered the account's whole history (db/schema/gl/00010).
 func TestReadsStayBoundedInAGenericPlan(t *testing.T) {
 	t.Parallel()
-	pool, url := testenv.MigratedPool(t, "gl")
+	pool, url := envtest.MigratedPool(t, "gl")
 	ctx := context.Background()
 	ledger := postgres.NewLedger(pool)
 	checkpoint := func() {

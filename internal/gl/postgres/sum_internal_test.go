@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/stretchr/testify/require"
 
-	"walletgl/internal/testenv"
+	"walletgl/internal/envtest"
 )
 
 // pgx hands a numeric over as digits times a power of ten (10000 may come as 1e4); sumFrom
@@ -17,7 +17,7 @@ import (
 func TestSumFromReadsEveryWholeNumericExactly(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, testenv.ServerURL(t))
+	conn, err := pgx.Connect(ctx, envtest.ServerURL(t))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close(context.Background()) })
 

@@ -10,9 +10,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"walletgl/internal/envtest"
 	"walletgl/internal/gl"
 	"walletgl/internal/gl/postgres"
-	"walletgl/internal/testenv"
 )
 
 // TestWalletViewReadsHoldsUnderTheReconcileRole reads reconcile_holds_v1 as a role granted what
@@ -20,7 +20,7 @@ import (
 func TestWalletViewReadsHoldsUnderTheReconcileRole(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	walletPool, walletURL := testenv.MigratedPool(t, "wallet")
+	walletPool, walletURL := envtest.MigratedPool(t, "wallet")
 	pending, voided := uuid.New(), uuid.New()
 	_, err := walletPool.Exec(ctx, `INSERT INTO wallets (id, currency, allow_negative) VALUES ('alice', 'EUR', true)`)
 	require.NoError(t, err)
@@ -47,7 +47,7 @@ func TestWalletViewReadsHoldsUnderTheReconcileRole(t *testing.T) {
 			require.NoError(t, err)
 		}
 	}
-	roleURL := testenv.RoleURL(t, walletURL)
+	roleURL := envtest.RoleURL(t, walletURL)
 	grant(roleURL, "reconcile_transfers_v2", "reconcile_transfers_v3", postgres.HoldsViewName)
 	view, err := postgres.OpenWalletView(ctx, roleURL)
 	require.NoError(t, err)
@@ -80,7 +80,7 @@ func TestWalletViewReadsHoldsUnderTheReconcileRole(t *testing.T) {
 
 	t.Run("a role not granted reconcile_holds_v1 reconciles without holds", func(t *testing.T) {
 		t.Parallel()
-		oldURL := testenv.RoleURL(t, walletURL)
+		oldURL := envtest.RoleURL(t, walletURL)
 		grant(oldURL, "reconcile_transfers_v2", "reconcile_transfers_v3")
 		old, err := postgres.OpenWalletView(ctx, oldURL)
 		require.NoError(t, err)

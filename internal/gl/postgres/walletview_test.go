@@ -7,8 +7,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"walletgl/internal/envtest"
 	"walletgl/internal/gl/postgres"
-	"walletgl/internal/testenv"
 )
 
 // TestWalletViewReadsTheWalletsPublishedView reads a wallet database made by the wallet's own
@@ -17,7 +17,7 @@ import (
 func TestWalletViewReadsTheWalletsPublishedView(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	walletPool, walletURL := testenv.MigratedPool(t, "wallet")
+	walletPool, walletURL := envtest.MigratedPool(t, "wallet")
 	_, err := walletPool.Exec(ctx, `
 		INSERT INTO wallets (id, currency, allow_negative) VALUES ('bank', 'EUR', true), ('alice', 'EUR', false);
 		INSERT INTO transfers (id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id)
@@ -56,7 +56,7 @@ func TestWalletViewReadsTheWalletsPublishedView(t *testing.T) {
 
 	t.Run("a wallet without reconcile_transfers_v3 is read through v2, without kinds", func(t *testing.T) {
 		t.Parallel()
-		oldPool, oldURL := testenv.MigratedPool(t, "wallet")
+		oldPool, oldURL := envtest.MigratedPool(t, "wallet")
 		_, err := oldPool.Exec(ctx, `DROP VIEW reconcile_transfers_v3;
 			INSERT INTO wallets (id, currency, allow_negative) VALUES ('alice', 'EUR', false), ('bob', 'EUR', false);
 			INSERT INTO transfers (id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id)
@@ -73,7 +73,7 @@ func TestWalletViewReadsTheWalletsPublishedView(t *testing.T) {
 
 	t.Run("a database without the view says so", func(t *testing.T) {
 		t.Parallel()
-		_, glURL := testenv.MigratedPool(t, "gl")
+		_, glURL := envtest.MigratedPool(t, "gl")
 		other, err := postgres.OpenWalletView(ctx, glURL)
 		require.NoError(t, err)
 		t.Cleanup(other.Close)

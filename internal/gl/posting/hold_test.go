@@ -15,12 +15,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"walletgl/internal/database"
+	"walletgl/internal/envtest"
 	"walletgl/internal/events"
 	"walletgl/internal/events/contract"
 	"walletgl/internal/events/inbox"
 	"walletgl/internal/gl"
 	"walletgl/internal/gl/posting"
-	"walletgl/internal/testenv"
 )
 
 var holdTime = time.Date(2025, 3, 3, 12, 0, 0, 0, time.UTC)
@@ -196,9 +196,9 @@ func TestTheGLConsumerPostsAReleaseThatArrivesBeforeItsPlacementExactlyOnce(t *t
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	natsURL := testenv.NATSURL(t)
-	topo := testenv.Topology(t, natsURL)
-	keys := testenv.NewEventKeys(t)
+	natsURL := envtest.NATSURL(t)
+	topo := envtest.Topology(t, natsURL)
+	keys := envtest.NewEventKeys(t)
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	nc, err := events.Connect(ctx, natsURL, t.Name(), log)
 	require.NoError(t, err)

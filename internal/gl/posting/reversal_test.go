@@ -13,12 +13,12 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
+	"walletgl/internal/envtest"
 	"walletgl/internal/events"
 	"walletgl/internal/events/contract"
 	"walletgl/internal/events/inbox"
 	"walletgl/internal/gl"
 	"walletgl/internal/gl/posting"
-	"walletgl/internal/testenv"
 )
 
 func transferReversed(t *testing.T, reversalID, transferID string, amount int64, currency string) contract.Envelope {
@@ -111,9 +111,9 @@ func TestTheGLConsumerPostsAReversalThatArrivesBeforeItsTransferExactlyOnce(t *t
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	natsURL := testenv.NATSURL(t)
-	topo := testenv.Topology(t, natsURL)
-	keys := testenv.NewEventKeys(t)
+	natsURL := envtest.NATSURL(t)
+	topo := envtest.Topology(t, natsURL)
+	keys := envtest.NewEventKeys(t)
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	nc, err := events.Connect(ctx, natsURL, t.Name(), log)
 	require.NoError(t, err)

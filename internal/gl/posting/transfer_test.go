@@ -15,13 +15,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"walletgl/internal/database"
+	"walletgl/internal/envtest"
 	"walletgl/internal/events/admin"
 	"walletgl/internal/events/contract"
 	"walletgl/internal/events/inbox"
 	"walletgl/internal/gl"
 	"walletgl/internal/gl/postgres"
 	"walletgl/internal/gl/posting"
-	"walletgl/internal/testenv"
 )
 
 type testBundle struct {
@@ -31,7 +31,7 @@ type testBundle struct {
 
 func setup(t *testing.T) *testBundle {
 	t.Helper()
-	pool, _ := testenv.MigratedPool(t, "gl")
+	pool, _ := envtest.MigratedPool(t, "gl")
 	return &testBundle{pool: pool, ledger: postgres.NewLedger(pool)}
 }
 

@@ -12,12 +12,12 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
+	"walletgl/internal/envtest"
 	"walletgl/internal/events"
 	"walletgl/internal/events/admin"
 	"walletgl/internal/events/contract"
 	"walletgl/internal/events/inbox"
 	"walletgl/internal/gl/posting"
-	"walletgl/internal/testenv"
 )
 
 // Reversals whose originals never come must not take the broker's ack-pending slots: with
@@ -28,9 +28,9 @@ func TestReversalsWhoseOriginalsNeverPostDoNotStopTheEventsAfterThem(t *testing.
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	natsURL := testenv.NATSURL(t)
-	topo := testenv.Topology(t, natsURL)
-	keys := testenv.NewEventKeys(t)
+	natsURL := envtest.NATSURL(t)
+	topo := envtest.Topology(t, natsURL)
+	keys := envtest.NewEventKeys(t)
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	nc, err := events.Connect(ctx, natsURL, t.Name(), log)
 	require.NoError(t, err)

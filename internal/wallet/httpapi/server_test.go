@@ -19,9 +19,9 @@ import (
 
 	"walletgl/internal/auth"
 	"walletgl/internal/auth/authtest"
+	"walletgl/internal/envtest"
 	"walletgl/internal/events/admin"
 	"walletgl/internal/metrics"
-	"walletgl/internal/testenv"
 	"walletgl/internal/wallet"
 	"walletgl/internal/wallet/httpapi"
 	"walletgl/internal/wallet/postgres"
@@ -55,7 +55,7 @@ type testBundle struct {
 // 1000 USD, bob an empty USD wallet and eve an empty EUR wallet.
 func setup(t *testing.T, health ...web.Check) *testBundle {
 	t.Helper()
-	pool, _ := testenv.MigratedPool(t, "wallet")
+	pool, _ := envtest.MigratedPool(t, "wallet")
 	logger := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)
 	store := postgres.NewStore(pool, postgres.Options{Log: logger})
 	// Transfers go through the batcher, as in the service; it stops after the server.

@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"walletgl/internal/testenv"
+	"walletgl/internal/envtest"
 	"walletgl/internal/wallet"
 	"walletgl/internal/wallet/postgres"
 )
@@ -19,7 +19,7 @@ import (
 // batch: it holds the worker (holdBatcher), queues requests, and lets go.
 func setupBatches(t *testing.T) (*postgres.Store, *testBundle) {
 	t.Helper()
-	pool, dbURL := testenv.MigratedPool(t, "wallet")
+	pool, dbURL := envtest.MigratedPool(t, "wallet")
 	store := postgres.NewStore(pool, postgres.Options{Batch: postgres.BatchConfig{Workers: 1}})
 	runBatcher(t, store)
 	return store, &testBundle{pool: pool, dbURL: dbURL}
@@ -326,7 +326,7 @@ func TestABatchWhoseKeyIsCommittedMeanwhileIsWrittenAgain(t *testing.T) {
 
 func TestStoppingTheBatcherAnswersQueuedRequests(t *testing.T) {
 	t.Parallel()
-	pool, _ := testenv.MigratedPool(t, "wallet")
+	pool, _ := envtest.MigratedPool(t, "wallet")
 	store := postgres.NewStore(pool, postgres.Options{Batch: postgres.BatchConfig{Workers: 1}})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

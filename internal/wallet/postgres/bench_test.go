@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"walletgl/internal/testenv"
+	"walletgl/internal/envtest"
 	"walletgl/internal/wallet"
 	"walletgl/internal/wallet/postgres"
 )
@@ -41,7 +41,7 @@ func BenchmarkCreateTransfer(b *testing.B) {
 
 func benchmarkCreateTransfer(b *testing.B, callers, workers int) {
 	const wallets = 256
-	pool, _ := testenv.MigratedPool(b, "wallet")
+	pool, _ := envtest.MigratedPool(b, "wallet")
 	store := postgres.NewStore(pool, postgres.Options{Batch: postgres.BatchConfig{Workers: workers}})
 	ctx := context.Background()
 	for i := range wallets {

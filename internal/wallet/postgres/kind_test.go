@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"walletgl/internal/envtest"
 	"walletgl/internal/events/contract"
-	"walletgl/internal/testenv"
 	"walletgl/internal/wallet"
 	"walletgl/internal/wallet/postgres"
 )
@@ -74,7 +74,7 @@ func TestTransferEventCarriesKindAndReference(t *testing.T) {
 
 func TestTransferEventVersionOneForAnOldGL(t *testing.T) {
 	t.Parallel()
-	pool, _ := testenv.MigratedPool(t, "wallet")
+	pool, _ := envtest.MigratedPool(t, "wallet")
 	store := postgres.NewStore(pool, postgres.Options{TransferEventType: contract.TypeTransferCompleted})
 	runBatcher(t, store)
 	b := &testBundle{pool: pool}

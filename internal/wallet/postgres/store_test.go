@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"walletgl/internal/database"
+	"walletgl/internal/envtest"
 	"walletgl/internal/events/contract"
-	"walletgl/internal/testenv"
 	"walletgl/internal/wallet"
 	"walletgl/internal/wallet/postgres"
 )
@@ -28,7 +28,7 @@ type testBundle struct {
 // setup returns a store whose transfers go through the batcher, as they do in the service.
 func setup(t *testing.T) (*postgres.Store, *testBundle) {
 	t.Helper()
-	pool, dbURL := testenv.MigratedPool(t, "wallet")
+	pool, dbURL := envtest.MigratedPool(t, "wallet")
 	store := postgres.NewStore(pool, postgres.Options{})
 	runBatcher(t, store)
 	return store, &testBundle{pool: pool, dbURL: dbURL}

@@ -12,7 +12,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"walletgl/internal/testenv"
+	"walletgl/internal/envtest"
 	"walletgl/internal/tracing"
 	"walletgl/internal/wallet"
 	"walletgl/internal/wallet/postgres"
@@ -32,7 +32,7 @@ func storedTraceContext(t *testing.T, pool *pgxpool.Pool, id uuid.UUID) *string 
 // untraced request gets no span and a NULL trace_context.
 func TestEachBatchedTransferHasACommitSpanInItsOwnTraceThatItsOutboxRowStores(t *testing.T) {
 	t.Parallel()
-	pool, _ := testenv.MigratedPool(t, "wallet")
+	pool, _ := envtest.MigratedPool(t, "wallet")
 	exporter := tracetest.NewInMemoryExporter()
 	tp := tracing.NewWithExporter("wallet", exporter)
 	store := postgres.NewStore(pool, postgres.Options{Tracer: tp.Tracer("test")})

@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"walletgl/internal/testenv"
+	"walletgl/internal/envtest"
 	"walletgl/tools/internal/bench"
 )
 
@@ -30,7 +30,7 @@ func TestBenchEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the services and pgbench")
 	}
-	server := testenv.ServerURL(t)
+	server := envtest.ServerURL(t)
 	pgbench := "pgbench"
 	if _, err := exec.LookPath(pgbench); err != nil {
 		if os.Getenv("CI") == "true" {

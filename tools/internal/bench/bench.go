@@ -24,7 +24,7 @@ import (
 	"walletgl/db"
 	"walletgl/internal/database"
 	"walletgl/internal/events/contract"
-	"walletgl/internal/harness"
+	"walletgl/internal/systemtest"
 	"walletgl/internal/wallet"
 	"walletgl/internal/wallet/postgres"
 )
@@ -94,13 +94,13 @@ func Run(ctx context.Context, opts Options, out io.Writer) (rep *Report, err err
 	rep.Host = hostInfo(ctx, opts)
 
 	fmt.Fprintln(out, "building wallet, gl and nats-server …")
-	bins, err := harness.Build(ctx, dir)
+	bins, err := systemtest.Build(ctx, dir)
 	if err != nil {
 		return rep, err
 	}
 	natsBin := opts.NATSServerBin
 	if natsBin == "" {
-		if natsBin, err = harness.NATSServerBinary(ctx, dir); err != nil {
+		if natsBin, err = systemtest.NATSServerBinary(ctx, dir); err != nil {
 			return rep, err
 		}
 	}
@@ -142,7 +142,7 @@ func Run(ctx context.Context, opts Options, out io.Writer) (rep *Report, err err
 	if err != nil {
 		return rep, fmt.Errorf("create an API key: %w", err)
 	}
-	client := harness.NewClient(sys.wallet.Addr)
+	client := systemtest.NewClient(sys.wallet.Addr)
 	client.Key = key
 	fmt.Fprintf(out, "creating and funding %d wallets …\n", opts.Users)
 	if err := setupWallets(ctx, client, opts.Users); err != nil {
@@ -397,8 +397,8 @@ func measureLimits(ctx context.Context, opts Options, runID, dir string, out io.
 		lim.Error = err.Error()
 		return lim
 	}
-	walletURL, _ := harness.DatabaseURL(opts.DatabaseURL, runID+"_pgbench_wallet")
-	glURL, _ := harness.DatabaseURL(opts.DatabaseURL, runID+"_pgbench_gl")
+	walletURL, _ := systemtest.DatabaseURL(opts.DatabaseURL, runID+"_pgbench_wallet")
+	glURL, _ := systemtest.DatabaseURL(opts.DatabaseURL, runID+"_pgbench_gl")
 	defer func() {
 		if !opts.Keep {
 			_ = database.Drop(context.WithoutCancel(ctx), walletURL)
@@ -493,7 +493,7 @@ func fillOutbox(ctx context.Context, pool *pgxpool.Pool, n int, payload string) 
 // runDatabase creates the run's empty database <runID>_<suffix> (dropping one a crashed run
 // left) and returns its URL and what drops it, which -keep makes a no-op.
 func runDatabase(ctx context.Context, opts Options, runID, suffix string) (string, func(), error) {
-	url, err := harness.DatabaseURL(opts.DatabaseURL, runID+"_"+suffix)
+	url, err := systemtest.DatabaseURL(opts.DatabaseURL, runID+"_"+suffix)
 	if err != nil {
 		return "", nil, err
 	}

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"walletgl/internal/harness"
+	"walletgl/internal/systemtest"
 )
 
 // Peer is another outbox forwarder draining the same number of rows on the same machine (issue
@@ -30,7 +30,7 @@ type Peer struct {
 // prints one JSON line, {"rows":N,"seconds":S,"events_per_second":R}.
 func measureWatermill(ctx context.Context, opts Options, runID, natsURL string, rows int, out io.Writer) *Peer {
 	p := &Peer{Rows: rows}
-	root, err := harness.ModuleRoot(ctx)
+	root, err := systemtest.ModuleRoot(ctx)
 	if err != nil {
 		p.Error = err.Error()
 		return p

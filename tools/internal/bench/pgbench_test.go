@@ -14,8 +14,8 @@ import (
 
 	"walletgl/db"
 	"walletgl/internal/database"
+	"walletgl/internal/envtest"
 	"walletgl/internal/events/contract"
-	"walletgl/internal/testenv"
 )
 
 func TestParseQueriesReadsTheRealFiles(t *testing.T) {
@@ -167,7 +167,7 @@ func TestScriptsRunInPostgres(t *testing.T) {
 	run := func(t *testing.T, s Script, service, protocol string, users int, prepare func(*pgxpool.Pool)) *pgxpool.Pool {
 		t.Helper()
 		ctx := context.Background()
-		url := testenv.DatabaseURL(t)
+		url := envtest.DatabaseURL(t)
 		require.NoError(t, scratchDatabase(ctx, url, service, users))
 		pool, err := database.Open(ctx, url, 2)
 		require.NoError(t, err)

@@ -15,7 +15,7 @@ import (
 	"walletgl/internal/events/contract"
 	"walletgl/internal/gl"
 	glpostgres "walletgl/internal/gl/postgres"
-	"walletgl/internal/harness"
+	"walletgl/internal/systemtest"
 )
 
 // The scale phase (issue 16, target 4): the GL's reads timed on a ledger of 100k lines and again
@@ -92,7 +92,7 @@ var ScaleReads = []string{readBalance, readBalanceAs, readTrial}
 // measureScale creates a GL database of its own, loads it to 100k lines, times the reads, grows
 // it to lines and times them again.
 func measureScale(ctx context.Context, opts Options, runID string, out io.Writer) (*Scale, error) {
-	url, err := harness.DatabaseURL(opts.DatabaseURL, runID+"_scale_gl")
+	url, err := systemtest.DatabaseURL(opts.DatabaseURL, runID+"_scale_gl")
 	if err != nil {
 		return nil, err
 	}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"walletgl/internal/envtest"
 	"walletgl/internal/gl/postgres"
-	"walletgl/internal/testenv"
 )
 
 // The scale phase's loaded ledger passes every check of gl verify but the posting rules' (the
@@ -21,7 +21,7 @@ func TestTheScaleLoadIsALedgerGLVerifyAccepts(t *testing.T) {
 		t.Skip("loads a ledger into PostgreSQL")
 	}
 	ctx := context.Background()
-	pool, _ := testenv.MigratedPool(t, "gl")
+	pool, _ := envtest.MigratedPool(t, "gl")
 	l, err := newScaleLoader(ctx, pool, io.Discard, false)
 	require.NoError(t, err)
 	ledger := postgres.NewLedger(pool)

@@ -17,15 +17,15 @@ import (
 	"walletgl/internal/database"
 	"walletgl/internal/events/contract"
 	"walletgl/internal/events/outbox"
-	"walletgl/internal/harness"
+	"walletgl/internal/systemtest"
 )
 
 // system is the run's world: its databases, its broker and the two services.
 type system struct {
 	dir                    string
 	walletURL, glURL       string
-	broker                 *harness.Broker
-	wallet, gl             *harness.Process
+	broker                 *systemtest.Broker
+	wallet, gl             *systemtest.Process
 	walletDB, glDB         *pgxpool.Pool
 	admin                  *pgxpool.Pool // the server's maintenance database
 	walletDBName, glDBName string
@@ -37,25 +37,25 @@ type system struct {
 	onRestart func(ctx context.Context)
 }
 
-func startSystem(ctx context.Context, opts Options, runID, dir string, bins harness.Binaries, natsBin string) (*system, error) {
+func startSystem(ctx context.Context, opts Options, runID, dir string, bins systemtest.Binaries, natsBin string) (*system, error) {
 	s := &system{dir: dir, walletDBName: runID + "_wallet", glDBName: runID + "_gl"}
 	var err error
-	if s.walletURL, err = harness.DatabaseURL(opts.DatabaseURL, s.walletDBName); err != nil {
+	if s.walletURL, err = systemtest.DatabaseURL(opts.DatabaseURL, s.walletDBName); err != nil {
 		return s, err
 	}
-	if s.glURL, err = harness.DatabaseURL(opts.DatabaseURL, s.glDBName); err != nil {
+	if s.glURL, err = systemtest.DatabaseURL(opts.DatabaseURL, s.glDBName); err != nil {
 		return s, err
 	}
 	if s.admin, err = database.Open(ctx, opts.DatabaseURL, 2); err != nil {
 		return s, err
 	}
-	brokers, err := harness.StartBrokers(ctx, natsBin, dir, 1)
+	brokers, err := systemtest.StartBrokers(ctx, natsBin, dir, 1)
 	if err != nil {
 		return s, err
 	}
 	s.broker = brokers[0]
 	// Signed events, as in production: what the bench measures includes signing and verifying.
-	keys, err := harness.MakeEventKeys(ctx, bins, filepath.Join(dir, "keys"))
+	keys, err := systemtest.MakeEventKeys(ctx, bins, filepath.Join(dir, "keys"))
 	if err != nil {
 		return s, err
 	}
@@ -64,24 +64,24 @@ func startSystem(ctx context.Context, opts Options, runID, dir string, bins harn
 		// One key drives the whole load: its allowance must not be what the bench measures.
 		"WALLET_RATE_LIMIT=1000000:1000000",
 	}
-	if s.walletMetrics, err = harness.FreeAddr(); err != nil {
+	if s.walletMetrics, err = systemtest.FreeAddr(); err != nil {
 		return s, err
 	}
-	if s.glMetrics, err = harness.FreeAddr(); err != nil {
+	if s.glMetrics, err = systemtest.FreeAddr(); err != nil {
 		return s, err
 	}
 	if opts.ServiceProcs > 0 { // before the settings added: -wallet-env GOMAXPROCS=… wins
 		common = append(common, "GOMAXPROCS="+strconv.Itoa(opts.ServiceProcs))
 	}
 	walletEnv := slices.Concat(keys.Env(contract.SourceWallet), common, []string{"WALLET_METRICS_ADDR=" + s.walletMetrics}, opts.WalletEnv)
-	if s.wallet, err = harness.Service("wallet", bins.Wallet, "WALLET", s.walletURL, dir, walletEnv); err != nil {
+	if s.wallet, err = systemtest.Service("wallet", bins.Wallet, "WALLET", s.walletURL, dir, walletEnv); err != nil {
 		return s, err
 	}
 	glEnv := slices.Concat(keys.Env(contract.SourceGL), common, []string{"GL_METRICS_ADDR=" + s.glMetrics}, opts.GLEnv)
-	if s.gl, err = harness.Service("gl", bins.GL, "GL", s.glURL, dir, glEnv); err != nil {
+	if s.gl, err = systemtest.Service("gl", bins.GL, "GL", s.glURL, dir, glEnv); err != nil {
 		return s, err
 	}
-	for _, p := range []*harness.Process{s.wallet, s.gl} {
+	for _, p := range []*systemtest.Process{s.wallet, s.gl} {
 		if err := startAndWait(ctx, p); err != nil {
 			return s, err
 		}
@@ -95,7 +95,7 @@ func startSystem(ctx context.Context, opts Options, runID, dir string, bins harn
 	return s, nil
 }
 
-func startAndWait(ctx context.Context, p *harness.Process) error {
+func startAndWait(ctx context.Context, p *systemtest.Process) error {
 	if err := p.Start(); err != nil {
 		return err
 	}
@@ -120,7 +120,7 @@ func (s *system) pids() map[string]int {
 
 // afterRestart calls onRestart when p, just started again, is healthy, without holding up the
 // caller; wait waits for it.
-func (s *system) afterRestart(ctx context.Context, p *harness.Process) (wait func()) {
+func (s *system) afterRestart(ctx context.Context, p *systemtest.Process) (wait func()) {
 	if s.onRestart == nil {
 		return func() {}
 	}
@@ -168,7 +168,7 @@ func (s *system) scrapeTargets() []scrapeTarget {
 // stop stops the services and the broker gracefully and closes the pools.
 func (s *system) stop() []error {
 	var errs []error
-	for _, p := range []*harness.Process{s.wallet, s.gl} {
+	for _, p := range []*systemtest.Process{s.wallet, s.gl} {
 		if p != nil {
 			if err := p.Stop(20 * time.Second); err != nil {
 				errs = append(errs, err)
@@ -352,7 +352,7 @@ func (s *system) pipelineTimes(ctx context.Context, from, to time.Time) ([]trans
 
 // setupWallets creates the funding wallet and users u1…u<users> through the API, then gives
 // every user a large balance from the funding wallet so that no transfer of the load is refused.
-func setupWallets(ctx context.Context, c *harness.Client, users int) error {
+func setupWallets(ctx context.Context, c *systemtest.Client, users int) error {
 	if err := c.CreateWallet(ctx, "funding", "USD", true); err != nil {
 		return err
 	}
@@ -361,7 +361,7 @@ func setupWallets(ctx context.Context, c *harness.Client, users int) error {
 		if err := c.CreateWallet(ctx, id, "USD", false); err != nil {
 			return err
 		}
-		resp, err := c.Transfer(ctx, "fund-"+id, harness.TransferRequest{FromWalletID: "funding", ToWalletID: id, Amount: 1_000_000_000_000, Currency: "USD"})
+		resp, err := c.Transfer(ctx, "fund-"+id, systemtest.TransferRequest{FromWalletID: "funding", ToWalletID: id, Amount: 1_000_000_000_000, Currency: "USD"})
 		if err != nil {
 			return err
 		}

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"walletgl/internal/database"
-	"walletgl/internal/testenv"
+	"walletgl/internal/envtest"
 )
 
 // settle has the server write out its dirty buffers (a CHECKPOINT, counted by the server) before
@@ -15,7 +15,7 @@ import (
 func TestSettleCheckpointsTheServer(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	admin, err := database.Open(ctx, testenv.DatabaseURL(t), 1)
+	admin, err := database.Open(ctx, envtest.DatabaseURL(t), 1)
 	require.NoError(t, err)
 	t.Cleanup(admin.Close)
 	checkpoints := func() (n int64) {

@@ -7,7 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 
-	"walletgl/internal/harness"
+	"walletgl/internal/systemtest"
 )
 
 // holdEvery makes one job in that many, past the first clients' worth, a hold: placed on a
@@ -59,7 +59,7 @@ func (g *loadGen) sendHold(ctx context.Context, client int, j job) {
 	if p.end == holdExpired {
 		body["expires_in"] = 1
 	}
-	resp, ok := g.untilAnswered(ctx, client, func(c *harness.Client) (harness.Response, error) {
+	resp, ok := g.untilAnswered(ctx, client, func(c *systemtest.Client) (systemtest.Response, error) {
 		return c.Do(ctx, http.MethodPost, "/v1/holds", body, map[string]string{"Idempotency-Key": j.key})
 	}, answered)
 	if !ok {
@@ -83,7 +83,7 @@ func (g *loadGen) sendHold(ctx context.Context, client int, j job) {
 	switch p.end {
 	case holdCaptured:
 		captureKey := j.key + "-capture"
-		resp, ok = g.untilAnswered(ctx, client, func(c *harness.Client) (harness.Response, error) {
+		resp, ok = g.untilAnswered(ctx, client, func(c *systemtest.Client) (systemtest.Response, error) {
 			return c.Do(ctx, http.MethodPost, "/v1/holds/"+hold.ID+"/capture",
 				map[string]any{"to_wallet_id": p.to, "amount": p.captureAmount}, map[string]string{"Idempotency-Key": captureKey})
 		}, answered)
@@ -100,7 +100,7 @@ func (g *loadGen) sendHold(ctx context.Context, client int, j job) {
 			g.res.Refused++
 		}
 	case holdVoided:
-		resp, ok = g.untilAnswered(ctx, client, func(c *harness.Client) (harness.Response, error) {
+		resp, ok = g.untilAnswered(ctx, client, func(c *systemtest.Client) (systemtest.Response, error) {
 			return c.Do(ctx, http.MethodPost, "/v1/holds/"+hold.ID+"/void", nil, nil)
 		}, answered)
 		g.mu.Lock()
@@ -114,7 +114,7 @@ func (g *loadGen) sendHold(ctx context.Context, client int, j job) {
 
 // answered reports whether resp is the request's answer, not a reason to ask again: anything
 // but a 5xx, a 429 or a key still in flight.
-func answered(resp harness.Response) bool {
+func answered(resp systemtest.Response) bool {
 	return resp.Status < 500 && resp.Status != http.StatusTooManyRequests && resp.Status != http.StatusConflict ||
 		resp.Status == http.StatusConflict && resp.Header.Get("Retry-After") == ""
 }

@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"walletgl/internal/harness"
+	"walletgl/internal/systemtest"
 )
 
 // The wallets every run uses: a funding source that may go negative and users that may not.
@@ -40,7 +40,7 @@ type LoadResult struct {
 const reversalEvery = 8
 
 type loadGen struct {
-	targets []*harness.Client
+	targets []*systemtest.Client
 	users   []string
 	rng     *rand.Rand
 	mu      sync.Mutex
@@ -49,7 +49,7 @@ type loadGen struct {
 	retried atomic.Int64
 }
 
-func setupWallets(ctx context.Context, c *harness.Client, users int) ([]string, error) {
+func setupWallets(ctx context.Context, c *systemtest.Client, users int) ([]string, error) {
 	if err := c.CreateWallet(ctx, fundingWallet, currency, true); err != nil {
 		return nil, err
 	}
@@ -66,7 +66,7 @@ func setupWallets(ctx context.Context, c *harness.Client, users int) ([]string, 
 // runLoad sends total transfers spread over duration by clients concurrent clients. Each
 // client retries a transfer with the same Idempotency-Key until it gets a definitive answer,
 // as a careful client would, moving to another wallet instance when one does not answer.
-func runLoad(ctx context.Context, targets []*harness.Client, users []string, seed uint64, total, clients int, duration time.Duration) LoadResult {
+func runLoad(ctx context.Context, targets []*systemtest.Client, users []string, seed uint64, total, clients int, duration time.Duration) LoadResult {
 	g := &loadGen{targets: targets, users: users, rng: rand.New(rand.NewPCG(seed, 99))}
 	g.res = LoadResult{Confirmed: map[string]string{}, Amounts: map[string]int64{}}
 	g.res.Reversals, g.res.Holds = map[string]string{}, map[string]*HoldOutcome{}
@@ -80,7 +80,7 @@ func runLoad(ctx context.Context, targets []*harness.Client, users []string, see
 				target--
 			}
 			amount := max(jobs[target].req.Amount/2, 1)
-			jobs[i] = job{key: key, reverses: jobs[target].key, req: harness.TransferRequest{Amount: amount}}
+			jobs[i] = job{key: key, reverses: jobs[target].key, req: systemtest.TransferRequest{Amount: amount}}
 			g.res.Amounts[key], g.res.Reversals[key] = amount, jobs[target].key
 			continue
 		}
@@ -100,7 +100,7 @@ func runLoad(ctx context.Context, targets []*harness.Client, users []string, see
 		if from == fundingWallet {
 			amount *= 10
 		}
-		jobs[i] = job{key: key, req: harness.TransferRequest{FromWalletID: from, ToWalletID: to, Amount: amount, Currency: currency}}
+		jobs[i] = job{key: key, req: systemtest.TransferRequest{FromWalletID: from, ToWalletID: to, Amount: amount, Currency: currency}}
 		g.res.Amounts[key] = amount
 	}
 	interval := duration / time.Duration(max(total, 1))
@@ -136,7 +136,7 @@ type job struct {
 	key      string
 	reverses string
 	hold     *holdPlan
-	req      harness.TransferRequest
+	req      systemtest.TransferRequest
 }
 
 func (g *loadGen) send(ctx context.Context, client int, j job) {
@@ -156,10 +156,10 @@ func (g *loadGen) send(ctx context.Context, client int, j job) {
 			return // its transfer was refused or is not answered yet
 		}
 	}
-	resp, ok := g.untilAnswered(ctx, client, func(c *harness.Client) (harness.Response, error) {
+	resp, ok := g.untilAnswered(ctx, client, func(c *systemtest.Client) (systemtest.Response, error) {
 		return g.post(ctx, c, j, reverseID)
-	}, func(resp harness.Response) bool {
-		var tr harness.Transfer
+	}, func(resp systemtest.Response) bool {
+		var tr systemtest.Transfer
 		return resp.Status == http.StatusUnprocessableEntity ||
 			(resp.Status == http.StatusOK || resp.Status == http.StatusCreated) && resp.Decode(&tr) == nil
 	})
@@ -172,7 +172,7 @@ func (g *loadGen) send(ctx context.Context, client int, j job) {
 		g.res.Refused++
 		return
 	}
-	var tr harness.Transfer
+	var tr systemtest.Transfer
 	_ = resp.Decode(&tr) // decoded once already
 	g.res.Confirmed[j.key] = tr.ID
 }
@@ -180,8 +180,8 @@ func (g *loadGen) send(ctx context.Context, client int, j job) {
 // untilAnswered sends a request with do until final says its response is the answer, as a
 // careful client does: the same request (and Idempotency-Key) again, to another wallet
 // instance when one does not answer, for 90 s at most. ok is false when it gave up (counted).
-func (g *loadGen) untilAnswered(ctx context.Context, client int, do func(*harness.Client) (harness.Response, error),
-	final func(harness.Response) bool) (resp harness.Response, ok bool) {
+func (g *loadGen) untilAnswered(ctx context.Context, client int, do func(*systemtest.Client) (systemtest.Response, error),
+	final func(systemtest.Response) bool) (resp systemtest.Response, ok bool) {
 	deadline := time.Now().Add(90 * time.Second)
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
@@ -192,7 +192,7 @@ func (g *loadGen) untilAnswered(ctx context.Context, client int, do func(*harnes
 			g.mu.Lock()
 			g.res.GaveUp++
 			g.mu.Unlock()
-			return harness.Response{}, false
+			return systemtest.Response{}, false
 		}
 		g.reqs.Add(1)
 		resp, err := do(g.targets[(client+attempt)%len(g.targets)])
@@ -203,7 +203,7 @@ func (g *loadGen) untilAnswered(ctx context.Context, client int, do func(*harnes
 }
 
 // post sends j once: a transfer, or a reversal of transfer reverseID.
-func (g *loadGen) post(ctx context.Context, target *harness.Client, j job, reverseID string) (harness.Response, error) {
+func (g *loadGen) post(ctx context.Context, target *systemtest.Client, j job, reverseID string) (systemtest.Response, error) {
 	if reverseID != "" {
 		return target.Reverse(ctx, j.key, reverseID, j.req.Amount)
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"walletgl/internal/harness"
+	"walletgl/internal/systemtest"
 )
 
 // The parts of the harness that a longer-running one (tools/internal/soak) builds on: the system,
@@ -34,14 +34,14 @@ func (s *System) JetStream() (js jetstream.JetStream, close func(), err error) {
 func (s *System) StreamName(source string) string { return s.streamName(source) }
 
 // SetupWallets creates the funding wallet and n users through c and returns the users' ids.
-func SetupWallets(ctx context.Context, c *harness.Client, n int) ([]string, error) {
+func SetupWallets(ctx context.Context, c *systemtest.Client, n int) ([]string, error) {
 	return setupWallets(ctx, c, n)
 }
 
 // RunLoad sends one batch of total movements (transfers, reversals, holds) over duration with
 // clients concurrent clients, keys made from seed: a batch's seed must differ from every other
 // batch's of the same system.
-func RunLoad(ctx context.Context, targets []*harness.Client, users []string, seed uint64, total, clients int, duration time.Duration) LoadResult {
+func RunLoad(ctx context.Context, targets []*systemtest.Client, users []string, seed uint64, total, clients int, duration time.Duration) LoadResult {
 	return runLoad(ctx, targets, users, seed, total, clients, duration)
 }
 

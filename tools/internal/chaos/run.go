@@ -16,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"walletgl/internal/harness"
+	"walletgl/internal/systemtest"
 )
 
 // Options choose the size and repeatability of a run.
@@ -57,17 +57,17 @@ type Report struct {
 
 // Binaries builds the service binaries and the nats-server once for several runs.
 type Binaries struct {
-	harness.Binaries
+	systemtest.Binaries
 	NATSServer string
 }
 
 // Build prepares the binaries in dir.
 func Build(ctx context.Context, dir string) (Binaries, error) {
-	bins, err := harness.Build(ctx, dir)
+	bins, err := systemtest.Build(ctx, dir)
 	if err != nil {
 		return Binaries{}, err
 	}
-	natsBin, err := harness.NATSServerBinary(ctx, dir)
+	natsBin, err := systemtest.NATSServerBinary(ctx, dir)
 	if err != nil {
 		return Binaries{}, err
 	}
@@ -118,9 +118,9 @@ func Run(ctx context.Context, sc Scenario, opts Options, bins Binaries, out io.W
 		rep.Error = fmt.Sprintf("create an API key: %v", err)
 		return rep
 	}
-	clients := make([]*harness.Client, len(sys.Wallets))
+	clients := make([]*systemtest.Client, len(sys.Wallets))
 	for i, w := range sys.Wallets {
-		clients[i] = harness.NewClient(w.Addr)
+		clients[i] = systemtest.NewClient(w.Addr)
 		clients[i].Key = key
 	}
 	users, err := setupWallets(ctx, clients[0], 20)

@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"walletgl/internal/events/contract"
-	"walletgl/internal/harness"
+	"walletgl/internal/systemtest"
 )
 
 // Scenario is one named way to hurt the system while transfers flow.
@@ -33,14 +33,14 @@ func Scenarios() []Scenario {
 			Name:        "gl-crash",
 			Description: "kill -9 of the GL at random moments while it consumes, including between commit and ack",
 			Topology:    Topology{GLEnv: []string{"FAULTS=gl.consumer.after_commit:crash@0.02,gl.consumer.before_commit:crash@0.01"}},
-			Inject:      killRandomly(func(s *System) []*harness.Process { return s.GLs }),
+			Inject:      killRandomly(func(s *System) []*systemtest.Process { return s.GLs }),
 		},
 		{
 			Name:        "wallet-crash",
 			Description: "kill -9 of the wallet under load, between commit and response and in the relay between publish and dispatched",
 			Topology: Topology{WalletEnv: []string{
 				"FAULTS=wallet.transfer.after_commit:crash@0.005,wallet.relay.after_publish:crash@0.005"}},
-			Inject: killRandomly(func(s *System) []*harness.Process { return s.Wallets }),
+			Inject: killRandomly(func(s *System) []*systemtest.Process { return s.Wallets }),
 		},
 		{
 			Name:        "nats-restart",
@@ -131,7 +131,7 @@ func Find(name string) (Scenario, error) {
 
 // killRandomly adds harness kill -9s at random moments to the fault points armed in the
 // service's environment; the supervisor restarts what dies.
-func killRandomly(targets func(*System) []*harness.Process) func(context.Context, *System, *rand.Rand, time.Duration) error {
+func killRandomly(targets func(*System) []*systemtest.Process) func(context.Context, *System, *rand.Rand, time.Duration) error {
 	return func(ctx context.Context, s *System, rng *rand.Rand, d time.Duration) error {
 		end := time.Now().Add(d)
 		for time.Now().Before(end) {
@@ -381,7 +381,7 @@ func killStreamLeaders(ctx context.Context, s *System, rng *rand.Rand, d time.Du
 		}
 		s.log.Fault("freeze %s (SIGSTOP), leader of stream %s, and %s, a follower, for %s: no quorum, %s's publishes through %s unanswered",
 			t.leader.Name, t.stream, t.follower.Name, freeze, t.source, t.via)
-		for _, b := range []*harness.Broker{t.leader, t.follower} {
+		for _, b := range []*systemtest.Broker{t.leader, t.follower} {
 			if err := b.Pause(); err != nil {
 				return err
 			}
@@ -453,7 +453,7 @@ func waitStreamQuorum(ctx context.Context, js jetstream.JetStream, stream string
 // frozen with it, and the broker source's service publishes through ("?" when unknown).
 type leaderTarget struct {
 	source, stream, via string
-	leader, follower    *harness.Broker
+	leader, follower    *systemtest.Broker
 }
 
 // pickLeader chooses a round's target among sources' streams: one whose publisher is connected
@@ -472,7 +472,7 @@ func (s *System) pickLeader(ctx context.Context, js jetstream.JetStream, sources
 			if err != nil {
 				return t, err
 			}
-			if t.leader = harness.BrokerNamed(s.Brokers, name); t.leader == nil {
+			if t.leader = systemtest.BrokerNamed(s.Brokers, name); t.leader == nil {
 				return t, fmt.Errorf("stream %s: leader %q is none of the harness's brokers", t.stream, name)
 			}
 			if via, ok := clients[source]; ok {

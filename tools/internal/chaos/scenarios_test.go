@@ -10,7 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
-	"walletgl/internal/harness"
+	"walletgl/internal/systemtest"
 )
 
 // nats-leader-loss waits, before each round and at its end, for each stream's leader and every
@@ -22,9 +22,9 @@ func TestTheLeaderLossScenarioEndsOnAQuorumAndNotesAReplicaLeftBehind(t *testing
 	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
-	bin, err := harness.NATSServerBinary(ctx, dir)
+	bin, err := systemtest.NATSServerBinary(ctx, dir)
 	require.NoError(t, err)
-	brokers, err := harness.StartBrokers(ctx, bin, dir, 3)
+	brokers, err := systemtest.StartBrokers(ctx, bin, dir, 3)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		for _, b := range brokers {
@@ -51,14 +51,14 @@ func TestTheLeaderLossScenarioEndsOnAQuorumAndNotesAReplicaLeftBehind(t *testing
 	require.Empty(t, notes, "every replica current: nothing to note")
 
 	// Kill the two nodes the client is not connected to, one at a time, a follower first.
-	var others []*harness.Broker
+	var others []*systemtest.Broker
 	for _, b := range brokers[1:] {
 		if b.Name != leader {
 			others = append(others, b)
 		}
 	}
 	if brokers[0].Name != leader {
-		others = append(others, harness.BrokerNamed(brokers, leader))
+		others = append(others, systemtest.BrokerNamed(brokers, leader))
 	}
 	require.NoError(t, others[0].Kill())
 	require.Eventually(t, func() bool { return !replicaCurrent(ctx, js, stream, others[0].Name) },

@@ -17,23 +17,23 @@ import (
 	"walletgl/internal/database"
 	"walletgl/internal/events"
 	"walletgl/internal/events/contract"
-	"walletgl/internal/harness"
+	"walletgl/internal/systemtest"
 )
 
 // System is one run's world: two databases, the brokers, and the service processes.
 type System struct {
 	Dir              string
 	WalletURL, GLURL string
-	Brokers          []*harness.Broker
-	Wallets, GLs     []*harness.Process
+	Brokers          []*systemtest.Broker
+	Wallets, GLs     []*systemtest.Process
 	WalletDB, GLDB   *pgxpool.Pool
 	Namespace        string
 	seed             uint64
 	log              *Timeline
 
 	mu        sync.Mutex
-	expecting map[*harness.Process]bool // processes the scenario stopped on purpose
-	killed    map[*harness.Process]bool // processes the harness killed (the restart is no news)
+	expecting map[*systemtest.Process]bool // processes the scenario stopped on purpose
+	killed    map[*systemtest.Process]bool // processes the harness killed (the restart is no news)
 }
 
 // Topology of one scenario's system.
@@ -43,22 +43,22 @@ type Topology struct {
 	WalletEnv, GLEnv []string
 }
 
-func startSystem(ctx context.Context, opts Options, topo Topology, dir string, bins harness.Binaries, natsBin string, tl *Timeline) (*System, error) {
-	s := &System{Dir: dir, log: tl, expecting: map[*harness.Process]bool{}, killed: map[*harness.Process]bool{}, Namespace: "chaos", seed: opts.Seed}
+func startSystem(ctx context.Context, opts Options, topo Topology, dir string, bins systemtest.Binaries, natsBin string, tl *Timeline) (*System, error) {
+	s := &System{Dir: dir, log: tl, expecting: map[*systemtest.Process]bool{}, killed: map[*systemtest.Process]bool{}, Namespace: "chaos", seed: opts.Seed}
 	id := strings.ToLower(filepath.Base(dir))
 	id = strings.NewReplacer("-", "_", ".", "_").Replace(id)
 	var err error
-	if s.WalletURL, err = harness.DatabaseURL(opts.DatabaseURL, "chaos_"+id+"_wallet"); err != nil {
+	if s.WalletURL, err = systemtest.DatabaseURL(opts.DatabaseURL, "chaos_"+id+"_wallet"); err != nil {
 		return nil, err
 	}
-	if s.GLURL, err = harness.DatabaseURL(opts.DatabaseURL, "chaos_"+id+"_gl"); err != nil {
+	if s.GLURL, err = systemtest.DatabaseURL(opts.DatabaseURL, "chaos_"+id+"_gl"); err != nil {
 		return nil, err
 	}
-	if s.Brokers, err = harness.StartBrokers(ctx, natsBin, dir, max(topo.Brokers, 1)); err != nil {
+	if s.Brokers, err = systemtest.StartBrokers(ctx, natsBin, dir, max(topo.Brokers, 1)); err != nil {
 		return nil, err
 	}
 	// Signed events, as in production: each service signs with its own key and trusts the other's.
-	keys, err := harness.MakeEventKeys(ctx, bins, filepath.Join(dir, "keys"))
+	keys, err := systemtest.MakeEventKeys(ctx, bins, filepath.Join(dir, "keys"))
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +67,7 @@ func startSystem(ctx context.Context, opts Options, topo Topology, dir string, b
 		replicas = "3"
 	}
 	common := []string{
-		"NATS_URL=" + harness.URLs(s.Brokers), "EVENTS_NAMESPACE=" + s.Namespace, "EVENTS_STREAM_REPLICAS=" + replicas,
+		"NATS_URL=" + systemtest.URLs(s.Brokers), "EVENTS_NAMESPACE=" + s.Namespace, "EVENTS_STREAM_REPLICAS=" + replicas,
 		"LOG_FORMAT=json", "LOG_LEVEL=info", "FAULTS_SEED=" + fmt.Sprint(opts.Seed),
 		"WALLET_RATE_LIMIT=1000000:1000000", // one key drives the load: no 429 among the faults
 		"WALLET_HOLD_EXPIRY_INTERVAL=1s",    // the load's expiring holds are voided within the run
@@ -89,7 +89,7 @@ func startSystem(ctx context.Context, opts Options, topo Topology, dir string, b
 		s.GLs = append(s.GLs, p)
 	}
 	// The first instance of each creates and migrates its database; the others follow.
-	for _, group := range [][]*harness.Process{s.Wallets, s.GLs} {
+	for _, group := range [][]*systemtest.Process{s.Wallets, s.GLs} {
 		for _, p := range group {
 			if err := s.startAndWait(ctx, p); err != nil {
 				return nil, err
@@ -105,11 +105,11 @@ func startSystem(ctx context.Context, opts Options, topo Topology, dir string, b
 	return s, nil
 }
 
-func (s *System) process(name, bin, prefix, dbURL string, env []string) (*harness.Process, error) {
-	return harness.Service(name, bin, prefix, dbURL, s.Dir, env)
+func (s *System) process(name, bin, prefix, dbURL string, env []string) (*systemtest.Process, error) {
+	return systemtest.Service(name, bin, prefix, dbURL, s.Dir, env)
 }
 
-func (s *System) startAndWait(ctx context.Context, p *harness.Process) error {
+func (s *System) startAndWait(ctx context.Context, p *systemtest.Process) error {
 	if err := p.Start(); err != nil {
 		return err
 	}
@@ -122,7 +122,7 @@ func (s *System) startAndWait(ctx context.Context, p *harness.Process) error {
 // point fired), as an orchestrator would, and records each crash.
 func (s *System) supervise(ctx context.Context) {
 	var wg sync.WaitGroup
-	for _, p := range append(append([]*harness.Process{}, s.Wallets...), s.GLs...) {
+	for _, p := range append(append([]*systemtest.Process{}, s.Wallets...), s.GLs...) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -164,28 +164,28 @@ func (s *System) supervise(ctx context.Context) {
 	wg.Wait()
 }
 
-func (s *System) isExpected(p *harness.Process) bool {
+func (s *System) isExpected(p *systemtest.Process) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.expecting[p]
 }
 
 // Down marks p as stopped on purpose, so the supervisor leaves it alone.
-func (s *System) hold(p *harness.Process, held bool) {
+func (s *System) hold(p *systemtest.Process, held bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.expecting[p] = held
 }
 
 // Kill9 kills a service with SIGKILL; the supervisor restarts it unless keepDown.
-func (s *System) Kill9(p *harness.Process, keepDown bool) {
+func (s *System) Kill9(p *systemtest.Process, keepDown bool) {
 	s.mu.Lock()
 	s.expecting[p], s.killed[p] = keepDown, true
 	s.mu.Unlock()
 	_ = p.Kill()
 }
 
-func (s *System) takeKilled(p *harness.Process) bool {
+func (s *System) takeKilled(p *systemtest.Process) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := s.killed[p]
@@ -203,7 +203,7 @@ func (s *System) adminURL() string {
 // streams behind the services' backs. It reconnects without limit, as the services do, so it
 // outlives a killed node; close releases the connection.
 func (s *System) jetStream() (js jetstream.JetStream, close func(), err error) {
-	nc, err := nats.Connect(harness.URLs(s.Brokers), nats.Name("chaos-harness"),
+	nc, err := nats.Connect(systemtest.URLs(s.Brokers), nats.Name("chaos-harness"),
 		nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect the harness to nats: %w", err)
@@ -231,7 +231,7 @@ func dbName(dbURL string) string {
 // StopAll stops every process gracefully and closes the pools.
 func (s *System) StopAll() []error {
 	var errs []error
-	for _, p := range append(append([]*harness.Process{}, s.Wallets...), s.GLs...) {
+	for _, p := range append(append([]*systemtest.Process{}, s.Wallets...), s.GLs...) {
 		s.hold(p, true)
 		if err := p.Stop(20 * time.Second); err != nil {
 			errs = append(errs, err)

@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"syscall"
 
-	"walletgl/internal/harness"
+	"walletgl/internal/systemtest"
 )
 
 // Cluster is a PostgreSQL server of the soak's own, in a directory of its own, on a port of
@@ -80,7 +80,7 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err := c.run(ctx, "initdb", "-D", data, "-U", "postgres", "-A", "trust", "--no-sync", "-E", "UTF8"); err != nil {
 		return err
 	}
-	addr, err := harness.FreeAddr()
+	addr, err := systemtest.FreeAddr()
 	if err != nil {
 		return err
 	}

@@ -23,7 +23,7 @@ import (
 	"sync"
 	"time"
 
-	"walletgl/internal/harness"
+	"walletgl/internal/systemtest"
 	"walletgl/tools/internal/chaos"
 )
 
@@ -162,7 +162,7 @@ func Run(ctx context.Context, opts Options, bins chaos.Binaries, out io.Writer) 
 	if err != nil {
 		return rep, err
 	}
-	client := harness.NewClient(sys.Wallets[0].Addr)
+	client := systemtest.NewClient(sys.Wallets[0].Addr)
 	client.Key = key
 	users, err := chaos.SetupWallets(ctx, client, 20)
 	if err != nil {
@@ -238,7 +238,7 @@ func Run(ctx context.Context, opts Options, bins chaos.Binaries, out io.Writer) 
 }
 
 // runLoad sends the load in batches of one window each until the soak's last window ends.
-func runLoad(ctx context.Context, client *harness.Client, users []string, start time.Time, opts Options, windows int) chaos.LoadResult {
+func runLoad(ctx context.Context, client *systemtest.Client, users []string, start time.Time, opts Options, windows int) chaos.LoadResult {
 	var total chaos.LoadResult
 	per := max(int(opts.Rate*opts.Window.Seconds()), 1)
 	end := start.Add(time.Duration(windows) * opts.Window)
@@ -246,7 +246,7 @@ func runLoad(ctx context.Context, client *harness.Client, users []string, start 
 		d := min(opts.Window, time.Until(end))
 		n := max(int(float64(per)*d.Seconds()/opts.Window.Seconds()), 1)
 		// Each batch's keys come from a seed of its own.
-		total.Add(chaos.RunLoad(ctx, []*harness.Client{client}, users, opts.Seed*100_000+batch, n, opts.Clients, d))
+		total.Add(chaos.RunLoad(ctx, []*systemtest.Client{client}, users, opts.Seed*100_000+batch, n, opts.Clients, d))
 	}
 	return total
 }
@@ -278,7 +278,7 @@ func commandChecks(ctx context.Context, sys *chaos.System) []Check {
 	var checks []Check
 	for _, c := range []struct {
 		name string
-		p    *harness.Process
+		p    *systemtest.Process
 		args []string
 		env  []string
 	}{

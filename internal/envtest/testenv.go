@@ -1,8 +1,8 @@
-// Package testenv gives each test its own PostgreSQL database and its own JetStream names, on the
+// Package envtest gives each test its own PostgreSQL database and its own JetStream names, on the
 // services named by TEST_DATABASE_URL and TEST_NATS_URL (default: the local ones). Where a
 // service does not answer, it falls back to testcontainers when a Docker engine answers; under
 // CI=true a missing service fails the test instead of skipping it.
-package testenv
+package envtest
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package testenv
+package envtest
 
 import (
 	"net"
@@ -8,7 +8,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
-	"walletgl/internal/harness"
+	"walletgl/internal/systemtest"
 )
 
 // Broker is a JetStream server run inside the test process, for tests that must stop, restart
@@ -21,9 +21,9 @@ type Broker struct {
 
 // StartBroker starts an embedded JetStream server on a free loopback port with its store in a
 // temporary directory; it is shut down when the test ends. The port is below the kernel's
-// ephemeral range (harness.ListenFree), so no client connection can take it while the broker
+// ephemeral range (systemtest.ListenFree), so no client connection can take it while the broker
 // is down for a restart. A test that needs users, TLS or both services reaching the broker at
-// once runs a nats-server process instead (harness.StartBrokers, StartBrokerWithConfig).
+// once runs a nats-server process instead (systemtest.StartBrokers, StartBrokerWithConfig).
 func StartBroker(t testing.TB) *Broker {
 	t.Helper()
 	b := &Broker{t: t, opts: server.Options{
@@ -41,7 +41,7 @@ func StartBroker(t testing.TB) *Broker {
 
 func freeBrokerPort(t testing.TB) int {
 	t.Helper()
-	ln, err := harness.ListenFree()
+	ln, err := systemtest.ListenFree()
 	if err != nil {
 		t.Fatalf("find a port for the broker: %v", err)
 	}

@@ -1,7 +1,7 @@
-// Package harness starts the real service binaries as processes, the way a user runs them, for
+// Package systemtest starts the real service binaries as processes, the way a user runs them, for
 // the end-to-end tests and the fault-injection runs: build, start, wait until healthy, stop
 // gracefully or kill -9.
-package harness
+package systemtest
 
 import (
 	"bytes"
