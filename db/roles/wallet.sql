@@ -16,3 +16,7 @@ GRANT UPDATE (reversed_amount) ON transfers TO :"runtime_role";
 GRANT SELECT, INSERT ON holds TO :"runtime_role";
 GRANT UPDATE (status, void_reason, captured_amount, capture_transfer_id, finished_event_id, finished_at)
     ON holds TO :"runtime_role";
+
+-- A refused request's answer is kept under its key (00008_owners.sql): inserted, replaced once
+-- expired, and deleted once expired by later refusals.
+GRANT SELECT, INSERT, UPDATE, DELETE ON refusals TO :"runtime_role";

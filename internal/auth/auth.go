@@ -11,6 +11,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -64,11 +65,23 @@ func joinScopes(scopes []Scope) string {
 	return strings.Join(parts, ", ")
 }
 
+var ownerPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+
+// ValidateOwner reports whether owner can own keys and wallets: 1 to 64 letters, digits, '.',
+// '_' or '-'.
+func ValidateOwner(owner string) error {
+	if !ownerPattern.MatchString(owner) {
+		return fmt.Errorf("owner %q: an owner is 1 to 64 letters, digits, '.', '_' or '-'", owner)
+	}
+	return nil
+}
+
 // Key is an API key as an operator sees it: never its secret.
 type Key struct {
 	ID         uuid.UUID  `json:"id"`
 	Name       string     `json:"name"`
 	Scopes     []Scope    `json:"scopes"`
+	Owner      *string    `json:"owner"` // nil: a key of the platform
 	CreatedAt  time.Time  `json:"created_at"`
 	LastUsedAt *time.Time `json:"last_used_at"`
 	RevokedAt  *time.Time `json:"revoked_at"`
@@ -79,6 +92,9 @@ type Principal struct {
 	KeyID  uuid.UUID
 	Name   string
 	Scopes []Scope
+	// Owner is whom the key acts for: "" for the platform (every wallet), else a customer
+	// that sees and debits only its own wallets.
+	Owner string
 }
 
 // Has reports whether p holds scope, directly or through Admin.

@@ -57,6 +57,18 @@ func (k *Keys) Scopes() []Scope { return k.known }
 // Create makes a key with name and scopes and returns it with its secret, which is shown this
 // once: only its hash is kept. The creation is audited as done by actor.
 func (k *Keys) Create(ctx context.Context, actor Actor, name string, scopes []Scope) (Key, string, error) {
+	return k.CreateOwned(ctx, actor, name, "", scopes)
+}
+
+// CreateOwned makes a key as Create does, acting for owner ("" for the platform).
+func (k *Keys) CreateOwned(ctx context.Context, actor Actor, name, owner string, scopes []Scope) (Key, string, error) {
+	var ownerCol *string
+	if owner != "" {
+		if err := ValidateOwner(owner); err != nil {
+			return Key{}, "", err
+		}
+		ownerCol = &owner
+	}
 	secret, err := newSecret()
 	if err != nil {
 		return Key{}, "", err
@@ -70,11 +82,11 @@ func (k *Keys) Create(ctx context.Context, actor Actor, name string, scopes []Sc
 		raw[i] = string(s)
 	}
 	row, err := database.WithTxV(ctx, k.pool, func(tx pgx.Tx) (authdb.ApiKey, error) {
-		row, err := k.q.WithTx(tx).InsertKey(ctx, authdb.InsertKeyParams{ID: id, Name: name, SecretHash: hashSecret(secret), Scopes: raw})
+		row, err := k.q.WithTx(tx).InsertKey(ctx, authdb.InsertKeyParams{ID: id, Name: name, SecretHash: hashSecret(secret), Scopes: raw, Owner: ownerCol})
 		if err != nil {
 			return row, err
 		}
-		return row, audit(ctx, k.q.WithTx(tx), actor, "key.create", id.String(), map[string]any{"name": name, "scopes": raw})
+		return row, audit(ctx, k.q.WithTx(tx), actor, "key.create", id.String(), map[string]any{"name": name, "scopes": raw, "owner": ownerCol})
 	})
 	if err != nil {
 		return Key{}, "", k.interpret(fmt.Errorf("create key %s: %w", name, err))
@@ -145,6 +157,9 @@ func (k *Keys) lookup(ctx context.Context, hash string, now time.Time) (cached, 
 		key := toKey(row)
 		c.valid = key.RevokedAt == nil
 		c.principal = Principal{KeyID: key.ID, Name: key.Name, Scopes: key.Scopes}
+		if key.Owner != nil {
+			c.principal.Owner = *key.Owner
+		}
 	}
 	k.mu.Lock()
 	if len(k.cache) >= cacheLimit {
@@ -210,7 +225,7 @@ func toKey(r authdb.ApiKey) Key {
 	for i, s := range r.Scopes {
 		scopes[i] = Scope(s)
 	}
-	return Key{ID: r.ID, Name: r.Name, Scopes: scopes, CreatedAt: r.CreatedAt, LastUsedAt: r.LastUsedAt, RevokedAt: r.RevokedAt}
+	return Key{ID: r.ID, Name: r.Name, Scopes: scopes, Owner: r.Owner, CreatedAt: r.CreatedAt, LastUsedAt: r.LastUsedAt, RevokedAt: r.RevokedAt}
 }
 
 // Actor is who did an administrative action: a key (over HTTP) or an operator's command.

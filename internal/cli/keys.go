@@ -17,12 +17,13 @@ import (
 
 // The API key and audit commands of both binaries: <program> keys create | list | revoke and
 // <program> audit list, on the service's own database. Scripts depend on their output:
-// keys create --json prints {"id","name","scopes","key"}, the key shown this once.
+// keys create --json prints {"id","name","scopes","owner","key"}, the key shown this once
+// (owner null for a key of the platform).
 
 // Keys is the group `<program> keys …`.
 func (svc Service[S]) Keys() Command {
 	return Command{Name: "keys", Sub: []Command{
-		{Name: "create", Help: "a new API key, its secret printed once: --name NAME --scopes S1,S2 [--json]", RunFunc: svc.keysCreate},
+		{Name: "create", Help: "a new API key, its secret printed once: --name NAME --scopes S1,S2 [--owner OWNER] [--json]", RunFunc: svc.keysCreate},
 		{Name: "list", Help: "every API key with its scopes, last use and revocation [--json]", RunFunc: svc.keysList},
 		{Name: "revoke", Help: "revoke an API key: ID [--json]", RunFunc: svc.keysRevoke},
 	}}
@@ -54,8 +55,9 @@ func AuditCommand(ctx context.Context, db database.Executor, action, target stri
 }
 
 func (svc Service[S]) keysCreate(ctx context.Context, env Env, args []string) error {
-	var name, scopes string
+	var name, scopes, owner string
 	own := func(s *config.Set) {
+		s.Flags().StringVar(&owner, "owner", "", "whom the key acts for: 1 to 64 letters, digits, '.', '_' or '-'; it then reads and debits only its owner's wallets (default: the platform, every wallet; wallet keys only)")
 		s.Flags().StringVar(&name, "name", "", "the key's name: 1 to 64 letters, digits, '.', '_' or '-' (required)")
 		s.Flags().StringVar(&scopes, "scopes", "", "comma-separated scopes: "+scopeList(svc.Scopes)+" (required; admin implies every scope)")
 	}
@@ -67,7 +69,15 @@ func (svc Service[S]) keysCreate(ctx context.Context, env Env, args []string) er
 		if err != nil {
 			return fmt.Errorf("keys create: %w", err)
 		}
-		key, secret, err := auth.NewKeys(c.Pool, svc.Scopes).Create(ctx, Operator(), name, parsed)
+		if owner != "" {
+			if svc.Name != "wallet" { // the GL's ledger has no owners: its keys read all of it
+				return fmt.Errorf("keys create: --owner is for the wallet's keys; a %s key acts on everything its scopes allow", svc.Name)
+			}
+			if err := auth.ValidateOwner(owner); err != nil {
+				return fmt.Errorf("keys create: %w", err)
+			}
+		}
+		key, secret, err := auth.NewKeys(c.Pool, svc.Scopes).CreateOwned(ctx, Operator(), name, owner, parsed)
 		if err != nil {
 			return err
 		}
@@ -76,8 +86,9 @@ func (svc Service[S]) keysCreate(ctx context.Context, env Env, args []string) er
 				ID     uuid.UUID    `json:"id"`
 				Name   string       `json:"name"`
 				Scopes []auth.Scope `json:"scopes"`
+				Owner  *string      `json:"owner"`
 				Key    string       `json:"key"`
-			}{key.ID, key.Name, key.Scopes, secret})
+			}{key.ID, key.Name, key.Scopes, key.Owner, secret})
 		}
 		fmt.Fprintf(env.Stdout, "key %s (%s), scopes %s\n%s\n", key.ID, key.Name, scopeList(key.Scopes), secret)
 		fmt.Fprintln(env.Stderr, "the key is shown this once: store it now")

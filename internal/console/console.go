@@ -50,6 +50,9 @@ type Page struct {
 	Nav     string // the navigation's label; "" keeps it out of the navigation
 	Path    string // the navigation's link
 	Func    PageFunc
+	// ForOwners marks a page that shows a key with an owner only that owner's data; every
+	// other page shows every owner's and refuses such a key (403).
+	ForOwners bool
 }
 
 // PageFunc answers a console request: a view to render, or a redirect after a form.
@@ -175,6 +178,9 @@ func (c *Console) authorize(r *http.Request, scope auth.Scope) (session, auth.Pr
 func (c *Console) handle(p Page) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sess, principal, err := c.authorize(r, p.Scope)
+		if err == nil && principal.Owner != "" && !p.ForOwners {
+			err = problem.Newf(auth.ErrForbidden, "the API key %q acts for the owner %q: this page shows every owner's data", principal.Name, principal.Owner)
+		}
 		if err != nil {
 			c.refuse(w, r, sess, err)
 			return

@@ -61,7 +61,7 @@ func TestAReversalIsPostedLinkedAcknowledgedAndReconciled(t *testing.T) {
 	resp = reverse("undo-2", 800)
 	require.Equal(t, http.StatusUnprocessableEntity, resp.Status)
 	require.Contains(t, string(resp.Body), "reversal-exceeds-transfer")
-	resp = reverse("undo-2", 700)
+	resp = reverse("undo-3", 700) // the refusal is kept under undo-2
 	require.Equal(t, http.StatusCreated, resp.Status, "%s", resp.Body)
 	var second transferJSON
 	require.NoError(t, resp.Decode(&second))

@@ -29,15 +29,20 @@ func CheckTransfer(req TransferRequest, from, to *Wallet) error {
 		return problem.Newf(ErrCurrencyMismatch,
 			"wallet %q holds %s, the transfer is in %s", to.ID, to.Currency, req.Currency)
 	case !from.AllowNegative && from.Available() < req.Amount: // balance ≥ held ≥ 0: no overflow
-		return problem.Newf(ErrInsufficientFunds,
-			"wallet %q has %d %s available (balance %d, held %d), the transfer needs %d",
-			from.ID, from.Available(), from.Currency, from.Balance, from.Held, req.Amount)
+		return insufficientFunds(from.ID, "transfer", req.Amount, from.Currency)
 	case to.Balance > math.MaxInt64-req.Amount:
 		return problem.Newf(ErrBalanceOutOfRange, "wallet %q would hold more than %d", to.ID, int64(math.MaxInt64))
 	case from.Balance < math.MinInt64+req.Amount:
 		return problem.Newf(ErrBalanceOutOfRange, "wallet %q would hold less than %d", from.ID, int64(math.MinInt64))
 	}
 	return nil
+}
+
+// insufficientFunds refuses a movement of amount from wallet id. It names no balance: the key
+// that asks may not read the wallet (no wallets:read), and a refusal is replayed to any key of
+// its owner; GET /v1/wallets/{id} shows the figures to a key that may read them.
+func insufficientFunds(id, movement string, amount int64, currency string) error {
+	return problem.Newf(ErrInsufficientFunds, "wallet %q does not have %d %s available for the %s", id, amount, currency, movement)
 }
 
 // Move applies an accepted transfer of amount to the running balances of from and to, so that
@@ -71,9 +76,7 @@ func CheckHold(amount int64, currency string, w Wallet) error {
 	case w.Currency != currency:
 		return problem.Newf(ErrCurrencyMismatch, "wallet %q holds %s, the hold is in %s", w.ID, w.Currency, currency)
 	case !w.AllowNegative && w.Available() < amount: // balance ≥ held ≥ 0: no overflow
-		return problem.Newf(ErrInsufficientFunds,
-			"wallet %q has %d %s available (balance %d, held %d), the hold needs %d",
-			w.ID, w.Available(), w.Currency, w.Balance, w.Held, amount)
+		return insufficientFunds(w.ID, "hold", amount, w.Currency)
 	}
 	return nil
 }

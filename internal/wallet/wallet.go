@@ -34,7 +34,9 @@ type Wallet struct {
 	// AllowNegative marks a funding source: its balance may go below zero, which is how money
 	// enters the system (every transfer keeps the per-currency sum unchanged).
 	AllowNegative bool
-	CreatedAt     time.Time
+	// Owner is the owner of the key that created the wallet; "" for the platform's.
+	Owner     string
+	CreatedAt time.Time
 }
 
 // Available is what w may spend: its balance less its pending holds.

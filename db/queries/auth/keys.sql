@@ -1,6 +1,6 @@
 -- name: InsertKey :one
-INSERT INTO api_keys (id, name, secret_hash, scopes)
-VALUES (@id, @name, @secret_hash, @scopes::text[])
+INSERT INTO api_keys (id, name, secret_hash, scopes, owner)
+VALUES (@id, @name, @secret_hash, @scopes::text[], sqlc.narg('owner')::text)
 RETURNING *;
 
 -- name: KeyBySecretHash :one

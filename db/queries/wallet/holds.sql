@@ -1,17 +1,21 @@
 -- name: InsertHold :one
 -- InsertHold claims the hold's idempotency key as InsertTransfer claims a transfer's: a conflict
 -- returns no row (the key was used before, or is being used by a transaction this one waited for).
-INSERT INTO holds (id, idempotency_key, request_hash, wallet_id, amount, currency, expires_at, placed_event_id, created_by_key)
-VALUES (@id, @idempotency_key, @request_hash, @wallet_id, @amount, @currency, @expires_at, @placed_event_id,
+INSERT INTO holds (id, idempotency_owner, idempotency_key, request_hash, wallet_id, amount, currency, expires_at, placed_event_id, created_by_key)
+VALUES (@id, @idempotency_owner, @idempotency_key, @request_hash, @wallet_id, @amount, @currency, @expires_at, @placed_event_id,
         sqlc.narg('created_by_key')::uuid)
-ON CONFLICT (idempotency_key) DO NOTHING
+ON CONFLICT (idempotency_owner, idempotency_key) DO NOTHING
 RETURNING *;
 
 -- name: GetHold :one
-SELECT * FROM holds WHERE id = @id;
+-- With an owner, only a hold on one of the owner's wallets is found.
+SELECT * FROM holds h
+WHERE h.id = @id
+  AND (sqlc.narg('owner')::text IS NULL
+       OR EXISTS (SELECT 1 FROM wallets w WHERE w.id = h.wallet_id AND w.owner = sqlc.narg('owner')::text));
 
 -- name: GetHoldByIdempotencyKey :one
-SELECT * FROM holds WHERE idempotency_key = @idempotency_key;
+SELECT * FROM holds WHERE idempotency_owner = @idempotency_owner AND idempotency_key = @idempotency_key;
 
 -- name: LockHold :one
 -- Every change of a hold locks its row after its wallets (the order all writers take), so a
@@ -58,10 +62,10 @@ FOR NO KEY UPDATE SKIP LOCKED;
 -- name: InsertCaptureTransfer :one
 -- The transfer of a capture: an ordinary transfer that names its hold, whose Idempotency-Key
 -- is the capture's (one key space with transfers and reversals).
-INSERT INTO transfers (id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key, hold_id)
-VALUES (@id, @idempotency_key, @request_hash, @from_wallet_id, @to_wallet_id, @amount, @currency, @event_id,
+INSERT INTO transfers (id, idempotency_owner, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key, hold_id)
+VALUES (@id, @idempotency_owner, @idempotency_key, @request_hash, @from_wallet_id, @to_wallet_id, @amount, @currency, @event_id,
         sqlc.narg('created_by_key')::uuid, @hold_id)
-ON CONFLICT (idempotency_key) DO NOTHING
+ON CONFLICT (idempotency_owner, idempotency_key) DO NOTHING
 RETURNING *;
 
 -- name: ListHolds :many
@@ -70,5 +74,7 @@ SELECT sqlc.embed(h), coalesce(t.to_wallet_id, '')::text AS to_wallet_id
 FROM holds h
 LEFT JOIN transfers t ON t.id = h.capture_transfer_id
 WHERE (h.created_at, h.id) > (@after_created_at::timestamptz, @after_id::uuid)
+  AND (sqlc.narg('owner')::text IS NULL
+       OR EXISTS (SELECT 1 FROM wallets w WHERE w.id = h.wallet_id AND w.owner = sqlc.narg('owner')::text))
 ORDER BY h.created_at, h.id
 LIMIT @row_limit;

@@ -1,9 +1,9 @@
 -- name: InsertTransfer :one
 -- InsertTransfer claims the idempotency key. A conflict returns no row: the key was used before
 -- (or is being used right now by a transaction this one waited for).
-INSERT INTO transfers (id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key, reference)
-VALUES (@id, @idempotency_key, @request_hash, @from_wallet_id, @to_wallet_id, @amount, @currency, @event_id, sqlc.narg('created_by_key')::uuid, @reference)
-ON CONFLICT (idempotency_key) DO NOTHING
+INSERT INTO transfers (id, idempotency_owner, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key, reference)
+VALUES (@id, @idempotency_owner, @idempotency_key, @request_hash, @from_wallet_id, @to_wallet_id, @amount, @currency, @event_id, sqlc.narg('created_by_key')::uuid, @reference)
+ON CONFLICT (idempotency_owner, idempotency_key) DO NOTHING
 RETURNING *;
 
 -- name: InsertTransfers :many
@@ -11,12 +11,12 @@ RETURNING *;
 -- sorts them by key, so two batches claim their keys in the same order). A key that another
 -- transaction holds or committed comes back missing: ON CONFLICT DO NOTHING. created_at stays
 -- clock_timestamp(), per row.
-INSERT /* fixed plan */ INTO transfers (id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key, reference)
-SELECT unnest(@ids::uuid[]), unnest(@idempotency_keys::text[]), unnest(@request_hashes::bytea[]),
+INSERT /* fixed plan */ INTO transfers (id, idempotency_owner, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key, reference)
+SELECT unnest(@ids::uuid[]), unnest(@idempotency_owners::text[]), unnest(@idempotency_keys::text[]), unnest(@request_hashes::bytea[]),
        unnest(@from_wallet_ids::text[]), unnest(@to_wallet_ids::text[]), unnest(@amounts::bigint[]),
        unnest(@currencies::text[]), unnest(@event_ids::uuid[]), nullif(unnest(@created_by_keys::uuid[]), '00000000-0000-0000-0000-000000000000'::uuid),
        unnest(@transfer_references::text[])
-ON CONFLICT (idempotency_key) DO NOTHING
+ON CONFLICT (idempotency_owner, idempotency_key) DO NOTHING
 RETURNING *;
 
 -- name: GetTransfersByIdempotencyKeys :many
@@ -24,27 +24,34 @@ RETURNING *;
 SELECT sqlc.embed(t), coalesce(o.status, 'acknowledged')::text AS outbox_status
 FROM transfers t
 LEFT JOIN outbox o ON o.id = t.event_id
-WHERE t.idempotency_key = ANY (@idempotency_keys::text[]);
+JOIN (SELECT unnest(@idempotency_owners::text[]) AS owner, unnest(@idempotency_keys::text[]) AS key) AS k
+  ON t.idempotency_owner = k.owner AND t.idempotency_key = k.key;
 
 -- name: GetTransferByIdempotencyKey :one
 -- A replayed request answers with the transfer as it is now, outbox status included.
 SELECT sqlc.embed(t), coalesce(o.status, 'acknowledged')::text AS outbox_status
 FROM transfers t
 LEFT JOIN outbox o ON o.id = t.event_id
-WHERE t.idempotency_key = @idempotency_key;
+WHERE t.idempotency_owner = @idempotency_owner AND t.idempotency_key = @idempotency_key;
 
 -- name: GetTransferWithOutbox :one
 -- Acknowledged rows are deleted by retention, so a transfer without its outbox row was acknowledged.
+-- With an owner, only a transfer from or to one of the owner's wallets is found.
 SELECT sqlc.embed(t), coalesce(o.status, 'acknowledged')::text AS outbox_status
 FROM transfers t
 LEFT JOIN outbox o ON o.id = t.event_id
-WHERE t.id = @id;
+WHERE t.id = @id
+  AND (sqlc.narg('owner')::text IS NULL
+       OR EXISTS (SELECT 1 FROM wallets w WHERE w.id IN (t.from_wallet_id, t.to_wallet_id) AND w.owner = sqlc.narg('owner')::text));
 
 -- name: ListTransfers :many
+-- With an owner, only the transfers from or to the owner's wallets.
 SELECT sqlc.embed(t), coalesce(o.status, 'acknowledged')::text AS outbox_status
 FROM transfers t
 LEFT JOIN outbox o ON o.id = t.event_id
 WHERE (t.created_at, t.id) > (@after_created_at::timestamptz, @after_id::uuid)
+  AND (sqlc.narg('owner')::text IS NULL
+       OR EXISTS (SELECT 1 FROM wallets w WHERE w.id IN (t.from_wallet_id, t.to_wallet_id) AND w.owner = sqlc.narg('owner')::text))
 ORDER BY t.created_at, t.id
 LIMIT @row_limit;
 
@@ -61,10 +68,10 @@ SELECT * FROM transfers WHERE id = @id FOR NO KEY UPDATE;
 
 -- name: InsertReversal :one
 -- InsertReversal claims the idempotency key as InsertTransfer does: a conflict returns no row.
-INSERT INTO transfers (id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key, reverses_transfer_id)
-VALUES (@id, @idempotency_key, @request_hash, @from_wallet_id, @to_wallet_id, @amount, @currency, @event_id,
+INSERT INTO transfers (id, idempotency_owner, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key, reverses_transfer_id)
+VALUES (@id, @idempotency_owner, @idempotency_key, @request_hash, @from_wallet_id, @to_wallet_id, @amount, @currency, @event_id,
         sqlc.narg('created_by_key')::uuid, @reverses_transfer_id)
-ON CONFLICT (idempotency_key) DO NOTHING
+ON CONFLICT (idempotency_owner, idempotency_key) DO NOTHING
 RETURNING *;
 
 -- name: AddReversedAmount :one
@@ -80,3 +87,4 @@ FROM transfers t
 LEFT JOIN outbox o ON o.id = t.event_id
 WHERE t.reverses_transfer_id = @transfer_id
 ORDER BY t.created_at, t.id;
+

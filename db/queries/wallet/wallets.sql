@@ -1,17 +1,19 @@
 -- name: CreateWallet :one
-INSERT INTO wallets (id, currency, allow_negative)
-VALUES (@id, @currency, @allow_negative)
+INSERT INTO wallets (id, currency, allow_negative, owner)
+VALUES (@id, @currency, @allow_negative, sqlc.narg('owner')::text)
 ON CONFLICT (id) DO NOTHING
 RETURNING *;
 
 -- name: GetWallet :one
-SELECT * FROM wallets WHERE id = @id;
+-- With an owner, only the owner's wallet is found.
+SELECT * FROM wallets
+WHERE id = @id AND (sqlc.narg('owner')::text IS NULL OR owner = sqlc.narg('owner')::text);
 
 -- name: LockWallets :many
 -- LockWallets takes the wallets of a transfer, or of a whole batch of transfers, in one
 -- statement and one fixed order (by id), so two transactions cannot deadlock on them. NO KEY UPDATE does not conflict with the KEY SHARE locks
 -- the transfers foreign keys take.
-SELECT id, currency, balance, held, allow_negative
+SELECT id, currency, balance, held, allow_negative, owner
 FROM wallets
 WHERE id = ANY (@ids::text[])
 ORDER BY id

@@ -41,8 +41,8 @@ type Trace struct {
 // Pages are the transfer list and the trace.
 func (t Trace) Pages() []console.Page {
 	return []console.Page{
-		{Pattern: "GET /console/transfers", Scope: t.Scope, Nav: "Transfers", Path: "/console/transfers", Func: t.list},
-		{Pattern: "GET /console/transfers/{id}", Scope: t.Scope, Func: t.trace},
+		{Pattern: "GET /console/transfers", Scope: t.Scope, Nav: "Transfers", Path: "/console/transfers", Func: t.list, ForOwners: true},
+		{Pattern: "GET /console/transfers/{id}", Scope: t.Scope, Func: t.trace, ForOwners: true},
 	}
 }
 
@@ -55,6 +55,7 @@ type transfersData struct {
 // list shows the transfers in commit order, or finds the one a search names (its id or its
 // Idempotency-Key) and goes to its trace.
 func (t Trace) list(ctx context.Context, req *console.Request) (console.View, error) {
+	ctx = actsFor(ctx, req.Principal)
 	q, err := web.Query(req.Request)
 	if err != nil {
 		return console.View{}, err
@@ -112,6 +113,7 @@ type step struct {
 }
 
 func (t Trace) trace(ctx context.Context, req *console.Request) (console.View, error) {
+	ctx = actsFor(ctx, req.Principal)
 	id, err := wallet.ParseTransferID(req.PathValue("id"))
 	if err != nil {
 		return console.View{}, err
@@ -135,6 +137,11 @@ func (t Trace) trace(ctx context.Context, req *console.Request) (console.View, e
 	}
 	d.Steps = steps(d)
 	return console.View{Template: "trace", Title: "Transfer " + tr.ID.String(), Data: d}, nil
+}
+
+// actsFor is ctx acting for p's owner: a key with an owner sees its owner's transfers only.
+func actsFor(ctx context.Context, p auth.Principal) context.Context {
+	return wallet.WithActor(ctx, wallet.Actor{Owner: p.Owner, Funding: p.Has(ScopeWalletsAdmin)})
 }
 
 // steps says how far the transfer got: committed, published, stored, posted, acknowledged.

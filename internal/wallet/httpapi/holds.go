@@ -60,7 +60,7 @@ func claimKey(w http.ResponseWriter, r *http.Request, keys *inFlight) (key strin
 	if key == "" {
 		return "", func() {}, true
 	}
-	release, ok = keys.claim(key)
+	release, ok = keys.claim(actorOf(r).Owner + "\x00" + key) // keys are per owner
 	if !ok {
 		writeInFlight(w, r, problem.Newf(wallet.ErrIdempotencyKeyInFlight, "a request with this Idempotency-Key is still being processed; retry after %s s", inFlightRetryAfter))
 		return "", nil, false

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"walletgl/internal/auth"
+	"walletgl/internal/wallet"
 	"walletgl/internal/web"
 )
 
@@ -11,7 +12,7 @@ import (
 // key needs for it; the probes (/livez, /readyz, /healthz) and the API's description
 // (/openapi.json, which documents every route here) alone are open.
 func addRoutes(mux *http.ServeMux, d Deps) {
-	need := d.Guard.Require
+	need := func(scope auth.Scope, h http.Handler) http.Handler { return d.Guard.Require(scope, actFor(h)) }
 	web.Probes(mux, d.Health...)
 	web.OpenAPI(mux, openAPI)
 	if d.MetricsOnAPI {
@@ -46,3 +47,17 @@ const (
 	ScopeOutboxAdmin    auth.Scope = "outbox:admin"
 	ScopeInboxAdmin     auth.Scope = "inbox:admin" // the console's retry of failed inbox events
 )
+
+// actFor serves h as the actor of the request's API key (wallet.WithActor): its owner, and
+// whether it may debit a wallet that may go negative (wallets:admin).
+func actFor(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(wallet.WithActor(r.Context(), actorOf(r))))
+	})
+}
+
+// actorOf is the actor of the request's API key.
+func actorOf(r *http.Request) wallet.Actor {
+	p, _ := auth.FromContext(r.Context())
+	return wallet.Actor{Owner: p.Owner, Funding: p.Has(ScopeWalletsAdmin)}
+}

@@ -144,11 +144,11 @@ func TestWallets(t *testing.T) {
 	res := b.do(t, http.MethodPost, "/v1/wallets", nil, `{"id":"carol","currency":"GBP","allow_negative":false}`)
 	require.Equal(t, http.StatusCreated, res.Status, res.Body)
 	require.Equal(t, "application/json", res.ContentType())
-	require.JSONEq(t, `{"id":"carol","currency":"GBP","balance":0,"held":0,"available":0,"allow_negative":false}`, res.Body)
+	require.JSONEq(t, `{"id":"carol","currency":"GBP","balance":0,"held":0,"available":0,"allow_negative":false,"owner":null}`, res.Body)
 
 	res = b.do(t, http.MethodGet, "/v1/wallets/alice", nil, "")
 	require.Equal(t, http.StatusOK, res.Status, res.Body)
-	require.JSONEq(t, `{"id":"alice","currency":"USD","balance":1000,"held":0,"available":1000,"allow_negative":false}`, res.Body)
+	require.JSONEq(t, `{"id":"alice","currency":"USD","balance":1000,"held":0,"available":1000,"allow_negative":false,"owner":null}`, res.Body)
 
 	tests := []struct {
 		name    string
@@ -260,7 +260,7 @@ func TestCreateTransferAndReplay(t *testing.T) {
 	require.Equal(t, created, got)
 
 	res = b.do(t, http.MethodGet, "/v1/wallets/alice", nil, "")
-	require.JSONEq(t, `{"id":"alice","currency":"USD","balance":750,"held":0,"available":750,"allow_negative":false}`, res.Body)
+	require.JSONEq(t, `{"id":"alice","currency":"USD","balance":750,"held":0,"available":750,"allow_negative":false,"owner":null}`, res.Body)
 
 	res = b.transfer(t, "order-1", `{"from_wallet_id":"alice","to_wallet_id":"bob","amount":251,"currency":"USD"}`)
 	res.RequireProblem(t, http.StatusUnprocessableEntity, "idempotency-key-reused")
@@ -323,7 +323,7 @@ func TestCreateTransferRefusals(t *testing.T) {
 		})
 	}
 	res := b.do(t, http.MethodGet, "/v1/wallets/alice", nil, "")
-	require.JSONEq(t, `{"id":"alice","currency":"USD","balance":1000,"held":0,"available":1000,"allow_negative":false}`, res.Body)
+	require.JSONEq(t, `{"id":"alice","currency":"USD","balance":1000,"held":0,"available":1000,"allow_negative":false,"owner":null}`, res.Body)
 }
 
 func TestGetTransferNotFound(t *testing.T) {
@@ -534,5 +534,5 @@ func TestReverseTransferInPartsWithReplayAndRefusals(t *testing.T) {
 	b.do(t, http.MethodGet, "/v1/transfers/0190b3c2-7a4e-7c5e-9d1a-2b3c4d5e6f70/reversals", nil, "").RequireProblem(t, 404, "transfer-not-found")
 
 	res = b.do(t, http.MethodGet, "/v1/wallets/bob", nil, "")
-	require.JSONEq(t, `{"id":"bob","currency":"USD","balance":0,"held":0,"available":0,"allow_negative":false}`, res.Body)
+	require.JSONEq(t, `{"id":"bob","currency":"USD","balance":0,"held":0,"available":0,"allow_negative":false,"owner":null}`, res.Body)
 }

@@ -125,7 +125,7 @@ func handleCreateTransfer(service wallet.Service, m *metrics.Wallet) http.Handle
 		}
 		key := r.Header.Get("Idempotency-Key")
 		if key != "" { // a missing key is the store's invalid request
-			release, ok := keys.claim(key)
+			release, ok := keys.claim(actorOf(r).Owner + "\x00" + key) // keys are per owner
 			if !ok {
 				m.Transfer(transferResult(wallet.ErrIdempotencyKeyInFlight))
 				writeInFlight(w, r, problem.Newf(wallet.ErrIdempotencyKeyInFlight, "a request with this Idempotency-Key is still being processed; retry after %s s", inFlightRetryAfter))
@@ -180,7 +180,7 @@ func handleReverseTransfer(service wallet.Service) http.Handler {
 		}
 		key := r.Header.Get("Idempotency-Key")
 		if key != "" { // a missing key is the store's invalid request
-			release, ok := keys.claim(key)
+			release, ok := keys.claim(actorOf(r).Owner + "\x00" + key) // keys are per owner
 			if !ok {
 				writeInFlight(w, r, problem.Newf(wallet.ErrIdempotencyKeyInFlight, "a request with this Idempotency-Key is still being processed; retry after %s s", inFlightRetryAfter))
 				return
@@ -233,10 +233,15 @@ func handleListReversals(service wallet.Service) http.Handler {
 	})
 }
 
-// writeInFlight writes err's problem, with a Retry-After when it says the key is in flight.
+// writeInFlight writes err's problem, with a Retry-After when it says the key is in flight and
+// Idempotency-Replayed: true when it is a refusal kept under the key, answered again.
 func writeInFlight(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.Is(err, wallet.ErrIdempotencyKeyInFlight) {
 		w.Header().Set("Retry-After", inFlightRetryAfter)
+	}
+	var replayed *wallet.ReplayedRefusal
+	if errors.As(err, &replayed) {
+		w.Header().Set(HeaderIdempotencyReplayed, "true")
 	}
 	web.WriteProblem(w, r, err)
 }

@@ -12,19 +12,24 @@ import (
 )
 
 type walletJSON struct {
-	ID            string `json:"id"`
-	Currency      string `json:"currency"`
-	Balance       int64  `json:"balance"`
-	Held          int64  `json:"held"`      // the total of the wallet's pending holds
-	Available     int64  `json:"available"` // balance − held: what it may spend or hold
-	AllowNegative bool   `json:"allow_negative"`
+	ID            string  `json:"id"`
+	Currency      string  `json:"currency"`
+	Balance       int64   `json:"balance"`
+	Held          int64   `json:"held"`      // the total of the wallet's pending holds
+	Available     int64   `json:"available"` // balance − held: what it may spend or hold
+	AllowNegative bool    `json:"allow_negative"`
+	Owner         *string `json:"owner"` // null: a wallet of the platform
 }
 
 func toWalletJSON(w wallet.Wallet) walletJSON {
-	return walletJSON{
+	out := walletJSON{
 		ID: w.ID, Currency: w.Currency, Balance: w.Balance, Held: w.Held, Available: w.Available(),
 		AllowNegative: w.AllowNegative,
 	}
+	if w.Owner != "" {
+		out.Owner = &w.Owner
+	}
+	return out
 }
 
 func handleCreateWallet(service wallet.Service) http.Handler {

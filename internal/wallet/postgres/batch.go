@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -133,7 +134,7 @@ func (s *Store) commitBatch(ctx context.Context, batch []*pendingTransfer) ([]ba
 	}
 	outcomes, err := write(true)
 	if err == nil {
-		s.lookupFirst.Store(slices.ContainsFunc(outcomes, func(o batchOutcome) bool { return o.replayed || o.err != nil }))
+		s.lookupFirst.Store(slices.ContainsFunc(outcomes, func(o batchOutcome) bool { return o.replayed || o.err != nil || o.retry }))
 	}
 	return outcomes, err
 }
@@ -160,11 +161,11 @@ func (s *Store) writeBatch(ctx context.Context, tx pgx.Tx, batch []*pendingTrans
 		batch: batch, out: make([]batchOutcome, len(batch)), lookup: lookup,
 	}
 	keys := groupByKey(batch)
-	owners, err := w.keyOwners(ctx, keys.keys)
+	owners, refusals, err := w.keyOwners(ctx, keys.keys)
 	if err != nil {
 		return nil, err
 	}
-	if fresh := w.answerUsedKeys(keys, owners); len(fresh) > 0 {
+	if fresh := w.answerUsedKeys(keys, owners, refusals); len(fresh) > 0 {
 		created, err := w.writeFresh(ctx, fresh)
 		if err != nil {
 			return nil, err
@@ -179,51 +180,79 @@ func (s *Store) writeBatch(ctx context.Context, tx pgx.Tx, batch []*pendingTrans
 // with the same key follows, and gets the answer of whatever holds the key when the batch
 // commits.
 type batchKeys struct {
-	leaders   map[string]int // key → index of its first request
-	keys      []string       // the leaders' keys, in arrival order
+	leaders   map[claimedKey]int // key → index of its first request
+	keys      []claimedKey       // the leaders' keys, in arrival order
 	followers []int
 }
 
 // groupByKey finds the leader of each key of batch and the requests that follow one.
 func groupByKey(batch []*pendingTransfer) batchKeys {
-	k := batchKeys{leaders: make(map[string]int, len(batch)), keys: make([]string, 0, len(batch))}
+	k := batchKeys{leaders: make(map[claimedKey]int, len(batch)), keys: make([]claimedKey, 0, len(batch))}
 	for i, p := range batch {
-		if _, ok := k.leaders[p.req.IdempotencyKey]; ok {
+		if _, ok := k.leaders[p.key()]; ok {
 			k.followers = append(k.followers, i)
 			continue
 		}
-		k.leaders[p.req.IdempotencyKey] = i
-		k.keys = append(k.keys, p.req.IdempotencyKey)
+		k.leaders[p.key()] = i
+		k.keys = append(k.keys, p.key())
 	}
 	return k
 }
 
-// keyOwners looks up the keys used before: their requests are replays or refusals. Without
-// the lookup, no key is known to be used.
-func (w *batchTx) keyOwners(ctx context.Context, keys []string) (map[string]keyOwner, error) {
-	owners := make(map[string]keyOwner, len(keys))
+// keyOwners looks up the keys used before: their requests are replays or refusals, of a
+// transfer that holds the key or of a refusal kept under it. Without the lookup, no key is
+// known to be used.
+func (w *batchTx) keyOwners(ctx context.Context, keys []claimedKey) (map[claimedKey]keyOwner, map[claimedKey]walletdb.Refusal, error) {
+	owners := make(map[claimedKey]keyOwner, len(keys))
+	refusals := map[claimedKey]walletdb.Refusal{}
 	if !w.lookup {
-		return owners, nil
+		return owners, refusals, nil
 	}
-	used, err := w.q.GetTransfersByIdempotencyKeys(ctx, keys)
+	used, err := w.q.GetTransfersByIdempotencyKeys(ctx, walletdb.GetTransfersByIdempotencyKeysParams(keyColumns(keys)))
 	if err != nil {
-		return nil, fmt.Errorf("load transfers by idempotency key: %w", err)
+		return nil, nil, fmt.Errorf("load transfers by idempotency key: %w", err)
 	}
 	for _, row := range used {
-		owners[row.Transfer.IdempotencyKey] = keyOwner{
+		owners[claimedKey{owner: row.Transfer.IdempotencyOwner, key: row.Transfer.IdempotencyKey}] = keyOwner{
 			transfer: toTransfer(row.Transfer, row.OutboxStatus), hash: row.Transfer.RequestHash,
 		}
 	}
-	return owners, nil
+	refused, err := w.q.GetRefusals(ctx, walletdb.GetRefusalsParams(keyColumns(keys)))
+	if err != nil {
+		return nil, nil, fmt.Errorf("load refusals: %w", err)
+	}
+	for _, r := range refused {
+		refusals[claimedKey{owner: r.IdempotencyOwner, key: r.IdempotencyKey}] = r
+	}
+	return owners, refusals, nil
 }
 
-// answerUsedKeys answers the leaders whose key has an owner, and returns the others (those
-// whose key is new) in arrival order.
-func (w *batchTx) answerUsedKeys(k batchKeys, owners map[string]keyOwner) (fresh []int) {
+// keyColumns are keys as the columns of a statement's parameters.
+func keyColumns(keys []claimedKey) struct {
+	IdempotencyOwners []string
+	IdempotencyKeys   []string
+} {
+	cols := struct {
+		IdempotencyOwners []string
+		IdempotencyKeys   []string
+	}{make([]string, len(keys)), make([]string, len(keys))}
+	for i, k := range keys {
+		cols.IdempotencyOwners[i], cols.IdempotencyKeys[i] = k.owner, k.key
+	}
+	return cols
+}
+
+// answerUsedKeys answers the leaders whose key has an owner or a refusal, and returns the
+// others (those whose key is new) in arrival order.
+func (w *batchTx) answerUsedKeys(k batchKeys, owners map[claimedKey]keyOwner, refusals map[claimedKey]walletdb.Refusal) (fresh []int) {
 	for _, key := range k.keys {
 		i := k.leaders[key]
 		if owner, ok := owners[key]; ok {
 			w.answerFromOwner(i, owner)
+			continue
+		}
+		if r, ok := refusals[key]; ok {
+			w.out[i].err = replayRefusal(key.key, w.batch[i].hash, r)
 			continue
 		}
 		fresh = append(fresh, i)
@@ -233,9 +262,9 @@ func (w *batchTx) answerUsedKeys(k batchKeys, owners map[string]keyOwner) (fresh
 
 // answerFollowers answers the requests that follow a leader, once every key of the batch has
 // its owner.
-func (w *batchTx) answerFollowers(followers []int, owners map[string]keyOwner) {
+func (w *batchTx) answerFollowers(followers []int, owners map[claimedKey]keyOwner) {
 	for _, i := range followers {
-		owner, ok := owners[w.batch[i].req.IdempotencyKey]
+		owner, ok := owners[w.batch[i].key()]
 		if !ok {
 			// The leader was refused (its key stays free) or left: this request may differ
 			// from it, so it is decided on its own, after this batch.
@@ -254,7 +283,7 @@ func (w *batchTx) answerFromOwner(i int, owner keyOwner) {
 
 // writeFresh checks and writes the requests at the indexes fresh, whose keys were not used
 // before, setting their answers; it returns the owners of the keys it wrote.
-func (w *batchTx) writeFresh(ctx context.Context, fresh []int) (map[string]keyOwner, error) {
+func (w *batchTx) writeFresh(ctx context.Context, fresh []int) (map[claimedKey]keyOwner, error) {
 	wallets, err := w.lockWallets(ctx, fresh)
 	if err != nil {
 		return nil, err
@@ -266,10 +295,14 @@ func (w *batchTx) writeFresh(ctx context.Context, fresh []int) (map[string]keyOw
 	// Claimed in key order: two batches that share keys claim them in the same order and
 	// cannot deadlock on them.
 	slices.SortFunc(accepted, func(a, b int) int {
-		return strings.Compare(w.batch[a].req.IdempotencyKey, w.batch[b].req.IdempotencyKey)
+		ka, kb := w.batch[a].key(), w.batch[b].key()
+		return cmp.Or(strings.Compare(ka.owner, kb.owner), strings.Compare(ka.key, kb.key))
 	})
 	rows, err := w.insertTransfers(ctx, accepted)
 	if err != nil {
+		return nil, err
+	}
+	if err := w.checkNoRefusals(ctx, accepted); err != nil {
 		return nil, err
 	}
 	if err := w.addToBalances(ctx, accepted); err != nil {
@@ -295,17 +328,55 @@ func (w *batchTx) lockWallets(ctx context.Context, fresh []int) (map[string]*wal
 	return lockedWallets(locked), nil
 }
 
+// checkNoRefusals takes the shared locks of the keys the batch claimed, then fails the batch
+// when a refusal holds one: a request refused, and recorded under the key's exclusive lock,
+// after the batch looked its keys up. Run one by one, the batch's requests find the refusal.
+func (w *batchTx) checkNoRefusals(ctx context.Context, accepted []int) error {
+	keys := make([]claimedKey, len(accepted))
+	for j, i := range accepted {
+		keys[j] = w.batch[i].key()
+	}
+	cols := keyColumns(keys)
+	if err := w.q.LockKeysShared(ctx, walletdb.LockKeysSharedParams{
+		KeySpace: spaceTransfer, IdempotencyOwners: cols.IdempotencyOwners, IdempotencyKeys: cols.IdempotencyKeys,
+	}); err != nil {
+		return fmt.Errorf("lock idempotency keys: %w", err)
+	}
+	refused, err := w.q.GetRefusals(ctx, walletdb.GetRefusalsParams(cols))
+	if err != nil {
+		return fmt.Errorf("load refusals: %w", err)
+	}
+	if len(refused) > 0 {
+		if !w.lookup {
+			return errNeedLookup
+		}
+		return errKeyTaken
+	}
+	return nil
+}
+
 // applyRules checks the fresh requests in arrival order against the running balances of the
-// locked wallets, which it moves: a refused request fails alone. It returns those accepted.
+// locked wallets, which it moves: a refused request fails alone. A refusal that is kept under
+// its key (wallet.Kept) is decided again in a transaction of its own, which records it. It
+// returns those accepted.
 func (w *batchTx) applyRules(fresh []int, wallets map[string]*wallet.Wallet) (accepted []int, err error) {
 	for _, i := range fresh {
-		req := w.batch[i].req
+		p := w.batch[i]
+		req := p.req
 		from, to := wallets[req.FromWalletID], wallets[req.ToWalletID]
-		if err := wallet.CheckTransfer(req, from, to); err != nil {
-			if !w.lookup {
+		err := wallet.CheckDebit(p.actor, "from_wallet_id", from)
+		if err == nil {
+			err = wallet.CheckTransfer(req, from, to)
+		}
+		if err != nil {
+			switch {
+			case !w.lookup:
 				return nil, errNeedLookup // a replay is answered, not refused
+			case wallet.Kept(err):
+				w.out[i].retry = true
+			default:
+				w.out[i].err = err
 			}
-			w.out[i].err = err
 			continue
 		}
 		wallet.Move(from, to, req.Amount)
@@ -319,7 +390,7 @@ func (w *batchTx) applyRules(fresh []int, wallets map[string]*wallet.Wallet) (ac
 func (w *batchTx) insertTransfers(ctx context.Context, accepted []int) ([]walletdb.Transfer, error) {
 	n := len(accepted)
 	ins := walletdb.InsertTransfersParams{
-		Ids: make([]uuid.UUID, n), IdempotencyKeys: make([]string, n), RequestHashes: make([][]byte, n),
+		Ids: make([]uuid.UUID, n), IdempotencyOwners: make([]string, n), IdempotencyKeys: make([]string, n), RequestHashes: make([][]byte, n),
 		FromWalletIds: make([]string, n), ToWalletIds: make([]string, n), Amounts: make([]int64, n),
 		Currencies: make([]string, n), EventIds: make([]uuid.UUID, n), CreatedByKeys: make([]uuid.UUID, n),
 		TransferReferences: make([]string, n),
@@ -327,6 +398,7 @@ func (w *batchTx) insertTransfers(ctx context.Context, accepted []int) ([]wallet
 	for j, i := range accepted {
 		p := w.batch[i]
 		ins.Ids[j], ins.IdempotencyKeys[j], ins.RequestHashes[j] = p.transferID, p.req.IdempotencyKey, p.hash
+		ins.IdempotencyOwners[j] = p.actor.Owner
 		ins.FromWalletIds[j], ins.ToWalletIds[j] = p.req.FromWalletID, p.req.ToWalletID
 		ins.Amounts[j], ins.Currencies[j], ins.EventIds[j] = p.req.Amount, p.req.Currency, p.eventID
 		ins.CreatedByKeys[j] = p.req.KeyID // uuid.Nil: none (stored NULL)
@@ -372,7 +444,7 @@ func (w *batchTx) addToBalances(ctx context.Context, accepted []int) error {
 // addEvents writes the events of the transfers in rows in one statement, in the transaction of
 // their transfers, and answers the accepted requests; it returns the owners of the keys they
 // took.
-func (w *batchTx) addEvents(ctx context.Context, accepted []int, rows []walletdb.Transfer, wallets map[string]*wallet.Wallet) (map[string]keyOwner, error) {
+func (w *batchTx) addEvents(ctx context.Context, accepted []int, rows []walletdb.Transfer, wallets map[string]*wallet.Wallet) (map[claimedKey]keyOwner, error) {
 	byID := make(map[uuid.UUID]int, len(accepted))
 	for _, i := range accepted {
 		byID[w.batch[i].transferID] = i
@@ -389,11 +461,11 @@ func (w *batchTx) addEvents(ctx context.Context, accepted []int, rows []walletdb
 	if err != nil {
 		return nil, err
 	}
-	created := make(map[string]keyOwner, len(rows))
+	created := make(map[claimedKey]keyOwner, len(rows))
 	for _, row := range rows {
 		i := byID[row.ID]
 		w.out[i].transfer = toTransfer(row, status)
-		created[row.IdempotencyKey] = keyOwner{transfer: w.out[i].transfer, hash: row.RequestHash}
+		created[claimedKey{owner: row.IdempotencyOwner, key: row.IdempotencyKey}] = keyOwner{transfer: w.out[i].transfer, hash: row.RequestHash}
 	}
 	return created, nil
 }

@@ -43,12 +43,13 @@ func (s *Store) PlaceHold(ctx context.Context, req wallet.HoldRequest) (wallet.H
 		return wallet.Hold{}, false, fmt.Errorf("generate event id: %w", err)
 	}
 	p := pendingHold{
-		req: req, hash: holdHash(req), expiresAt: req.Expiry(now),
+		req: req, actor: wallet.ActorOf(ctx), hash: holdHash(req), expiresAt: req.Expiry(now),
 		holdID: holdID, eventID: eventID, traceParent: tracing.TraceParent(ctx),
 	}
 	r, err := database.RetrySerialization(ctx, database.DefaultSerializationAttempts, func() (holdResult, error) {
 		return database.WithTxV(ctx, s.pool, func(tx pgx.Tx) (holdResult, error) { return s.writeHold(ctx, tx, p) })
 	})
+	err = s.keepRefusal(ctx, spaceHold, claimedKey{owner: p.actor.Owner, key: req.IdempotencyKey}, p.hash, err)
 	if err != nil {
 		return wallet.Hold{}, false, fmt.Errorf("place hold on %s: %w", req.WalletID, interpretError(err))
 	}
@@ -59,6 +60,7 @@ func (s *Store) PlaceHold(ctx context.Context, req wallet.HoldRequest) (wallet.H
 // the first transaction so that a retried one writes the same hold and event.
 type pendingHold struct {
 	req             wallet.HoldRequest
+	actor           wallet.Actor
 	hash            []byte
 	expiresAt       time.Time // fixed with the ids: a retry writes the same hold
 	holdID, eventID uuid.UUID
@@ -85,28 +87,36 @@ func (s *Store) writeHold(ctx context.Context, tx pgx.Tx, p pendingHold) (holdRe
 	if w == nil {
 		return holdResult{}, problem.Newf(wallet.ErrWalletNotFound, "wallet_id %q does not exist", req.WalletID)
 	}
+	if err := wallet.CheckDebit(p.actor, "wallet_id", w); err != nil {
+		return holdResult{}, err
+	}
 	currency := req.Currency
 	if currency == "" {
 		currency = w.Currency
 	}
 
 	// (b) Claim the key: a replay answers before any rule is applied.
+	key := claimedKey{owner: p.actor.Owner, key: req.IdempotencyKey}
 	row, err := q.InsertHold(ctx, walletdb.InsertHoldParams{
-		ID: p.holdID, IdempotencyKey: req.IdempotencyKey, RequestHash: p.hash,
+		ID: p.holdID, IdempotencyOwner: p.actor.Owner, IdempotencyKey: req.IdempotencyKey, RequestHash: p.hash,
 		WalletID: req.WalletID, Amount: req.Amount, Currency: currency,
 		ExpiresAt: p.expiresAt, PlacedEventID: p.eventID,
 		CreatedByKey: uuid.NullUUID{UUID: req.KeyID, Valid: req.KeyID != uuid.Nil},
 	})
 	switch err := interpretError(err); {
 	case errors.Is(err, errNoRow):
-		return holdFromKey(ctx, q, req.IdempotencyKey, p.hash)
+		return holdFromKey(ctx, q, key, p.hash)
 	case err != nil:
 		return holdResult{}, holdClaimError(req.IdempotencyKey, err)
 	}
-
-	// (c) The rules: the wallet's currency, and its available balance covers the amount.
-	if err := wallet.CheckHold(req.Amount, currency, *w); err != nil {
+	if err := checkRefusal(ctx, q, spaceHold, key, p.hash); err != nil {
 		return holdResult{}, err
+	}
+
+	// (c) The rules: the wallet's currency, and its available balance covers the amount. A
+	// refusal is kept under the key once this transaction rolled back.
+	if err := wallet.CheckHold(req.Amount, currency, *w); err != nil {
+		return holdResult{}, refuse(err)
 	}
 
 	// (d) The wallet's held and the event, in the same transaction.
@@ -132,8 +142,9 @@ func addToHeld(ctx context.Context, q *walletdb.Queries, walletID string, delta 
 }
 
 // holdFromKey answers a hold request whose key another hold holds: a replay, or a refusal.
-func holdFromKey(ctx context.Context, q *walletdb.Queries, key string, hash []byte) (holdResult, error) {
-	existing, err := q.GetHoldByIdempotencyKey(ctx, key)
+func holdFromKey(ctx context.Context, q *walletdb.Queries, k claimedKey, hash []byte) (holdResult, error) {
+	key := k.key
+	existing, err := q.GetHoldByIdempotencyKey(ctx, walletdb.GetHoldByIdempotencyKeyParams{IdempotencyOwner: k.owner, IdempotencyKey: k.key})
 	if err != nil {
 		return holdResult{}, fmt.Errorf("load hold by idempotency key: %w", err)
 	}
@@ -158,9 +169,9 @@ func holdClaimError(key string, err error) error {
 	return fmt.Errorf("insert hold: %w", err)
 }
 
-// GetHold returns the hold with this id.
+// GetHold returns the hold with this id; for an owner, a hold on another's wallet is not found.
 func (s *Store) GetHold(ctx context.Context, id uuid.UUID) (wallet.Hold, error) {
-	row, err := s.queries.GetHold(ctx, id)
+	row, err := s.queries.GetHold(ctx, walletdb.GetHoldParams{ID: id, Owner: wallet.ActorOf(ctx).OwnerFilter()})
 	switch err := interpretError(err); {
 	case errors.Is(err, errNoRow):
 		return wallet.Hold{}, problem.Newf(wallet.ErrHoldNotFound, "hold %s does not exist", id)
@@ -180,6 +191,7 @@ func (s *Store) ListHolds(ctx context.Context, after wallet.Cursor, limit int) (
 	limit = pageLimit(limit)
 	rows, err := s.queries.ListHolds(ctx, walletdb.ListHoldsParams{
 		AfterCreatedAt: after.CreatedAt, AfterID: after.ID, RowLimit: int32(limit + 1), // one more: is there a next page?
+		Owner: wallet.ActorOf(ctx).OwnerFilter(),
 	})
 	if err != nil {
 		return wallet.HoldPage{}, fmt.Errorf("list holds: %w", interpretError(err))
@@ -216,7 +228,7 @@ func (s *Store) CaptureHold(ctx context.Context, req wallet.CaptureRequest) (wal
 	if err := req.Validate(); err != nil {
 		return wallet.Hold{}, false, err
 	}
-	p, err := newPendingCapture(req)
+	p, err := newPendingCapture(req, wallet.ActorOf(ctx))
 	if err != nil {
 		return wallet.Hold{}, false, err
 	}
@@ -227,6 +239,7 @@ func (s *Store) CaptureHold(ctx context.Context, req wallet.CaptureRequest) (wal
 	r, err := database.RetrySerialization(ctx, database.DefaultSerializationAttempts, func() (holdResult, error) {
 		return database.WithTxV(ctx, s.pool, func(tx pgx.Tx) (holdResult, error) { return s.writeCapture(ctx, tx, p) })
 	})
+	err = s.keepRefusal(ctx, spaceTransfer, claimedKey{owner: p.actor.Owner, key: req.IdempotencyKey}, p.hash, err)
 	span.endCommit(transferResult{replayed: r.replayed}, err)
 	if err != nil {
 		return wallet.Hold{}, false, fmt.Errorf("capture hold %s: %w", req.HoldID, interpretError(err))
@@ -237,13 +250,14 @@ func (s *Store) CaptureHold(ctx context.Context, req wallet.CaptureRequest) (wal
 // pendingCapture is a validated capture with the ids of its transfer and both events.
 type pendingCapture struct {
 	req                                    wallet.CaptureRequest
+	actor                                  wallet.Actor
 	hash                                   []byte
 	transferID, transferEventID, holdEvent uuid.UUID
 	traceParent                            string
 }
 
-func newPendingCapture(req wallet.CaptureRequest) (pendingCapture, error) {
-	p := pendingCapture{req: req, hash: captureHash(req)}
+func newPendingCapture(req wallet.CaptureRequest, actor wallet.Actor) (pendingCapture, error) {
+	p := pendingCapture{req: req, actor: actor, hash: captureHash(req)}
 	for _, id := range []*uuid.UUID{&p.transferID, &p.transferEventID, &p.holdEvent} {
 		v, err := uuid.NewV7()
 		if err != nil {
@@ -258,8 +272,9 @@ func (s *Store) writeCapture(ctx context.Context, tx pgx.Tx, p pendingCapture) (
 	q := s.queries.WithTx(tx)
 	req := p.req
 
-	// (a) The hold's wallet, amount and currency never change: read them unlocked.
-	hold, err := getHold(ctx, q, req.HoldID)
+	// (a) The hold's wallet, amount and currency never change: read them unlocked. Another
+	// owner's hold is not found.
+	hold, err := getHold(ctx, q, req.HoldID, p.actor)
 	if err != nil {
 		return holdResult{}, err
 	}
@@ -282,26 +297,32 @@ func (s *Store) writeCapture(ctx context.Context, tx pgx.Tx, p pendingCapture) (
 		return r, err
 	}
 
-	// (d) The rules: the hold is pending and not expired, the capture within it, and the
-	// transfer passes a transfer's rules once the hold's amount is released.
+	// (d) The rules: the hold's wallet may be debited by the actor, the hold is pending and not
+	// expired, the capture within it, and the transfer passes a transfer's rules once the
+	// hold's amount is released.
 	amount := req.Amount
 	if amount == 0 {
 		amount = hold.Amount
 	}
 	h := toHold(hold, "")
-	if err := wallet.CheckCapture(h, amount, time.Now()); err != nil {
-		return holdResult{}, err
-	}
 	move := wallet.CaptureMove(req, h, amount)
 	wallets := lockedWallets(locked)
 	from, to := wallets[hold.WalletID], wallets[req.ToWalletID]
-	if err := wallet.CheckTransfer(move, wallet.Released(from, h), to); err != nil {
+	if err := wallet.CheckDebit(p.actor, "wallet_id", from); err != nil {
 		return holdResult{}, err
 	}
+	refusal := wallet.CheckCapture(h, amount, time.Now())
+	if refusal == nil {
+		refusal = wallet.CheckTransfer(move, wallet.Released(from, h), to)
+	}
+	if refusal != nil && !wallet.Kept(refusal) {
+		return holdResult{}, refusal
+	}
 
-	// (e) Claim the key with the transfer row; a concurrent request with it waits here.
+	// (e) Claim the key with the transfer row; a concurrent request with it waits here. A
+	// refused capture claims it too (a replay answers first), then rolls back and is kept.
 	row, err := q.InsertCaptureTransfer(ctx, walletdb.InsertCaptureTransferParams{
-		ID: p.transferID, IdempotencyKey: req.IdempotencyKey, RequestHash: p.hash,
+		ID: p.transferID, IdempotencyOwner: p.actor.Owner, IdempotencyKey: req.IdempotencyKey, RequestHash: p.hash,
 		FromWalletID: move.FromWalletID, ToWalletID: move.ToWalletID, Amount: amount,
 		Currency: hold.Currency, EventID: p.transferEventID,
 		CreatedByKey: uuid.NullUUID{UUID: req.KeyID, Valid: req.KeyID != uuid.Nil},
@@ -315,6 +336,13 @@ func (s *Store) writeCapture(ctx context.Context, tx pgx.Tx, p pendingCapture) (
 		return holdResult{}, fmt.Errorf("idempotency key %q conflicted but holds no transfer", req.IdempotencyKey)
 	case err != nil:
 		return holdResult{}, claimError(move, err)
+	}
+	key := claimedKey{owner: p.actor.Owner, key: req.IdempotencyKey}
+	if err := checkRefusal(ctx, q, spaceTransfer, key, p.hash); err != nil {
+		return holdResult{}, err
+	}
+	if refusal != nil {
+		return holdResult{}, refuse(refusal)
 	}
 
 	// (f) Release the whole hold, move the captured amount, finish the hold, write both events.
@@ -348,8 +376,8 @@ func (s *Store) writeCapture(ctx context.Context, tx pgx.Tx, p pendingCapture) (
 }
 
 // getHold reads a hold without a lock, naming one that does not exist.
-func getHold(ctx context.Context, q *walletdb.Queries, id uuid.UUID) (walletdb.Hold, error) {
-	hold, err := q.GetHold(ctx, id)
+func getHold(ctx context.Context, q *walletdb.Queries, id uuid.UUID, actor wallet.Actor) (walletdb.Hold, error) {
+	hold, err := q.GetHold(ctx, walletdb.GetHoldParams{ID: id, Owner: actor.OwnerFilter()})
 	switch err := interpretError(err); {
 	case errors.Is(err, errNoRow):
 		return walletdb.Hold{}, problem.Newf(wallet.ErrHoldNotFound, "hold %s does not exist", id)
@@ -362,7 +390,9 @@ func getHold(ctx context.Context, q *walletdb.Queries, id uuid.UUID) (walletdb.H
 // captureFromKey answers a capture whose key a transfer holds (used): the same capture of the
 // same hold replays it, anything else is refused. A key no transfer holds is not used.
 func captureFromKey(ctx context.Context, q *walletdb.Queries, p pendingCapture) (holdResult, bool, error) {
-	existing, err := q.GetTransferByIdempotencyKey(ctx, p.req.IdempotencyKey)
+	existing, err := q.GetTransferByIdempotencyKey(ctx, walletdb.GetTransferByIdempotencyKeyParams{
+		IdempotencyOwner: p.actor.Owner, IdempotencyKey: p.req.IdempotencyKey,
+	})
 	switch err := interpretError(err); {
 	case errors.Is(err, errNoRow):
 		return holdResult{}, false, nil
@@ -374,7 +404,7 @@ func captureFromKey(ctx context.Context, q *walletdb.Queries, p pendingCapture) 
 		return holdResult{}, true, problem.Newf(wallet.ErrIdempotencyKeyReused,
 			"Idempotency-Key %q was used for transfer %s, which differs from this capture", p.req.IdempotencyKey, t.ID)
 	}
-	hold, err := q.GetHold(ctx, p.req.HoldID)
+	hold, err := q.GetHold(ctx, walletdb.GetHoldParams{ID: p.req.HoldID})
 	if err != nil {
 		return holdResult{}, true, fmt.Errorf("get captured hold: %w", err)
 	}
@@ -393,7 +423,7 @@ func (s *Store) VoidHold(ctx context.Context, id uuid.UUID) (wallet.Hold, error)
 	h, err := database.RetrySerialization(ctx, database.DefaultSerializationAttempts, func() (wallet.Hold, error) {
 		return database.WithTxV(ctx, s.pool, func(tx pgx.Tx) (wallet.Hold, error) {
 			q := s.queries.WithTx(tx)
-			hold, err := getHold(ctx, q, id)
+			hold, err := getHold(ctx, q, id, wallet.ActorOf(ctx))
 			if err != nil {
 				return wallet.Hold{}, err
 			}

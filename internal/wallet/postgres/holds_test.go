@@ -81,7 +81,7 @@ func TestPartialCaptureMovesTheCaptureReleasesTheRestWithBothEvents(t *testing.T
 	_, _, err = placeHold(store, "h-1", "alice", 601)
 	require.ErrorIs(t, err, wallet.ErrIdempotencyKeyReused)
 
-	_, _, err = capture(store, "c-1", h.ID, "shop", 601)
+	_, _, err = capture(store, "c-0", h.ID, "shop", 601)
 	require.ErrorIs(t, err, wallet.ErrCaptureExceedsHold)
 
 	got, replayed, err := capture(store, "c-1", h.ID, "shop", 250)

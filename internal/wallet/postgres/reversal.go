@@ -40,7 +40,7 @@ func (s *Store) ReverseTransfer(ctx context.Context, req wallet.ReversalRequest)
 	if err != nil {
 		return wallet.Transfer{}, false, fmt.Errorf("generate event id: %w", err)
 	}
-	p := pendingReversal{req: req, hash: reversalHash(req), reversalID: reversalID, eventID: eventID}
+	p := pendingReversal{req: req, actor: wallet.ActorOf(ctx), hash: reversalHash(req), reversalID: reversalID, eventID: eventID}
 	// The commit span and the traceparent the outbox row stores, as a transfer's.
 	span := &pendingTransfer{transferID: reversalID, eventID: eventID}
 	ctx = s.startCommit(ctx, span)
@@ -48,6 +48,7 @@ func (s *Store) ReverseTransfer(ctx context.Context, req wallet.ReversalRequest)
 	r, err := database.RetrySerialization(ctx, database.DefaultSerializationAttempts, func() (transferResult, error) {
 		return database.WithTxV(ctx, s.pool, func(tx pgx.Tx) (transferResult, error) { return s.writeReversal(ctx, tx, p) })
 	})
+	err = s.keepRefusal(ctx, spaceTransfer, claimedKey{owner: p.actor.Owner, key: req.IdempotencyKey}, p.hash, err)
 	span.endCommit(r, err)
 	if err != nil {
 		return wallet.Transfer{}, false, fmt.Errorf("reverse transfer %s: %w", req.TransferID, interpretError(err))
@@ -59,6 +60,7 @@ func (s *Store) ReverseTransfer(ctx context.Context, req wallet.ReversalRequest)
 // before the first transaction as a transfer's are.
 type pendingReversal struct {
 	req                 wallet.ReversalRequest
+	actor               wallet.Actor
 	hash                []byte
 	reversalID, eventID uuid.UUID
 	traceParent         string
@@ -88,10 +90,14 @@ func (s *Store) writeReversal(ctx context.Context, tx pgx.Tx, p pendingReversal)
 	if err != nil {
 		return transferResult{}, fmt.Errorf("lock transfer: %w", interpretError(err))
 	}
+	wallets := lockedWallets(locked)
+	if err := checkReverser(p.actor, orig, wallets[move.FromWalletID], wallets[move.ToWalletID]); err != nil {
+		return transferResult{}, err
+	}
 
 	// (c) Claim the key: a replay answers before any rule is applied.
 	row, err := q.InsertReversal(ctx, walletdb.InsertReversalParams{
-		ID: p.reversalID, IdempotencyKey: req.IdempotencyKey, RequestHash: p.hash,
+		ID: p.reversalID, IdempotencyOwner: p.actor.Owner, IdempotencyKey: req.IdempotencyKey, RequestHash: p.hash,
 		FromWalletID: move.FromWalletID, ToWalletID: move.ToWalletID,
 		Amount: req.Amount, Currency: orig.Currency, EventID: p.eventID,
 		CreatedByKey:       uuid.NullUUID{UUID: req.KeyID, Valid: req.KeyID != uuid.Nil},
@@ -99,19 +105,24 @@ func (s *Store) writeReversal(ctx context.Context, tx pgx.Tx, p pendingReversal)
 	})
 	switch err := interpretError(err); {
 	case errors.Is(err, errNoRow):
-		return answerFromKey(ctx, q, &pendingTransfer{req: move, hash: p.hash})
+		return answerFromKey(ctx, q, &pendingTransfer{req: move, actor: p.actor, hash: p.hash})
 	case err != nil:
 		return transferResult{}, claimError(move, err)
 	}
-
-	// (d) The rules: a reversal is not reversed, the reversals stay within the original, and
-	// the receiver holds the money unless its wallet may go negative.
-	if err := wallet.CheckReversal(req, toTransfer(orig, "")); err != nil {
+	key := claimedKey{owner: p.actor.Owner, key: req.IdempotencyKey}
+	if err := checkRefusal(ctx, q, spaceTransfer, key, p.hash); err != nil {
 		return transferResult{}, err
 	}
-	wallets := lockedWallets(locked)
-	if err := wallet.CheckTransfer(move, wallets[move.FromWalletID], wallets[move.ToWalletID]); err != nil {
-		return transferResult{}, err
+
+	// (d) The rules: a reversal is not reversed, the reversals stay within the original, and
+	// the receiver holds the money unless its wallet may go negative. A refusal is kept under
+	// the key once this transaction rolled back.
+	refusal := wallet.CheckReversal(req, toTransfer(orig, ""))
+	if refusal == nil {
+		refusal = wallet.CheckTransfer(move, wallets[move.FromWalletID], wallets[move.ToWalletID])
+	}
+	if refusal != nil {
+		return transferResult{}, refuse(refusal)
 	}
 
 	// (e) The running total, which the database keeps within the amount (its CHECK), then both
@@ -134,6 +145,21 @@ func (s *Store) writeReversal(ctx context.Context, tx pgx.Tx, p pendingReversal)
 		return transferResult{}, err
 	}
 	return transferResult{transfer: toTransfer(row, status)}, nil
+}
+
+// checkReverser applies the actor's rights to a reversal of orig, which takes the money back
+// from its receiver (from) to its sender (to): an owner who can see neither wallet does not
+// find the transfer; one who sent it but did not receive it may not reverse it; the receiver's
+// wallet is debited as any (wallet.CheckDebit).
+func checkReverser(a wallet.Actor, orig walletdb.Transfer, from, to *wallet.Wallet) error {
+	sees := func(w *wallet.Wallet) bool { return w != nil && a.Reads(w.Owner) }
+	switch {
+	case !sees(from) && !sees(to):
+		return problem.Newf(wallet.ErrTransferNotFound, "transfer %s does not exist", orig.ID)
+	case !sees(from):
+		return problem.Newf(wallet.ErrForbidden, "transfer %s can be reversed only by the owner of the wallet that received it", orig.ID)
+	}
+	return wallet.CheckDebit(a, "to_wallet_id", from)
 }
 
 // reversedAmountError names the database's refusal of a running total beyond the amount.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -112,8 +113,8 @@ func TestRefusedReversalsLeaveNoTrace(t *testing.T) {
 		{"more than the original exceeds it", tr.ID, 101, wallet.ErrReversalExceedsTransfer},
 		{"a zero amount is invalid", tr.ID, 0, wallet.ErrInvalid},
 	}
-	for _, tt := range tests {
-		_, _, err := reverse(store, "refused", tt.id, tt.amt)
+	for i, tt := range tests {
+		_, _, err := reverse(store, fmt.Sprintf("refused-%d", i), tt.id, tt.amt)
 		require.ErrorIs(t, err, tt.want, tt.name)
 	}
 
@@ -127,8 +128,10 @@ func TestRefusedReversalsLeaveNoTrace(t *testing.T) {
 	require.ErrorIs(t, err, wallet.ErrInsufficientFunds)
 
 	require.Equal(t, 2, count(t, bundle.pool, "transfers")-1, "the funding, the transfer and the spending only")
-	// The key is free again: a refused reversal claimed nothing.
-	r, _, err := reverse(store, "refused", tr.ID, 40)
+	// The refusal is kept under its key; another key reverses.
+	_, _, err = reverse(store, "refused", tr.ID, 40)
+	require.ErrorIs(t, err, wallet.ErrIdempotencyKeyReused)
+	r, _, err := reverse(store, "accepted", tr.ID, 40)
 	require.NoError(t, err)
 	require.Equal(t, int64(40), r.Amount)
 }

@@ -107,7 +107,7 @@ func (s *Store) CreateWallet(ctx context.Context, w wallet.Wallet) (wallet.Walle
 		return wallet.Wallet{}, err
 	}
 	row, err := s.queries.CreateWallet(ctx, walletdb.CreateWalletParams{
-		ID: w.ID, Currency: w.Currency, AllowNegative: w.AllowNegative,
+		ID: w.ID, Currency: w.Currency, AllowNegative: w.AllowNegative, Owner: wallet.ActorOf(ctx).OwnerFilter(),
 	})
 	switch err := interpretError(err); {
 	case errors.Is(err, errNoRow): // ON CONFLICT DO NOTHING: the id is taken
@@ -118,9 +118,9 @@ func (s *Store) CreateWallet(ctx context.Context, w wallet.Wallet) (wallet.Walle
 	return toWallet(row), nil
 }
 
-// GetWallet returns the wallet with this id.
+// GetWallet returns the wallet with this id; another owner's wallet is not found.
 func (s *Store) GetWallet(ctx context.Context, id string) (wallet.Wallet, error) {
-	row, err := s.queries.GetWallet(ctx, id)
+	row, err := s.queries.GetWallet(ctx, walletdb.GetWalletParams{ID: id, Owner: wallet.ActorOf(ctx).OwnerFilter()})
 	switch err := interpretError(err); {
 	case errors.Is(err, errNoRow):
 		return wallet.Wallet{}, problem.Newf(wallet.ErrWalletNotFound, "wallet %q does not exist", id)
@@ -138,7 +138,7 @@ func (s *Store) CreateTransfer(ctx context.Context, req wallet.TransferRequest) 
 	if err := req.Validate(); err != nil {
 		return wallet.Transfer{}, false, err
 	}
-	p, err := newPendingTransfer(req)
+	p, err := newPendingTransfer(req, wallet.ActorOf(ctx))
 	if err != nil {
 		return wallet.Transfer{}, false, err
 	}
@@ -162,8 +162,9 @@ func (s *Store) CreateTransfer(ctx context.Context, req wallet.TransferRequest) 
 // pendingTransfer is a validated request on its way to the database, with the ids it will be
 // written under.
 type pendingTransfer struct {
-	req  wallet.TransferRequest
-	hash []byte
+	req   wallet.TransferRequest
+	actor wallet.Actor // who asks: whose wallets it may debit, whose key it uses
+	hash  []byte
 	// The ids exist before any transaction so that a retried transaction (deadlock,
 	// serialization failure, a batch run again one by one) writes the same transfer and event.
 	transferID, eventID uuid.UUID
@@ -173,6 +174,11 @@ type pendingTransfer struct {
 	traceParent string
 }
 
+// key is the request's Idempotency-Key as its owner holds it.
+func (p *pendingTransfer) key() claimedKey {
+	return claimedKey{owner: p.actor.Owner, key: p.req.IdempotencyKey}
+}
+
 // transferResult is a request's answer: its transfer, and whether an earlier request with the
 // same key created it.
 type transferResult struct {
@@ -180,7 +186,7 @@ type transferResult struct {
 	replayed bool
 }
 
-func newPendingTransfer(req wallet.TransferRequest) (*pendingTransfer, error) {
+func newPendingTransfer(req wallet.TransferRequest, actor wallet.Actor) (*pendingTransfer, error) {
 	transferID, err := uuid.NewV7()
 	if err != nil {
 		return nil, fmt.Errorf("generate transfer id: %w", err)
@@ -189,17 +195,21 @@ func newPendingTransfer(req wallet.TransferRequest) (*pendingTransfer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("generate event id: %w", err)
 	}
-	return &pendingTransfer{req: req, hash: requestHash(req), transferID: transferID, eventID: eventID}, nil
+	return &pendingTransfer{req: req, actor: actor, hash: requestHash(req), transferID: transferID, eventID: eventID}, nil
 }
 
 // createOne writes one transfer in a transaction of its own: the path without the batcher, and
 // the fallback of a batch that could not commit as a whole. A deadlock or a serialization
 // failure says nothing about the request, and another attempt writes the same transfer and
 // event (their ids are fixed before the first): retried here, rather than answered 500.
+//
+// A refusal is kept under the request's key before createOne returns, so that the next request
+// the batch worker runs with that key (it runs them in arrival order) finds it.
 func (s *Store) createOne(ctx context.Context, p *pendingTransfer) (transferResult, error) {
-	return database.RetrySerialization(ctx, database.DefaultSerializationAttempts, func() (transferResult, error) {
+	r, err := database.RetrySerialization(ctx, database.DefaultSerializationAttempts, func() (transferResult, error) {
 		return database.WithTxV(ctx, s.pool, func(tx pgx.Tx) (transferResult, error) { return s.writeOne(ctx, tx, p) })
 	})
+	return r, s.keepRefusal(ctx, spaceTransfer, p.key(), p.hash, err)
 }
 
 // writeOne writes one transfer in tx, or answers from the transfer that holds its key.
@@ -215,11 +225,16 @@ func (s *Store) writeOne(ctx context.Context, tx pgx.Tx, p *pendingTransfer) (tr
 	if err != nil {
 		return transferResult{}, fmt.Errorf("lock wallets: %w", err)
 	}
+	wallets := lockedWallets(locked)
+	from, to := wallets[req.FromWalletID], wallets[req.ToWalletID]
+	if err := wallet.CheckDebit(p.actor, "from_wallet_id", from); err != nil {
+		return transferResult{}, err
+	}
 
 	// (b) Claim the key. A concurrent request with the same key waits here on the unique
 	// index until the first one commits (then it conflicts) or rolls back (then it claims).
 	row, err := q.InsertTransfer(ctx, walletdb.InsertTransferParams{
-		ID: p.transferID, IdempotencyKey: req.IdempotencyKey, RequestHash: p.hash,
+		ID: p.transferID, IdempotencyOwner: p.actor.Owner, IdempotencyKey: req.IdempotencyKey, RequestHash: p.hash,
 		FromWalletID: req.FromWalletID, ToWalletID: req.ToWalletID,
 		Amount: req.Amount, Currency: req.Currency, EventID: p.eventID,
 		CreatedByKey: uuid.NullUUID{UUID: req.KeyID, Valid: req.KeyID != uuid.Nil},
@@ -231,10 +246,11 @@ func (s *Store) writeOne(ctx context.Context, tx pgx.Tx, p *pendingTransfer) (tr
 	case err != nil:
 		return transferResult{}, claimError(req, err)
 	}
-	wallets := lockedWallets(locked)
-	from, to := wallets[req.FromWalletID], wallets[req.ToWalletID]
-	if err := wallet.CheckTransfer(req, from, to); err != nil {
+	if err := checkRefusal(ctx, q, spaceTransfer, p.key(), p.hash); err != nil {
 		return transferResult{}, err
+	}
+	if err := wallet.CheckTransfer(req, from, to); err != nil {
+		return transferResult{}, refuse(err)
 	}
 
 	// (c) Both balances in one statement.
@@ -260,7 +276,9 @@ func (s *Store) writeOne(ctx context.Context, tx pgx.Tx, p *pendingTransfer) (tr
 
 // answerFromKey answers a request whose key another transfer holds: a replay, or a refusal.
 func answerFromKey(ctx context.Context, q *walletdb.Queries, p *pendingTransfer) (transferResult, error) {
-	existing, err := q.GetTransferByIdempotencyKey(ctx, p.req.IdempotencyKey)
+	existing, err := q.GetTransferByIdempotencyKey(ctx, walletdb.GetTransferByIdempotencyKeyParams{
+		IdempotencyOwner: p.actor.Owner, IdempotencyKey: p.req.IdempotencyKey,
+	})
 	if err != nil {
 		return transferResult{}, fmt.Errorf("load transfer by idempotency key: %w", err)
 	}
@@ -332,14 +350,24 @@ func lockedWallets(rows []walletdb.LockWalletsRow) map[string]*wallet.Wallet {
 	for _, r := range rows {
 		wallets[r.ID] = &wallet.Wallet{
 			ID: r.ID, Currency: r.Currency, Balance: r.Balance, Held: r.Held, AllowNegative: r.AllowNegative,
+			Owner: ownerOf(r.Owner),
 		}
 	}
 	return wallets
 }
 
-// GetTransfer returns the transfer with this id and where its event is.
+// ownerOf is a wallet's owner as the domain names it: "" for the platform's.
+func ownerOf(owner *string) string {
+	if owner == nil {
+		return ""
+	}
+	return *owner
+}
+
+// GetTransfer returns the transfer with this id and where its event is; for an owner, a
+// transfer neither from nor to one of its wallets is not found.
 func (s *Store) GetTransfer(ctx context.Context, id uuid.UUID) (wallet.Transfer, error) {
-	row, err := s.queries.GetTransferWithOutbox(ctx, id)
+	row, err := s.queries.GetTransferWithOutbox(ctx, walletdb.GetTransferWithOutboxParams{ID: id, Owner: wallet.ActorOf(ctx).OwnerFilter()})
 	switch err := interpretError(err); {
 	case errors.Is(err, errNoRow):
 		return wallet.Transfer{}, problem.Newf(wallet.ErrTransferNotFound, "transfer %s does not exist", id)
@@ -358,7 +386,9 @@ func (s *Store) GetTransfer(ctx context.Context, id uuid.UUID) (wallet.Transfer,
 
 // TransferByIdempotencyKey returns the transfer the key created and where its event is.
 func (s *Store) TransferByIdempotencyKey(ctx context.Context, key string) (wallet.Transfer, error) {
-	row, err := s.queries.GetTransferByIdempotencyKey(ctx, key)
+	row, err := s.queries.GetTransferByIdempotencyKey(ctx, walletdb.GetTransferByIdempotencyKeyParams{
+		IdempotencyOwner: wallet.ActorOf(ctx).Owner, IdempotencyKey: key,
+	})
 	switch err := interpretError(err); {
 	case errors.Is(err, errNoRow):
 		return wallet.Transfer{}, problem.Newf(wallet.ErrTransferNotFound, "no transfer has the Idempotency-Key %q", key)
@@ -386,6 +416,7 @@ func (s *Store) ListTransfers(ctx context.Context, after wallet.Cursor, limit in
 	limit = pageLimit(limit)
 	rows, err := s.queries.ListTransfers(ctx, walletdb.ListTransfersParams{
 		AfterCreatedAt: after.CreatedAt, AfterID: after.ID, RowLimit: int32(limit + 1), // one more: is there a next page?
+		Owner: wallet.ActorOf(ctx).OwnerFilter(),
 	})
 	if err != nil {
 		return wallet.Page{}, fmt.Errorf("list transfers: %w", interpretError(err))
@@ -433,7 +464,7 @@ func requestHash(req wallet.TransferRequest) []byte {
 func toWallet(w walletdb.Wallet) wallet.Wallet {
 	return wallet.Wallet{
 		ID: w.ID, Currency: w.Currency, Balance: w.Balance, Held: w.Held,
-		AllowNegative: w.AllowNegative, CreatedAt: w.CreatedAt.UTC(),
+		AllowNegative: w.AllowNegative, Owner: ownerOf(w.Owner), CreatedAt: w.CreatedAt.UTC(),
 	}
 }
 

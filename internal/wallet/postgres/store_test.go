@@ -217,7 +217,7 @@ func TestRefusedTransferLeavesNoTrace(t *testing.T) {
 	}
 }
 
-func TestRefusedTransferFreesItsKey(t *testing.T) {
+func TestRefusedTransferKeepsItsKey(t *testing.T) {
 	t.Parallel()
 	store, _ := setup(t)
 	ctx := context.Background()
@@ -228,14 +228,19 @@ func TestRefusedTransferFreesItsKey(t *testing.T) {
 	_, _, err := store.CreateTransfer(ctx, req)
 	require.ErrorIs(t, err, wallet.ErrInsufficientFunds)
 
-	// The refusal rolled back the claim, so the same key works once the wallet is funded.
+	// The refusal is kept under the key: the same request replays it even once the wallet is
+	// funded, another request with the key is refused.
 	_, _, err = store.CreateTransfer(ctx, wallet.TransferRequest{
 		IdempotencyKey: "top-up", FromWalletID: "mint-USD", ToWalletID: "alice", Amount: 10, Currency: "USD",
 	})
 	require.NoError(t, err)
-	_, replayed, err := store.CreateTransfer(ctx, req)
-	require.NoError(t, err)
-	require.False(t, replayed)
+	_, _, err = store.CreateTransfer(ctx, req)
+	var replayed *wallet.ReplayedRefusal
+	require.ErrorAs(t, err, &replayed)
+	require.ErrorIs(t, err, wallet.ErrInsufficientFunds)
+	req.Amount = 5
+	_, _, err = store.CreateTransfer(ctx, req)
+	require.ErrorIs(t, err, wallet.ErrIdempotencyKeyReused)
 }
 
 func TestConcurrentRequestsWithOneKeyCreateOneTransfer(t *testing.T) {

@@ -134,7 +134,7 @@ func WalletScript(fsys fs.FS, users int, payload string) (Script, error) {
 	from, to := "'u' || :from", "'u' || :to"
 	steps := []step{
 		{"wallet", "InsertTransfer", map[string]string{
-			"id": tid, "idempotency_key": "'k' || :n", "request_hash": "sha256(('h' || :n)::bytea)",
+			"id": tid, "idempotency_owner": "''", "idempotency_key": "'k' || :n", "request_hash": "sha256(('h' || :n)::bytea)",
 			"from_wallet_id": from, "to_wallet_id": to, "amount": ":amount::bigint", "currency": "'USD'", "event_id": eid, "created_by_key": "NULL", "reference": "''",
 		}},
 		{"wallet", "LockWallets", map[string]string{"ids": "ARRAY[" + from + ", " + to + "]"}},

@@ -37,9 +37,9 @@ func (q *Queries) InsertAudit(ctx context.Context, arg InsertAuditParams) error 
 }
 
 const insertKey = `-- name: InsertKey :one
-INSERT INTO api_keys (id, name, secret_hash, scopes)
-VALUES ($1, $2, $3, $4::text[])
-RETURNING id, name, secret_hash, scopes, created_at, last_used_at, revoked_at
+INSERT INTO api_keys (id, name, secret_hash, scopes, owner)
+VALUES ($1, $2, $3, $4::text[], $5::text)
+RETURNING id, name, secret_hash, scopes, created_at, last_used_at, revoked_at, owner
 `
 
 type InsertKeyParams struct {
@@ -47,6 +47,7 @@ type InsertKeyParams struct {
 	Name       string
 	SecretHash []byte
 	Scopes     []string
+	Owner      *string
 }
 
 func (q *Queries) InsertKey(ctx context.Context, arg InsertKeyParams) (ApiKey, error) {
@@ -55,6 +56,7 @@ func (q *Queries) InsertKey(ctx context.Context, arg InsertKeyParams) (ApiKey, e
 		arg.Name,
 		arg.SecretHash,
 		arg.Scopes,
+		arg.Owner,
 	)
 	var i ApiKey
 	err := row.Scan(
@@ -65,12 +67,13 @@ func (q *Queries) InsertKey(ctx context.Context, arg InsertKeyParams) (ApiKey, e
 		&i.CreatedAt,
 		&i.LastUsedAt,
 		&i.RevokedAt,
+		&i.Owner,
 	)
 	return i, err
 }
 
 const keyBySecretHash = `-- name: KeyBySecretHash :one
-SELECT id, name, secret_hash, scopes, created_at, last_used_at, revoked_at FROM api_keys WHERE secret_hash = $1
+SELECT id, name, secret_hash, scopes, created_at, last_used_at, revoked_at, owner FROM api_keys WHERE secret_hash = $1
 `
 
 // The key a request's secret names; revoked keys are returned too, so that a revoked key is told
@@ -86,6 +89,7 @@ func (q *Queries) KeyBySecretHash(ctx context.Context, secretHash []byte) (ApiKe
 		&i.CreatedAt,
 		&i.LastUsedAt,
 		&i.RevokedAt,
+		&i.Owner,
 	)
 	return i, err
 }
@@ -131,7 +135,7 @@ func (q *Queries) ListAudit(ctx context.Context, arg ListAuditParams) ([]AuditLo
 }
 
 const listKeys = `-- name: ListKeys :many
-SELECT id, name, secret_hash, scopes, created_at, last_used_at, revoked_at FROM api_keys ORDER BY created_at, id
+SELECT id, name, secret_hash, scopes, created_at, last_used_at, revoked_at, owner FROM api_keys ORDER BY created_at, id
 `
 
 func (q *Queries) ListKeys(ctx context.Context) ([]ApiKey, error) {
@@ -151,6 +155,7 @@ func (q *Queries) ListKeys(ctx context.Context) ([]ApiKey, error) {
 			&i.CreatedAt,
 			&i.LastUsedAt,
 			&i.RevokedAt,
+			&i.Owner,
 		); err != nil {
 			return nil, err
 		}
@@ -165,7 +170,7 @@ func (q *Queries) ListKeys(ctx context.Context) ([]ApiKey, error) {
 const revokeKey = `-- name: RevokeKey :one
 UPDATE api_keys SET revoked_at = coalesce(revoked_at, clock_timestamp())
 WHERE id = $1
-RETURNING id, name, secret_hash, scopes, created_at, last_used_at, revoked_at
+RETURNING id, name, secret_hash, scopes, created_at, last_used_at, revoked_at, owner
 `
 
 func (q *Queries) RevokeKey(ctx context.Context, id uuid.UUID) (ApiKey, error) {
@@ -179,6 +184,7 @@ func (q *Queries) RevokeKey(ctx context.Context, id uuid.UUID) (ApiKey, error) {
 		&i.CreatedAt,
 		&i.LastUsedAt,
 		&i.RevokedAt,
+		&i.Owner,
 	)
 	return i, err
 }

@@ -18,6 +18,7 @@ type ApiKey struct {
 	CreatedAt  time.Time
 	LastUsedAt *time.Time
 	RevokedAt  *time.Time
+	Owner      *string
 }
 
 type AuditLog struct {

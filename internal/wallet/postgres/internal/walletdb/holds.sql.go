@@ -37,7 +37,7 @@ UPDATE holds
 SET status = 'captured', captured_amount = $1, capture_transfer_id = $2,
     finished_event_id = $3, finished_at = clock_timestamp()
 WHERE id = $4 AND status = 'pending'
-RETURNING id, idempotency_key, request_hash, wallet_id, amount, currency, status, void_reason, expires_at, captured_amount, capture_transfer_id, placed_event_id, finished_event_id, created_by_key, created_at, finished_at
+RETURNING id, idempotency_key, request_hash, wallet_id, amount, currency, status, void_reason, expires_at, captured_amount, capture_transfer_id, placed_event_id, finished_event_id, created_by_key, created_at, finished_at, idempotency_owner
 `
 
 type CaptureHoldParams struct {
@@ -72,6 +72,7 @@ func (q *Queries) CaptureHold(ctx context.Context, arg CaptureHoldParams) (Hold,
 		&i.CreatedByKey,
 		&i.CreatedAt,
 		&i.FinishedAt,
+		&i.IdempotencyOwner,
 	)
 	return i, err
 }
@@ -111,11 +112,20 @@ func (q *Queries) ExpiredHolds(ctx context.Context, rowLimit int32) ([]ExpiredHo
 }
 
 const getHold = `-- name: GetHold :one
-SELECT id, idempotency_key, request_hash, wallet_id, amount, currency, status, void_reason, expires_at, captured_amount, capture_transfer_id, placed_event_id, finished_event_id, created_by_key, created_at, finished_at FROM holds WHERE id = $1
+SELECT id, idempotency_key, request_hash, wallet_id, amount, currency, status, void_reason, expires_at, captured_amount, capture_transfer_id, placed_event_id, finished_event_id, created_by_key, created_at, finished_at, idempotency_owner FROM holds h
+WHERE h.id = $1
+  AND ($2::text IS NULL
+       OR EXISTS (SELECT 1 FROM wallets w WHERE w.id = h.wallet_id AND w.owner = $2::text))
 `
 
-func (q *Queries) GetHold(ctx context.Context, id uuid.UUID) (Hold, error) {
-	row := q.db.QueryRow(ctx, getHold, id)
+type GetHoldParams struct {
+	ID    uuid.UUID
+	Owner *string
+}
+
+// With an owner, only a hold on one of the owner's wallets is found.
+func (q *Queries) GetHold(ctx context.Context, arg GetHoldParams) (Hold, error) {
+	row := q.db.QueryRow(ctx, getHold, arg.ID, arg.Owner)
 	var i Hold
 	err := row.Scan(
 		&i.ID,
@@ -134,16 +144,22 @@ func (q *Queries) GetHold(ctx context.Context, id uuid.UUID) (Hold, error) {
 		&i.CreatedByKey,
 		&i.CreatedAt,
 		&i.FinishedAt,
+		&i.IdempotencyOwner,
 	)
 	return i, err
 }
 
 const getHoldByIdempotencyKey = `-- name: GetHoldByIdempotencyKey :one
-SELECT id, idempotency_key, request_hash, wallet_id, amount, currency, status, void_reason, expires_at, captured_amount, capture_transfer_id, placed_event_id, finished_event_id, created_by_key, created_at, finished_at FROM holds WHERE idempotency_key = $1
+SELECT id, idempotency_key, request_hash, wallet_id, amount, currency, status, void_reason, expires_at, captured_amount, capture_transfer_id, placed_event_id, finished_event_id, created_by_key, created_at, finished_at, idempotency_owner FROM holds WHERE idempotency_owner = $1 AND idempotency_key = $2
 `
 
-func (q *Queries) GetHoldByIdempotencyKey(ctx context.Context, idempotencyKey string) (Hold, error) {
-	row := q.db.QueryRow(ctx, getHoldByIdempotencyKey, idempotencyKey)
+type GetHoldByIdempotencyKeyParams struct {
+	IdempotencyOwner string
+	IdempotencyKey   string
+}
+
+func (q *Queries) GetHoldByIdempotencyKey(ctx context.Context, arg GetHoldByIdempotencyKeyParams) (Hold, error) {
+	row := q.db.QueryRow(ctx, getHoldByIdempotencyKey, arg.IdempotencyOwner, arg.IdempotencyKey)
 	var i Hold
 	err := row.Scan(
 		&i.ID,
@@ -162,29 +178,31 @@ func (q *Queries) GetHoldByIdempotencyKey(ctx context.Context, idempotencyKey st
 		&i.CreatedByKey,
 		&i.CreatedAt,
 		&i.FinishedAt,
+		&i.IdempotencyOwner,
 	)
 	return i, err
 }
 
 const insertCaptureTransfer = `-- name: InsertCaptureTransfer :one
-INSERT INTO transfers (id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key, hold_id)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
-        $9::uuid, $10)
-ON CONFLICT (idempotency_key) DO NOTHING
-RETURNING id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, hold_id, reference
+INSERT INTO transfers (id, idempotency_owner, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key, hold_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,
+        $10::uuid, $11)
+ON CONFLICT (idempotency_owner, idempotency_key) DO NOTHING
+RETURNING id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, hold_id, reference, idempotency_owner
 `
 
 type InsertCaptureTransferParams struct {
-	ID             uuid.UUID
-	IdempotencyKey string
-	RequestHash    []byte
-	FromWalletID   string
-	ToWalletID     string
-	Amount         int64
-	Currency       string
-	EventID        uuid.UUID
-	CreatedByKey   uuid.NullUUID
-	HoldID         uuid.NullUUID
+	ID               uuid.UUID
+	IdempotencyOwner string
+	IdempotencyKey   string
+	RequestHash      []byte
+	FromWalletID     string
+	ToWalletID       string
+	Amount           int64
+	Currency         string
+	EventID          uuid.UUID
+	CreatedByKey     uuid.NullUUID
+	HoldID           uuid.NullUUID
 }
 
 // The transfer of a capture: an ordinary transfer that names its hold, whose Idempotency-Key
@@ -192,6 +210,7 @@ type InsertCaptureTransferParams struct {
 func (q *Queries) InsertCaptureTransfer(ctx context.Context, arg InsertCaptureTransferParams) (Transfer, error) {
 	row := q.db.QueryRow(ctx, insertCaptureTransfer,
 		arg.ID,
+		arg.IdempotencyOwner,
 		arg.IdempotencyKey,
 		arg.RequestHash,
 		arg.FromWalletID,
@@ -219,28 +238,30 @@ func (q *Queries) InsertCaptureTransfer(ctx context.Context, arg InsertCaptureTr
 		&i.ReversedAmount,
 		&i.HoldID,
 		&i.Reference,
+		&i.IdempotencyOwner,
 	)
 	return i, err
 }
 
 const insertHold = `-- name: InsertHold :one
-INSERT INTO holds (id, idempotency_key, request_hash, wallet_id, amount, currency, expires_at, placed_event_id, created_by_key)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
-        $9::uuid)
-ON CONFLICT (idempotency_key) DO NOTHING
-RETURNING id, idempotency_key, request_hash, wallet_id, amount, currency, status, void_reason, expires_at, captured_amount, capture_transfer_id, placed_event_id, finished_event_id, created_by_key, created_at, finished_at
+INSERT INTO holds (id, idempotency_owner, idempotency_key, request_hash, wallet_id, amount, currency, expires_at, placed_event_id, created_by_key)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,
+        $10::uuid)
+ON CONFLICT (idempotency_owner, idempotency_key) DO NOTHING
+RETURNING id, idempotency_key, request_hash, wallet_id, amount, currency, status, void_reason, expires_at, captured_amount, capture_transfer_id, placed_event_id, finished_event_id, created_by_key, created_at, finished_at, idempotency_owner
 `
 
 type InsertHoldParams struct {
-	ID             uuid.UUID
-	IdempotencyKey string
-	RequestHash    []byte
-	WalletID       string
-	Amount         int64
-	Currency       string
-	ExpiresAt      time.Time
-	PlacedEventID  uuid.UUID
-	CreatedByKey   uuid.NullUUID
+	ID               uuid.UUID
+	IdempotencyOwner string
+	IdempotencyKey   string
+	RequestHash      []byte
+	WalletID         string
+	Amount           int64
+	Currency         string
+	ExpiresAt        time.Time
+	PlacedEventID    uuid.UUID
+	CreatedByKey     uuid.NullUUID
 }
 
 // InsertHold claims the hold's idempotency key as InsertTransfer claims a transfer's: a conflict
@@ -248,6 +269,7 @@ type InsertHoldParams struct {
 func (q *Queries) InsertHold(ctx context.Context, arg InsertHoldParams) (Hold, error) {
 	row := q.db.QueryRow(ctx, insertHold,
 		arg.ID,
+		arg.IdempotencyOwner,
 		arg.IdempotencyKey,
 		arg.RequestHash,
 		arg.WalletID,
@@ -275,22 +297,26 @@ func (q *Queries) InsertHold(ctx context.Context, arg InsertHoldParams) (Hold, e
 		&i.CreatedByKey,
 		&i.CreatedAt,
 		&i.FinishedAt,
+		&i.IdempotencyOwner,
 	)
 	return i, err
 }
 
 const listHolds = `-- name: ListHolds :many
-SELECT h.id, h.idempotency_key, h.request_hash, h.wallet_id, h.amount, h.currency, h.status, h.void_reason, h.expires_at, h.captured_amount, h.capture_transfer_id, h.placed_event_id, h.finished_event_id, h.created_by_key, h.created_at, h.finished_at, coalesce(t.to_wallet_id, '')::text AS to_wallet_id
+SELECT h.id, h.idempotency_key, h.request_hash, h.wallet_id, h.amount, h.currency, h.status, h.void_reason, h.expires_at, h.captured_amount, h.capture_transfer_id, h.placed_event_id, h.finished_event_id, h.created_by_key, h.created_at, h.finished_at, h.idempotency_owner, coalesce(t.to_wallet_id, '')::text AS to_wallet_id
 FROM holds h
 LEFT JOIN transfers t ON t.id = h.capture_transfer_id
 WHERE (h.created_at, h.id) > ($1::timestamptz, $2::uuid)
+  AND ($3::text IS NULL
+       OR EXISTS (SELECT 1 FROM wallets w WHERE w.id = h.wallet_id AND w.owner = $3::text))
 ORDER BY h.created_at, h.id
-LIMIT $3
+LIMIT $4
 `
 
 type ListHoldsParams struct {
 	AfterCreatedAt time.Time
 	AfterID        uuid.UUID
+	Owner          *string
 	RowLimit       int32
 }
 
@@ -301,7 +327,12 @@ type ListHoldsRow struct {
 
 // Every hold, oldest first, with its capture's receiver (GET /v1/holds; holds_created_at_idx).
 func (q *Queries) ListHolds(ctx context.Context, arg ListHoldsParams) ([]ListHoldsRow, error) {
-	rows, err := q.db.Query(ctx, listHolds, arg.AfterCreatedAt, arg.AfterID, arg.RowLimit)
+	rows, err := q.db.Query(ctx, listHolds,
+		arg.AfterCreatedAt,
+		arg.AfterID,
+		arg.Owner,
+		arg.RowLimit,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -326,6 +357,7 @@ func (q *Queries) ListHolds(ctx context.Context, arg ListHoldsParams) ([]ListHol
 			&i.Hold.CreatedByKey,
 			&i.Hold.CreatedAt,
 			&i.Hold.FinishedAt,
+			&i.Hold.IdempotencyOwner,
 			&i.ToWalletID,
 		); err != nil {
 			return nil, err
@@ -339,7 +371,7 @@ func (q *Queries) ListHolds(ctx context.Context, arg ListHoldsParams) ([]ListHol
 }
 
 const lockExpiredHolds = `-- name: LockExpiredHolds :many
-SELECT id, idempotency_key, request_hash, wallet_id, amount, currency, status, void_reason, expires_at, captured_amount, capture_transfer_id, placed_event_id, finished_event_id, created_by_key, created_at, finished_at FROM holds
+SELECT id, idempotency_key, request_hash, wallet_id, amount, currency, status, void_reason, expires_at, captured_amount, capture_transfer_id, placed_event_id, finished_event_id, created_by_key, created_at, finished_at, idempotency_owner FROM holds
 WHERE id = ANY ($1::uuid[]) AND status = 'pending' AND expires_at <= clock_timestamp()
 ORDER BY id
 FOR NO KEY UPDATE SKIP LOCKED
@@ -374,6 +406,7 @@ func (q *Queries) LockExpiredHolds(ctx context.Context, ids []uuid.UUID) ([]Hold
 			&i.CreatedByKey,
 			&i.CreatedAt,
 			&i.FinishedAt,
+			&i.IdempotencyOwner,
 		); err != nil {
 			return nil, err
 		}
@@ -386,7 +419,7 @@ func (q *Queries) LockExpiredHolds(ctx context.Context, ids []uuid.UUID) ([]Hold
 }
 
 const lockHold = `-- name: LockHold :one
-SELECT id, idempotency_key, request_hash, wallet_id, amount, currency, status, void_reason, expires_at, captured_amount, capture_transfer_id, placed_event_id, finished_event_id, created_by_key, created_at, finished_at FROM holds WHERE id = $1 FOR NO KEY UPDATE
+SELECT id, idempotency_key, request_hash, wallet_id, amount, currency, status, void_reason, expires_at, captured_amount, capture_transfer_id, placed_event_id, finished_event_id, created_by_key, created_at, finished_at, idempotency_owner FROM holds WHERE id = $1 FOR NO KEY UPDATE
 `
 
 // Every change of a hold locks its row after its wallets (the order all writers take), so a
@@ -411,6 +444,7 @@ func (q *Queries) LockHold(ctx context.Context, id uuid.UUID) (Hold, error) {
 		&i.CreatedByKey,
 		&i.CreatedAt,
 		&i.FinishedAt,
+		&i.IdempotencyOwner,
 	)
 	return i, err
 }
@@ -420,7 +454,7 @@ UPDATE holds
 SET status = 'voided', void_reason = $1, finished_event_id = $2,
     finished_at = clock_timestamp()
 WHERE id = $3 AND status = 'pending'
-RETURNING id, idempotency_key, request_hash, wallet_id, amount, currency, status, void_reason, expires_at, captured_amount, capture_transfer_id, placed_event_id, finished_event_id, created_by_key, created_at, finished_at
+RETURNING id, idempotency_key, request_hash, wallet_id, amount, currency, status, void_reason, expires_at, captured_amount, capture_transfer_id, placed_event_id, finished_event_id, created_by_key, created_at, finished_at, idempotency_owner
 `
 
 type VoidHoldParams struct {
@@ -449,6 +483,7 @@ func (q *Queries) VoidHold(ctx context.Context, arg VoidHoldParams) (Hold, error
 		&i.CreatedByKey,
 		&i.CreatedAt,
 		&i.FinishedAt,
+		&i.IdempotencyOwner,
 	)
 	return i, err
 }

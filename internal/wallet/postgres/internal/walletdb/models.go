@@ -19,6 +19,7 @@ type ApiKey struct {
 	CreatedAt  time.Time
 	LastUsedAt *time.Time
 	RevokedAt  *time.Time
+	Owner      *string
 }
 
 type AuditLog struct {
@@ -48,6 +49,7 @@ type Hold struct {
 	CreatedByKey      uuid.NullUUID
 	CreatedAt         time.Time
 	FinishedAt        *time.Time
+	IdempotencyOwner  string
 }
 
 type Inbox struct {
@@ -130,6 +132,17 @@ type ReconcileTransfersV3 struct {
 	Kind               string
 }
 
+type Refusal struct {
+	KeySpace         string
+	IdempotencyOwner string
+	IdempotencyKey   string
+	RequestHash      []byte
+	ProblemType      string
+	Detail           string
+	CreatedAt        time.Time
+	ExpiresAt        time.Time
+}
+
 type Transfer struct {
 	ID                 uuid.UUID
 	IdempotencyKey     string
@@ -146,6 +159,7 @@ type Transfer struct {
 	ReversedAmount     int64
 	HoldID             uuid.NullUUID
 	Reference          string
+	IdempotencyOwner   string
 }
 
 type Wallet struct {
@@ -156,4 +170,5 @@ type Wallet struct {
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
 	Held          int64
+	Owner         *string
 }

@@ -13,7 +13,7 @@ import (
 )
 
 const rebuildHoldsFinished = `-- name: RebuildHoldsFinished :many
-SELECT h.id, h.idempotency_key, h.request_hash, h.wallet_id, h.amount, h.currency, h.status, h.void_reason, h.expires_at, h.captured_amount, h.capture_transfer_id, h.placed_event_id, h.finished_event_id, h.created_by_key, h.created_at, h.finished_at, coalesce(t.to_wallet_id, '')::text AS to_wallet_id, coalesce(t.amount, 0)::bigint AS transfer_amount
+SELECT h.id, h.idempotency_key, h.request_hash, h.wallet_id, h.amount, h.currency, h.status, h.void_reason, h.expires_at, h.captured_amount, h.capture_transfer_id, h.placed_event_id, h.finished_event_id, h.created_by_key, h.created_at, h.finished_at, h.idempotency_owner, coalesce(t.to_wallet_id, '')::text AS to_wallet_id, coalesce(t.amount, 0)::bigint AS transfer_amount
 FROM holds h
 LEFT JOIN transfers t ON t.id = h.capture_transfer_id
 WHERE h.finished_event_id > $1::uuid
@@ -68,6 +68,7 @@ func (q *Queries) RebuildHoldsFinished(ctx context.Context, arg RebuildHoldsFini
 			&i.Hold.CreatedByKey,
 			&i.Hold.CreatedAt,
 			&i.Hold.FinishedAt,
+			&i.Hold.IdempotencyOwner,
 			&i.ToWalletID,
 			&i.TransferAmount,
 		); err != nil {
@@ -82,7 +83,7 @@ func (q *Queries) RebuildHoldsFinished(ctx context.Context, arg RebuildHoldsFini
 }
 
 const rebuildHoldsPlaced = `-- name: RebuildHoldsPlaced :many
-SELECT id, idempotency_key, request_hash, wallet_id, amount, currency, status, void_reason, expires_at, captured_amount, capture_transfer_id, placed_event_id, finished_event_id, created_by_key, created_at, finished_at FROM holds h
+SELECT id, idempotency_key, request_hash, wallet_id, amount, currency, status, void_reason, expires_at, captured_amount, capture_transfer_id, placed_event_id, finished_event_id, created_by_key, created_at, finished_at, idempotency_owner FROM holds h
 WHERE h.placed_event_id > $1::uuid
   AND h.created_at >= $2::timestamptz
   AND ($3::timestamptz IS NULL OR h.created_at < $3::timestamptz)
@@ -129,6 +130,7 @@ func (q *Queries) RebuildHoldsPlaced(ctx context.Context, arg RebuildHoldsPlaced
 			&i.CreatedByKey,
 			&i.CreatedAt,
 			&i.FinishedAt,
+			&i.IdempotencyOwner,
 		); err != nil {
 			return nil, err
 		}
@@ -142,7 +144,7 @@ func (q *Queries) RebuildHoldsPlaced(ctx context.Context, arg RebuildHoldsPlaced
 
 const rebuildTransfers = `-- name: RebuildTransfers :many
 
-SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, f.allow_negative AS from_allow_negative, w.allow_negative AS to_allow_negative
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, f.allow_negative AS from_allow_negative, w.allow_negative AS to_allow_negative
 FROM transfers t
 JOIN wallets f ON f.id = t.from_wallet_id
 JOIN wallets w ON w.id = t.to_wallet_id
@@ -203,6 +205,7 @@ func (q *Queries) RebuildTransfers(ctx context.Context, arg RebuildTransfersPara
 			&i.Transfer.ReversedAmount,
 			&i.Transfer.HoldID,
 			&i.Transfer.Reference,
+			&i.Transfer.IdempotencyOwner,
 			&i.FromAllowNegative,
 			&i.ToAllowNegative,
 		); err != nil {

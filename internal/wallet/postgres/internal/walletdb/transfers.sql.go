@@ -32,7 +32,7 @@ func (q *Queries) AddReversedAmount(ctx context.Context, arg AddReversedAmountPa
 }
 
 const getTransfer = `-- name: GetTransfer :one
-SELECT id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, hold_id, reference FROM transfers WHERE id = $1
+SELECT id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, hold_id, reference, idempotency_owner FROM transfers WHERE id = $1
 `
 
 // The transfer a reversal names, read before its wallets are locked: its wallets, amount and
@@ -56,16 +56,22 @@ func (q *Queries) GetTransfer(ctx context.Context, id uuid.UUID) (Transfer, erro
 		&i.ReversedAmount,
 		&i.HoldID,
 		&i.Reference,
+		&i.IdempotencyOwner,
 	)
 	return i, err
 }
 
 const getTransferByIdempotencyKey = `-- name: GetTransferByIdempotencyKey :one
-SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, coalesce(o.status, 'acknowledged')::text AS outbox_status
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, coalesce(o.status, 'acknowledged')::text AS outbox_status
 FROM transfers t
 LEFT JOIN outbox o ON o.id = t.event_id
-WHERE t.idempotency_key = $1
+WHERE t.idempotency_owner = $1 AND t.idempotency_key = $2
 `
+
+type GetTransferByIdempotencyKeyParams struct {
+	IdempotencyOwner string
+	IdempotencyKey   string
+}
 
 type GetTransferByIdempotencyKeyRow struct {
 	Transfer     Transfer
@@ -73,8 +79,8 @@ type GetTransferByIdempotencyKeyRow struct {
 }
 
 // A replayed request answers with the transfer as it is now, outbox status included.
-func (q *Queries) GetTransferByIdempotencyKey(ctx context.Context, idempotencyKey string) (GetTransferByIdempotencyKeyRow, error) {
-	row := q.db.QueryRow(ctx, getTransferByIdempotencyKey, idempotencyKey)
+func (q *Queries) GetTransferByIdempotencyKey(ctx context.Context, arg GetTransferByIdempotencyKeyParams) (GetTransferByIdempotencyKeyRow, error) {
+	row := q.db.QueryRow(ctx, getTransferByIdempotencyKey, arg.IdempotencyOwner, arg.IdempotencyKey)
 	var i GetTransferByIdempotencyKeyRow
 	err := row.Scan(
 		&i.Transfer.ID,
@@ -92,17 +98,25 @@ func (q *Queries) GetTransferByIdempotencyKey(ctx context.Context, idempotencyKe
 		&i.Transfer.ReversedAmount,
 		&i.Transfer.HoldID,
 		&i.Transfer.Reference,
+		&i.Transfer.IdempotencyOwner,
 		&i.OutboxStatus,
 	)
 	return i, err
 }
 
 const getTransferWithOutbox = `-- name: GetTransferWithOutbox :one
-SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, coalesce(o.status, 'acknowledged')::text AS outbox_status
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, coalesce(o.status, 'acknowledged')::text AS outbox_status
 FROM transfers t
 LEFT JOIN outbox o ON o.id = t.event_id
 WHERE t.id = $1
+  AND ($2::text IS NULL
+       OR EXISTS (SELECT 1 FROM wallets w WHERE w.id IN (t.from_wallet_id, t.to_wallet_id) AND w.owner = $2::text))
 `
+
+type GetTransferWithOutboxParams struct {
+	ID    uuid.UUID
+	Owner *string
+}
 
 type GetTransferWithOutboxRow struct {
 	Transfer     Transfer
@@ -110,8 +124,9 @@ type GetTransferWithOutboxRow struct {
 }
 
 // Acknowledged rows are deleted by retention, so a transfer without its outbox row was acknowledged.
-func (q *Queries) GetTransferWithOutbox(ctx context.Context, id uuid.UUID) (GetTransferWithOutboxRow, error) {
-	row := q.db.QueryRow(ctx, getTransferWithOutbox, id)
+// With an owner, only a transfer from or to one of the owner's wallets is found.
+func (q *Queries) GetTransferWithOutbox(ctx context.Context, arg GetTransferWithOutboxParams) (GetTransferWithOutboxRow, error) {
+	row := q.db.QueryRow(ctx, getTransferWithOutbox, arg.ID, arg.Owner)
 	var i GetTransferWithOutboxRow
 	err := row.Scan(
 		&i.Transfer.ID,
@@ -129,17 +144,24 @@ func (q *Queries) GetTransferWithOutbox(ctx context.Context, id uuid.UUID) (GetT
 		&i.Transfer.ReversedAmount,
 		&i.Transfer.HoldID,
 		&i.Transfer.Reference,
+		&i.Transfer.IdempotencyOwner,
 		&i.OutboxStatus,
 	)
 	return i, err
 }
 
 const getTransfersByIdempotencyKeys = `-- name: GetTransfersByIdempotencyKeys :many
-SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, coalesce(o.status, 'acknowledged')::text AS outbox_status
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, coalesce(o.status, 'acknowledged')::text AS outbox_status
 FROM transfers t
 LEFT JOIN outbox o ON o.id = t.event_id
-WHERE t.idempotency_key = ANY ($1::text[])
+JOIN (SELECT unnest($1::text[]) AS owner, unnest($2::text[]) AS key) AS k
+  ON t.idempotency_owner = k.owner AND t.idempotency_key = k.key
 `
+
+type GetTransfersByIdempotencyKeysParams struct {
+	IdempotencyOwners []string
+	IdempotencyKeys   []string
+}
 
 type GetTransfersByIdempotencyKeysRow struct {
 	Transfer     Transfer
@@ -147,8 +169,8 @@ type GetTransfersByIdempotencyKeysRow struct {
 }
 
 // The keys of a batch that were used before: each is a replay (same request) or a refusal.
-func (q *Queries) GetTransfersByIdempotencyKeys(ctx context.Context, idempotencyKeys []string) ([]GetTransfersByIdempotencyKeysRow, error) {
-	rows, err := q.db.Query(ctx, getTransfersByIdempotencyKeys, idempotencyKeys)
+func (q *Queries) GetTransfersByIdempotencyKeys(ctx context.Context, arg GetTransfersByIdempotencyKeysParams) ([]GetTransfersByIdempotencyKeysRow, error) {
+	rows, err := q.db.Query(ctx, getTransfersByIdempotencyKeys, arg.IdempotencyOwners, arg.IdempotencyKeys)
 	if err != nil {
 		return nil, err
 	}
@@ -172,6 +194,7 @@ func (q *Queries) GetTransfersByIdempotencyKeys(ctx context.Context, idempotency
 			&i.Transfer.ReversedAmount,
 			&i.Transfer.HoldID,
 			&i.Transfer.Reference,
+			&i.Transfer.IdempotencyOwner,
 			&i.OutboxStatus,
 		); err != nil {
 			return nil, err
@@ -185,15 +208,16 @@ func (q *Queries) GetTransfersByIdempotencyKeys(ctx context.Context, idempotency
 }
 
 const insertReversal = `-- name: InsertReversal :one
-INSERT INTO transfers (id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key, reverses_transfer_id)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
-        $9::uuid, $10)
-ON CONFLICT (idempotency_key) DO NOTHING
-RETURNING id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, hold_id, reference
+INSERT INTO transfers (id, idempotency_owner, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key, reverses_transfer_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,
+        $10::uuid, $11)
+ON CONFLICT (idempotency_owner, idempotency_key) DO NOTHING
+RETURNING id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, hold_id, reference, idempotency_owner
 `
 
 type InsertReversalParams struct {
 	ID                 uuid.UUID
+	IdempotencyOwner   string
 	IdempotencyKey     string
 	RequestHash        []byte
 	FromWalletID       string
@@ -209,6 +233,7 @@ type InsertReversalParams struct {
 func (q *Queries) InsertReversal(ctx context.Context, arg InsertReversalParams) (Transfer, error) {
 	row := q.db.QueryRow(ctx, insertReversal,
 		arg.ID,
+		arg.IdempotencyOwner,
 		arg.IdempotencyKey,
 		arg.RequestHash,
 		arg.FromWalletID,
@@ -236,28 +261,30 @@ func (q *Queries) InsertReversal(ctx context.Context, arg InsertReversalParams) 
 		&i.ReversedAmount,
 		&i.HoldID,
 		&i.Reference,
+		&i.IdempotencyOwner,
 	)
 	return i, err
 }
 
 const insertTransfer = `-- name: InsertTransfer :one
-INSERT INTO transfers (id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key, reference)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::uuid, $10)
-ON CONFLICT (idempotency_key) DO NOTHING
-RETURNING id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, hold_id, reference
+INSERT INTO transfers (id, idempotency_owner, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key, reference)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::uuid, $11)
+ON CONFLICT (idempotency_owner, idempotency_key) DO NOTHING
+RETURNING id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, hold_id, reference, idempotency_owner
 `
 
 type InsertTransferParams struct {
-	ID             uuid.UUID
-	IdempotencyKey string
-	RequestHash    []byte
-	FromWalletID   string
-	ToWalletID     string
-	Amount         int64
-	Currency       string
-	EventID        uuid.UUID
-	CreatedByKey   uuid.NullUUID
-	Reference      string
+	ID               uuid.UUID
+	IdempotencyOwner string
+	IdempotencyKey   string
+	RequestHash      []byte
+	FromWalletID     string
+	ToWalletID       string
+	Amount           int64
+	Currency         string
+	EventID          uuid.UUID
+	CreatedByKey     uuid.NullUUID
+	Reference        string
 }
 
 // InsertTransfer claims the idempotency key. A conflict returns no row: the key was used before
@@ -265,6 +292,7 @@ type InsertTransferParams struct {
 func (q *Queries) InsertTransfer(ctx context.Context, arg InsertTransferParams) (Transfer, error) {
 	row := q.db.QueryRow(ctx, insertTransfer,
 		arg.ID,
+		arg.IdempotencyOwner,
 		arg.IdempotencyKey,
 		arg.RequestHash,
 		arg.FromWalletID,
@@ -292,22 +320,24 @@ func (q *Queries) InsertTransfer(ctx context.Context, arg InsertTransferParams) 
 		&i.ReversedAmount,
 		&i.HoldID,
 		&i.Reference,
+		&i.IdempotencyOwner,
 	)
 	return i, err
 }
 
 const insertTransfers = `-- name: InsertTransfers :many
-INSERT /* fixed plan */ INTO transfers (id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key, reference)
-SELECT unnest($1::uuid[]), unnest($2::text[]), unnest($3::bytea[]),
-       unnest($4::text[]), unnest($5::text[]), unnest($6::bigint[]),
-       unnest($7::text[]), unnest($8::uuid[]), nullif(unnest($9::uuid[]), '00000000-0000-0000-0000-000000000000'::uuid),
-       unnest($10::text[])
-ON CONFLICT (idempotency_key) DO NOTHING
-RETURNING id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, hold_id, reference
+INSERT /* fixed plan */ INTO transfers (id, idempotency_owner, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key, reference)
+SELECT unnest($1::uuid[]), unnest($2::text[]), unnest($3::text[]), unnest($4::bytea[]),
+       unnest($5::text[]), unnest($6::text[]), unnest($7::bigint[]),
+       unnest($8::text[]), unnest($9::uuid[]), nullif(unnest($10::uuid[]), '00000000-0000-0000-0000-000000000000'::uuid),
+       unnest($11::text[])
+ON CONFLICT (idempotency_owner, idempotency_key) DO NOTHING
+RETURNING id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, hold_id, reference, idempotency_owner
 `
 
 type InsertTransfersParams struct {
 	Ids                []uuid.UUID
+	IdempotencyOwners  []string
 	IdempotencyKeys    []string
 	RequestHashes      [][]byte
 	FromWalletIds      []string
@@ -326,6 +356,7 @@ type InsertTransfersParams struct {
 func (q *Queries) InsertTransfers(ctx context.Context, arg InsertTransfersParams) ([]Transfer, error) {
 	rows, err := q.db.Query(ctx, insertTransfers,
 		arg.Ids,
+		arg.IdempotencyOwners,
 		arg.IdempotencyKeys,
 		arg.RequestHashes,
 		arg.FromWalletIds,
@@ -359,6 +390,7 @@ func (q *Queries) InsertTransfers(ctx context.Context, arg InsertTransfersParams
 			&i.ReversedAmount,
 			&i.HoldID,
 			&i.Reference,
+			&i.IdempotencyOwner,
 		); err != nil {
 			return nil, err
 		}
@@ -371,7 +403,7 @@ func (q *Queries) InsertTransfers(ctx context.Context, arg InsertTransfersParams
 }
 
 const listReversals = `-- name: ListReversals :many
-SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, coalesce(o.status, 'acknowledged')::text AS outbox_status
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, coalesce(o.status, 'acknowledged')::text AS outbox_status
 FROM transfers t
 LEFT JOIN outbox o ON o.id = t.event_id
 WHERE t.reverses_transfer_id = $1
@@ -409,6 +441,7 @@ func (q *Queries) ListReversals(ctx context.Context, transferID uuid.NullUUID) (
 			&i.Transfer.ReversedAmount,
 			&i.Transfer.HoldID,
 			&i.Transfer.Reference,
+			&i.Transfer.IdempotencyOwner,
 			&i.OutboxStatus,
 		); err != nil {
 			return nil, err
@@ -422,17 +455,20 @@ func (q *Queries) ListReversals(ctx context.Context, transferID uuid.NullUUID) (
 }
 
 const listTransfers = `-- name: ListTransfers :many
-SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, coalesce(o.status, 'acknowledged')::text AS outbox_status
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, coalesce(o.status, 'acknowledged')::text AS outbox_status
 FROM transfers t
 LEFT JOIN outbox o ON o.id = t.event_id
 WHERE (t.created_at, t.id) > ($1::timestamptz, $2::uuid)
+  AND ($3::text IS NULL
+       OR EXISTS (SELECT 1 FROM wallets w WHERE w.id IN (t.from_wallet_id, t.to_wallet_id) AND w.owner = $3::text))
 ORDER BY t.created_at, t.id
-LIMIT $3
+LIMIT $4
 `
 
 type ListTransfersParams struct {
 	AfterCreatedAt time.Time
 	AfterID        uuid.UUID
+	Owner          *string
 	RowLimit       int32
 }
 
@@ -441,8 +477,14 @@ type ListTransfersRow struct {
 	OutboxStatus string
 }
 
+// With an owner, only the transfers from or to the owner's wallets.
 func (q *Queries) ListTransfers(ctx context.Context, arg ListTransfersParams) ([]ListTransfersRow, error) {
-	rows, err := q.db.Query(ctx, listTransfers, arg.AfterCreatedAt, arg.AfterID, arg.RowLimit)
+	rows, err := q.db.Query(ctx, listTransfers,
+		arg.AfterCreatedAt,
+		arg.AfterID,
+		arg.Owner,
+		arg.RowLimit,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -466,6 +508,7 @@ func (q *Queries) ListTransfers(ctx context.Context, arg ListTransfersParams) ([
 			&i.Transfer.ReversedAmount,
 			&i.Transfer.HoldID,
 			&i.Transfer.Reference,
+			&i.Transfer.IdempotencyOwner,
 			&i.OutboxStatus,
 		); err != nil {
 			return nil, err
@@ -479,7 +522,7 @@ func (q *Queries) ListTransfers(ctx context.Context, arg ListTransfersParams) ([
 }
 
 const lockTransferForReversal = `-- name: LockTransferForReversal :one
-SELECT id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, hold_id, reference FROM transfers WHERE id = $1 FOR NO KEY UPDATE
+SELECT id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, hold_id, reference, idempotency_owner FROM transfers WHERE id = $1 FOR NO KEY UPDATE
 `
 
 // Every reversal of a transfer locks it after the wallets (the order all writers take), so
@@ -504,6 +547,7 @@ func (q *Queries) LockTransferForReversal(ctx context.Context, id uuid.UUID) (Tr
 		&i.ReversedAmount,
 		&i.HoldID,
 		&i.Reference,
+		&i.IdempotencyOwner,
 	)
 	return i, err
 }

@@ -68,20 +68,26 @@ func (q *Queries) BalanceTotals(ctx context.Context) ([]BalanceTotalsRow, error)
 }
 
 const createWallet = `-- name: CreateWallet :one
-INSERT INTO wallets (id, currency, allow_negative)
-VALUES ($1, $2, $3)
+INSERT INTO wallets (id, currency, allow_negative, owner)
+VALUES ($1, $2, $3, $4::text)
 ON CONFLICT (id) DO NOTHING
-RETURNING id, currency, balance, allow_negative, created_at, updated_at, held
+RETURNING id, currency, balance, allow_negative, created_at, updated_at, held, owner
 `
 
 type CreateWalletParams struct {
 	ID            string
 	Currency      string
 	AllowNegative bool
+	Owner         *string
 }
 
 func (q *Queries) CreateWallet(ctx context.Context, arg CreateWalletParams) (Wallet, error) {
-	row := q.db.QueryRow(ctx, createWallet, arg.ID, arg.Currency, arg.AllowNegative)
+	row := q.db.QueryRow(ctx, createWallet,
+		arg.ID,
+		arg.Currency,
+		arg.AllowNegative,
+		arg.Owner,
+	)
 	var i Wallet
 	err := row.Scan(
 		&i.ID,
@@ -91,16 +97,24 @@ func (q *Queries) CreateWallet(ctx context.Context, arg CreateWalletParams) (Wal
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.Held,
+		&i.Owner,
 	)
 	return i, err
 }
 
 const getWallet = `-- name: GetWallet :one
-SELECT id, currency, balance, allow_negative, created_at, updated_at, held FROM wallets WHERE id = $1
+SELECT id, currency, balance, allow_negative, created_at, updated_at, held, owner FROM wallets
+WHERE id = $1 AND ($2::text IS NULL OR owner = $2::text)
 `
 
-func (q *Queries) GetWallet(ctx context.Context, id string) (Wallet, error) {
-	row := q.db.QueryRow(ctx, getWallet, id)
+type GetWalletParams struct {
+	ID    string
+	Owner *string
+}
+
+// With an owner, only the owner's wallet is found.
+func (q *Queries) GetWallet(ctx context.Context, arg GetWalletParams) (Wallet, error) {
+	row := q.db.QueryRow(ctx, getWallet, arg.ID, arg.Owner)
 	var i Wallet
 	err := row.Scan(
 		&i.ID,
@@ -110,12 +124,13 @@ func (q *Queries) GetWallet(ctx context.Context, id string) (Wallet, error) {
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.Held,
+		&i.Owner,
 	)
 	return i, err
 }
 
 const lockWallets = `-- name: LockWallets :many
-SELECT id, currency, balance, held, allow_negative
+SELECT id, currency, balance, held, allow_negative, owner
 FROM wallets
 WHERE id = ANY ($1::text[])
 ORDER BY id
@@ -128,6 +143,7 @@ type LockWalletsRow struct {
 	Balance       int64
 	Held          int64
 	AllowNegative bool
+	Owner         *string
 }
 
 // LockWallets takes the wallets of a transfer, or of a whole batch of transfers, in one
@@ -148,6 +164,7 @@ func (q *Queries) LockWallets(ctx context.Context, ids []string) ([]LockWalletsR
 			&i.Balance,
 			&i.Held,
 			&i.AllowNegative,
+			&i.Owner,
 		); err != nil {
 			return nil, err
 		}
