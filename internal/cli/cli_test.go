@@ -34,6 +34,7 @@ func (s *settings) Validate() error {
 }
 
 func (s *settings) Database() string        { return s.DatabaseURL }
+func (s *settings) OwnerDatabase() string   { return "" }
 func (s *settings) Logging() logging.Config { return s.Log }
 
 func TestParse(t *testing.T) {

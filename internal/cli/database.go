@@ -19,6 +19,10 @@ const (
 	ReadOnly Access = iota
 	// ReadWrite is for the commands that change rows (requeue, retry, accounts add, …).
 	ReadWrite
+	// AsOwner is ReadWrite as the database's owner: the migrate URL (*_MIGRATE_DATABASE_URL),
+	// for the rows the runtime role may not write (API keys). Without a migrate URL it is the
+	// service's URL, as in development where one role does everything.
+	AsOwner
 )
 
 // OpenDatabase connects an operator command to the database at dbURL, with a tool's pool

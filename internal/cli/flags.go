@@ -13,6 +13,7 @@ type Settings interface {
 	Bind(s *config.Set)
 	Validate() error
 	Database() string        // the service's database URL
+	OwnerDatabase() string   // the database as its owner, the migrate URL ("": not set)
 	Logging() logging.Config // the log settings
 }
 

@@ -18,7 +18,8 @@ import (
 // The API key and audit commands of both binaries: <program> keys create | list | revoke and
 // <program> audit list, on the service's own database. Scripts depend on their output:
 // keys create --json prints {"id","name","scopes","owner","key"}, the key shown this once
-// (owner null for a key of the platform).
+// (owner null for a key of the platform). Keys are written as the database's owner (AsOwner):
+// the runtime role only reads them and records their last use (db/roles/auth.sql).
 
 // Keys is the group `<program> keys …`.
 func (svc Service[S]) Keys() Command {
@@ -61,7 +62,7 @@ func (svc Service[S]) keysCreate(ctx context.Context, env Env, args []string) er
 		s.Flags().StringVar(&name, "name", "", "the key's name: 1 to 64 letters, digits, '.', '_' or '-' (required)")
 		s.Flags().StringVar(&scopes, "scopes", "", "comma-separated scopes: "+scopeList(svc.Scopes)+" (required; admin implies every scope)")
 	}
-	return svc.Run(ctx, env, args, ReadWrite, own, func(c Call[S]) error {
+	return svc.Run(ctx, env, args, AsOwner, own, func(c Call[S]) error {
 		if name == "" {
 			return errors.New("keys create: --name is required")
 		}
@@ -114,7 +115,7 @@ func (svc Service[S]) keysList(ctx context.Context, env Env, args []string) erro
 }
 
 func (svc Service[S]) keysRevoke(ctx context.Context, env Env, args []string) error {
-	return svc.Run(ctx, env, args, ReadWrite, nil, func(c Call[S]) error {
+	return svc.Run(ctx, env, args, AsOwner, nil, func(c Call[S]) error {
 		if len(c.Args) != 1 {
 			return errors.New("keys revoke: give one key id")
 		}

@@ -2,8 +2,11 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 
@@ -59,7 +62,8 @@ type Call[S Settings] struct {
 }
 
 // Run reads the command line (--json, own's flags and the service's settings), opens the
-// service's database with access and runs fn on it.
+// service's database with access (AsOwner: with the owner's URL when one is set) and runs fn on
+// it.
 func (svc Service[S]) Run(ctx context.Context, env Env, args []string, access Access, own func(s *config.Set), fn func(c Call[S]) error) error {
 	var c Call[S]
 	var err error
@@ -72,11 +76,25 @@ func (svc Service[S]) Run(ctx context.Context, env Env, args []string, access Ac
 	if err != nil {
 		return err
 	}
-	if c.Pool, err = OpenDatabase(ctx, c.Settings.Database(), access); err != nil {
+	dbURL := c.Settings.Database()
+	if owner := c.Settings.OwnerDatabase(); access == AsOwner && owner != "" {
+		dbURL = owner
+	}
+	if c.Pool, err = OpenDatabase(ctx, dbURL, access); err != nil {
 		return err
 	}
 	defer c.Pool.Close()
-	return fn(c)
+	err = fn(c)
+	if access == AsOwner && c.Settings.OwnerDatabase() == "" && isPermissionDenied(err) {
+		return fmt.Errorf("%w (this command writes as the database's owner: set %s_MIGRATE_DATABASE_URL)", err, strings.ToUpper(svc.Name))
+	}
+	return err
+}
+
+// isPermissionDenied reports whether PostgreSQL refused a statement for lack of a privilege.
+func isPermissionDenied(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "42501" // insufficient_privilege
 }
 
 // Verify is the verify command: the service's checks on its database, read-only, printed by

@@ -131,6 +131,51 @@ func (s *Set) Bool(p *bool, env, flagName string, def bool, usage string) {
 	s.fs.BoolVar(p, flagName, v, usage)
 }
 
+// OptIn binds a setting that is off unless set to exactly "true" (in the environment, or as
+// -flag, -flag=true): for the settings that lower the service's guard, where a typo ("1",
+// "yes", "TRUE") must stop the start rather than be read one way or the other. "false" and
+// empty are off; any other value is an error naming the setting.
+func (s *Set) OptIn(p *bool, env, flagName, usage string) {
+	raw := s.lookup(env, flagName, "false", usage+` (exactly "true" or "false")`)
+	v, err := parseOptIn(raw)
+	if err != nil {
+		s.errs = append(s.errs, fmt.Errorf("%s: %w", env, err))
+	}
+	*p = v
+	s.fs.Var(optIn{p: p}, flagName, usage)
+}
+
+func parseOptIn(raw string) (bool, error) {
+	switch raw {
+	case "true":
+		return true, nil
+	case "false", "":
+		return false, nil
+	}
+	return false, fmt.Errorf("%q is neither true nor false (exactly, lower case)", raw)
+}
+
+// optIn is OptIn's flag: -flag alone is true, -flag=VALUE takes "true" or "false" only.
+type optIn struct{ p *bool }
+
+func (o optIn) String() string {
+	if o.p == nil {
+		return "false"
+	}
+	return strconv.FormatBool(*o.p)
+}
+
+func (o optIn) Set(raw string) error {
+	v, err := parseOptIn(raw)
+	if err != nil {
+		return err
+	}
+	*o.p = v
+	return nil
+}
+
+func (o optIn) IsBoolFlag() bool { return true }
+
 // Duration binds a duration setting (Go syntax: 500ms, 5s, 168h).
 func (s *Set) Duration(p *time.Duration, env, flagName string, def time.Duration, usage string) {
 	raw := s.lookup(env, flagName, def.String(), usage)

@@ -46,10 +46,25 @@ ORDER BY table_name COLLATE "C"`, role)
 	return got
 }
 
+// columnUpdates are the columns role may UPDATE through a column-level grant, as "table.column".
+func columnUpdates(t *testing.T, pool *pgxpool.Pool, role string) []string {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), `
+SELECT c.relname || '.' || a.attname
+FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+WHERE c.relnamespace = 'public'::regnamespace AND a.attacl IS NOT NULL AND a.attnum > 0
+  AND has_column_privilege($1, c.oid, a.attnum, 'UPDATE')
+ORDER BY 1`, role)
+	require.NoError(t, err)
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	return got
+}
+
 func TestGrantGivesTheRuntimeRoleExactlyWhatTheServiceNeeds(t *testing.T) {
 	t.Parallel()
 	shared := []string{
-		"api_keys: INSERT,SELECT,UPDATE",
+		"api_keys: SELECT",
 		"audit_log: INSERT,SELECT",
 		"inbox: DELETE,INSERT,SELECT,UPDATE",
 		"outbox: DELETE,INSERT,SELECT,UPDATE",
@@ -71,6 +86,9 @@ func TestGrantGivesTheRuntimeRoleExactlyWhatTheServiceNeeds(t *testing.T) {
 
 			require.NoError(t, database.Grant(ctx, owner, tc.service, role))
 			require.Equal(t, want, tablePrivileges(t, owner, role))
+			require.Contains(t, columnUpdates(t, owner, role), "api_keys.last_used_at",
+				"the runtime role records a key's last use, and changes nothing else of a key")
+			require.NotContains(t, columnUpdates(t, owner, role), "api_keys.scopes")
 
 			// A privilege granted by hand, or by an earlier version, does not survive a migrate.
 			for _, stmt := range []string{

@@ -165,12 +165,17 @@ func login(t *testing.T, bctx context.Context, base, key string) {
 	require.NoError(t, chromedp.Do(bctx, chromedp.WaitVisible(chromedp.CSS(`form.logout`))))
 }
 
-// restartWalletWithGLKey restarts the wallet with the GL's key, which exists only once the GL
-// has made its database: the wallet's console reads the GL's API (and metrics) with it.
+// restartWalletWithGLKey restarts the wallet with a GL key of its own, which exists only once
+// the GL has made its database: the wallet's console reads the GL's API (and metrics) with it,
+// and needs no more than make run gives it (ledger:read and metrics:read).
 func restartWalletWithGLKey(t *testing.T, s *system) {
 	t.Helper()
+	keyCtx, cancelKey := context.WithTimeout(context.Background(), time.Minute)
+	defer cancelKey()
+	key, err := s.gl.CreateKey(keyCtx, "ledger:read,metrics:read")
+	require.NoError(t, err)
 	require.NoError(t, s.wallet.Stop(20*time.Second))
-	s.wallet.Env = append(s.wallet.Env, "GL_API_KEY="+s.glAPI.Key)
+	s.wallet.Env = append(s.wallet.Env, "GL_API_KEY="+key)
 	require.NoError(t, s.wallet.Start())
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -59,7 +59,8 @@ func TestTheServicesRunAsTheirRuntimeRoles(t *testing.T) {
 	require.NoError(t, walletProc.WaitHealthy(waitCtx))
 	require.NoError(t, glProc.WaitHealthy(waitCtx))
 
-	// keys create, an operator's command, runs with the service's settings: as the runtime role.
+	// keys create, an operator's command, runs with the service's settings: it writes the key as
+	// the owner (the migrate URL), since the runtime role may only read keys.
 	walletAPI, glAPI := systemtest.NewClient(walletProc.Addr), systemtest.NewClient(glProc.Addr)
 	walletAPI.Key, glAPI.Key = createKey(t, walletProc), createKey(t, glProc)
 	require.NoError(t, walletAPI.CreateWallet(ctx, "bank", "USD", true))
@@ -96,6 +97,10 @@ func TestTheServicesRunAsTheirRuntimeRoles(t *testing.T) {
 	} {
 		out, err := runCommand(t, c.bin, slices.Concat(common, c.env), "verify")
 		require.NoError(t, err, "%s verify as the runtime role:\n%s", c.bin, out)
+		out, err = runCommand(t, c.bin, slices.Concat(common, c.env), "keys", "create", "--name", "rogue", "--scopes", "admin")
+		require.Error(t, err, "%s keys create as the runtime role:\n%s", c.bin, out)
+		require.Contains(t, out, "permission denied")
+		require.Contains(t, out, "_MIGRATE_DATABASE_URL")
 	}
 
 	for _, p := range []*systemtest.Process{walletProc, glProc} {

@@ -145,11 +145,10 @@ func TestTheGLPostsAsItsRuntimeRoleAndCannotRewriteTheJournal(t *testing.T) {
 	_, err = ledger.SetRule(ctx, gl.Rule{EventType: "TransferCompleted.v2", Kind: "deposit", EffectiveFrom: time.Now().Add(time.Hour),
 		PostingRule: gl.PostingRule{DebitAccount: "1010", CreditAccount: "2010"}})
 	require.NoError(t, err, "gl rules set runs as the runtime role")
-	keys := auth.NewKeys(pool, auth.GLScopes)
-	key, _, err := keys.Create(ctx, auth.Actor{Name: "cli:test"}, "reader", []auth.Scope{"ledger:read"})
-	require.NoError(t, err, "keys create runs as the runtime role, and audits")
-	_, err = keys.Revoke(ctx, auth.Actor{Name: "cli:test"}, key.ID)
-	require.NoError(t, err)
+	_, _, err = auth.NewKeys(pool, auth.GLScopes).Create(ctx, auth.Actor{Name: "cli:test"}, "mine", []auth.Scope{auth.Admin})
+	var pgErr *pgconn.PgError
+	require.ErrorAs(t, err, &pgErr, "the runtime role makes no key")
+	require.Equal(t, "42501", pgErr.Code, "%v", err)
 
 	requirePermissionDenied(t, pool,
 		"UPDATE journal_lines SET amount = amount + 1",
@@ -168,6 +167,51 @@ func TestTheGLPostsAsItsRuntimeRoleAndCannotRewriteTheJournal(t *testing.T) {
 		"SELECT * FROM goose_gl_version",
 		"SELECT * FROM gl_postings",
 	)
+}
+
+// Keys are written as the owner (keys create and revoke, with the migrate URL); the runtime role
+// authenticates with them and records their last use, and can neither give a key a scope nor
+// make, revoke or remove one.
+func TestTheRuntimeRoleReadsAPIKeysAndCannotRewriteThem(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, ownerURL := openAsRuntimeRole(t, "wallet")
+	owner, err := database.Open(ctx, ownerURL, 2)
+	require.NoError(t, err)
+	t.Cleanup(owner.Close)
+
+	operator := auth.Actor{Name: "cli:test"}
+	key, secret, err := auth.NewKeys(owner, auth.WalletScopes).Create(ctx, operator, "reader", []auth.Scope{"wallets:read"})
+	require.NoError(t, err, "keys create runs as the owner, and audits")
+	var audited int
+	require.NoError(t, owner.QueryRow(ctx, "SELECT count(*) FROM audit_log WHERE action = 'key.create' AND target = $1", key.ID.String()).Scan(&audited))
+	require.Equal(t, 1, audited)
+
+	keys := auth.NewKeys(pool, auth.WalletScopes)
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- keys.Run(runCtx) }()
+	p, err := keys.Authenticate(ctx, secret)
+	require.NoError(t, err, "the runtime role reads the keys")
+	require.Equal(t, key.ID, p.KeyID)
+	cancel()
+	require.NoError(t, <-done, "and records their last use as it stops")
+	var used bool
+	require.NoError(t, owner.QueryRow(ctx, "SELECT last_used_at IS NOT NULL FROM api_keys WHERE id = $1", key.ID).Scan(&used))
+	require.True(t, used)
+
+	requirePermissionDenied(t, pool,
+		"UPDATE api_keys SET scopes = '{admin}'",
+		"UPDATE api_keys SET revoked_at = NULL",
+		"UPDATE api_keys SET secret_hash = secret_hash",
+		"INSERT INTO api_keys (id, name, secret_hash, scopes) VALUES (gen_random_uuid(), 'x', sha256('x'), '{admin}')",
+		"DELETE FROM api_keys",
+		"TRUNCATE api_keys",
+	)
+	_, err = keys.Revoke(ctx, operator, key.ID)
+	var pgErr *pgconn.PgError
+	require.ErrorAs(t, err, &pgErr, "the runtime role revokes no key")
+	require.Equal(t, "42501", pgErr.Code, "%v", err)
 }
 
 func TestTheWalletTransfersAsItsRuntimeRoleAndCannotReachTheGL(t *testing.T) {

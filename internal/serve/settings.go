@@ -83,3 +83,7 @@ func (c Settings) Listen() Listen {
 
 // Database is the service's database URL (the commands both binaries share read it).
 func (c Settings) Database() string { return c.DatabaseURL }
+
+// OwnerDatabase is the database as its owner, the migrate URL ("": not set): the commands that
+// write what the runtime role may not (keys create, keys revoke) connect with it.
+func (c Settings) OwnerDatabase() string { return c.MigrateDatabaseURL }

@@ -21,7 +21,7 @@ type Settings struct {
 func (c *Settings) Bind(s *config.Set) {
 	s.String(&c.KeyFile, "EVENTS_SIGNING_KEY_FILE", "signing-key-file", "", "this service's private event signing key, DIR/<service>.key of `<service> events keygen DIR`: every event it publishes is signed with it (required by serve)")
 	s.String(&c.TrustedKeys, "EVENTS_TRUSTED_KEYS", "trusted-keys", "", "comma-separated public key files (DIR/<service>.pub) of the producers whose events this service accepts: the other service's, two of it while its key is rotated (required by serve and gl replay)")
-	s.Bool(&c.InsecureUnsigned, "EVENTS_INSECURE_UNSIGNED", "insecure-unsigned", false, "run without EVENTS_SIGNING_KEY_FILE / EVENTS_TRUSTED_KEYS: events go out unsigned, and without trusted keys anyone who can publish on the broker can make this service apply an event (never in production; warned at every start)")
+	s.OptIn(&c.InsecureUnsigned, "EVENTS_INSECURE_UNSIGNED", "insecure-unsigned", "run without EVENTS_SIGNING_KEY_FILE / EVENTS_TRUSTED_KEYS: events go out unsigned, and without trusted keys anyone who can publish on the broker can make this service apply an event (never in production; warned at every start)")
 }
 
 // KeyEnv is the environment that gives service the key pairs `events keygen dir` wrote: its

@@ -8,8 +8,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 
+	"walletgl/internal/auth"
 	"walletgl/internal/events/signing"
+	glapi "walletgl/internal/gl/httpapi"
 )
 
 // keysFile keeps the local API keys make run made, so that a second make run reuses them: the
@@ -22,32 +25,60 @@ type localKey struct {
 	Key string `json:"key"`
 }
 
-// ensureKeys migrates each service's database and returns an admin key for each, reusing the one
-// of the last run while its service still has it unrevoked.
+// localKeySpec is a key devrun makes: on which service, named what, with which scopes.
+type localKeySpec struct {
+	service string // the service whose keys create makes it
+	name    string
+	scopes  []auth.Scope
+}
+
+// The keys devrun makes, by their entry in keysFile: one with admin on each service for the
+// README's try-it session (WALLET_API_KEY, GL_API_KEY), and the GL key the wallet itself calls
+// the GL with (its console's transfer trace and pipeline metrics, wallet outbox reconcile), which
+// reads only: a wallet that leaks it gives away no posting, rule or inbox action.
+const (
+	walletAdminKey = "wallet"
+	glAdminKey     = "gl"
+	walletGLKey    = "wallet-to-gl"
+)
+
+// localKeys are the keys devrun makes, by their entry in keysFile.
+func localKeys() map[string]localKeySpec {
+	return map[string]localKeySpec{
+		walletAdminKey: {service: "wallet", name: "local-dev", scopes: []auth.Scope{auth.Admin}},
+		glAdminKey:     {service: "gl", name: "local-dev", scopes: []auth.Scope{auth.Admin}},
+		walletGLKey:    {service: "gl", name: "wallet", scopes: []auth.Scope{glapi.ScopeLedgerRead, auth.MetricsRead}},
+	}
+}
+
+// ensureKeys migrates each service's database and returns the secret of each of localKeys,
+// reusing the one of the last run while its service still has it unrevoked.
 func ensureKeys(ctx context.Context, bins map[string]string, env []string) (map[string]string, error) {
 	saved := map[string]localKey{}
 	if raw, err := os.ReadFile(keysFile); err == nil {
 		_ = json.Unmarshal(raw, &saved) // an unreadable file only means new keys
 	}
-	keys := map[string]string{}
 	for _, service := range []string{"wallet", "gl"} {
-		bin := bins[service]
-		if _, err := command(ctx, bin, env, "migrate"); err != nil {
+		if _, err := command(ctx, bins[service], env, "migrate"); err != nil {
 			return nil, err
 		}
-		if k, ok := saved[service]; ok && stillValid(ctx, bin, env, k.ID) {
-			keys[service] = k.Key
+	}
+	keys := map[string]string{}
+	for entry, spec := range localKeys() {
+		bin := bins[spec.service]
+		if k, ok := saved[entry]; ok && stillValid(ctx, bin, env, k.ID) {
+			keys[entry] = k.Key
 			continue
 		}
-		out, err := command(ctx, bin, env, "keys", "create", "--name", "local-dev", "--scopes", "admin", "--json")
+		out, err := command(ctx, bin, env, "keys", "create", "--name", spec.name, "--scopes", joinScopes(spec.scopes), "--json")
 		if err != nil {
 			return nil, err
 		}
 		var created localKey
 		if err := json.Unmarshal(out, &created); err != nil || created.Key == "" {
-			return nil, fmt.Errorf("%s keys create: unexpected output %q", service, out)
+			return nil, fmt.Errorf("%s keys create: unexpected output %q", spec.service, out)
 		}
-		saved[service], keys[service] = created, created.Key
+		saved[entry], keys[entry] = created, created.Key
 	}
 	raw, err := json.Marshal(saved)
 	if err != nil {
@@ -57,6 +88,14 @@ func ensureKeys(ctx context.Context, bins map[string]string, env []string) (map[
 		return nil, err
 	}
 	return keys, os.WriteFile(keysFile, raw, 0o600)
+}
+
+func joinScopes(scopes []auth.Scope) string {
+	parts := make([]string, len(scopes))
+	for i, s := range scopes {
+		parts[i] = string(s)
+	}
+	return strings.Join(parts, ",")
 }
 
 // stillValid reports whether the service lists the key with this id, unrevoked.

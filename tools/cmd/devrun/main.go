@@ -2,7 +2,8 @@
 // and NATS, their logs interleaved and labelled. Where no NATS server answers, it runs a
 // JetStream server of its own (store under .run/nats) for as long as it runs. Before the
 // services start, it migrates their databases and makes (or reuses) a local API key with admin
-// for each, printing them as one line: export WALLET_API_KEY=… GL_API_KEY=…, and an event
+// for each, printing them as one line: export WALLET_API_KEY=… GL_API_KEY=…, a GL key with
+// ledger:read and metrics:read only that the wallet calls the GL with, and an event
 // signing key pair for each under .run/events (`<service> events keygen`), which it gives the
 // services (EVENTS_SIGNING_KEY_FILE, EVENTS_TRUSTED_KEYS).
 package main
@@ -72,10 +73,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	// One line for people and scripts alike (scripts read it from here): the keys of the
 	// README's try-it session, each with admin on its service.
-	fmt.Fprintf(stdout, "export WALLET_API_KEY=%s GL_API_KEY=%s\n", keys["wallet"], keys["gl"])
+	fmt.Fprintf(stdout, "export WALLET_API_KEY=%s GL_API_KEY=%s\n", keys[walletAdminKey], keys[glAdminKey])
 	printConsoles(stdout, getenv)
-	// The wallet's console traces transfers through the GL's API with the GL's key.
-	serviceEnv := map[string][]string{"wallet": {"GL_API_KEY=" + keys["gl"]}}
+	// The wallet's console traces transfers through the GL's API with a GL key of its own,
+	// which only reads.
+	serviceEnv := map[string][]string{"wallet": {"GL_API_KEY=" + keys[walletGLKey]}}
 	g, gctx := errgroup.WithContext(ctx)
 	for i, bin := range args {
 		service := []string{"wallet", "gl"}[i]
