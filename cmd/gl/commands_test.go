@@ -320,7 +320,7 @@ func TestEveryCommandAnswersHelp(t *testing.T) {
 		"serve", "migrate", "accounts list", "accounts add", "rules list", "rules set", "replay", "reconcile", "verify", "status",
 		"outbox stats", "outbox list", "outbox show", "outbox requeue",
 		"inbox stats", "inbox list", "inbox retry", "inbox abandon",
-		"keys create", "keys list", "keys revoke", "events keygen", "audit list",
+		"keys create", "keys list", "keys revoke", "events keygen", "events setup", "audit list",
 	}, commands)
 }
 
@@ -337,6 +337,12 @@ func TestCommandsNeverCreateADatabase(t *testing.T) {
 func TestServeNeedsEventKeys(t *testing.T) {
 	t.Parallel()
 	clitest.SignedEvents(t, run, contract.SourceGL, contract.SourceWallet, glEnv(envtest.DatabaseURL(t)))
+}
+
+// The GL runs as its own least-privileged NATS user once the operator set the topology up.
+func TestBrokerUsers(t *testing.T) {
+	t.Parallel()
+	clitest.BrokerUsers(t, run, contract.SourceGL, glEnv(envtest.DatabaseURL(t)))
 }
 
 func TestCheckpointSettingsOutOfRangeAreRefused(t *testing.T) {

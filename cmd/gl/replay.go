@@ -135,7 +135,7 @@ func replayCmd(ctx context.Context, env cli.Env, args []string) error {
 		}
 	}
 
-	nc, err := cfg.Events.Broker.Connect(ctx, "gl-replay", log)
+	nc, err := cfg.Events.Broker.Connect(ctx, "gl-replay", events.OperatorUser, log)
 	if err != nil {
 		return err
 	}

@@ -486,7 +486,7 @@ func TestEveryCommandAnswersHelp(t *testing.T) {
 		"serve", "migrate",
 		"outbox stats", "outbox list", "outbox show", "outbox requeue", "outbox reconcile", "outbox republish", "outbox rebuild",
 		"inbox stats", "inbox list", "inbox retry", "inbox abandon",
-		"keys create", "keys list", "keys revoke", "events keygen", "audit list", "verify", "status",
+		"keys create", "keys list", "keys revoke", "events keygen", "events setup", "audit list", "verify", "status",
 	}, commands)
 }
 
@@ -494,6 +494,12 @@ func TestEveryCommandAnswersHelp(t *testing.T) {
 func TestServeNeedsEventKeys(t *testing.T) {
 	t.Parallel()
 	clitest.SignedEvents(t, run, contract.SourceWallet, contract.SourceGL, map[string]string{"WALLET_DATABASE_URL": envtest.DatabaseURL(t), "LOG_FORMAT": "json"})
+}
+
+// The wallet runs as its own least-privileged NATS user once the operator set the topology up.
+func TestBrokerUsers(t *testing.T) {
+	t.Parallel()
+	clitest.BrokerUsers(t, run, contract.SourceWallet, map[string]string{"WALLET_DATABASE_URL": envtest.DatabaseURL(t)})
 }
 
 func TestAMarkDelayThatTheLeaseCannotCoverIsRefused(t *testing.T) {

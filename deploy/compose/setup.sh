@@ -2,9 +2,10 @@
 # One-shot, with the services' image (compose.yaml's setup job), after db-roles.sh: migrates
 # each database as its owner, which grants the runtime roles; makes the event signing keys and
 # the API keys once; and gives each service only its own (a volume each, read-only to it):
-#   /wallet/env   WALLET_DATABASE_URL (the runtime role), GL_API_KEY (ledger:read, metrics:read)
+#   /wallet/env   WALLET_DATABASE_URL (the runtime role), GL_API_KEY (ledger:read, metrics:read),
+#                 NATS_PASSWORD (the broker's user wallet, from the nats-passwords job)
 #   /wallet/      wallet.key, gl.pub
-#   /gl/env       GL_DATABASE_URL (the runtime role)
+#   /gl/env       GL_DATABASE_URL (the runtime role), NATS_PASSWORD (the broker's user gl)
 #   /gl/          gl.key, wallet.pub
 #   /setup/operator.env  an admin key of each service for the operator (WALLET_API_KEY, GL_API_KEY)
 # Owner URLs stay in /setup, which no service mounts.
@@ -41,6 +42,10 @@ cp /setup/events/gl.key /setup/events/wallet.pub /gl/
 {
 	echo "WALLET_DATABASE_URL='$WALLET_DATABASE_URL'"
 	echo "GL_API_KEY='$WALLET_GL_KEY'"
+	echo "NATS_PASSWORD='$(cat /nats/wallet)'"
 } >/wallet/env
-echo "GL_DATABASE_URL='$GL_DATABASE_URL'" >/gl/env
+{
+	echo "GL_DATABASE_URL='$GL_DATABASE_URL'"
+	echo "NATS_PASSWORD='$(cat /nats/gl)'"
+} >/gl/env
 chown -R app /wallet /gl

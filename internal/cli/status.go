@@ -121,7 +121,7 @@ func (svc Service[S]) brokerStatus(ctx context.Context, ev serve.Events, timeout
 	b := BrokerStatus{URL: events.RedactURL(ev.Broker.URL), Consumers: []ConsumerStatus{}}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	nc, err := ev.Broker.Connect(ctx, svc.Name+" status", zerolog.Nop())
+	nc, err := ev.Broker.Connect(ctx, svc.Name+" status", events.OperatorUser, zerolog.Nop())
 	if err != nil {
 		b.Error = err.Error()
 		return b

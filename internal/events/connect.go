@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -13,16 +15,27 @@ import (
 )
 
 // Connect connects to NATS at url (several URLs, comma-separated, for a cluster) with opts
-// (credentials and TLS: Credentials.Options). It returns even when no server answers yet and
-// reconnects without limit, so a service starts and serves while the broker is down; Healthy
-// reports the state.
+// (credentials and TLS: Credentials.Options; the reply prefix: ReplyPrefix). A broker that
+// refuses the credentials at the first attempt is an error (ErrCredentialsRefused): nothing
+// would ever get through. Otherwise it returns even when no server answers yet and reconnects
+// without limit, so a service starts and serves while the broker is down; Healthy reports the
+// state. A broker that refuses the credentials later (a password rotated under a running
+// service) is logged as an error and retried with a backoff from AuthRetryMin doubling to
+// AuthRetryMax, never given up: the connection recovers once the credentials are right again.
 func Connect(ctx context.Context, url, name string, log zerolog.Logger, opts ...nats.Option) (*nats.Conn, error) {
-	nc, err := nats.Connect(url, append([]nats.Option{
+	var conn atomic.Pointer[nats.Conn]
+	var refusals atomic.Int64 // consecutive reconnect attempts the broker refused the credentials of
+	base := append([]nats.Option{
 		nats.Name(name),
-		nats.RetryOnFailedConnect(true),
 		nats.MaxReconnects(-1),
-		nats.ReconnectWait(500 * time.Millisecond),
-		nats.ReconnectJitter(250*time.Millisecond, time.Second),
+		nats.IgnoreAuthErrorAbort(),
+		nats.CustomReconnectDelay(func(int) time.Duration {
+			if nc := conn.Load(); nc != nil && IsCredentialsRefused(nc.LastError()) {
+				return authRetryDelay(int(refusals.Add(1)))
+			}
+			refusals.Store(0)
+			return reconnectWait + rand.N(reconnectJitter)
+		}),
 		nats.Timeout(2 * time.Second),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil { // nil: we closed it
@@ -30,20 +43,67 @@ func Connect(ctx context.Context, url, name string, log zerolog.Logger, opts ...
 			}
 		}),
 		nats.ReconnectHandler(func(c *nats.Conn) {
+			refusals.Store(0)
 			log.Info().Str("server", c.ConnectedUrlRedacted()).Msg("nats reconnected")
 		}),
 		nats.ConnectHandler(func(c *nats.Conn) {
 			log.Info().Str("server", c.ConnectedUrlRedacted()).Msg("nats connected")
 		}),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			if IsCredentialsRefused(err) {
+				log.Error().Err(err).Msg("nats: the broker refused the credentials; retrying with backoff (not ready until it accepts them)")
+				return
+			}
 			log.Warn().Err(err).Msg("nats") // a permissions violation shows here
 		}),
-	}, opts...)...)
-	if err != nil {
-		return nil, fmt.Errorf("connect nats %s: %w", RedactURL(url), err)
+	}, opts...)
+	nc, err := nats.Connect(url, base...)
+	switch {
+	case err == nil:
+	case IsCredentialsRefused(err):
+		return nil, fmt.Errorf("connect nats %s: %w: %w", RedactURL(url), ErrCredentialsRefused, err)
+	default: // no broker answers yet: connect in the background
+		log.Warn().Err(err).Str("url", RedactURL(url)).Msg("nats not reachable yet; connecting in the background")
+		if nc, err = nats.Connect(url, append(base, nats.RetryOnFailedConnect(true))...); err != nil {
+			return nil, fmt.Errorf("connect nats %s: %w", RedactURL(url), err)
+		}
 	}
+	conn.Store(nc)
 	return nc, nil
 }
+
+// How Connect waits between reconnect attempts: a short wait with jitter while no broker
+// answers, a doubling one while a broker refuses the credentials.
+const (
+	reconnectWait   = 500 * time.Millisecond
+	reconnectJitter = 250 * time.Millisecond
+	AuthRetryMin    = time.Second
+	AuthRetryMax    = 30 * time.Second
+)
+
+// authRetryDelay is the wait before the attempt after the n-th refusal in a row.
+func authRetryDelay(n int) time.Duration {
+	d := AuthRetryMin
+	for i := 1; i < n && d < AuthRetryMax; i++ {
+		d *= 2
+	}
+	return min(d, AuthRetryMax)
+}
+
+// ErrCredentialsRefused is the broker refusing the connection's credentials (an authorization
+// violation, or expired or revoked credentials).
+var ErrCredentialsRefused = errors.New("the broker refused the credentials (NATS_USER/NATS_PASSWORD, NATS_CREDS, NATS_NKEY_SEED_FILE or NATS_TOKEN)")
+
+// IsCredentialsRefused reports whether err is the broker refusing the credentials.
+func IsCredentialsRefused(err error) bool {
+	return errors.Is(err, ErrCredentialsRefused) || errors.Is(err, nats.ErrAuthorization) || errors.Is(err, nats.ErrAuthExpired) ||
+		errors.Is(err, nats.ErrAuthRevoked) || errors.Is(err, nats.ErrAccountAuthExpired)
+}
+
+// ReplyPrefix is the inbox prefix of the NATS user called user: replies to its requests (the
+// JetStream API's answers, pulled messages) arrive on ReplyPrefix(user)+".>", the only subjects
+// Topology.Permissions lets that user subscribe to, so no user reads another's replies.
+func ReplyPrefix(user string) string { return "_INBOX_" + user }
 
 // Credentials are how a service authenticates to NATS: at most one of a .creds file (JWT and
 // NKey seed), an NKey seed file, a user and password, or a token; and TLS (a CA to verify the
@@ -128,6 +188,9 @@ func hasPassword(u *url.Userinfo) bool {
 // Healthy reports why the connection cannot carry messages now, or nil.
 func Healthy(nc *nats.Conn) error {
 	if status := nc.Status(); status != nats.CONNECTED {
+		if err := nc.LastError(); IsCredentialsRefused(err) {
+			return fmt.Errorf("nats is %s: %w: %w", status, ErrCredentialsRefused, err)
+		}
 		return fmt.Errorf("nats is %s", status)
 	}
 	return nil

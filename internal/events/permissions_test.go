@@ -25,6 +25,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
 
 	"walletgl/internal/envtest"
 	"walletgl/internal/events"
@@ -98,10 +99,10 @@ func TestLeastPrivilegeBrokerUsersCarryThePipelineAndNothingElse(t *testing.T) {
 	topo := events.Topology{Namespace: "perm", MaxBytes: envtest.StreamMaxBytes}
 	certFile, keyFile := serverTLS(t)
 	caFile := certFile // signed by itself: the certificate is its own CA
-	users := map[string]string{contract.SourceWallet: "wallet-secret", contract.SourceGL: "gl-secret"}
+	users := map[string]string{contract.SourceWallet: "wallet-secret", contract.SourceGL: "gl-secret", events.OperatorUser: "operator-secret"}
 	var conf []map[string]any
 	for service, password := range users {
-		p, err := topo.Permissions(service)
+		p, err := topo.UserPermissions(service)
 		require.NoError(t, err)
 		conf = append(conf, map[string]any{"user": service, "password": password, "permissions": map[string]any{
 			"publish": map[string]any{"allow": p.Publish}, "subscribe": map[string]any{"allow": p.Subscribe},
@@ -112,18 +113,35 @@ func TestLeastPrivilegeBrokerUsersCarryThePipelineAndNothingElse(t *testing.T) {
 	connect := func(service string) *nats.Conn {
 		opts, err := events.Credentials{User: service, Password: users[service], TLSCA: caFile}.Options()
 		require.NoError(t, err)
-		nc, err := events.Connect(ctx, brokerURL, service, log, opts...)
+		nc, err := events.Connect(ctx, brokerURL, service, log, append(opts, nats.CustomInboxPrefix(events.ReplyPrefix(service)), nats.PermissionErrOnSubscribe(true))...)
 		require.NoError(t, err)
 		t.Cleanup(nc.Close)
 		require.Eventually(t, nc.IsConnected, 10*time.Second, 20*time.Millisecond, "%s connects over TLS", service)
 		return nc
 	}
-	walletNC, glNC := connect(contract.SourceWallet), connect(contract.SourceGL)
+	walletNC, glNC, operatorNC := connect(contract.SourceWallet), connect(contract.SourceGL), connect(events.OperatorUser)
+
+	// The services' users may not set up the topology; the operator's may, and then they see it as configured.
+	walletJS, err := jetstream.New(walletNC)
+	require.NoError(t, err)
+	setupCtx, cancelSetup := context.WithTimeout(ctx, 3*time.Second)
+	_, err = topo.Setup(setupCtx, walletJS, contract.SourceWallet)
+	cancelSetup()
+	require.Error(t, err, "the wallet's user may not create the streams")
+	operatorJS, err := jetstream.New(operatorNC)
+	require.NoError(t, err)
+	for _, service := range []string{contract.SourceWallet, contract.SourceGL} {
+		_, err := topo.Setup(ctx, operatorJS, service)
+		require.NoError(t, err, "the operator sets up %s's topology", service)
+		diffs, err := topo.Check(ctx, walletJS, service)
+		require.NoError(t, err, "the wallet's user may check the topology")
+		require.Empty(t, diffs)
+	}
 
 	// The wallet's side: its outbox and relay, and its consumer of the GL's acknowledgments.
 	walletOutbox := outbox.New(contract.SourceWallet)
 	id := uuid.Must(uuid.NewV7())
-	_, err := walletOutbox.Add(ctx, walletPool, outbox.Event{ID: id, Type: contract.TypeTransferCompleted, AggregateID: "t", Time: time.Now(),
+	_, err = walletOutbox.Add(ctx, walletPool, outbox.Event{ID: id, Type: contract.TypeTransferCompleted, AggregateID: "t", Time: time.Now(),
 		Data: contract.TransferCompleted{TransferID: "t", FromWalletID: "a", ToWalletID: "b", Amount: 5, Currency: "CHF", CreatedAt: time.Now()}})
 	require.NoError(t, err)
 	walletRelay, err := outbox.NewRelay(outbox.RelayConfig{Source: contract.SourceWallet}, topo, walletPool, walletNC, log)
@@ -186,6 +204,25 @@ func TestLeastPrivilegeBrokerUsersCarryThePipelineAndNothingElse(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, uint64(1), info.State.Msgs, "only the wallet's own event is in its stream")
 
+	// The wallet's user shortening a stream's max age, the GL's or its own: refused, nothing changed.
+	for _, source := range []string{contract.SourceGL, contract.SourceWallet} {
+		cfg := topo.StreamConfig(source)
+		cfg.MaxAge = time.Minute * 3
+		updCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		_, err := walletJS.UpdateStream(updCtx, cfg)
+		cancel()
+		require.Error(t, err, "the wallet's user may not update %s", cfg.Name)
+		s, err := operatorJS.Stream(ctx, cfg.Name)
+		require.NoError(t, err)
+		require.Equal(t, topo.StreamConfig(source).MaxAge, s.CachedInfo().Config.MaxAge, "%s keeps its max age", cfg.Name)
+	}
+
+	// The wallet's user listening on the GL's replies: refused by the broker.
+	sub, err := walletNC.SubscribeSync(events.ReplyPrefix(contract.SourceGL) + ".>")
+	require.NoError(t, err)
+	_, err = sub.NextMsg(5 * time.Second)
+	require.ErrorIs(t, err, nats.ErrPermissionViolation, "the wallet's user may not read the GL's replies")
+
 	// Without TLS the broker does not talk at all.
 	plain, err := nats.Connect(brokerURL, nats.UserInfo("gl", users["gl"]), nats.Timeout(2*time.Second))
 	if err == nil {
@@ -222,17 +259,66 @@ func TestTheDocumentedBrokerConfigurationIsTopologyPermissions(t *testing.T) {
 	block = block[:strings.Index(block, "```")]
 	conf := filepath.Join(t.TempDir(), "nats.conf")
 	require.NoError(t, os.WriteFile(conf, []byte(block), 0o600))
+	requireTopologyUsers(t, conf)
+}
+
+// compose.yaml's broker runs the documented users, no more and no less; the operator's user sets
+// the topology up before the services start, and each service connects as its own user, with
+// the password the setup job copies into that service's own env file.
+func TestTheComposeBrokerConfigurationIsTopologyPermissions(t *testing.T) {
+	opts := requireTopologyUsers(t, filepath.Join("..", "..", "deploy", "compose", "nats.conf"))
+	require.True(t, opts.JetStream, "compose's broker runs JetStream")
+	raw, err := os.ReadFile(filepath.Join("..", "..", "compose.yaml"))
+	require.NoError(t, err)
+	type service struct {
+		Command     []string          `yaml:"command"`
+		Environment map[string]string `yaml:"environment"`
+		Volumes     []string          `yaml:"volumes"`
+		DependsOn   map[string]any    `yaml:"depends_on"`
+	}
+	var compose struct {
+		Services map[string]service `yaml:"services"`
+	}
+	require.NoError(t, yaml.Unmarshal(raw, &compose))
+	setupScript, err := os.ReadFile(filepath.Join("..", "..", "deploy", "compose", "setup.sh"))
+	require.NoError(t, err)
+	nats := compose.Services["nats"]
+	require.Contains(t, nats.Volumes, "./deploy/compose/nats.conf:/etc/nats/nats.conf:ro")
+	require.Contains(t, strings.Join(nats.Command, " "), "nats-server -c /etc/nats/nats.conf", "the broker runs with its users")
+	setup := compose.Services["nats-setup"]
+	require.Equal(t, events.OperatorUser, setup.Environment["NATS_USER"])
+	require.Contains(t, strings.Join(setup.Command, " "), "wallet events setup; gl events setup")
+	for _, name := range []string{contract.SourceWallet, contract.SourceGL} {
+		svc := compose.Services[name]
+		require.Equal(t, name, svc.Environment["NATS_USER"], "%s connects as its own user", name)
+		require.Contains(t, string(setupScript), "NATS_PASSWORD='$(cat /nats/"+name+")'", "%s gets its own password, in its own env file", name)
+		require.Contains(t, svc.DependsOn, "nats-setup", "%s starts after the topology is set up", name)
+		require.NotEmpty(t, svc.Environment["EVENTS_SIGNING_KEY_FILE"], "%s signs its events", name)
+		require.NotEmpty(t, svc.Environment["EVENTS_TRUSTED_KEYS"], "%s verifies the other's events", name)
+	}
+}
+
+// requireTopologyUsers parses the nats-server configuration conf with the server itself and
+// requires its users to be the wallet's, the GL's and the operator's with exactly the
+// permissions the topology of the default namespace gives them.
+func requireTopologyUsers(t *testing.T, conf string) *server.Options {
+	t.Helper()
 	t.Setenv("WALLET_NATS_PASSWORD", "w")
 	t.Setenv("GL_NATS_PASSWORD", "g")
-
+	t.Setenv("OPERATOR_NATS_PASSWORD", "o")
 	opts, err := server.ProcessConfigFile(conf)
 	require.NoError(t, err)
-	require.Len(t, opts.Users, 2)
+	require.Len(t, opts.Users, 3)
 	topo := events.Topology{}
+	var names []string
 	for _, u := range opts.Users {
-		want, err := topo.Permissions(u.Username)
+		names = append(names, u.Username)
+		want, err := topo.UserPermissions(u.Username)
 		require.NoError(t, err, u.Username)
 		require.Equal(t, want.Publish, u.Permissions.Publish.Allow, "%s may publish", u.Username)
 		require.Equal(t, want.Subscribe, u.Permissions.Subscribe.Allow, "%s may subscribe", u.Username)
+		require.Nil(t, u.Permissions.Publish.Deny, u.Username)
 	}
+	require.ElementsMatch(t, []string{contract.SourceWallet, contract.SourceGL, events.OperatorUser}, names)
+	return opts
 }

@@ -41,13 +41,15 @@ func (b Broker) Validate() error {
 	return errors.Join(append(errs, b.Credentials.Validate())...)
 }
 
-// Connect connects to the broker with b's URL, credentials and TLS (see Connect).
-func (b Broker) Connect(ctx context.Context, name string, log zerolog.Logger) (*nats.Conn, error) {
+// Connect connects to the broker with b's URL, credentials and TLS (see Connect), as the
+// connection called name, taking replies on ReplyPrefix(user): a service's own user
+// (contract.SourceWallet, contract.SourceGL) for serve, OperatorUser for the operator commands.
+func (b Broker) Connect(ctx context.Context, name, user string, log zerolog.Logger) (*nats.Conn, error) {
 	opts, err := b.Options()
 	if err != nil {
 		return nil, err
 	}
-	return Connect(ctx, b.URL, name, log, opts...)
+	return Connect(ctx, b.URL, name, log, append(opts, nats.CustomInboxPrefix(ReplyPrefix(user)))...)
 }
 
 // Bind declares the topology's settings: the streams' limits and the durable consumers'

@@ -26,8 +26,8 @@ const (
 
 // Topology is the whole JetStream layout as one value: the two streams (one per producing
 // service) and the two durable consumers (one per direction), with their limits. It names
-// them and creates them; both services build it from the same settings, so each can create
-// what it needs at start-up, idempotently.
+// them, creates them (Setup, EnsureStreams, EnsureConsumer) and checks them (Check); both
+// services and `events setup` build it from the same settings.
 type Topology struct {
 	// Namespace prefixes every stream and subject, so several deployments (or tests) can share
 	// one NATS server. Empty in production.
@@ -149,36 +149,49 @@ func orDefault[T int64 | time.Duration](v, def T) T {
 // raised above the configuration on the running stream: lowering it could throw away events or
 // let a re-publish through as a second copy. Such a limit is kept and logged; to lower one,
 // change the stream with the nats CLI. Any other setting the update changes on a running
-// stream is logged with its old and new value: nothing is reset silently.
+// stream is logged with its old and new value: nothing is reset silently. A stream that
+// already matches is only looked up, which needs no more than the right to ask its INFO.
 func (t Topology) EnsureStreams(ctx context.Context, js jetstream.JetStream) error {
-	for _, source := range []string{contract.SourceWallet, contract.SourceGL} {
-		if err := t.ensureStream(ctx, js, t.StreamConfig(source)); err != nil {
-			return err
-		}
-	}
-	return nil
+	_, err := t.setupStreams(ctx, js)
+	return err
 }
 
-func (t Topology) ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) error {
+func (t Topology) setupStreams(ctx context.Context, js jetstream.JetStream) ([]Applied, error) {
+	var applied []Applied
+	for _, source := range []string{contract.SourceWallet, contract.SourceGL} {
+		a, err := t.ensureStream(ctx, js, t.StreamConfig(source))
+		if err != nil {
+			return applied, err
+		}
+		applied = append(applied, a)
+	}
+	return applied, nil
+}
+
+func (t Topology) ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) (Applied, error) {
+	a := Applied{Kind: KindStream, Name: cfg.Name, Action: ActionUnchanged}
 	stream, err := js.Stream(ctx, cfg.Name)
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound):
 		if _, err := js.CreateStream(ctx, cfg); err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-			return fmt.Errorf("create stream %s: %w", cfg.Name, err)
+			return a, fmt.Errorf("create stream %s: %w", cfg.Name, err)
 		}
-		return nil
+		a.Action = ActionCreated
+		return a, nil
 	case err != nil:
-		return fmt.Errorf("look up stream %s: %w", cfg.Name, err)
+		return a, fmt.Errorf("look up stream %s: %w", cfg.Name, err)
 	}
 	running := stream.CachedInfo().Config
 	cfg = t.keepRaisedLimits(cfg, running)
-	if !t.reportChanges(cfg, running) {
-		return nil
+	a.Changes = t.reportChanges(cfg, running)
+	if len(a.Changes) == 0 {
+		return a, nil
 	}
 	if _, err := js.UpdateStream(ctx, cfg); err != nil {
-		return fmt.Errorf("update stream %s: %w", cfg.Name, err)
+		return a, fmt.Errorf("update stream %s: %w", cfg.Name, err)
 	}
-	return nil
+	a.Action = ActionUpdated
+	return a, nil
 }
 
 // keepRaisedLimits returns want with each limit that running has higher (or unlimited) kept.
@@ -200,31 +213,47 @@ func (t Topology) keepRaisedLimits(want, running jetstream.StreamConfig) jetstre
 
 // reportChanges logs each setting of the running stream that an update to want changes, at
 // warn: an operator's setting that the configuration overrides is said, never silently
-// reset. It reports whether anything is to change at all.
-func (t Topology) reportChanges(want, running jetstream.StreamConfig) bool {
+// reset. It returns those settings.
+func (t Topology) reportChanges(want, running jetstream.StreamConfig) []Difference {
+	diffs := streamDifferences(want, running)
+	for _, d := range diffs {
+		t.Log.Warn().Str("stream", want.Name).Str("setting", d.Setting).Str("running", d.Running).
+			Str("configured", d.Configured).Msg("setting the stream's configuration over its running value")
+	}
+	return diffs
+}
+
+// streamDifferences are the settings of running that differ from want.
+func streamDifferences(want, running jetstream.StreamConfig) []Difference {
 	changes := []struct {
 		name          string
 		running, want any
 	}{
 		{"max_age", running.MaxAge, want.MaxAge},
 		{"max_bytes", running.MaxBytes, want.MaxBytes},
-		{"max_msg_size", running.MaxMsgSize, want.MaxMsgSize},
+		{"max_msg_size", unlimitedAsMinusOne(running.MaxMsgSize), unlimitedAsMinusOne(want.MaxMsgSize)},
 		{"duplicate_window", running.Duplicates, want.Duplicates},
 		{"discard", running.Discard, want.Discard},
 		{"replicas", running.Replicas, want.Replicas},
 		{"description", running.Description, want.Description},
 		{"subjects", fmt.Sprint(running.Subjects), fmt.Sprint(want.Subjects)},
 	}
-	changed := false
+	var diffs []Difference
 	for _, c := range changes {
-		if c.running == c.want {
-			continue
+		if c.running != c.want {
+			diffs = append(diffs, Difference{Kind: KindStream, Name: want.Name, Setting: c.name, Running: fmt.Sprint(c.running), Configured: fmt.Sprint(c.want)})
 		}
-		changed = true
-		t.Log.Warn().Str("stream", want.Name).Str("setting", c.name).Str("running", fmt.Sprint(c.running)).
-			Str("configured", fmt.Sprint(c.want)).Msg("setting the stream's configuration over its running value")
 	}
-	return changed
+	return diffs
+}
+
+// unlimitedAsMinusOne is limit with 0, which the broker stores as -1, written as -1: both mean
+// unlimited.
+func unlimitedAsMinusOne(limit int32) int32 {
+	if limit <= 0 {
+		return -1
+	}
+	return limit
 }
 
 // limitAbove reports whether limit a lets more through than b; 0 and -1 mean unlimited.
@@ -265,18 +294,69 @@ type ConsumerSpec struct {
 }
 
 // EnsureConsumer creates or updates the durable consumer of spec (and the streams first).
-// On nats-server 2.9 CreateOrUpdateConsumer is also what re-creates a consumer lost with the
-// broker's store; its configuration is fully given here, so an overwrite is harmless.
+// A consumer that already matches is only looked up, which needs no more than the right to ask
+// its INFO. On nats-server 2.9 CreateOrUpdateConsumer is also what re-creates a consumer lost
+// with the broker's store; its configuration is fully given here, so an overwrite is harmless.
 func (t Topology) EnsureConsumer(ctx context.Context, js jetstream.JetStream, spec ConsumerSpec) (jetstream.Consumer, error) {
 	if err := t.EnsureStreams(ctx, js); err != nil {
 		return nil, err
 	}
-	stream := t.StreamName(spec.Source)
-	cons, err := js.CreateOrUpdateConsumer(ctx, stream, t.consumerConfig(spec))
-	if err != nil {
-		return nil, fmt.Errorf("ensure consumer %s on %s: %w", spec.Name, stream, err)
+	cons, _, err := t.ensureConsumer(ctx, js, spec)
+	return cons, err
+}
+
+func (t Topology) ensureConsumer(ctx context.Context, js jetstream.JetStream, spec ConsumerSpec) (jetstream.Consumer, Applied, error) {
+	stream, want := t.StreamName(spec.Source), t.consumerConfig(spec)
+	a := Applied{Kind: KindConsumer, Name: stream + "/" + spec.Name, Action: ActionUnchanged}
+	cons, err := js.Consumer(ctx, stream, spec.Name)
+	switch {
+	case errors.Is(err, jetstream.ErrConsumerNotFound):
+		a.Action = ActionCreated
+	case err != nil:
+		return nil, a, fmt.Errorf("look up consumer %s on %s: %w", spec.Name, stream, err)
+	default:
+		if a.Changes = consumerDifferences(a.Name, want, cons.CachedInfo().Config); len(a.Changes) == 0 {
+			return cons, a, nil
+		}
+		a.Action = ActionUpdated
+		for _, d := range a.Changes {
+			t.Log.Warn().Str("consumer", a.Name).Str("setting", d.Setting).Str("running", d.Running).
+				Str("configured", d.Configured).Msg("setting the consumer's configuration over its running value")
+		}
 	}
-	return cons, nil
+	cons, err = js.CreateOrUpdateConsumer(ctx, stream, want)
+	if err != nil {
+		return nil, a, fmt.Errorf("ensure consumer %s on %s: %w", spec.Name, stream, err)
+	}
+	return cons, a, nil
+}
+
+// consumerDifferences are the settings of the running consumer called name that differ from
+// want: those the topology sets (the broker fills in the others).
+func consumerDifferences(name string, want, running jetstream.ConsumerConfig) []Difference {
+	filter := running.FilterSubject
+	if filter == "" && len(running.FilterSubjects) == 1 {
+		filter = running.FilterSubjects[0]
+	}
+	changes := []struct {
+		name          string
+		running, want any
+	}{
+		{"description", running.Description, want.Description},
+		{"filter_subject", filter, want.FilterSubject},
+		{"deliver_policy", running.DeliverPolicy, want.DeliverPolicy},
+		{"ack_policy", running.AckPolicy, want.AckPolicy},
+		{"ack_wait", running.AckWait, want.AckWait},
+		{"max_deliver", running.MaxDeliver, want.MaxDeliver},
+		{"max_ack_pending", running.MaxAckPending, want.MaxAckPending},
+	}
+	var diffs []Difference
+	for _, c := range changes {
+		if c.running != c.want {
+			diffs = append(diffs, Difference{Kind: KindConsumer, Name: name, Setting: c.name, Running: fmt.Sprint(c.running), Configured: fmt.Sprint(c.want)})
+		}
+	}
+	return diffs
 }
 
 // CreateReplayConsumer creates a consumer of its own that reads what spec's durable consumer
@@ -328,43 +408,67 @@ func (spec ConsumerSpec) Takes(eventType string) bool {
 	return eventType == spec.EventType || slices.Contains(spec.Accepts, eventType) || slices.Contains(spec.Also, eventType)
 }
 
-// Permissions are the subjects a service's NATS user may publish and subscribe to: its own
-// events, the JetStream API calls it makes (the two streams looked up, created and updated at
-// start; its durable consumer created, read and pulled from; acknowledgments of its deliveries;
-// for the GL, the wallet consumer's state and the messages of its own stream, which its relay
-// checks before it acknowledges a row), and replies. Nothing else: the GL's user cannot
-// publish a wallet event, nor the wallet's a GL one. docs/security.md shows them as a
-// nats-server configuration; the operator commands that ask the broker (status, gl replay)
-// need more, or an operator's user.
+// Permissions are the subjects a NATS user may publish and subscribe to. A service's user
+// (Topology.Permissions) may publish its own events and make the JetStream API calls serve
+// makes: the two streams' and its durable consumer's INFO (the topology check at start, and
+// the consumer's liveness check), its consumer pulled from and its deliveries acknowledged,
+// and, for its relay, the readers of its own stream asked how far they are and that stream's
+// messages read (catch-up, the GL's acknowledgment by ack floor). It may not create, update or
+// delete a stream or a consumer: an operator does that (OperatorPermissions, `events setup`).
+// It takes replies on its own ReplyPrefix alone, so it reads no other user's replies, and the
+// GL's user cannot publish a wallet event, nor the wallet's a GL one. docs/security.md shows
+// these as a nats-server configuration.
 type Permissions struct {
 	Publish   []string
 	Subscribe []string
 }
 
-// Permissions returns the permissions of service (contract.SourceWallet or contract.SourceGL).
+// OperatorUser is the NATS user of the operator commands: events setup, status and gl replay.
+const OperatorUser = "operator"
+
+// UserPermissions returns the permissions of the NATS user called user: a service's
+// (contract.SourceWallet, contract.SourceGL) or OperatorUser's.
+func (t Topology) UserPermissions(user string) (Permissions, error) {
+	if user == OperatorUser {
+		return t.OperatorPermissions(), nil
+	}
+	return t.Permissions(user)
+}
+
+// Permissions returns the permissions of service's user (contract.SourceWallet or
+// contract.SourceGL).
 func (t Topology) Permissions(service string) (Permissions, error) {
-	durable := map[string]string{contract.SourceWallet: ConsumerWallet, contract.SourceGL: ConsumerGL}[service]
-	spec, err := t.Consumer(durable)
+	spec, err := t.serviceConsumer(service)
 	if err != nil {
 		return Permissions{}, fmt.Errorf("permissions of %q: %w", service, err)
 	}
-	source := t.StreamName(spec.Source)
 	pub := []string{t.subjectPrefix(service) + ".>"}
 	for _, s := range []string{t.StreamName(contract.SourceWallet), t.StreamName(contract.SourceGL)} {
-		pub = append(pub, "$JS.API.STREAM.INFO."+s, "$JS.API.STREAM.CREATE."+s, "$JS.API.STREAM.UPDATE."+s)
+		pub = append(pub, "$JS.API.STREAM.INFO."+s)
 	}
-	consumer := source + "." + spec.Name
-	pub = append(pub,
-		"$JS.API.CONSUMER.CREATE."+consumer, "$JS.API.CONSUMER.CREATE."+consumer+".>",
-		"$JS.API.CONSUMER.DURABLE.CREATE."+consumer, "$JS.API.CONSUMER.INFO."+consumer,
-		"$JS.API.CONSUMER.MSG.NEXT."+consumer, "$JS.ACK."+consumer+".>",
-	)
-	// The relay reads how far the readers of its own stream are (outbox.UnreadShare) and the messages
-	// stored there (catch-up, and the GL's acknowledgment by ack floor).
+	consumer := t.StreamName(spec.Source) + "." + spec.Name
+	pub = append(pub, "$JS.API.CONSUMER.INFO."+consumer, "$JS.API.CONSUMER.MSG.NEXT."+consumer, "$JS.ACK."+consumer+".>")
 	own := t.StreamName(service)
 	for _, reader := range t.Readers(service) {
 		pub = append(pub, "$JS.API.CONSUMER.INFO."+own+"."+reader)
 	}
 	pub = append(pub, "$JS.API.STREAM.MSG.GET."+own)
-	return Permissions{Publish: pub, Subscribe: []string{"_INBOX.>"}}, nil
+	return Permissions{Publish: pub, Subscribe: []string{ReplyPrefix(service) + ".>"}}, nil
+}
+
+// OperatorPermissions are those of OperatorUser: on the two streams only, look them up,
+// create and update them (events setup), read their messages, and create, look up, read and
+// delete their consumers (events setup, status, and gl replay's consumer of its own); replies
+// on ReplyPrefix(OperatorUser). It publishes no event and deletes no stream.
+func (t Topology) OperatorPermissions() Permissions {
+	var pub []string
+	for _, s := range []string{t.StreamName(contract.SourceWallet), t.StreamName(contract.SourceGL)} {
+		pub = append(pub,
+			"$JS.API.STREAM.INFO."+s, "$JS.API.STREAM.CREATE."+s, "$JS.API.STREAM.UPDATE."+s, "$JS.API.STREAM.MSG.GET."+s,
+			"$JS.API.CONSUMER.CREATE."+s, "$JS.API.CONSUMER.CREATE."+s+".>", "$JS.API.CONSUMER.DURABLE.CREATE."+s+".*",
+			"$JS.API.CONSUMER.INFO."+s+".*", "$JS.API.CONSUMER.MSG.NEXT."+s+".*", "$JS.API.CONSUMER.DELETE."+s+".*",
+			"$JS.ACK."+s+".>",
+		)
+	}
+	return Permissions{Publish: pub, Subscribe: []string{ReplyPrefix(OperatorUser) + ".>"}}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
 	"walletgl/internal/auth"
@@ -63,11 +64,55 @@ func Open(ctx context.Context, service string, db Database, ev Events, tr tracin
 	d.Metrics.Pool("main", d.Pool)
 	d.Metrics.Pool("relay", d.RelayPool)
 	d.Metrics.Sample(admin.New(d.Pool).OutboxOpen)
-	if d.NATS, err = ev.Broker.Connect(ctx, service, log); err != nil {
+	if d.NATS, err = ev.Broker.Connect(ctx, service, service, log); err != nil {
+		d.Close()
+		return nil, err
+	}
+	if err := CheckTopology(ctx, d.NATS, d.Topology, service, log); err != nil {
 		d.Close()
 		return nil, err
 	}
 	return d, nil
+}
+
+// topologyFixTimeout bounds serve's attempt to fix a topology that differs: a user without the
+// rights gets no answer from the broker, only a permissions violation.
+const topologyFixTimeout = 5 * time.Second
+
+// CheckTopology compares the broker's streams and service's durable consumer with the
+// configuration (events.Topology.Check). When they differ, it tries to create or update them
+// (a user with the rights, as in development); when that fails, serve refuses to start with
+// the differences and the command that fixes them. A broker not reachable yet is checked later
+// by the relay and the consumer, which create nothing they may not.
+func CheckTopology(ctx context.Context, nc *nats.Conn, topo events.Topology, service string, log zerolog.Logger) error {
+	if !nc.IsConnected() {
+		log.Warn().Msg("nats not reachable at start: the event topology is checked once it is")
+		return nil
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return fmt.Errorf("check the event topology: %w", err)
+	}
+	diffs, err := topo.Check(ctx, js, service)
+	if err != nil {
+		return fmt.Errorf("check the event topology (the NATS user needs the INFO rights of docs/security.md): %w", err)
+	}
+	if len(diffs) == 0 {
+		return nil
+	}
+	fixCtx, cancel := context.WithTimeout(ctx, topologyFixTimeout)
+	defer cancel()
+	applied, err := topo.Setup(fixCtx, js, service)
+	if err != nil {
+		return fmt.Errorf("the broker's event topology differs from the configuration (%s) and this NATS user may not change it (%w): run `%s events setup` with an operator's NATS credentials (docs/operations.md)",
+			events.Differences(diffs), err, service)
+	}
+	for _, a := range applied {
+		if a.Action != events.ActionUnchanged {
+			log.Info().Str("kind", a.Kind).Str("name", a.Name).Str("action", a.Action).Msg("event topology set up at start")
+		}
+	}
+	return nil
 }
 
 // Health is what the service needs to do its work (see Health), and its event loops: a relay
