@@ -59,7 +59,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	keys, guard, err := serve.Keys(deps.Pool, auth.GLScopes, cfg.RateLimit, gl.ErrUnavailable)
+	keys, guard, err := serve.Keys(deps.Pool, auth.GLScopes, cfg.RateLimit, cfg.AuthFailureLimit, gl.ErrUnavailable)
 	if err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}

@@ -64,7 +64,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	keys, guard, err := serve.Keys(pool, auth.WalletScopes, cfg.RateLimit, wallet.ErrUnavailable)
+	keys, guard, err := serve.Keys(pool, auth.WalletScopes, cfg.RateLimit, cfg.AuthFailureLimit, wallet.ErrUnavailable)
 	if err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}

@@ -141,4 +141,8 @@ var (
 		"send a valid API key: Authorization: Bearer <key>")
 	ErrForbidden   = problem.New(problem.Forbidden, "forbidden", "the API key does not allow this request")
 	ErrRateLimited = problem.New(problem.TooManyRequests, "rate-limited", "the API key is over its rate limit; retry later")
+	// ErrAuthFailuresLimited refuses a client address that failed to authenticate too often,
+	// before its key is looked up.
+	ErrAuthFailuresLimited = problem.New(problem.TooManyRequests, "auth-failures-limited",
+		"too many failed authentications from this address; retry later")
 )

@@ -58,20 +58,32 @@ func (l RateLimit) String() string {
 // Guard lets a request through only with a valid API key that holds the route's scope and is
 // within its rate limit. Every refusal is a problem: 401 (with WWW-Authenticate: Bearer) for
 // a missing, unknown or revoked key, 403 for a missing scope, 429 (with Retry-After) over the
-// rate. The key's secret never reaches a log; its id and name do.
+// rate. A client address over its allowance of failed authentications (401s) is answered 429
+// auth-failures-limited before its key is looked up. The key's secret never reaches a log; its
+// id and name do.
 type Guard struct {
 	keys        Authenticator
 	limit       RateLimit
 	unavailable *problem.Error // the service's answer when its database is away
+	failures    *failures
 
 	mu       sync.Mutex
 	limiters map[uuid.UUID]*rate.Limiter
 }
 
 // NewGuard returns a guard authenticating with keys and allowing each key limit; when the keys'
-// database is away it answers unavailable (the service's own problem for that).
+// database is away it answers unavailable (the service's own problem for that). Each client
+// address may fail DefaultFailureLimit (LimitFailures changes it).
 func NewGuard(keys Authenticator, limit RateLimit, unavailable *problem.Error) *Guard {
-	return &Guard{keys: keys, limit: limit, unavailable: unavailable, limiters: map[uuid.UUID]*rate.Limiter{}}
+	return &Guard{keys: keys, limit: limit, unavailable: unavailable, failures: newFailures(DefaultFailureLimit),
+		limiters: map[uuid.UUID]*rate.Limiter{}}
+}
+
+// LimitFailures sets each client address's allowance of failed authentications; call it before
+// the guard serves.
+func (g *Guard) LimitFailures(limit RateLimit) *Guard {
+	g.failures = newFailures(limit)
+	return g
 }
 
 // Require serves h to requests whose key holds scope. h finds the principal in the request's
@@ -80,6 +92,10 @@ func (g *Guard) Require(scope Scope, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, err := g.authenticate(r)
 		if err != nil {
+			var limited *failuresLimited
+			if errors.As(err, &limited) {
+				w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(limited.wait.Seconds()))))
+			}
 			if errors.Is(err, ErrUnauthenticated) {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="walletgl"`)
 			}
@@ -105,9 +121,19 @@ func (g *Guard) Require(scope Scope, h http.Handler) http.Handler {
 // Authorize checks a secret the caller already holds (the operator console keeps a session's
 // key on the server) as Require checks a bearer token: the key must be valid, hold scope and
 // be within its rate limit; an empty scope asks for a valid key only. Errors are problems, as
-// Require answers them.
+// Require answers them. Failed authentications count against the client address ctx carries
+// (WithClient), when it carries one.
 func (g *Guard) Authorize(ctx context.Context, secret string, scope Scope) (Principal, error) {
-	p, err := g.lookup(ctx, secret)
+	addr, counted := clientOf(ctx)
+	var (
+		p   Principal
+		err error
+	)
+	if counted {
+		p, err = g.lookupFrom(ctx, addr, secret)
+	} else {
+		p, err = g.lookup(ctx, secret)
+	}
 	if err != nil {
 		return Principal{}, err
 	}
@@ -129,7 +155,31 @@ func (g *Guard) authenticate(r *http.Request) (Principal, error) {
 	case !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(secret) == "":
 		return Principal{}, problem.Newf(ErrUnauthenticated, "the Authorization header must be: Bearer <key>")
 	}
-	return g.lookup(r.Context(), strings.TrimSpace(secret))
+	return g.lookupFrom(r.Context(), ClientAddr(r), strings.TrimSpace(secret))
+}
+
+// failuresLimited is the refusal of a client address over its failed authentications, with
+// how long until it may try again.
+type failuresLimited struct {
+	refusal *problem.Error
+	wait    time.Duration
+}
+
+func (f *failuresLimited) Error() string { return f.refusal.Error() }
+func (f *failuresLimited) Unwrap() error { return f.refusal }
+
+// lookupFrom is lookup for a client at addr: refused at once while addr is over its failures,
+// and a failure spent on an unknown or revoked key.
+func (g *Guard) lookupFrom(ctx context.Context, addr, secret string) (Principal, error) {
+	if wait := g.failures.blocked(addr); wait > 0 {
+		return Principal{}, &failuresLimited{wait: wait, refusal: problem.Newf(ErrAuthFailuresLimited,
+			"too many failed authentications from this address; retry in %s", wait.Round(time.Millisecond))}
+	}
+	p, err := g.lookup(ctx, secret)
+	if errors.Is(err, ErrUnauthenticated) {
+		g.failures.fail(addr)
+	}
+	return p, err
 }
 
 // lookup finds the principal of secret: the service's unavailable problem when the key store

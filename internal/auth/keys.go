@@ -28,17 +28,23 @@ type Keys struct {
 	q     *authdb.Queries
 	known []Scope
 
-	mu    sync.Mutex
-	cache map[string]cached       // by secret hash: what a recent lookup found
-	used  map[uuid.UUID]time.Time // last use of each key not yet written
+	mu      sync.Mutex
+	cache   map[string]cached       // by secret hash: keys a recent lookup found
+	unknown map[string]time.Time    // by secret hash: when a lookup found no key
+	used    map[uuid.UUID]time.Time // last use of each key not yet written
+	lookups int                     // database lookups made, for tests
 }
 
 // cacheTTL is how long an authentication is trusted without the database: a revoked key is
 // refused within this time in every process.
 const cacheTTL = 2 * time.Second
 
-// cacheLimit bounds the cache; past it, it starts afresh.
-const cacheLimit = 10000
+// cacheLimit bounds the cache of keys found; past it, it starts afresh. Unknown secrets are
+// cached apart (unknownLimit), so that any number of them never evicts a known key.
+const (
+	cacheLimit   = 10000
+	unknownLimit = 10000
+)
 
 type cached struct {
 	principal Principal
@@ -48,7 +54,7 @@ type cached struct {
 
 // NewKeys returns the keys in the database behind pool; known are the service's scopes.
 func NewKeys(pool *pgxpool.Pool, known []Scope) *Keys {
-	return &Keys{pool: pool, q: authdb.New(pool), known: known, cache: map[string]cached{}, used: map[uuid.UUID]time.Time{}}
+	return &Keys{pool: pool, q: authdb.New(pool), known: known, cache: map[string]cached{}, unknown: map[string]time.Time{}, used: map[uuid.UUID]time.Time{}}
 }
 
 // Scopes are the scopes this service knows.
@@ -130,7 +136,11 @@ func (k *Keys) Authenticate(ctx context.Context, secret string) (Principal, erro
 	now := time.Now()
 	k.mu.Lock()
 	c, ok := k.cache[hash]
+	missAt, miss := k.unknown[hash]
 	k.mu.Unlock()
+	if miss && now.Sub(missAt) <= cacheTTL {
+		return Principal{}, ErrUnauthenticated
+	}
 	if !ok || now.Sub(c.at) > cacheTTL {
 		var err error
 		if c, err = k.lookup(ctx, hash, now); err != nil {
@@ -147,10 +157,15 @@ func (k *Keys) Authenticate(ctx context.Context, secret string) (Principal, erro
 }
 
 func (k *Keys) lookup(ctx context.Context, hash string, now time.Time) (cached, error) {
+	k.mu.Lock()
+	k.lookups++
+	k.mu.Unlock()
 	row, err := k.q.KeyBySecretHash(ctx, []byte(hash))
 	c := cached{at: now}
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
+		k.rememberUnknown(hash, now)
+		return c, nil
 	case err != nil:
 		return c, k.interpret(fmt.Errorf("look up key: %w", err))
 	default:
@@ -168,6 +183,18 @@ func (k *Keys) lookup(ctx context.Context, hash string, now time.Time) (cached, 
 	k.cache[hash] = c
 	k.mu.Unlock()
 	return c, nil
+}
+
+// rememberUnknown caches a secret that names no key; past unknownLimit the unknown cache alone
+// starts afresh.
+func (k *Keys) rememberUnknown(hash string, now time.Time) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if len(k.unknown) >= unknownLimit {
+		k.unknown = map[string]time.Time{}
+	}
+	k.unknown[hash] = now
+	delete(k.cache, hash)
 }
 
 // Run writes the keys' last-used times every touchEvery until ctx is cancelled, and once more

@@ -26,6 +26,7 @@ import (
 	"walletgl/internal/auth"
 	"walletgl/internal/metrics"
 	"walletgl/internal/problem"
+	"walletgl/internal/web"
 )
 
 // Prefix is where the console is served.
@@ -237,6 +238,9 @@ func (c *Console) checkForm(w http.ResponseWriter, r *http.Request, sess session
 	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 	if err := r.ParseForm(); err != nil {
 		return nil, problem.Newf(errBadForm, "the form could not be read")
+	}
+	if err := web.CheckValues(r.PostForm); err != nil {
+		return nil, err
 	}
 	token := r.PostForm.Get("csrf")
 	if token == "" || subtle.ConstantTimeCompare([]byte(token), []byte(sess.csrf)) != 1 {

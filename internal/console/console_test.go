@@ -345,3 +345,16 @@ func TestAFailedInboxEventIsRetriedWithTheServicesHandler(t *testing.T) {
 	require.Contains(t, after.body, `data-field="status">processed<`)
 	requireStatus(t, b.pool, row, "acknowledged")
 }
+
+// A filter holding a NUL (which PostgreSQL refuses in text) is refused 400 as a problem before
+// the page's query runs, not answered 500.
+func TestAFilterHoldingANulIsRefused400(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c := b.browser(t)
+	b.login(t, c, b.admin)
+	a := b.get(t, c, "/console/outbox?q=%00")
+	require.Equal(t, http.StatusBadRequest, a.status, a.body)
+	require.Equal(t, web.ContentTypeProblem, a.header.Get("Content-Type"))
+	require.Contains(t, a.body, web.TypeBase+"invalid-query")
+}

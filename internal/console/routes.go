@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 
+	"walletgl/internal/auth"
 	"walletgl/internal/web"
 )
 
@@ -59,12 +60,12 @@ func (c *Console) handleLogin() http.Handler {
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
-		if err := r.ParseForm(); err != nil {
+		if err := r.ParseForm(); err != nil || web.CheckValues(r.PostForm) != nil {
 			c.renderLogin(w, r, http.StatusBadRequest, "The form could not be read.")
 			return
 		}
 		secret := r.PostForm.Get("key")
-		p, err := c.cfg.Guard.Authorize(r.Context(), secret, "")
+		p, err := c.cfg.Guard.Authorize(auth.WithClient(r.Context(), r), secret, "")
 		if err != nil {
 			status, doc := web.ProblemOf(r, err)
 			c.renderLogin(w, r, status, "Refused: "+doc.Detail)

@@ -24,6 +24,7 @@ const (
 	Unauthenticated                  // no valid credentials came with the request
 	Forbidden                        // the credentials do not allow this request
 	TooManyRequests                  // the caller is over its rate limit; retry later
+	Misdirected                      // the request names a host this server does not answer for
 )
 
 // Error is an application error: a kind, a stable slug (the problem type clients match on)

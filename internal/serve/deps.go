@@ -130,15 +130,20 @@ func (d *Deps) Health(relay *outbox.Relay, consumer *inbox.Consumer) []web.Check
 }
 
 // Keys returns the service's API keys and the guard of its HTTP API, which allows each key
-// rateLimit (RATE[:BURST], auth.ParseRateLimit) and answers unavailable when the database is
-// away. There is no setting that turns it off.
-func Keys(pool *pgxpool.Pool, scopes []auth.Scope, rateLimit string, unavailable *problem.Error) (*auth.Keys, *auth.Guard, error) {
+// rateLimit and each client address failureLimit failed authentications (RATE[:BURST],
+// auth.ParseRateLimit) and answers unavailable when the database is away. There is no setting
+// that turns it off.
+func Keys(pool *pgxpool.Pool, scopes []auth.Scope, rateLimit, failureLimit string, unavailable *problem.Error) (*auth.Keys, *auth.Guard, error) {
 	limit, err := auth.ParseRateLimit(rateLimit)
 	if err != nil {
 		return nil, nil, err
 	}
+	failures, err := auth.ParseRateLimit(failureLimit)
+	if err != nil {
+		return nil, nil, err
+	}
 	keys := auth.NewKeys(pool, scopes)
-	return keys, auth.NewGuard(keys, limit, unavailable), nil
+	return keys, auth.NewGuard(keys, limit, unavailable).LimitFailures(failures), nil
 }
 
 // tracingFlushTimeout bounds how long Close waits for the last spans to be exported.

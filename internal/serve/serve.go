@@ -188,6 +188,19 @@ type Listen struct {
 	Addr     string
 	CertFile string
 	KeyFile  string
+	// AllowedHosts are the Host names the API answers (lower case, without port); empty: any.
+	AllowedHosts []string
+}
+
+// ParseHosts reads a comma-separated list of Host names, lower-cased, blanks dropped.
+func ParseHosts(raw string) []string {
+	var hosts []string
+	for _, h := range strings.Split(raw, ",") {
+		if h = strings.ToLower(strings.TrimSpace(h)); h != "" {
+			hosts = append(hosts, h)
+		}
+	}
+	return hosts
 }
 
 // Validate reports a TLS setting given without its other half, or files that do not load.
@@ -204,7 +217,8 @@ func (l Listen) Validate(certVar, keyVar string) error {
 	return nil
 }
 
-// Run serves handler where l says (HTTPS when it names a certificate) and runs the workers
+// Run serves handler where l says (HTTPS when it names a certificate, every answer then carrying
+// Strict-Transport-Security; only l.AllowedHosts when it names some: web.Front) and runs the workers
 // until ctx is cancelled (SIGINT/SIGTERM). Shutdown stops taking requests first and lets those
 // in flight finish, then stops the workers, which finish or release their in-flight work.
 func Run(ctx context.Context, l Listen, handler http.Handler, workers []Worker, log zerolog.Logger) error {
@@ -213,7 +227,7 @@ func Run(ctx context.Context, l Listen, handler http.Handler, workers []Worker, 
 		return fmt.Errorf("listen %s: %w", l.Addr, err)
 	}
 	srv := &http.Server{
-		Handler: handler,
+		Handler: web.Front(handler, l.CertFile != "", l.AllowedHosts),
 		// A client that trickles its headers or body, or never reads the answer, does not hold a
 		// connection for ever; no request of either API needs more than these.
 		ReadHeaderTimeout: 5 * time.Second,

@@ -22,6 +22,8 @@ type Settings struct {
 	TLSKey             string
 	MetricsAddr        string // where GET /metrics is served without API keys ("": on the API, with metrics:read)
 	RateLimit          string // each API key's allowance, RATE[:BURST] requests per second
+	AuthFailureLimit   string // each client address's failed authentications, RATE[:BURST] per second
+	AllowedHosts       string // comma-separated Host names the API answers ("": any)
 }
 
 // BindSettings binds the settings of the service whose variables start with prefix ("WALLET"),
@@ -47,6 +49,10 @@ func BindSettings(s *config.Set, c *Settings, prefix, database, addr string) {
 		"address serving GET /metrics without API keys, for Prometheus (empty: /metrics on the API address, with a key holding metrics:read)")
 	s.String(&c.RateLimit, v("RATE_LIMIT"), "rate-limit", auth.DefaultRateLimit.String(),
 		"each API key's allowance: requests per second[:burst]; over it, 429 with Retry-After")
+	s.String(&c.AuthFailureLimit, v("AUTH_FAILURE_LIMIT"), "auth-failure-limit", auth.DefaultFailureLimit.String(),
+		"each client address's failed authentications: per second[:burst]; over it, 429 with Retry-After before any key is looked up")
+	s.String(&c.AllowedHosts, v("ALLOWED_HOSTS"), "allowed-hosts", "",
+		"comma-separated Host names the API answers; any other Host is 421 (empty: any; /livez, /readyz and /healthz answer any)")
 }
 
 // Validate reports every setting out of range.
@@ -61,6 +67,9 @@ func (c Settings) Validate() error {
 	}
 	if _, err := auth.ParseRateLimit(c.RateLimit); err != nil {
 		errs = append(errs, fmt.Errorf("%s: %w", v("RATE_LIMIT"), err))
+	}
+	if _, err := auth.ParseRateLimit(c.AuthFailureLimit); err != nil {
+		errs = append(errs, fmt.Errorf("%s: %w", v("AUTH_FAILURE_LIMIT"), err))
 	}
 	if err := c.Listen().Validate(v("TLS_CERT"), v("TLS_KEY")); err != nil {
 		errs = append(errs, err)
@@ -78,7 +87,7 @@ func (c Settings) Postgres() Database {
 
 // Listen is where the HTTP API is served.
 func (c Settings) Listen() Listen {
-	return Listen{Addr: c.HTTPAddr, CertFile: c.TLSCert, KeyFile: c.TLSKey}
+	return Listen{Addr: c.HTTPAddr, CertFile: c.TLSCert, KeyFile: c.TLSKey, AllowedHosts: ParseHosts(c.AllowedHosts)}
 }
 
 // Database is the service's database URL (the commands both binaries share read it).

@@ -51,6 +51,8 @@ func Handler(logger zerolog.Logger, mux *http.ServeMux, tr *tracing.Provider, ob
 		if sent != "" && id != sent {
 			WriteProblem(rec, r, problem.Newf(errInvalidRequestID,
 				"the %s header must be 1 to %d printable ASCII characters without spaces", RequestIDHeader, maxRequestIDLen))
+		} else if err := refuseEarly(r); err != nil {
+			WriteProblem(rec, r, err)
 		} else if route == "" {
 			mux.ServeHTTP(&unroutedWriter{ResponseWriter: rec, r: r}, r)
 		} else {
@@ -65,6 +67,19 @@ func Handler(logger zerolog.Logger, mux *http.ServeMux, tr *tracing.Provider, ob
 		}
 		endServerSpan(span, rec.Status())
 	})
+}
+
+// refuseEarly is what no handler is asked to serve: a path or query string holding text
+// PostgreSQL cannot store, and a body declared larger than MaxBodyBytes (refused before a byte
+// of it is read, so that the client reads the answer rather than a reset).
+func refuseEarly(r *http.Request) error {
+	if err := checkText(r); err != nil {
+		return err
+	}
+	if r.ContentLength > MaxBodyBytes {
+		return problem.Newf(errBodyTooLarge, "the request body declares %d bytes; the limit is %d", r.ContentLength, MaxBodyBytes)
+	}
+	return nil
 }
 
 // Observer hears an answered request: its route pattern ("" when none matched), method,

@@ -43,7 +43,8 @@ func Encode(w http.ResponseWriter, r *http.Request, status int, v any) {
 // decodes with encoding/json/v2 semantics (github.com/go-json-experiment/json), which refuse
 // what a money API must not guess at: a name given twice ("amount":1,"amount":7), a name
 // that differs from the field's only in case, an unknown name, a value of the wrong type or
-// out of range, and anything after the value. Each is a problem.Error: 415 for another media
+// out of range, and anything after the value; and a string holding what PostgreSQL cannot
+// store (\u0000, which decodes to NUL). Each is a problem.Error: 415 for another media
 // type, 413 for a body over MaxBodyBytes, 400 for the rest.
 func Decode[T any](w http.ResponseWriter, r *http.Request) (T, error) {
 	var v T
@@ -53,6 +54,9 @@ func Decode[T any](w http.ResponseWriter, r *http.Request) (T, error) {
 	err := jsonv2.UnmarshalRead(http.MaxBytesReader(w, r.Body, MaxBodyBytes), &v, jsonv2.RejectUnknownMembers(true))
 	if err != nil {
 		return v, decodeError(err)
+	}
+	if err := checkDecoded(reflect.ValueOf(&v), ""); err != nil {
+		return v, err
 	}
 	return v, nil
 }

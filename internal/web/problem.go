@@ -52,6 +52,7 @@ var statuses = map[problem.Kind]int{
 	problem.Unauthenticated:      http.StatusUnauthorized,
 	problem.Forbidden:            http.StatusForbidden,
 	problem.TooManyRequests:      http.StatusTooManyRequests,
+	problem.Misdirected:          http.StatusMisdirectedRequest,
 }
 
 var errInternal = problem.New(problem.Internal, SlugInternal,
