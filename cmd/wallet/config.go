@@ -44,7 +44,8 @@ type Config struct {
 	BatchMax     int
 	BatchWorkers int
 	// TransferEventVersion is the version of TransferCompleted the wallet publishes: 2 (kind
-	// and reference), or 1 while a GL older than TransferCompleted.v2 is still deployed.
+	// and reference), or 1 while a GL older than TransferCompleted.v2 is still deployed (then
+	// only the deposits, which v1 carries exactly: contract.TransferEventTypeFor).
 	TransferEventVersion int
 	// How often serve voids the holds whose expiry has passed.
 	HoldExpiryInterval time.Duration
@@ -62,7 +63,7 @@ func (c *Config) Bind(s *config.Set) {
 	s.Int(&c.BatchWorkers, "WALLET_BATCH_WORKERS", "batch-workers", postgres.DefaultBatchWorkers, fmt.Sprintf("most transfer batches committing at once (a second starts only when %d requests wait or one has waited %s); 0 gives each request a transaction of its own",
 		postgres.DefaultBatchSplitAt, postgres.DefaultBatchSplitAfter))
 	s.Int(&c.TransferEventVersion, "WALLET_TRANSFER_EVENT_VERSION", "transfer-event-version", 2,
-		"version of TransferCompleted published: 2 (kind and reference), or 1 until every GL accepts v2 (docs/operations.md, upgrade order)")
+		"version of TransferCompleted published: 2 (kind and reference), or 1 until every GL accepts v2 (docs/operations.md, upgrade order); with 1 only deposits go as v1, other kinds as v2")
 	s.Duration(&c.HoldExpiryInterval, "WALLET_HOLD_EXPIRY_INTERVAL", "hold-expiry-interval", postgres.DefaultHoldExpiryInterval, "how often serve voids the pending holds whose expiry has passed")
 	c.Events.Bind(s)
 	c.Log.Bind(s)

@@ -1,5 +1,5 @@
 // Command wallet runs the wallet service: an HTTP API for wallets and transfers whose every
-// transfer writes a TransferCompleted.v2 event (v1 with WALLET_TRANSFER_EVENT_VERSION=1) to the outbox in the same transaction, the relay
+// transfer writes a TransferCompleted.v2 event (v1 for a deposit with WALLET_TRANSFER_EVENT_VERSION=1) to the outbox in the same transaction, the relay
 // that publishes the outbox to JetStream, and the consumer of the GL's acknowledgments.
 package main
 

@@ -43,8 +43,9 @@ type Entry struct {
 	PostedAt    time.Time // when the GL committed the entry; set by the ledger
 	Lines       []Line
 	// EventType and Kind name the posting rule the entry was posted by (with OccurredAt, its
-	// time): the event's type and the transfer's kind. A reversal's entry carries its
-	// original's: it swaps the original's lines.
+	// time): the event's type and the transfer's kind. A reversal's entry, which swaps its
+	// original's lines and reads no rule, carries its own event's type (TransferReversed.v1)
+	// and its original's kind.
 	EventType string
 	Kind      string
 	// ReversesEntryID is, for a reversal's entry, the entry it reverses (uuid.Nil otherwise).

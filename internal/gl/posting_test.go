@@ -180,8 +180,8 @@ func TestAReversalSwapsItsOriginalsLinesForItsShare(t *testing.T) {
 	require.Equal(t, "rv-1", e.TransferID)
 	require.Equal(t, env.ID, e.EventID)
 	require.Equal(t, orig.ID, e.ReversesEntryID)
-	require.Equal(t, orig.EventType, e.EventType, "a reversal carries its original's rule key")
-	require.Equal(t, orig.Kind, e.Kind)
+	require.Equal(t, contract.TypeTransferReversed, e.EventType, "a reversal carries its own event's type")
+	require.Equal(t, orig.Kind, e.Kind, "and its original's kind")
 	require.True(t, e.Balanced())
 
 	require.ErrorIs(t, gl.NoOriginal(env.ID, data), contract.ErrNotYet)
@@ -220,7 +220,7 @@ func TestAReversalThatDoesNotFitItsOriginalConflicts(t *testing.T) {
 	}
 }
 
-func TestCheckPostingSaysWhoPostedAMovementAndRefusesOtherFigures(t *testing.T) {
+func TestCheckPostingSaysWhoPostedAMovementAndRefusesOtherFiguresAndOtherEvents(t *testing.T) {
 	t.Parallel()
 	e, err := gl.TransferEntry(completed(t, contract.TypeTransferCompleted, "", "tr-1", 500), gl.DefaultRules())
 	require.NoError(t, err)
@@ -236,9 +236,8 @@ func TestCheckPostingSaysWhoPostedAMovementAndRefusesOtherFigures(t *testing.T) 
 	require.Equal(t, gl.PostedBefore, as, "the same event posted before")
 	other := e
 	other.EventID = "another event"
-	as, err = gl.CheckPosting(other, posting)
-	require.NoError(t, err)
-	require.Equal(t, gl.PostedByAnother, as, "another event with the same figures")
+	_, err = gl.CheckPosting(other, posting)
+	require.ErrorIs(t, err, contract.ErrConflict, "another event with the same figures")
 
 	otherWallet := stored
 	otherWallet.Description = "transfer tr-1 from wallet w-from to wallet w-thief"

@@ -80,7 +80,7 @@ func ReversalEntry(eventID string, data contract.TransferReversed, orig Entry) (
 		OccurredAt:      data.CreatedAt,
 		Lines:           lines,
 		ReversesEntryID: orig.ID,
-		EventType:       orig.EventType,
+		EventType:       contract.TypeTransferReversed,
 		Kind:            orig.Kind,
 	}, nil
 }

@@ -51,7 +51,7 @@ func transferDescription(data contract.TransferCompleted) string {
 	return d
 }
 
-// PostedAs says whose entry holds a movement once its event was posted.
+// PostedAs says how a movement's posting went for an event (CheckPosting).
 type PostedAs int
 
 // How an event's posting went (CheckPosting).
@@ -60,13 +60,15 @@ const (
 	PostedNew PostedAs = iota
 	// PostedBefore: the same event was posted before; its entry stands.
 	PostedBefore
-	// PostedByAnother: another event with the same figures posted the movement before.
-	PostedByAnother
 )
 
 // CheckPosting compares entry e, built from an event, with the posting that holds its
-// movement. A movement posted before with another amount, currency or wallets (its
-// description) is a conflict: a forged or corrupted event. Otherwise it says who posted it.
+// movement. A movement is posted by one event: a movement posted before with another amount,
+// currency or wallets (its description) is a conflict (a forged or corrupted event), and so is
+// another event id for a movement already posted, even with the same figures. The wallet
+// writes one event per movement and publishes it again under its own id only, so a second id
+// is not a copy: acknowledging it would leave an inbox row processed with no entry of its own,
+// which gl verify counts as a lost posting.
 func CheckPosting(e Entry, posting Posting) (PostedAs, error) {
 	stored := posting.Entry
 	switch {
@@ -76,10 +78,11 @@ func CheckPosting(e Entry, posting Posting) (PostedAs, error) {
 		return 0, contract.Conflict(fmt.Errorf("transfer %s was posted as %s %s (%s) by event %s; event %s says %d %s (%s)",
 			e.TransferID, posting.Amount, stored.Currency, stored.Description, stored.EventID,
 			e.EventID, e.Debits(), e.Currency, e.Description))
-	case stored.EventID == e.EventID:
-		return PostedBefore, nil
+	case stored.EventID != e.EventID:
+		return 0, contract.Conflict(fmt.Errorf("transfer %s was posted by event %s (entry %s); event %s is another event for the same movement",
+			e.TransferID, stored.EventID, stored.ID, e.EventID))
 	default:
-		return PostedByAnother, nil
+		return PostedBefore, nil
 	}
 }
 

@@ -19,6 +19,8 @@ var (
 		"the transfer would take a balance beyond what a wallet can hold")
 	ErrReversalExceedsTransfer = problem.New(problem.Unprocessable, "reversal-exceeds-transfer",
 		"the transfer's reversals would total more than its amount")
+	ErrNothingToReverse = problem.New(problem.Unprocessable, "transfer-fully-reversed",
+		"the transfer's reversals total its amount already; nothing is left to reverse")
 	ErrReversalOfReversal = problem.New(problem.Unprocessable, "transfer-is-reversal",
 		"a reversal cannot be reversed; make a new transfer instead")
 	ErrIdempotencyKeyReused = problem.New(problem.Unprocessable, "idempotency-key-reused",

@@ -18,7 +18,8 @@ type RebuildRequest struct {
 	Since time.Time
 	Until time.Time // zero: no end
 	// EventType is the transfer event's version, contract.TypeTransferCompleted or
-	// contract.TypeTransferCompletedV2 (WALLET_TRANSFER_EVENT_VERSION).
+	// contract.TypeTransferCompletedV2 (WALLET_TRANSFER_EVENT_VERSION); with v1, only the
+	// deposits go as v1 (contract.TransferEventTypeFor).
 	EventType string
 	BatchSize int // events per transaction, 1..MaxRebuildBatchSize (0: DefaultRebuildBatchSize)
 }

@@ -113,6 +113,21 @@ func Released(w *Wallet, h Hold) *Wallet {
 	return &released
 }
 
+// ResolveReversal is req with its amount: for a reversal of the rest, what orig's reversals
+// have not moved back yet (orig read under its lock). Nothing left is ErrNothingToReverse.
+func ResolveReversal(req ReversalRequest, orig Transfer) (ReversalRequest, error) {
+	if !req.Rest {
+		return req, nil
+	}
+	left := orig.Amount - orig.ReversedAmount
+	if left <= 0 {
+		return req, problem.Newf(ErrNothingToReverse, "transfer %s of %d %s is reversed in full; nothing is left to reverse",
+			orig.ID, orig.Amount, orig.Currency)
+	}
+	req.Amount = left
+	return req, nil
+}
+
 // ReversalMove is the transfer a reversal of orig makes: the money goes back, from the
 // original's receiver to its sender, in the original's currency.
 func ReversalMove(req ReversalRequest, orig Transfer) TransferRequest {

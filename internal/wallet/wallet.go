@@ -131,12 +131,13 @@ func (r TransferRequest) Validate() error {
 }
 
 // ReversalRequest asks to move Amount of a completed transfer back, from the wallet that
-// received it to the wallet that sent it. The IdempotencyKey works as a transfer's does (one
-// key space with transfers).
+// received it to the wallet that sent it, or, with Rest, whatever its reversals have not moved
+// back yet. The IdempotencyKey works as a transfer's does (one key space with transfers).
 type ReversalRequest struct {
 	IdempotencyKey string
 	TransferID     uuid.UUID // the transfer to reverse
 	Amount         int64     // in minor units; the reversals of a transfer total at most its amount
+	Rest           bool      // reverse the rest (Amount left 0): the amount not reversed yet, read under the transfer's lock
 	KeyID          uuid.UUID // the API key that asks (uuid.Nil: none), as in TransferRequest
 }
 
@@ -144,6 +145,12 @@ type ReversalRequest struct {
 func (r ReversalRequest) Validate() error {
 	if err := validateIdempotencyKey(r.IdempotencyKey); err != nil {
 		return err
+	}
+	if r.Rest {
+		if r.Amount != 0 {
+			return problem.Newf(ErrInvalid, "a reversal of the rest names no amount, got %d", r.Amount)
+		}
+		return nil
 	}
 	if r.Amount <= 0 || r.Amount > MaxAmount {
 		return problem.Newf(ErrInvalid, "amount must be a whole number of minor units from 1 to %d, got %d", int64(MaxAmount), r.Amount)

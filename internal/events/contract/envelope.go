@@ -12,7 +12,8 @@ import (
 // Event types, with their version. The subject of a message ends in its type.
 const (
 	// TypeTransferCompleted is the first version of the wallet's transfer event, without the
-	// transfer's kind; the GL still accepts it, upcast (DecodeTransferCompleted).
+	// transfer's kind; the GL still accepts it, upcast (DecodeTransferCompleted), and the
+	// wallet publishes only deposits as v1 (TransferEventTypeFor).
 	TypeTransferCompleted = "TransferCompleted.v1"
 	// TypeTransferCompletedV2 adds the transfer's kind and the payer's reference: the event the
 	// wallet publishes by default (WALLET_TRANSFER_EVENT_VERSION).
@@ -126,6 +127,17 @@ func (t TransferCompleted) AsVersion(eventType string) TransferCompleted {
 		t.Kind, t.Reference = "", ""
 	}
 	return t
+}
+
+// TransferEventTypeFor is the type a transfer of kind is published as when the wallet is set to
+// publish published (WALLET_TRANSFER_EVENT_VERSION): a TransferCompleted.v1 is posted by the
+// deposit rule (debit cash, credit what is owed), so it carries only a deposit exactly; every
+// other kind, and every transfer when v2 is published, goes as TransferCompleted.v2.
+func TransferEventTypeFor(published, kind string) string {
+	if published == TypeTransferCompleted && kind == KindDeposit {
+		return TypeTransferCompleted
+	}
+	return TypeTransferCompletedV2
 }
 
 // DecodeTransferCompleted reads a transfer event of either version, checked: a

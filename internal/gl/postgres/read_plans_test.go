@@ -2,9 +2,7 @@ package postgres_test
 
 import (
 	"context"
-	"encoding/json"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -58,47 +56,14 @@ func newExplainedPool(t *testing.T, url string) *explainedPool {
 	return p
 }
 
-// planNode is the part of an auto_explain JSON plan the test reads.
-type planNode struct {
-	Relation   string     `json:"Relation Name"`
-	SharedHit  int        `json:"Shared Hit Blocks"`
-	SharedRead int        `json:"Shared Read Blocks"`
-	Plans      []planNode `json:"Plans"`
-}
-
 // pagesRead runs read and returns the pages of relation that the statement named query (its
 // sqlc name) touched in its plan's scans.
 func (p *explainedPool) pagesRead(t *testing.T, query, relation string, read func() error) int {
 	t.Helper()
-	p.mu.Lock()
-	p.notices = nil
-	p.mu.Unlock()
-	require.NoError(t, read())
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	pages, found := 0, false
-	for _, n := range p.notices {
-		_, plan, ok := strings.Cut(n, "plan:")
-		if !ok || !strings.Contains(plan, "-- name: "+query+" ") {
-			continue
-		}
-		var explained struct {
-			Plan planNode `json:"Plan"`
-		}
-		require.NoError(t, json.Unmarshal([]byte(plan), &explained), "auto_explain's plan of %s", query)
-		found = true
-		var walk func(planNode)
-		walk = func(n planNode) {
-			if n.Relation == relation {
-				pages += n.SharedHit + n.SharedRead
-			}
-			for _, c := range n.Plans {
-				walk(c)
-			}
-		}
-		walk(explained.Plan)
+	pages := 0
+	for _, n := range p.scansOf(t, query, relation, read) {
+		pages += n.SharedHit + n.SharedRead
 	}
-	require.True(t, found, "auto_explain showed the plan of %s; notices: %q", query, p.notices)
 	return pages
 }
 

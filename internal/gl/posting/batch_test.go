@@ -35,30 +35,35 @@ func TestABatchPostsOneEntryPerTransferAndAcknowledgesEveryEvent(t *testing.T) {
 	for range 20 {
 		envs = append(envs, transferCompleted(t, newTransferID(), 100, "USD"))
 	}
-	// Another event for a transfer posted before, and two events for one transfer in the batch.
-	var again contract.TransferCompleted
-	require.NoError(t, earlier.DecodeData(&again))
-	envs = append(envs, transferCompleted(t, again.TransferID, 500, "USD"))
-	twin := transferCompleted(t, newTransferID(), 7, "EUR")
-	var twinData contract.TransferCompleted
-	require.NoError(t, twin.DecodeData(&twinData))
-	envs = append(envs, twin, transferCompleted(t, twinData.TransferID, 7, "EUR"))
+	// The earlier event again, past the inbox: a copy, acknowledged again.
+	envs = append(envs, earlier)
 
 	require.NoError(t, b.handleBatch(t, poster, envs))
 
 	var entries, lines int
 	require.NoError(t, b.pool.QueryRow(ctx, "SELECT (SELECT count(*) FROM journal_entries), (SELECT count(*) FROM journal_lines)").Scan(&entries, &lines))
-	require.Equal(t, 1+20+1, entries, "one entry per transfer")
+	require.Equal(t, 1+20, entries, "one entry per transfer")
 	require.Equal(t, 2*entries, lines)
 	acks := b.acknowledgments(t)
-	require.Len(t, acks, 1+len(envs), "every event is acknowledged, duplicates included")
+	require.Len(t, acks, 1+len(envs), "every event is acknowledged, the copy included")
 	require.Len(t, b.acknowledgmentEvents(t), 2, "one acknowledgment per batch: the earlier event's and this batch's")
-	byEvent := map[string]contract.TransferPosted{}
-	for _, a := range acks {
-		byEvent[a.SourceEventID] = a
+	require.Equal(t, acks[0].EntryID, acks[len(acks)-1].EntryID, "a copy's acknowledgment names the stored entry")
+
+	// Another event for a transfer posted before, or two events for one transfer in a batch:
+	// a conflict that fails the batch and writes nothing (the consumer then handles each alone).
+	var again contract.TransferCompleted
+	require.NoError(t, earlier.DecodeData(&again))
+	twin := transferCompleted(t, newTransferID(), 7, "EUR")
+	var twinData contract.TransferCompleted
+	require.NoError(t, twin.DecodeData(&twinData))
+	for name, batch := range map[string][]contract.Envelope{
+		"another event for a posted transfer": {transferCompleted(t, newTransferID(), 100, "USD"), transferCompleted(t, again.TransferID, 500, "USD")},
+		"two events for one transfer":         {twin, transferCompleted(t, twinData.TransferID, 7, "EUR")},
+	} {
+		require.ErrorIs(t, b.handleBatch(t, poster, batch), contract.ErrConflict, name)
 	}
-	require.Equal(t, byEvent[earlier.ID].EntryID, byEvent[envs[20].ID].EntryID, "a duplicate's acknowledgment names the stored entry")
-	require.Equal(t, byEvent[envs[21].ID].EntryID, byEvent[envs[22].ID].EntryID)
+	require.NoError(t, b.pool.QueryRow(ctx, "SELECT count(*) FROM journal_entries").Scan(&entries))
+	require.Equal(t, 1+20, entries, "nothing written")
 }
 
 func TestABatchWithAnInvalidEventWritesNothing(t *testing.T) {

@@ -353,9 +353,9 @@ func (h *Handler) observeOnCommit(tx pgx.Tx, postings []gl.Posting) {
 }
 
 // checkPosting refuses, as a conflict, an entry whose movement was posted before with other
-// figures (gl.CheckPosting), and logs an entry that was posted before: the same event past the
-// inbox, or another event with the same figures, each acknowledged. traceParent is the event's
-// trace context, whose trace id its log lines carry.
+// figures or by another event (gl.CheckPosting), and logs an entry the same event posted
+// before, past the inbox, acknowledged again. traceParent is the event's trace context, whose
+// trace id its log lines carry.
 func (h *Handler) checkPosting(ctx context.Context, e gl.Entry, posting gl.Posting, answering bool, traceParent string) error {
 	as, err := gl.CheckPosting(e, posting)
 	if err != nil {
@@ -366,14 +366,11 @@ func (h *Handler) checkPosting(ctx context.Context, e gl.Entry, posting gl.Posti
 	case as == gl.PostedNew:
 	case as == gl.PostedBefore && answering:
 		tracing.LogTraceID(h.log(ctx).Debug(), traceID).Str("transfer_id", e.TransferID).Str("event_id", e.EventID).Msg("duplicate of a posted event; acknowledging it again")
-	case as == gl.PostedBefore:
+	default:
 		// The inbox no longer knew the event (its row deleted past EVENTS_INBOX_RETENTION, or
 		// gl replay): the journal's unique event and transfer ids kept it from posting twice.
 		tracing.LogTraceID(h.log(ctx).Info(), traceID).Str("transfer_id", e.TransferID).Str("event_id", e.EventID).
 			Msg("event posted before and unknown to the inbox; acknowledging it again")
-	default:
-		tracing.LogTraceID(h.log(ctx).Warn(), traceID).Str("transfer_id", e.TransferID).Str("event_id", e.EventID).Str("entry_id", posting.Entry.ID.String()).
-			Msg("transfer already posted by another event with the same figures; acknowledging")
 	}
 	return nil
 }

@@ -55,6 +55,8 @@ func TestReversalPostsTheOriginalsLinesSwappedAndLinksBothWays(t *testing.T) {
 	require.True(t, r.Balanced())
 	require.Equal(t, rev.ID, r.EventID)
 	require.Equal(t, orig.ID, r.ReversesEntryID, "the reversal names its original")
+	require.Equal(t, contract.TypeTransferReversed, r.EventType, "the reversal's entry carries its own event's type")
+	require.Equal(t, orig.Kind, r.Kind)
 	require.Equal(t, []uuid.UUID{r.ID}, orig.ReversedBy, "the original shows its reversal")
 	require.Equal(t, []gl.Line{
 		{AccountCode: "1010", Direction: gl.Credit, Amount: 400},
@@ -68,10 +70,11 @@ func TestReversalPostsTheOriginalsLinesSwappedAndLinksBothWays(t *testing.T) {
 	require.Equal(t, rev.ID, acks[1].SourceEventID)
 	require.Equal(t, r.ID.String(), acks[1].EntryID)
 
-	// The same reversal again (by another event with the same figures, or a redelivery past
-	// the inbox): no second entry.
+	// The same reversal by another event with the same figures: a conflict, no second entry;
+	// a redelivery of the same event past the inbox: acknowledged again.
 	again := transferReversed(t, reversalID, transferID, 400, "USD")
-	require.NoError(t, b.handle(t, h, again))
+	require.ErrorIs(t, b.handle(t, h, again), contract.ErrConflict)
+	require.NoError(t, b.handle(t, h, rev))
 	reversals, err = b.ledger.EntriesByTransfer(ctx, reversalID)
 	require.NoError(t, err)
 	require.Len(t, reversals, 1)

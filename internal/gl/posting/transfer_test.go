@@ -121,7 +121,7 @@ func TestHandlerPostsBalancedEntryAndAcknowledges(t *testing.T) {
 	require.True(t, acks[0].PostedAt.Equal(e.PostedAt), "ack posted_at %v, entry %v", acks[0].PostedAt, e.PostedAt)
 }
 
-func TestHandlerSkipsSecondPostingOfTransferButAcknowledges(t *testing.T) {
+func TestHandlerRefusesAnotherEventForAPostedTransferAndAcknowledgesACopy(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	var logs bytes.Buffer
@@ -131,8 +131,8 @@ func TestHandlerSkipsSecondPostingOfTransferButAcknowledges(t *testing.T) {
 	second := transferCompleted(t, transferID, 500, "EUR") // same transfer, new event id
 
 	require.NoError(t, b.handle(t, h, first))
-	require.NoError(t, b.handle(t, h, second))
-	require.NoError(t, b.handle(t, h, first), "a replay of the same event past the inbox is a duplicate too")
+	require.ErrorIs(t, b.handle(t, h, second), contract.ErrConflict, "another event for a posted movement is not a copy")
+	require.NoError(t, b.handle(t, h, first), "a replay of the same event past the inbox is a duplicate")
 
 	entries, err := b.ledger.EntriesByTransfer(context.Background(), transferID)
 	require.NoError(t, err)
@@ -140,31 +140,23 @@ func TestHandlerSkipsSecondPostingOfTransferButAcknowledges(t *testing.T) {
 	require.Equal(t, first.ID, entries[0].EventID)
 
 	acks := b.acknowledgments(t)
-	require.Len(t, acks, 3)
-	for i, env := range []contract.Envelope{first, second, first} {
-		require.Equal(t, env.ID, acks[i].SourceEventID)
+	require.Len(t, acks, 2, "the conflicting event is never acknowledged")
+	for i := range acks {
+		require.Equal(t, first.ID, acks[i].SourceEventID)
 		require.Equal(t, entries[0].ID.String(), acks[i].EntryID, "every acknowledgment names the stored entry")
 	}
 
-	var warning struct {
-		Level      string `json:"level"`
-		Message    string `json:"message"`
-		TransferID string `json:"transfer_id"`
-		EventID    string `json:"event_id"`
+	var logged struct {
+		Level   string `json:"level"`
+		Message string `json:"message"`
+		EventID string `json:"event_id"`
 	}
 	line, err := logs.ReadBytes('\n')
-	require.NoError(t, err, "the duplicate is logged")
-	require.NoError(t, json.Unmarshal(line, &warning))
-	require.Equal(t, "warn", warning.Level)
-	require.Equal(t, "transfer already posted by another event with the same figures; acknowledging", warning.Message)
-	require.Equal(t, transferID, warning.TransferID)
-	require.Equal(t, second.ID, warning.EventID)
-	line, err = logs.ReadBytes('\n')
 	require.NoError(t, err, "the same event past the inbox is logged")
-	require.NoError(t, json.Unmarshal(line, &warning))
-	require.Equal(t, "info", warning.Level)
-	require.Equal(t, "event posted before and unknown to the inbox; acknowledging it again", warning.Message)
-	require.Equal(t, first.ID, warning.EventID)
+	require.NoError(t, json.Unmarshal(line, &logged))
+	require.Equal(t, "info", logged.Level)
+	require.Equal(t, "event posted before and unknown to the inbox; acknowledging it again", logged.Message)
+	require.Equal(t, first.ID, logged.EventID)
 
 	tb, err := b.ledger.TrialBalance(context.Background())
 	require.NoError(t, err)

@@ -2,17 +2,12 @@ package posting_test
 
 import (
 	"context"
-	"encoding/json"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
-	"walletgl/internal/envtest"
 	"walletgl/internal/events"
 	"walletgl/internal/events/admin"
 	"walletgl/internal/events/contract"
@@ -28,25 +23,8 @@ func TestReversalsWhoseOriginalsNeverPostDoNotStopTheEventsAfterThem(t *testing.
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	natsURL := envtest.NATSURL(t)
-	topo := envtest.Topology(t, natsURL)
-	keys := envtest.NewEventKeys(t)
-	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-	nc, err := events.Connect(ctx, natsURL, t.Name(), log)
-	require.NoError(t, err)
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	require.NoError(t, err)
-	require.NoError(t, topo.EnsureStreams(ctx, js))
-	publish := func(env contract.Envelope) {
-		body, err := json.Marshal(env)
-		require.NoError(t, err)
-		msg := nats.NewMsg(topo.Subject(contract.SourceWallet, env.Type))
-		msg.Data = body
-		keys.Signer(contract.SourceWallet).Sign(msg)
-		_, err = js.PublishMsg(ctx, msg, jetstream.WithMsgID(env.ID))
-		require.NoError(t, err)
-	}
+	br := newLiveBroker(t)
+	topo, keys, log, nc, js, publish := br.topo, br.keys, br.log, br.nc, br.js, br.publish
 
 	missing := []string{newTransferID(), newTransferID(), newTransferID()}
 	reversals := make([]contract.Envelope, len(missing))

@@ -457,6 +457,58 @@ func TestAKeyInFlightIsAnswered409WithRetryAfter(t *testing.T) {
 	require.JSONEq(t, created.Body, again.Body)
 }
 
+func TestAReversalWithoutAnAmountReversesTheRest(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	pay := func(key string, amount int64) string {
+		t.Helper()
+		res := b.transfer(t, key, fmt.Sprintf(`{"from_wallet_id":"alice","to_wallet_id":"bob","amount":%d,"currency":"USD"}`, amount))
+		require.Equal(t, http.StatusCreated, res.Status, res.Body)
+		var tr transferBody
+		res.Decode(t, &tr)
+		return tr.ID
+	}
+	reverse := func(id, key, body string) webtest.Response {
+		t.Helper()
+		return b.do(t, http.MethodPost, "/v1/transfers/"+id+"/reversal", http.Header{"Idempotency-Key": {key}}, body)
+	}
+	amountOf := func(res webtest.Response) int64 {
+		t.Helper()
+		require.Equal(t, http.StatusCreated, res.Status, res.Body)
+		var r struct {
+			Amount int64 `json:"amount"`
+		}
+		res.Decode(t, &r)
+		return r.Amount
+	}
+
+	whole := pay("pay-whole", 300)
+	require.Equal(t, int64(300), amountOf(reverse(whole, "rest-whole", `{}`)), "no reversal yet: the whole amount")
+
+	parts := pay("pay-parts", 400)
+	require.Equal(t, int64(150), amountOf(reverse(parts, "part-1", `{"amount":150}`)))
+	rest := reverse(parts, "rest-1", `{}`)
+	require.Equal(t, int64(250), amountOf(rest), "the rest: what is not reversed yet")
+
+	reverse(parts, "rest-2", `{}`).RequireProblem(t, http.StatusUnprocessableEntity, "transfer-fully-reversed")
+	kept := reverse(parts, "rest-2", `{}`)
+	kept.RequireProblem(t, http.StatusUnprocessableEntity, "transfer-fully-reversed")
+	require.Equal(t, "true", kept.Header.Get("Idempotency-Replayed"), "the refusal is kept under its key")
+	again := reverse(parts, "rest-1", `{}`)
+	require.Equal(t, http.StatusCreated, again.Status, again.Body)
+	require.Equal(t, "true", again.Header.Get("Idempotency-Replayed"), "a replay of the rest answers the first reversal, though nothing is left")
+	require.JSONEq(t, rest.Body, again.Body)
+	reverse(parts, "rest-1", `{"amount":250}`).RequireProblem(t, http.StatusUnprocessableEntity, "idempotency-key-reused")
+
+	res := b.do(t, http.MethodGet, "/v1/transfers/"+parts, nil, "")
+	require.Equal(t, http.StatusOK, res.Status, res.Body)
+	var got struct {
+		ReversedAmount int64 `json:"reversed_amount"`
+	}
+	res.Decode(t, &got)
+	require.Equal(t, int64(400), got.ReversedAmount)
+}
+
 func TestReverseTransferInPartsWithReplayAndRefusals(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

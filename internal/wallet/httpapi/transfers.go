@@ -159,13 +159,14 @@ func handleCreateTransfer(service wallet.Service, m *metrics.Wallet) http.Handle
 	})
 }
 
-// handleReverseTransfer reverses a completed transfer in full or in part. Its Idempotency-Key
+// handleReverseTransfer reverses a completed transfer in full or in part; a body without an
+// amount reverses the rest (what its reversals have not moved back yet). Its Idempotency-Key
 // answers as a transfer's does: the first answer again (201, Idempotency-Replayed: true) for
 // the same key and body, idempotency-key-reused for another body, 409 while in flight here.
 func handleReverseTransfer(service wallet.Service) http.Handler {
 	keys := newInFlight()
 	type request struct {
-		Amount int64 `json:"amount"`
+		Amount *int64 `json:"amount"` // nil: the rest
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		transferID, err := wallet.ParseTransferID(r.PathValue("id"))
@@ -188,9 +189,11 @@ func handleReverseTransfer(service wallet.Service) http.Handler {
 			defer release()
 		}
 		p, _ := auth.FromContext(r.Context())
-		t, replayed, err := service.ReverseTransfer(r.Context(), wallet.ReversalRequest{
-			IdempotencyKey: key, TransferID: transferID, Amount: req.Amount, KeyID: p.KeyID,
-		})
+		rev := wallet.ReversalRequest{IdempotencyKey: key, TransferID: transferID, Rest: req.Amount == nil, KeyID: p.KeyID}
+		if req.Amount != nil {
+			rev.Amount = *req.Amount
+		}
+		t, replayed, err := service.ReverseTransfer(r.Context(), rev)
 		if err != nil {
 			writeInFlight(w, r, err)
 			return

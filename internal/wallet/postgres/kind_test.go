@@ -72,22 +72,34 @@ func TestTransferEventCarriesKindAndReference(t *testing.T) {
 	require.ErrorIs(t, err, wallet.ErrInvalid)
 }
 
-func TestTransferEventVersionOneForAnOldGL(t *testing.T) {
+func TestTransferEventVersionOneCarriesOnlyDeposits(t *testing.T) {
 	t.Parallel()
 	pool, _ := envtest.MigratedPool(t, "wallet")
 	store := postgres.NewStore(pool, postgres.Options{TransferEventType: contract.TypeTransferCompleted})
 	runBatcher(t, store)
 	b := &testBundle{pool: pool}
-	fund(t, store, "alice", "USD", 100)
+	fund(t, store, "alice", "USD", 100) // a deposit from mint-USD
 	createWallet(t, store, "bob", "USD", false)
-	tr, _, err := store.CreateTransfer(context.Background(), wallet.TransferRequest{
-		IdempotencyKey: "k-1", FromWalletID: "alice", ToWalletID: "bob", Amount: 10, Currency: "USD", Reference: "kept in the wallet",
-	})
-	require.NoError(t, err)
-	typ, data := eventOf(t, b, tr.ID.String())
-	require.Equal(t, contract.TypeTransferCompleted, typ)
-	require.Equal(t, contract.KindUnspecified, data.Kind, "a v1 says no kind; the GL upcasts it")
-	require.Empty(t, data.Reference)
-	rows := outboxRows(t, pool, tr.ID.String())
-	require.NotContains(t, string(rows[0].Payload), `"kind"`, "an old GL reads exactly the v1 fields")
+	createWallet(t, store, "payout", "USD", true)
+
+	for _, tc := range []struct {
+		name, key, from, to, wantType, wantKind string
+	}{
+		{"a deposit goes as v1, which the deposit rule posts exactly", "k-deposit", "mint-USD", "alice", contract.TypeTransferCompleted, contract.KindUnspecified},
+		{"a wallet-to-wallet transfer goes as v2 with its kind", "k-transfer", "alice", "bob", contract.TypeTransferCompletedV2, contract.KindTransfer},
+		{"a withdrawal goes as v2 with its kind", "k-withdrawal", "alice", "payout", contract.TypeTransferCompletedV2, contract.KindWithdrawal},
+	} {
+		tr, _, err := store.CreateTransfer(context.Background(), wallet.TransferRequest{
+			IdempotencyKey: tc.key, FromWalletID: tc.from, ToWalletID: tc.to, Amount: 10, Currency: "USD", Reference: "kept in the wallet",
+		})
+		require.NoError(t, err, tc.name)
+		typ, data := eventOf(t, b, tr.ID.String())
+		require.Equal(t, tc.wantType, typ, tc.name)
+		require.Equal(t, tc.wantKind, data.Kind, tc.name)
+		if typ == contract.TypeTransferCompleted {
+			require.Empty(t, data.Reference)
+			rows := outboxRows(t, pool, tr.ID.String())
+			require.NotContains(t, string(rows[0].Payload), `"kind"`, "an old GL reads exactly the v1 fields")
+		}
+	}
 }

@@ -115,7 +115,8 @@ func TestARebuildTakesOnlyThePeriodAndRefusesABadRequest(t *testing.T) {
 	out, err = store.RebuildEvents(ctx, wallet.RebuildRequest{Since: before, EventType: contract.TypeTransferCompleted})
 	require.NoError(t, err)
 	require.Equal(t, int64(8), out.Created)
-	require.Equal(t, int64(3), out.ByType[contract.TypeTransferCompleted], "the transfer events as the version asked for")
+	require.Equal(t, int64(1), out.ByType[contract.TypeTransferCompleted], "v1 carries the deposit alone")
+	require.Equal(t, int64(2), out.ByType[contract.TypeTransferCompletedV2], "the transfer and the capture go as v2")
 
 	for name, req := range map[string]wallet.RebuildRequest{
 		"no start":           {EventType: contract.TypeTransferCompletedV2},

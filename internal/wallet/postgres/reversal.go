@@ -94,6 +94,13 @@ func (s *Store) writeReversal(ctx context.Context, tx pgx.Tx, p pendingReversal)
 	if err := checkReverser(p.actor, orig, wallets[move.FromWalletID], wallets[move.ToWalletID]); err != nil {
 		return transferResult{}, err
 	}
+	// The rest is what is left under the original's lock. Nothing left claims no key: the
+	// key's earlier answer, a refusal kept under it, or the refusal, kept in turn.
+	req, err = wallet.ResolveReversal(req, toTransfer(orig, ""))
+	if err != nil {
+		return s.answerNothingLeft(ctx, q, p, err)
+	}
+	move = wallet.ReversalMove(req, toTransfer(orig, ""))
 
 	// (c) Claim the key: a replay answers before any rule is applied.
 	row, err := q.InsertReversal(ctx, walletdb.InsertReversalParams{
@@ -145,6 +152,25 @@ func (s *Store) writeReversal(ctx context.Context, tx pgx.Tx, p pendingReversal)
 		return transferResult{}, err
 	}
 	return transferResult{transfer: toTransfer(row, status)}, nil
+}
+
+// answerNothingLeft answers a reversal of the rest of a transfer reversed in full: the
+// reversal its key made before (a replay), a refusal kept under its key, or refused (a
+// refusal kept under the key once the transaction rolled back).
+func (s *Store) answerNothingLeft(ctx context.Context, q *walletdb.Queries, p pendingReversal, refusal error) (transferResult, error) {
+	_, err := q.GetTransferByIdempotencyKey(ctx, walletdb.GetTransferByIdempotencyKeyParams{
+		IdempotencyOwner: p.actor.Owner, IdempotencyKey: p.req.IdempotencyKey,
+	})
+	switch err := interpretError(err); {
+	case err == nil:
+		return answerFromKey(ctx, q, &pendingTransfer{req: wallet.TransferRequest{IdempotencyKey: p.req.IdempotencyKey}, actor: p.actor, hash: p.hash})
+	case !errors.Is(err, errNoRow):
+		return transferResult{}, fmt.Errorf("load transfer by idempotency key: %w", err)
+	}
+	if err := checkRefusal(ctx, q, spaceTransfer, claimedKey{owner: p.actor.Owner, key: p.req.IdempotencyKey}, p.hash); err != nil {
+		return transferResult{}, err
+	}
+	return transferResult{}, refuse(refusal)
 }
 
 // checkReverser applies the actor's rights to a reversal of orig, which takes the money back
@@ -217,7 +243,11 @@ func (s *Store) reversals(ctx context.Context, transferID uuid.UUID) ([]wallet.T
 // tag: a key used for a transfer never replays as a reversal, nor the other way round.
 func reversalHash(req wallet.ReversalRequest) []byte {
 	h := sha256.New()
-	for _, field := range []string{"reversal.v1", req.TransferID.String(), strconv.FormatInt(req.Amount, 10)} {
+	amount := strconv.FormatInt(req.Amount, 10)
+	if req.Rest {
+		amount = "rest"
+	}
+	for _, field := range []string{"reversal.v1", req.TransferID.String(), amount} {
 		fmt.Fprintf(h, "%d:%s;", len(field), field)
 	}
 	return h.Sum(nil)

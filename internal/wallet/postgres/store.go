@@ -304,8 +304,10 @@ type keyOwner struct {
 }
 
 // transferCompleted is the event of a transfer just written, of kind, in the trace of
-// traceParent, as eventType (TransferCompleted.v1 or .v2; v1 drops the kind and reference).
-func transferCompleted(row walletdb.Transfer, traceParent, kind, eventType string) outbox.Event {
+// traceParent, as the type the published version eventType gives its kind
+// (contract.TransferEventTypeFor: v1 only for a deposit, which drops the reference).
+func transferCompleted(row walletdb.Transfer, traceParent, kind, published string) outbox.Event {
+	eventType := contract.TransferEventTypeFor(published, kind)
 	return outbox.Event{
 		TraceParent: traceParent,
 		ID:          row.EventID,
