@@ -63,7 +63,7 @@ func accountsAddCmd(ctx context.Context, env cli.Env, args []string) error {
 		return err
 	}
 	defer pool.Close()
-	added, err := postgres.NewLedger(pool).AddAccount(ctx, account)
+	added, err := postgres.NewLedger(pool).WithAudit(cli.AuditCommand).AddAccount(ctx, account)
 	if err != nil {
 		return err
 	}

@@ -317,7 +317,7 @@ func TestEveryCommandAnswersHelp(t *testing.T) {
 	t.Parallel()
 	commands := clitest.EveryCommandHelps(t, run)
 	require.Equal(t, []string{
-		"serve", "migrate", "accounts list", "accounts add", "rules list", "rules set", "replay", "reconcile", "verify", "status",
+		"serve", "migrate", "accounts list", "accounts add", "rules list", "rules set", "rules withdraw", "replay", "reconcile", "verify", "status",
 		"outbox stats", "outbox list", "outbox show", "outbox requeue",
 		"inbox stats", "inbox list", "inbox retry", "inbox abandon",
 		"keys create", "keys list", "keys revoke", "events keygen", "events setup", "audit list",

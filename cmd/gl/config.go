@@ -115,7 +115,7 @@ func checkConfiguredRule(ctx context.Context, configured gl.PostingRule, ledger 
 	}
 	// The rule in force now, not one scheduled for later: a change effective next month must
 	// not stop a restart today.
-	rule, ok := rules.At(contract.TypeTransferCompleted, contract.KindUnspecified, time.Now())
+	rule, ok := rules.At(contract.TypeTransferCompleted, contract.KindUnspecified, "", time.Now())
 	if !ok {
 		return fmt.Errorf("configuration: no posting rule for %s kind %s (gl rules list)", contract.TypeTransferCompleted, contract.KindUnspecified)
 	}

@@ -22,11 +22,12 @@ func commands() []cli.Command {
 		{Name: "migrate", Help: "create the database if missing and apply its migrations", RunFunc: migrateCmd},
 		{Name: "accounts", Sub: []cli.Command{
 			{Name: "list", Help: "list the chart of accounts [--json]", RunFunc: accountsListCmd},
-			{Name: "add", Help: "add an account: CODE --name N --type asset|liability|equity|revenue|expense [--json]", RunFunc: accountsAddCmd},
+			{Name: "add", Help: "add an account: CODE --name N --type asset|liability|equity|revenue|expense [--json]; audited", RunFunc: accountsAddCmd},
 		}},
 		{Name: "rules", Sub: []cli.Command{
 			{Name: "list", Help: rulesListHelp, RunFunc: rulesListCmd},
 			{Name: "set", Help: rulesSetHelp, RunFunc: rulesSetCmd},
+			{Name: "withdraw", Help: rulesWithdrawHelp, RunFunc: rulesWithdrawCmd},
 		}},
 		{Name: "replay", Help: replayHelp, RunFunc: replayCmd},
 		{Name: "reconcile", Help: "compare every wallet transfer with the GL's entries; exit 1 on any difference [--json]", RunFunc: reconcileCmd},

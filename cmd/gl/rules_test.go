@@ -23,9 +23,9 @@ func TestRulesCommands(t *testing.T) {
 	require.NoError(t, err)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Len(t, lines, 8, out) // the header and the seven seed rules
-	require.Regexp(t, `^EVENT TYPE\s+KIND\s+EFFECTIVE FROM\s+DEBIT\s+CREDIT$`, lines[0])
+	require.Regexp(t, `^EVENT TYPE\s+KIND\s+CURRENCY\s+EFFECTIVE FROM\s+DEBIT\s+CREDIT$`, lines[0])
 	require.Contains(t, out, "TransferCompleted.v1  unspecified")
-	require.Regexp(t, `TransferCompleted.v2\s+transfer\s+-infinity\s+2010\s+2010`, out)
+	require.Regexp(t, `TransferCompleted.v2\s+transfer\s+any\s+-infinity\s+2010\s+2010`, out)
 
 	refusals := []struct {
 		name string
@@ -45,12 +45,12 @@ func TestRulesCommands(t *testing.T) {
 	}
 
 	from := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
-	out, _, err = runGL(t, env, "rules", "set", "--event-type", "TransferCompleted.v2", "--kind", "withdrawal",
+	out, _, err = runGL(t, env, "rules", "set", "--event-type", "TransferCompleted.v2", "--kind", "transfer",
 		"--debit", "2010", "--credit", "2020", "--effective-from", from.Format(time.RFC3339), "--json")
 	require.NoError(t, err)
 	var set ruleJSON
 	require.NoError(t, json.Unmarshal([]byte(out), &set))
-	require.Equal(t, ruleJSON{EventType: "TransferCompleted.v2", Kind: "withdrawal", EffectiveFrom: from.Format(time.RFC3339Nano),
+	require.Equal(t, ruleJSON{EventType: "TransferCompleted.v2", Kind: "transfer", EffectiveFrom: from.Format(time.RFC3339Nano),
 		DebitAccount: "2010", CreditAccount: "2020", CreatedAt: set.CreatedAt}, set)
 
 	out, _, err = runGL(t, env, "rules", "list", "--json")

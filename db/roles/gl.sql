@@ -14,6 +14,7 @@ GRANT SELECT, INSERT ON accounts TO :"runtime_role";
 
 -- gl_postings is the analysts' view: the service never reads it (docs/database-roles.md).
 
--- Posting rules are read by every batch and grow with gl rules set; a rule is never changed or
--- removed (a change is a new row effective from a later time).
-GRANT SELECT, INSERT ON posting_rules TO :"runtime_role";
+-- Posting rules are read by every batch and grow with gl rules set; a rule is never changed (a
+-- change is a new row effective from a later time). gl rules withdraw deletes a rule not yet in
+-- effect; the trigger posting_rules_guard refuses to delete one in effect, to any role.
+GRANT SELECT, INSERT, DELETE ON posting_rules TO :"runtime_role";

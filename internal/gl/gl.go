@@ -14,6 +14,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -177,6 +179,8 @@ func NewAccount(code, name string, typ AccountType) (Account, error) {
 		return Account{}, problem.Newf(ErrInvalidAccount, "account code %q must be 1 to 32 letters, digits, '.', '_' or '-'", code)
 	case strings.TrimSpace(name) == "":
 		return Account{}, problem.Newf(ErrInvalidAccount, "account %s needs a name", code)
+	case !utf8.ValidString(name) || strings.ContainsFunc(name, unicode.IsControl):
+		return Account{}, problem.Newf(ErrInvalidAccount, "account %s's name must be UTF-8 text without control characters", code)
 	case typ.NormalBalance() == "":
 		return Account{}, problem.Newf(ErrInvalidAccount, "account type %q is not one of asset, liability, equity, revenue, expense", typ)
 	}

@@ -334,7 +334,7 @@ func mismatch(rules Rules, t SourceTransfer, e Entry, originals []Entry) string 
 			return fmt.Sprintf("reversal entry reverses entry %s, transfer %s's entry is %s", e.ReversesEntryID, t.ReversesTransferID, originals[0].ID)
 		}
 		orig := originals[0]
-		rule, ok := rules.At(orig.EventType, orig.Kind, orig.OccurredAt)
+		rule, ok := rules.At(orig.EventType, orig.Kind, orig.Currency, orig.OccurredAt)
 		if !ok {
 			return fmt.Sprintf("no posting rule for the original's %s kind %s at %s", orig.EventType, orig.Kind, orig.OccurredAt.Format(time.RFC3339))
 		}
@@ -346,7 +346,7 @@ func mismatch(rules Rules, t SourceTransfer, e Entry, originals []Entry) string 
 		if t.Kind != "" && e.Kind != contract.KindUnspecified && e.Kind != t.Kind {
 			return fmt.Sprintf("a %s in the wallet, posted as a %s in the GL", t.Kind, e.Kind)
 		}
-		rule, ok := rules.At(e.EventType, e.Kind, e.OccurredAt)
+		rule, ok := rules.At(e.EventType, e.Kind, e.Currency, e.OccurredAt)
 		if !ok {
 			return fmt.Sprintf("no posting rule for %s kind %s at %s", e.EventType, e.Kind, e.OccurredAt.Format(time.RFC3339))
 		}

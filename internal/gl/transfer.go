@@ -9,15 +9,15 @@ import (
 )
 
 // TransferEntry decodes and checks a TransferCompleted event of either version (v1 upcast to
-// kind unspecified) and builds its entry by the rule of rules in force for its type and kind at
-// the transfer's time. An event no rule covers, or whose transfer id takes a hold's movement
-// key, can never be posted: contract.ErrMalformed.
+// kind unspecified) and builds its entry by the rule of rules in force for its type, kind and
+// currency at the transfer's time. An event no rule covers, or whose transfer id takes a hold's
+// movement key, can never be posted: contract.ErrMalformed.
 func TransferEntry(env contract.Envelope, rules Rules) (Entry, error) {
 	data, err := contract.DecodeTransferCompleted(env)
 	if err != nil {
 		return Entry{}, err
 	}
-	rule, err := ruleFor(rules, env.ID, env.Type, data.Kind, data.CreatedAt)
+	rule, err := ruleFor(rules, env.ID, env.Type, data.Kind, data.Currency, data.CreatedAt)
 	if err != nil {
 		return Entry{}, err
 	}

@@ -142,9 +142,15 @@ func TestTheGLPostsAsItsRuntimeRoleAndCannotRewriteTheJournal(t *testing.T) {
 		return err
 	})
 	require.NoError(t, err, "a batch reads the posting rules as the runtime role")
-	_, err = ledger.SetRule(ctx, gl.Rule{EventType: "TransferCompleted.v2", Kind: "deposit", EffectiveFrom: time.Now().Add(time.Hour),
+	set, err := ledger.SetRule(ctx, gl.Rule{EventType: "TransferCompleted.v2", Kind: "deposit", EffectiveFrom: time.Now().Add(time.Hour),
 		PostingRule: gl.PostingRule{DebitAccount: "1010", CreditAccount: "2010"}})
 	require.NoError(t, err, "gl rules set runs as the runtime role")
+	_, err = ledger.WithdrawRule(ctx, set)
+	require.NoError(t, err, "gl rules withdraw runs as the runtime role")
+	_, err = pool.Exec(ctx, "DELETE FROM posting_rules")
+	var guard *pgconn.PgError
+	require.ErrorAs(t, err, &guard)
+	require.Equal(t, "23001", guard.Code, "the runtime role may delete a rule not in effect, never one in effect: %v", err)
 	_, _, err = auth.NewKeys(pool, auth.GLScopes).Create(ctx, auth.Actor{Name: "cli:test"}, "mine", []auth.Scope{auth.Admin})
 	var pgErr *pgconn.PgError
 	require.ErrorAs(t, err, &pgErr, "the runtime role makes no key")
@@ -157,7 +163,6 @@ func TestTheGLPostsAsItsRuntimeRoleAndCannotRewriteTheJournal(t *testing.T) {
 		"TRUNCATE journal_entries CASCADE",
 		"DELETE FROM accounts",
 		"UPDATE posting_rules SET debit_account = '2010'",
-		"DELETE FROM posting_rules",
 		"TRUNCATE posting_rules",
 		"CREATE TABLE shadow_ledger (id int)",
 		"ALTER TABLE journal_lines DISABLE TRIGGER journal_lines_append_only",

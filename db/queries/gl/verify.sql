@@ -155,14 +155,16 @@ SELECT count(*)::bigint FROM journal_entries WHERE reverses_entry_id IS NULL;
 
 -- name: EntriesOffRule :many
 -- Entries (not reversals, which swap their original's lines) whose lines are not the two the
--- rule in force for their event type, kind and time makes: one debit on its debit account and
--- one credit on its credit account, of one amount.
+-- rule in force for their event type, kind, currency and time makes (the rule of their currency
+-- when one is in force, else the any-currency rule, as gl.Rules.At): one debit on its debit
+-- account and one credit on its credit account, of one amount.
 SELECT e.id, count(*) OVER ()::bigint AS total
 FROM journal_entries e
 LEFT JOIN LATERAL (
     SELECT r.debit_account, r.credit_account FROM posting_rules r
-    WHERE r.event_type = e.event_type AND r.kind = e.kind AND r.effective_from <= e.occurred_at
-    ORDER BY r.effective_from DESC LIMIT 1) r ON true
+    WHERE r.event_type = e.event_type AND r.kind = e.kind AND r.currency IN (e.currency, '')
+      AND r.effective_from <= e.occurred_at
+    ORDER BY r.currency = '', r.effective_from DESC LIMIT 1) r ON true
 WHERE e.reverses_entry_id IS NULL
   AND (r.debit_account IS NULL OR NOT EXISTS (
         SELECT 1 FROM journal_lines d JOIN journal_lines c ON c.entry_id = d.entry_id

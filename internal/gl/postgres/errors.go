@@ -3,6 +3,8 @@ package postgres
 import (
 	"errors"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"walletgl/internal/database"
 	"walletgl/internal/gl"
 )
@@ -16,3 +18,10 @@ var errNoRow = errors.New("no row")
 // reached also matches gl.ErrUnavailable (its cause kept), so callers can tell "retry later"
 // from a failure; anything else is returned unchanged.
 func interpretError(err error) error { return database.Interpret(err, errNoRow, gl.ErrUnavailable) }
+
+// isRestrictViolation reports a trigger's refusal (SQLSTATE 23001, restrict_violation): the
+// guards of the journal and the posting rules.
+func isRestrictViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23001"
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"walletgl/internal/database"
 	"walletgl/internal/gl"
 	"walletgl/internal/gl/postgres/internal/gldb"
 	"walletgl/internal/problem"
@@ -23,6 +24,29 @@ import (
 type Ledger struct {
 	pool    *pgxpool.Pool
 	queries *gldb.Queries
+	audit   AuditFunc
+}
+
+// AuditFunc records a change of the chart of accounts or of the posting rules in the audit
+// trail, in db: the transaction that makes the change, so that both commit or neither does
+// (cli.AuditCommand, with the operator as the actor).
+type AuditFunc func(ctx context.Context, db database.Executor, action, target string, detail any) error
+
+// WithAudit returns the ledger with its changes (AddAccount, SetRule, WithdrawRule) recorded
+// by audit. A ledger without it records none: gl replay copying the live GL's chart and rules
+// into a rebuild changes nothing the live GL's trail does not hold already.
+func (l *Ledger) WithAudit(audit AuditFunc) *Ledger {
+	c := *l
+	c.audit = audit
+	return &c
+}
+
+// record audits a change in tx when the ledger has an AuditFunc.
+func (l *Ledger) record(ctx context.Context, tx pgx.Tx, action, target string, detail any) error {
+	if l.audit == nil {
+		return nil
+	}
+	return l.audit(ctx, tx, action, target, detail)
 }
 
 var (
@@ -248,18 +272,26 @@ func (l *Ledger) Accounts(ctx context.Context) ([]gl.Account, error) {
 	return accounts, nil
 }
 
-// AddAccount adds a to the chart of accounts; ErrAccountExists when its code is taken.
+// AddAccount adds a to the chart of accounts, audited (WithAudit) in the same transaction;
+// ErrAccountExists when its code is taken.
 func (l *Ledger) AddAccount(ctx context.Context, a gl.Account) (gl.Account, error) {
-	row, err := l.queries.InsertAccount(ctx, gldb.InsertAccountParams{
-		Code: a.Code, Name: a.Name, Type: string(a.Type), NormalBalance: string(a.NormalBalance),
+	return database.WithTxV(ctx, l.pool, func(tx pgx.Tx) (gl.Account, error) {
+		row, err := l.queries.WithTx(tx).InsertAccount(ctx, gldb.InsertAccountParams{
+			Code: a.Code, Name: a.Name, Type: string(a.Type), NormalBalance: string(a.NormalBalance),
+		})
+		switch err := interpretError(err); {
+		case errors.Is(err, errNoRow): // ON CONFLICT DO NOTHING: the code is taken
+			return gl.Account{}, problem.Newf(gl.ErrAccountExists, "account %s is already in the chart of accounts", a.Code)
+		case err != nil:
+			return gl.Account{}, fmt.Errorf("add account %q: %w", a.Code, err)
+		}
+		added := accountFromRow(row)
+		detail := map[string]string{"name": added.Name, "type": string(added.Type), "normal_balance": string(added.NormalBalance)}
+		if err := l.record(ctx, tx, "account.add", added.Code, detail); err != nil {
+			return gl.Account{}, err
+		}
+		return added, nil
 	})
-	switch err := interpretError(err); {
-	case errors.Is(err, errNoRow): // ON CONFLICT DO NOTHING: the code is taken
-		return gl.Account{}, problem.Newf(gl.ErrAccountExists, "account %s is already in the chart of accounts", a.Code)
-	case err != nil:
-		return gl.Account{}, fmt.Errorf("add account %q: %w", a.Code, err)
-	}
-	return accountFromRow(row), nil
 }
 
 func accountFromRow(row gldb.Account) gl.Account {

@@ -120,4 +120,5 @@ type PostingRule struct {
 	DebitAccount  string
 	CreditAccount string
 	CreatedAt     time.Time
+	Currency      string
 }

@@ -11,16 +11,17 @@ import (
 )
 
 const copyPostingRule = `-- name: CopyPostingRule :exec
-INSERT INTO posting_rules (event_type, kind, effective_from, debit_account, credit_account, created_at)
-VALUES ($1, $2,
-        CASE WHEN $3::timestamptz <= '0001-01-01 00:00:00Z' THEN '-infinity' ELSE $3::timestamptz END,
-        $4, $5, $6)
+INSERT INTO posting_rules (event_type, kind, currency, effective_from, debit_account, credit_account, created_at)
+VALUES ($1, $2, $3,
+        CASE WHEN $4::timestamptz <= '0001-01-01 00:00:00Z' THEN '-infinity' ELSE $4::timestamptz END,
+        $5, $6, $7)
 ON CONFLICT DO NOTHING
 `
 
 type CopyPostingRuleParams struct {
 	EventType     string
 	Kind          string
+	Currency      string
 	EffectiveFrom time.Time
 	DebitAccount  string
 	CreditAccount string
@@ -33,6 +34,7 @@ func (q *Queries) CopyPostingRule(ctx context.Context, arg CopyPostingRuleParams
 	_, err := q.db.Exec(ctx, copyPostingRule,
 		arg.EventType,
 		arg.Kind,
+		arg.Currency,
 		arg.EffectiveFrom,
 		arg.DebitAccount,
 		arg.CreditAccount,
@@ -41,24 +43,98 @@ func (q *Queries) CopyPostingRule(ctx context.Context, arg CopyPostingRuleParams
 	return err
 }
 
+const deletePostingRule = `-- name: DeletePostingRule :execrows
+DELETE FROM posting_rules
+WHERE event_type = $1 AND kind = $2 AND currency = $3 AND effective_from = $4
+`
+
+type DeletePostingRuleParams struct {
+	EventType     string
+	Kind          string
+	Currency      string
+	EffectiveFrom time.Time
+}
+
+// gl rules withdraw; the trigger posting_rules_guard (db/schema/gl/00013) refuses a rule in effect.
+func (q *Queries) DeletePostingRule(ctx context.Context, arg DeletePostingRuleParams) (int64, error) {
+	result, err := q.db.Exec(ctx, deletePostingRule,
+		arg.EventType,
+		arg.Kind,
+		arg.Currency,
+		arg.EffectiveFrom,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const getPostingRule = `-- name: GetPostingRule :one
+SELECT event_type, kind, currency, effective_from, debit_account, credit_account, created_at
+FROM posting_rules
+WHERE event_type = $1 AND kind = $2 AND currency = $3 AND effective_from = $4
+`
+
+type GetPostingRuleParams struct {
+	EventType     string
+	Kind          string
+	Currency      string
+	EffectiveFrom time.Time
+}
+
+type GetPostingRuleRow struct {
+	EventType     string
+	Kind          string
+	Currency      string
+	EffectiveFrom time.Time
+	DebitAccount  string
+	CreditAccount string
+	CreatedAt     time.Time
+}
+
+func (q *Queries) GetPostingRule(ctx context.Context, arg GetPostingRuleParams) (GetPostingRuleRow, error) {
+	row := q.db.QueryRow(ctx, getPostingRule,
+		arg.EventType,
+		arg.Kind,
+		arg.Currency,
+		arg.EffectiveFrom,
+	)
+	var i GetPostingRuleRow
+	err := row.Scan(
+		&i.EventType,
+		&i.Kind,
+		&i.Currency,
+		&i.EffectiveFrom,
+		&i.DebitAccount,
+		&i.CreditAccount,
+		&i.CreatedAt,
+	)
+	return i, err
+}
+
 const insertPostingRule = `-- name: InsertPostingRule :one
-INSERT INTO posting_rules (event_type, kind, effective_from, debit_account, credit_account)
-VALUES ($1, $2, $3, $4, $5)
+INSERT INTO posting_rules (event_type, kind, currency, effective_from, debit_account, credit_account)
+VALUES ($1, $2, $3, $4, $5, $6)
+ON CONFLICT DO NOTHING
 RETURNING created_at
 `
 
 type InsertPostingRuleParams struct {
 	EventType     string
 	Kind          string
+	Currency      string
 	EffectiveFrom time.Time
 	DebitAccount  string
 	CreditAccount string
 }
 
+// No row when the key (event type, kind, currency, effective_from) is taken: the caller names
+// the error.
 func (q *Queries) InsertPostingRule(ctx context.Context, arg InsertPostingRuleParams) (time.Time, error) {
 	row := q.db.QueryRow(ctx, insertPostingRule,
 		arg.EventType,
 		arg.Kind,
+		arg.Currency,
 		arg.EffectiveFrom,
 		arg.DebitAccount,
 		arg.CreditAccount,
@@ -71,33 +147,36 @@ func (q *Queries) InsertPostingRule(ctx context.Context, arg InsertPostingRulePa
 const latestOccurredAt = `-- name: LatestOccurredAt :one
 SELECT coalesce(max(occurred_at), '0001-01-01 00:00:00Z')::timestamptz AS latest
 FROM journal_entries
-WHERE event_type = $1 AND kind = $2
+WHERE event_type = $1 AND kind = $2 AND ($3::text = '' OR currency = $3::text)
 `
 
 type LatestOccurredAtParams struct {
 	EventType string
 	Kind      string
+	Currency  string
 }
 
-// The latest time of an entry posted under a rule of this event type and kind: a new rule must
-// not take effect before it, or it would say otherwise about an event already posted.
+// The latest time of an entry posted under a rule of this event type and kind, in this
+// currency (”: any): a new rule must not take effect before it, or it would say otherwise
+// about an event already posted.
 func (q *Queries) LatestOccurredAt(ctx context.Context, arg LatestOccurredAtParams) (time.Time, error) {
-	row := q.db.QueryRow(ctx, latestOccurredAt, arg.EventType, arg.Kind)
+	row := q.db.QueryRow(ctx, latestOccurredAt, arg.EventType, arg.Kind, arg.Currency)
 	var latest time.Time
 	err := row.Scan(&latest)
 	return latest, err
 }
 
 const listPostingRules = `-- name: ListPostingRules :many
-SELECT /* fixed plan */ event_type, kind, greatest(effective_from, '0001-01-01 00:00:00Z'::timestamptz)::timestamptz AS effective_from,
+SELECT /* fixed plan */ event_type, kind, currency, greatest(effective_from, '0001-01-01 00:00:00Z'::timestamptz)::timestamptz AS effective_from,
        debit_account, credit_account, created_at
 FROM posting_rules
-ORDER BY event_type, kind, effective_from
+ORDER BY event_type, kind, currency, effective_from
 `
 
 type ListPostingRulesRow struct {
 	EventType     string
 	Kind          string
+	Currency      string
 	EffectiveFrom time.Time
 	DebitAccount  string
 	CreditAccount string
@@ -119,6 +198,7 @@ func (q *Queries) ListPostingRules(ctx context.Context) ([]ListPostingRulesRow, 
 		if err := rows.Scan(
 			&i.EventType,
 			&i.Kind,
+			&i.Currency,
 			&i.EffectiveFrom,
 			&i.DebitAccount,
 			&i.CreditAccount,
