@@ -224,10 +224,12 @@ type StatementLine struct {
 	RunningBalance Sum // after this line, in the account's normal-balance sign
 }
 
-// StatementQuery asks for one page of an account's lines in one currency.
+// StatementQuery asks for one page of an account's lines in one currency, posted in
+// [From, To); a nil bound is open.
 type StatementQuery struct {
 	AccountCode string
 	Currency    string
+	From, To    *time.Time
 	After       string // the cursor: "" for the first page, else a page's NextCursor
 	Limit       int
 }
@@ -270,6 +272,7 @@ type CurrencyTotal struct {
 
 // TrialBalance lists every account's balance per currency with the totals per currency.
 type TrialBalance struct {
+	AsOf       *time.Time // nil: every line posted so far
 	Accounts   []AccountBalance
 	Currencies []CurrencyTotal
 	Balanced   bool
@@ -306,13 +309,18 @@ type Reader interface {
 	EntriesByTransfer(ctx context.Context, transferID string) ([]Entry, error)
 	// EntriesByEvent returns the entries the event caused (at most one); none is not an error.
 	EntriesByEvent(ctx context.Context, eventID string) ([]Entry, error)
-	// Entries returns a page of entries by posting time.
+	// Entries returns a page of entries by posting time. A cursor that names no entry is
+	// ErrInvalidCursor.
 	Entries(ctx context.Context, q EntryQuery) (EntryPage, error)
 	// AccountBalance sums the lines posted up to asOf (nil: all of them; a time before the
 	// first posting: none, a balance of 0 as of that time). It returns ErrAccountNotFound for a
 	// code outside the chart of accounts.
 	AccountBalance(ctx context.Context, code, currency string, asOf *time.Time) (AccountBalance, error)
-	// Statement returns a page of an account's lines with running balances.
+	// Statement returns a page of an account's lines with running balances. A cursor that
+	// names no line of the account and currency is ErrInvalidCursor.
 	Statement(ctx context.Context, q StatementQuery) (Statement, error)
+	// TrialBalance is TrialBalanceAsOf every line posted so far.
 	TrialBalance(ctx context.Context) (TrialBalance, error)
+	// TrialBalanceAsOf sums every account's lines posted at or before asOf (nil: all of them).
+	TrialBalanceAsOf(ctx context.Context, asOf *time.Time) (TrialBalance, error)
 }

@@ -7,6 +7,7 @@ import "walletgl/internal/problem"
 // matches it against the sentinel.
 var (
 	ErrInvalid           = problem.New(problem.Invalid, "invalid-request", "the request is invalid")
+	ErrInvalidCursor     = problem.New(problem.Invalid, "invalid-cursor", "the cursor is not one this API returned")
 	ErrWalletExists      = problem.New(problem.Conflict, "wallet-exists", "a wallet with this id exists")
 	ErrWalletNotFound    = problem.New(problem.NotFound, "wallet-not-found", "the wallet does not exist")
 	ErrTransferNotFound  = problem.New(problem.NotFound, "transfer-not-found", "the transfer does not exist")

@@ -173,9 +173,32 @@ type Service interface {
 	ReverseTransfer(ctx context.Context, req ReversalRequest) (r Transfer, replayed bool, err error)
 	// ListReversals returns the reversals of a transfer, oldest first.
 	ListReversals(ctx context.Context, transferID uuid.UUID) ([]Transfer, error)
-	// ListTransfers returns up to limit transfers after the cursor, oldest first.
-	ListTransfers(ctx context.Context, after Cursor, limit int) (Page, error)
+	// ListTransfers returns a page of the transfers q asks for, oldest first. A cursor that
+	// names no transfer the actor may see is ErrInvalidCursor.
+	ListTransfers(ctx context.Context, q TransferQuery) (Page, error)
 	HoldService
+}
+
+// TransferQuery asks for one page of the transfer list: up to Limit transfers after the
+// cursor, those from or to WalletID and those whose Reference it is, when set.
+type TransferQuery struct {
+	After     Cursor
+	Limit     int
+	WalletID  string // "": any wallet
+	Reference string // "": any reference
+}
+
+// Validate reports why q can never be answered.
+func (q TransferQuery) Validate() error {
+	if q.WalletID != "" {
+		if err := validateWalletID("wallet_id", q.WalletID); err != nil {
+			return err
+		}
+	}
+	if n := utf8.RuneCountInString(q.Reference); n > contract.MaxReferenceLength || !utf8.ValidString(q.Reference) {
+		return problem.Newf(ErrInvalid, "reference must be valid UTF-8 of at most %d characters, got %d", contract.MaxReferenceLength, n)
+	}
+	return nil
 }
 
 // Page is one slice of the transfer list.
@@ -221,7 +244,7 @@ func ParseCursor(s string) (Cursor, error) {
 	}
 	b, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil || len(b) != 8+16 {
-		return Cursor{}, problem.Newf(ErrInvalid, "cursor %q is not one this service handed out", s)
+		return Cursor{}, problem.Newf(ErrInvalidCursor, "cursor %q is not one this service handed out", s)
 	}
 	var c Cursor
 	c.CreatedAt = time.UnixMicro(int64(binary.BigEndian.Uint64(b[:8]))).UTC()

@@ -59,6 +59,6 @@ func TestCursorRoundTrip(t *testing.T) {
 
 	for _, bad := range []string{"!!", "AAAA", c.String() + "A"} {
 		_, err := wallet.ParseCursor(bad)
-		require.ErrorIs(t, err, wallet.ErrInvalid, bad)
+		require.ErrorIs(t, err, wallet.ErrInvalidCursor, bad)
 	}
 }

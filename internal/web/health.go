@@ -89,7 +89,7 @@ func Health(checks ...Check) http.Handler {
 // Probes routes the open endpoints of a service's health on mux: GET /livez (the process
 // answers: 200 {"status":"ok"}, nothing checked), GET /readyz (every check passes: it may take
 // work; see Health) and GET /healthz, the same as /readyz.
-func Probes(mux *http.ServeMux, checks ...Check) {
+func Probes(mux Mux, checks ...Check) {
 	mux.Handle("GET /livez", Health())
 	ready := Health(checks...)
 	mux.Handle("GET /readyz", ready)

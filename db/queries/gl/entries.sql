@@ -81,31 +81,39 @@ WHERE a.code = @account_code
 GROUP BY a.code, a.normal_balance;
 
 -- name: AccountStatement :many
--- One page of an account's lines in one currency, in posting order, after the line named by
--- after_id (the cursor; NULL for the first page). running_balance is in the account's normal
--- balance sign (@normal_balance): the opening balance up to the cursor plus the page's lines.
--- The opening balance is the account's latest checkpoint row before the cursor's posting time
--- plus the lines after it up to the cursor. The page starts after the cursor, or after
--- (-infinity, 0) for the first page: a bound of the index scan in any plan (00010); a cursor
--- that names no line of this account and currency gives an empty page.
+-- One page of an account's lines in one currency posted in [posted_from, posted_before), each
+-- bound optional, in posting order after the line named by after_id (the cursor; NULL for the
+-- first page). running_balance is in the account's normal balance sign (@normal_balance): the
+-- opening balance up to where the page starts plus the page's lines. The page starts after
+-- the later of the cursor and (posted_from, 0), which no line is (ids start at 1), or
+-- (-infinity, 0): one row comparison, a bound of the index scan in any plan (00010); a cursor
+-- that names no line of this account and currency gives an empty page. The opening balance is
+-- the account's latest checkpoint row before the start's posting time plus the lines after it
+-- up to the start. A missing bound is an infinity.
 WITH cursor_line AS (
     SELECT c.posted_at, c.id FROM journal_lines c
     WHERE c.id = sqlc.narg('after_id')::bigint AND c.account_code = @account_code AND c.currency = @currency
 ), start AS (
-    SELECT posted_at, id FROM cursor_line
-    UNION ALL
-    SELECT '-infinity'::timestamptz, 0::bigint WHERE sqlc.narg('after_id')::bigint IS NULL
+    SELECT s.posted_at, s.id FROM (
+        SELECT coalesce(sqlc.narg('posted_from')::timestamptz, '-infinity') AS posted_at, 0::bigint AS id
+        UNION ALL
+        SELECT posted_at, id FROM cursor_line
+    ) s
+    WHERE sqlc.narg('after_id')::bigint IS NULL OR EXISTS (SELECT FROM cursor_line)
+    ORDER BY s.posted_at DESC, s.id DESC
+    LIMIT 1
 ), page AS (
     SELECT l.id, l.entry_id, l.direction, l.amount, l.posted_at
     FROM journal_lines l
     WHERE l.account_code = @account_code AND l.currency = @currency
       AND (l.posted_at, l.id) > (SELECT posted_at, id FROM start)
+      AND l.posted_at < coalesce(sqlc.narg('posted_before')::timestamptz, 'infinity')
     ORDER BY l.posted_at, l.id
     LIMIT @row_limit
 ), base AS (
     SELECT b.through, CASE WHEN @normal_balance::text = 'debit' THEN b.debits - b.credits ELSE b.credits - b.debits END AS amount
     FROM balance_checkpoints b
-    WHERE b.account_code = @account_code AND b.currency = @currency AND b.through < (SELECT posted_at FROM cursor_line)
+    WHERE b.account_code = @account_code AND b.currency = @currency AND b.through < (SELECT posted_at FROM start)
     ORDER BY b.through DESC
     LIMIT 1
 ), opening AS (
@@ -114,7 +122,7 @@ WITH cursor_line AS (
     FROM journal_lines o
     WHERE o.account_code = @account_code AND o.currency = @currency
       AND o.posted_at > coalesce((SELECT through FROM base), '-infinity')
-      AND (o.posted_at, o.id) <= (SELECT posted_at, id FROM cursor_line)
+      AND (o.posted_at, o.id) <= (SELECT posted_at, id FROM start)
 )
 SELECT
     p.id AS line_id, p.entry_id, e.event_id, e.transfer_id, p.direction, p.amount, p.posted_at,
@@ -124,24 +132,38 @@ FROM page p
 JOIN journal_entries e ON e.id = p.entry_id
 ORDER BY p.posted_at, p.id;
 
+-- name: StatementLineExists :one
+-- Whether a statement's cursor names a line of this account and currency: an empty page after
+-- one that does not is an invalid cursor, not the end of the statement.
+SELECT EXISTS (SELECT FROM journal_lines WHERE id = @id AND account_code = @account_code AND currency = @currency);
+
+-- name: EntryExists :one
+-- Whether a page's cursor names an entry: an empty page after one that does not is an invalid
+-- cursor, not the end of the listing.
+SELECT EXISTS (SELECT FROM journal_entries WHERE id = @id);
+
 -- name: TrialBalance :many
--- The latest balance checkpoint's totals plus the lines posted after it (through the index on
--- posted_at): independent of the ledger's size. The lines' bound is a range on posted_at, from
--- the checkpoint's through (a scalar subquery: a parameter of the scan, not a join with a CTE)
--- to an explicit upper bound, infinity. The planner cannot know the checkpoint's value, and
--- rates a range of two unknown bounds at 0.5 % of the rows whatever its statistics, so it
--- descends the index even before the first ANALYZE; a lower bound alone it rates at a third of
--- the table, and right after a bulk load it read every line instead.
+-- Every account's totals per currency over the lines posted at or before @as_of (NULL: every
+-- line so far): the latest balance checkpoint at or before it plus the lines posted after that
+-- checkpoint and at or before @as_of (through the index on posted_at), independent of the
+-- ledger's size. The lines' bound is a range on posted_at, from the checkpoint's through (a
+-- scalar subquery: a parameter of the scan, not a join with a CTE) to an explicit upper bound
+-- (@as_of, or infinity). The planner cannot know the checkpoint's value, and rates a range of
+-- two bounds it cannot see at 0.5 % of the rows whatever its statistics, so it descends the
+-- index even before the first ANALYZE; a lower bound alone it rates at a third of the table,
+-- and right after a bulk load it read every line instead.
 WITH totals AS (
     SELECT b.account_code, b.currency, b.debits, b.credits FROM balance_checkpoints b
-    WHERE b.through = (SELECT max(c.through) FROM balance_checkpoints c)
+    WHERE b.through = (SELECT max(c.through) FROM balance_checkpoints c
+                       WHERE c.through <= coalesce(sqlc.narg('as_of')::timestamptz, 'infinity'))
     UNION ALL
     SELECT l.account_code, l.currency,
            coalesce(sum(l.amount) FILTER (WHERE l.direction = 'debit'), 0)::numeric,
            coalesce(sum(l.amount) FILTER (WHERE l.direction = 'credit'), 0)::numeric
     FROM journal_lines l
-    WHERE l.posted_at > (SELECT coalesce(max(c.through), '-infinity'::timestamptz) FROM balance_checkpoints c)
-      AND l.posted_at <= 'infinity'::timestamptz
+    WHERE l.posted_at > (SELECT coalesce(max(c.through), '-infinity'::timestamptz) FROM balance_checkpoints c
+                         WHERE c.through <= coalesce(sqlc.narg('as_of')::timestamptz, 'infinity'))
+      AND l.posted_at <= coalesce(sqlc.narg('as_of')::timestamptz, 'infinity')
     GROUP BY l.account_code, l.currency
 )
 SELECT account_code, currency, sum(debits)::numeric AS debits, sum(credits)::numeric AS credits

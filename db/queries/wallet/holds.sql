@@ -78,3 +78,12 @@ WHERE (h.created_at, h.id) > (@after_created_at::timestamptz, @after_id::uuid)
        OR EXISTS (SELECT 1 FROM wallets w WHERE w.id = h.wallet_id AND w.owner = sqlc.narg('owner')::text))
 ORDER BY h.created_at, h.id
 LIMIT @row_limit;
+
+-- name: HoldCursorExists :one
+-- Whether a listing's cursor names a hold the owner may see (NULL: any), at the time the cursor
+-- says: one that names none was not handed out by this service.
+SELECT EXISTS (
+    SELECT 1 FROM holds h
+    WHERE h.id = @id AND h.created_at = @created_at
+      AND (sqlc.narg('owner')::text IS NULL
+           OR EXISTS (SELECT 1 FROM wallets w WHERE w.id = h.wallet_id AND w.owner = sqlc.narg('owner')::text)));

@@ -55,6 +55,58 @@ WHERE (t.created_at, t.id) > (@after_created_at::timestamptz, @after_id::uuid)
 ORDER BY t.created_at, t.id
 LIMIT @row_limit;
 
+-- name: ListTransfersOfWallet :many
+-- The transfers from or to @wallet_id after the cursor, oldest first, each side a range of its
+-- index (transfers_from_wallet_idx, transfers_to_wallet_idx, db/schema/wallet/00010) that
+-- stops at the page's end, however long the wallet's history; a transfer has two distinct
+-- wallets, so none is listed twice. With an owner, only those the owner may see, as in
+-- ListTransfers, filtered in each side so that a page is short only at the end.
+WITH page AS (
+    (SELECT f.id FROM transfers f
+     WHERE f.from_wallet_id = @wallet_id AND (f.created_at, f.id) > (@after_created_at::timestamptz, @after_id::uuid)
+       AND (sqlc.narg('owner')::text IS NULL
+            OR EXISTS (SELECT 1 FROM wallets w WHERE w.id IN (f.from_wallet_id, f.to_wallet_id) AND w.owner = sqlc.narg('owner')::text))
+     ORDER BY f.created_at, f.id
+     LIMIT @row_limit)
+    UNION ALL
+    (SELECT r.id FROM transfers r
+     WHERE r.to_wallet_id = @wallet_id AND (r.created_at, r.id) > (@after_created_at::timestamptz, @after_id::uuid)
+       AND (sqlc.narg('owner')::text IS NULL
+            OR EXISTS (SELECT 1 FROM wallets w WHERE w.id IN (r.from_wallet_id, r.to_wallet_id) AND w.owner = sqlc.narg('owner')::text))
+     ORDER BY r.created_at, r.id
+     LIMIT @row_limit)
+)
+SELECT sqlc.embed(t), coalesce(o.status, 'acknowledged')::text AS outbox_status
+FROM page p
+JOIN transfers t ON t.id = p.id
+LEFT JOIN outbox o ON o.id = t.event_id
+ORDER BY t.created_at, t.id
+LIMIT @row_limit;
+
+-- name: ListTransfersByReference :many
+-- The transfers whose reference is @reference after the cursor, oldest first: a range of
+-- transfers_reference_idx (db/schema/wallet/00010). With @wallet_id ('' for any), only those
+-- from or to that wallet; with an owner, only those the owner may see, as in ListTransfers.
+SELECT sqlc.embed(t), coalesce(o.status, 'acknowledged')::text AS outbox_status
+FROM transfers t
+LEFT JOIN outbox o ON o.id = t.event_id
+WHERE t.reference = @reference AND t.reference <> ''
+  AND (t.created_at, t.id) > (@after_created_at::timestamptz, @after_id::uuid)
+  AND (@wallet_id::text = '' OR @wallet_id::text IN (t.from_wallet_id, t.to_wallet_id))
+  AND (sqlc.narg('owner')::text IS NULL
+       OR EXISTS (SELECT 1 FROM wallets w WHERE w.id IN (t.from_wallet_id, t.to_wallet_id) AND w.owner = sqlc.narg('owner')::text))
+ORDER BY t.created_at, t.id
+LIMIT @row_limit;
+
+-- name: TransferCursorExists :one
+-- Whether a listing's cursor names a transfer the owner may see (NULL: any), at the time the
+-- cursor says: one that names none was not handed out by this service.
+SELECT EXISTS (
+    SELECT 1 FROM transfers t
+    WHERE t.id = @id AND t.created_at = @created_at
+      AND (sqlc.narg('owner')::text IS NULL
+           OR EXISTS (SELECT 1 FROM wallets w WHERE w.id IN (t.from_wallet_id, t.to_wallet_id) AND w.owner = sqlc.narg('owner')::text)));
+
 -- name: GetTransfer :one
 -- The transfer a reversal names, read before its wallets are locked: its wallets, amount and
 -- currency never change.

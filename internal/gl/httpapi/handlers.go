@@ -125,11 +125,7 @@ func handleEntries(ledger gl.Reader) http.Handler {
 			return
 		}
 		var q gl.EntryQuery
-		if q.From, err = parseTime(query, "from"); err != nil {
-			web.WriteProblem(w, r, err)
-			return
-		}
-		if q.To, err = parseTime(query, "to"); err != nil {
+		if q.From, q.To, err = parseRange(query); err != nil {
 			web.WriteProblem(w, r, err)
 			return
 		}
@@ -228,6 +224,10 @@ func handleAccountStatement(ledger gl.Reader) http.Handler {
 			web.WriteProblem(w, r, errInvalidCurrency)
 			return
 		}
+		if q.From, q.To, err = parseRange(query); err != nil {
+			web.WriteProblem(w, r, err)
+			return
+		}
 		if q.Limit, err = web.Limit(query, gl.DefaultPageSize, gl.MaxPageSize); err != nil {
 			web.WriteProblem(w, r, err)
 			return
@@ -260,6 +260,17 @@ func handleAccountStatement(ledger gl.Reader) http.Handler {
 
 // parseTime reads an optional RFC 3339 timestamp: nil when absent. Any time given is a time,
 // 0001-01-01T00:00:00Z (Go's zero time) included.
+// parseRange reads the optional bounds from (inclusive) and to (exclusive) of a time range.
+func parseRange(query url.Values) (from, to *time.Time, err error) {
+	if from, err = parseTime(query, "from"); err != nil {
+		return nil, nil, err
+	}
+	if to, err = parseTime(query, "to"); err != nil {
+		return nil, nil, err
+	}
+	return from, to, nil
+}
+
 func parseTime(query url.Values, name string) (*time.Time, error) {
 	raw := query.Get(name)
 	if raw == "" {
@@ -286,12 +297,23 @@ func handleTrialBalance(ledger gl.Reader) http.Handler {
 		Balanced bool   `json:"balanced"`
 	}
 	type response struct {
+		AsOf       *time.Time `json:"as_of"` // null: everything posted so far
 		Accounts   []account  `json:"accounts"`
 		Currencies []currency `json:"currencies"`
 		Balanced   bool       `json:"balanced"`
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tb, err := ledger.TrialBalance(r.Context())
+		query, err := web.Query(r)
+		if err != nil {
+			web.WriteProblem(w, r, err)
+			return
+		}
+		asOf, err := parseTime(query, "as_of")
+		if err != nil {
+			web.WriteProblem(w, r, err)
+			return
+		}
+		tb, err := ledger.TrialBalanceAsOf(r.Context(), asOf)
 		if err != nil {
 			web.WriteProblem(w, r, err)
 			return
@@ -300,6 +322,10 @@ func handleTrialBalance(ledger gl.Reader) http.Handler {
 			Accounts:   make([]account, 0, len(tb.Accounts)),
 			Currencies: make([]currency, 0, len(tb.Currencies)),
 			Balanced:   tb.Balanced,
+		}
+		if tb.AsOf != nil {
+			t := tb.AsOf.UTC()
+			resp.AsOf = &t
 		}
 		for _, a := range tb.Accounts {
 			resp.Accounts = append(resp.Accounts, account{AccountCode: a.AccountCode, Currency: a.Currency, Debits: a.Debits, Credits: a.Credits})

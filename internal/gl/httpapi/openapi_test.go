@@ -109,3 +109,13 @@ func TestTheOpenAPICheckCatchesDrift(t *testing.T) {
 		})
 	}
 }
+
+// Every route refuses a query parameter its operation does not list, the probes, metrics and
+// the document included; each parameter it lists passes.
+func TestEveryRouteRefusesAnUnknownQueryParameter(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	doc, err := document()
+	require.NoError(t, err)
+	doc.RequireStrictQueryStrings(t, b.server.URL, authtest.Bearer(b.key), 9)
+}

@@ -9,8 +9,10 @@ import (
 
 // addRoutes lists every route of the API, each with the scope an API key needs for it; the
 // probes (/livez, /readyz, /healthz) and the API's description (/openapi.json, which
-// documents every route here) alone are open.
-func addRoutes(mux *http.ServeMux, d Deps) {
+// documents every route here) alone are open. A query parameter its operation in openapi.json
+// does not list is refused (invalid-query), on every route.
+func addRoutes(serveMux *http.ServeMux, d Deps) {
+	mux := web.MustRoutes(serveMux, openAPI) // each route takes the query parameters openapi.json lists
 	ledger := d.Ledger
 	read := func(h http.Handler) http.Handler { return d.Guard.Require(ScopeLedgerRead, h) }
 	web.Probes(mux, d.Health...)

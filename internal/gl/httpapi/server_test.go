@@ -386,6 +386,11 @@ func TestAccountStatement(t *testing.T) {
 		{"an unknown account is not found", "/v1/accounts/9999/statement?currency=USD", http.StatusNotFound, "account-not-found", false},
 		{"a missing currency is a bad request", "/v1/accounts/1010/statement", http.StatusBadRequest, "invalid-currency", true},
 		{"a malformed cursor is a bad request", "/v1/accounts/1010/statement?currency=USD&after=abc", http.StatusBadRequest, "invalid-cursor", false},
+		{"a cursor past the last line is a bad request", "/v1/accounts/1010/statement?currency=USD&after=999999999", http.StatusBadRequest, "invalid-cursor", false},
+		{"a cursor of another currency's line is a bad request", "/v1/accounts/2010/statement?currency=EUR&after=1", http.StatusBadRequest, "invalid-cursor", false},
+		{"a from that is not RFC 3339 is a bad request", "/v1/accounts/1010/statement?currency=USD&from=yesterday", http.StatusBadRequest, "invalid-time", true},
+		{"a to that is not RFC 3339 is a bad request", "/v1/accounts/1010/statement?currency=USD&to=2026-01-02", http.StatusBadRequest, "invalid-time", true},
+		{"an unknown parameter is a bad request", "/v1/accounts/1010/statement?currency=USD&since=2026-01-02T00:00:00Z", http.StatusBadRequest, "invalid-query", true},
 		{"a negative limit is a bad request", "/v1/accounts/1010/statement?currency=USD&limit=-1", http.StatusBadRequest, "invalid-limit", true},
 	}
 	for _, tt := range problems {
@@ -409,7 +414,7 @@ func TestTrialBalance(t *testing.T) {
 		var body json.RawMessage
 		status, _ := b.get(t, "/v1/trial-balance", &body)
 		require.Equal(t, http.StatusOK, status)
-		require.JSONEq(t, `{"accounts":[],"currencies":[],"balanced":true}`, string(body))
+		require.JSONEq(t, `{"as_of":null,"accounts":[],"currencies":[],"balanced":true}`, string(body))
 	})
 
 	t.Run("accounts and totals are per currency", func(t *testing.T) {
@@ -420,6 +425,7 @@ func TestTrialBalance(t *testing.T) {
 		require.Equal(t, http.StatusOK, status)
 		require.Equal(t, "application/json", contentType)
 		require.JSONEq(t, `{
+			"as_of": null,
 			"accounts": [
 				{"account_code":"1010","currency":"EUR","debits":9,"credits":0},
 				{"account_code":"2010","currency":"EUR","debits":0,"credits":9},
@@ -461,7 +467,7 @@ func TestReportsAnswerExactlyWhenSumsLeaveInt64(t *testing.T) {
 			`{"account_code":"2010","currency":"USD","normal_balance":"credit","as_of":null,
 			  "debits":0,"credits":9223372036854775817,"balance":9223372036854775817}`},
 		{"the trial balance, which still balances", "/v1/trial-balance",
-			`{"accounts":[
+			`{"as_of":null,"accounts":[
 				{"account_code":"1010","currency":"EUR","debits":9,"credits":0},
 				{"account_code":"2010","currency":"EUR","debits":0,"credits":9},
 				{"account_code":"1010","currency":"USD","debits":9223372036854775817,"credits":0},
@@ -613,4 +619,101 @@ func TestRequestsAreLoggedAtDebugWithRequestScopedFields(t *testing.T) {
 	require.Len(t, lines, 2)
 	require.Equal(t, logLine{Level: "info", Message: "checking health", RequestID: "req-42", Path: "/healthz"}, lines[0])
 	require.Equal(t, logLine{Level: "debug", Message: "request", RequestID: "req-42", Path: "/healthz", Route: "GET /healthz", Status: 200}, lines[1])
+}
+
+// postedAt is when the transfer's entry was posted.
+func (b *testBundle) postedAt(t *testing.T, transferID string) time.Time {
+	t.Helper()
+	entries, err := b.ledger.EntriesByTransfer(context.Background(), transferID)
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	return entries[0].PostedAt
+}
+
+func TestStatementBetweenTwoTimes(t *testing.T) {
+	t.Parallel()
+	b := setup(t, entry("t-1", "USD", 100), entry("t-2", "USD", 50), entry("t-3", "USD", 7))
+	first, second, third := b.postedAt(t, "t-1"), b.postedAt(t, "t-2"), b.postedAt(t, "t-3")
+	require.True(t, first.Before(second) && second.Before(third))
+	type page struct {
+		Lines []struct {
+			TransferID     string `json:"transfer_id"`
+			RunningBalance int64  `json:"running_balance"`
+		} `json:"lines"`
+		NextCursor *string `json:"next_cursor"`
+	}
+	at := func(tm time.Time) string { return url.QueryEscape(tm.Format(time.RFC3339Nano)) }
+	tests := []struct {
+		name, query string
+		want        []string
+		running     []int64 // the running balance counts every line before from
+	}{
+		{"from is inclusive", "&from=" + at(second), []string{"t-2", "t-3"}, []int64{150, 157}},
+		{"to is exclusive", "&to=" + at(second), []string{"t-1"}, []int64{100}},
+		{"from and to", "&from=" + at(second) + "&to=" + at(third), []string{"t-2"}, []int64{150}},
+		{"a window before the first line is empty", "&to=" + at(first), []string{}, []int64{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var p page
+			status, _ := b.get(t, "/v1/accounts/2010/statement?currency=USD"+tt.query, &p)
+			require.Equal(t, http.StatusOK, status)
+			got, running := []string{}, []int64{}
+			for _, l := range p.Lines {
+				got = append(got, l.TransferID)
+				running = append(running, l.RunningBalance)
+			}
+			require.Equal(t, tt.want, got)
+			require.Equal(t, tt.running, running)
+			require.Nil(t, p.NextCursor)
+		})
+	}
+
+	t.Run("pages from a time carry on after the cursor", func(t *testing.T) {
+		t.Parallel()
+		var one, two page
+		b.get(t, "/v1/accounts/2010/statement?currency=USD&limit=1&from="+at(second), &one)
+		require.Len(t, one.Lines, 1)
+		require.NotNil(t, one.NextCursor)
+		b.get(t, "/v1/accounts/2010/statement?currency=USD&limit=1&from="+at(second)+"&after="+*one.NextCursor, &two)
+		require.Len(t, two.Lines, 1)
+		require.Equal(t, "t-3", two.Lines[0].TransferID)
+		require.Equal(t, int64(157), two.Lines[0].RunningBalance)
+	})
+}
+
+func TestTrialBalanceAsOfATime(t *testing.T) {
+	t.Parallel()
+	b := setup(t, entry("t-1", "USD", 100), entry("t-2", "USD", 50))
+	first := b.postedAt(t, "t-1")
+	at := url.QueryEscape(first.Format(time.RFC3339Nano))
+
+	var body json.RawMessage
+	status, _ := b.get(t, "/v1/trial-balance?as_of="+at, &body)
+	require.Equal(t, http.StatusOK, status)
+	require.JSONEq(t, `{
+		"as_of": "`+first.UTC().Format(time.RFC3339Nano)+`",
+		"accounts": [
+			{"account_code":"1010","currency":"USD","debits":100,"credits":0},
+			{"account_code":"2010","currency":"USD","debits":0,"credits":100}
+		],
+		"currencies": [{"currency":"USD","debits":100,"credits":100,"balanced":true}],
+		"balanced": true
+	}`, string(body))
+
+	before := url.QueryEscape(first.Add(-time.Microsecond).Format(time.RFC3339Nano))
+	status, _ = b.get(t, "/v1/trial-balance?as_of="+before, &body)
+	require.Equal(t, http.StatusOK, status)
+	require.JSONEq(t, `{"as_of":"`+first.Add(-time.Microsecond).UTC().Format(time.RFC3339Nano)+`","accounts":[],"currencies":[],"balanced":true}`, string(body))
+
+	b.requireInvalid(t, "/v1/trial-balance?as_of=today", http.StatusBadRequest, "invalid-time")
+	b.requireInvalid(t, "/v1/trial-balance?at="+at, http.StatusBadRequest, "invalid-query")
+}
+
+func TestEntriesRefuseACursorThatNamesNoEntry(t *testing.T) {
+	t.Parallel()
+	b := setup(t, entry("t-1", "USD", 100))
+	b.requireProblem(t, "/v1/entries?after="+uuid.Must(uuid.NewV7()).String(), http.StatusBadRequest, "invalid-cursor")
+	b.requireProblem(t, "/v1/entries?after=not-a-cursor", http.StatusBadRequest, "invalid-cursor")
 }

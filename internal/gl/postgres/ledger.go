@@ -90,20 +90,30 @@ func (l *Ledger) EntriesByEvent(ctx context.Context, eventID string) ([]gl.Entry
 }
 
 // Entries returns a page of entries posted in [q.From, q.To), with their lines. The cursor is
-// the last entry's id; an id the ledger does not hold is an invalid cursor.
+// the last entry's id; one that is not an id the ledger holds is an invalid cursor.
 func (l *Ledger) Entries(ctx context.Context, q gl.EntryQuery) (gl.EntryPage, error) {
 	limit := pageSize(q.Limit)
 	params := gldb.ListEntriesPostedParams{RowLimit: int32(limit + 1), PostedFrom: q.From, PostedBefore: q.To}
 	if q.After != "" {
 		id, err := uuid.Parse(q.After)
 		if err != nil {
-			return gl.EntryPage{}, gl.ErrInvalidCursor
+			return gl.EntryPage{}, problem.Newf(gl.ErrInvalidCursor, "cursor %q is not one the GL handed out", q.After)
 		}
 		params.AfterID = uuid.NullUUID{UUID: id, Valid: true}
 	}
 	rows, err := l.queries.ListEntriesPosted(ctx, params)
 	if err != nil {
 		return gl.EntryPage{}, fmt.Errorf("list entries: %w", interpretError(err))
+	}
+	if len(rows) == 0 && params.AfterID.Valid {
+		// An empty page after a cursor: the end of the listing, or a cursor naming nothing.
+		exists, err := l.queries.EntryExists(ctx, params.AfterID.UUID)
+		if err != nil {
+			return gl.EntryPage{}, fmt.Errorf("look up cursor entry %s: %w", params.AfterID.UUID, interpretError(err))
+		}
+		if !exists {
+			return gl.EntryPage{}, problem.Newf(gl.ErrInvalidCursor, "cursor %q names no entry of the ledger", q.After)
+		}
 	}
 	var page gl.EntryPage
 	if len(rows) > limit {
@@ -178,7 +188,8 @@ func (l *Ledger) AccountBalance(ctx context.Context, code, currency string, asOf
 }
 
 // Statement returns a page of the account's lines in q.Currency with running balances in the
-// account's normal-balance sign. The cursor is the last line's id.
+// account's normal-balance sign, posted in [q.From, q.To). The cursor is the last line's id;
+// one that names no line of the account and currency is an invalid cursor.
 func (l *Ledger) Statement(ctx context.Context, q gl.StatementQuery) (gl.Statement, error) {
 	account, err := l.Account(ctx, q.AccountCode)
 	if err != nil {
@@ -187,18 +198,30 @@ func (l *Ledger) Statement(ctx context.Context, q gl.StatementQuery) (gl.Stateme
 	limit := pageSize(q.Limit)
 	params := gldb.AccountStatementParams{
 		AccountCode: account.Code, Currency: q.Currency, NormalBalance: string(account.NormalBalance),
-		RowLimit: int32(limit + 1),
+		RowLimit: int32(limit + 1), PostedFrom: q.From, PostedBefore: q.To,
 	}
 	if q.After != "" {
 		id, err := strconv.ParseInt(q.After, 10, 64)
 		if err != nil || id <= 0 {
-			return gl.Statement{}, gl.ErrInvalidCursor
+			return gl.Statement{}, problem.Newf(gl.ErrInvalidCursor, "cursor %q is not one the GL handed out", q.After)
 		}
 		params.AfterID = &id
 	}
 	rows, err := l.queries.AccountStatement(ctx, params)
 	if err != nil {
 		return gl.Statement{}, fmt.Errorf("statement of account %q: %w", q.AccountCode, interpretError(err))
+	}
+	if len(rows) == 0 && params.AfterID != nil {
+		// An empty page after a cursor: the end of the statement, or a cursor naming nothing.
+		exists, err := l.queries.StatementLineExists(ctx, gldb.StatementLineExistsParams{
+			ID: *params.AfterID, AccountCode: account.Code, Currency: q.Currency,
+		})
+		if err != nil {
+			return gl.Statement{}, fmt.Errorf("look up cursor line %d: %w", *params.AfterID, interpretError(err))
+		}
+		if !exists {
+			return gl.Statement{}, problem.Newf(gl.ErrInvalidCursor, "cursor %q names no line of account %s in %s", q.After, account.Code, q.Currency)
+		}
 	}
 	st := gl.Statement{Account: account, Currency: q.Currency, Lines: make([]gl.StatementLine, 0, len(rows))}
 	if len(rows) > limit {
@@ -230,7 +253,17 @@ func pageSize(n int) int {
 
 // TrialBalance sums every account's lines per currency, with the totals per currency.
 func (l *Ledger) TrialBalance(ctx context.Context) (gl.TrialBalance, error) {
-	rows, err := l.queries.TrialBalance(ctx)
+	return l.TrialBalanceAsOf(ctx, nil)
+}
+
+// TrialBalanceAsOf sums every account's lines posted at or before asOf (nil: all of them) per
+// currency, with the totals per currency.
+func (l *Ledger) TrialBalanceAsOf(ctx context.Context, asOf *time.Time) (gl.TrialBalance, error) {
+	if asOf != nil {
+		t := *asOf // the answer's own copy
+		asOf = &t
+	}
+	rows, err := l.queries.TrialBalance(ctx, asOf)
 	if err != nil {
 		return gl.TrialBalance{}, fmt.Errorf("trial balance: %w", interpretError(err))
 	}
@@ -244,7 +277,9 @@ func (l *Ledger) TrialBalance(ctx context.Context) (gl.TrialBalance, error) {
 			AccountCode: row.AccountCode, Currency: row.Currency, Debits: debits, Credits: credits,
 		})
 	}
-	return gl.NewTrialBalance(accounts), nil
+	tb := gl.NewTrialBalance(accounts)
+	tb.AsOf = asOf
+	return tb, nil
 }
 
 // Account returns the account with this code from the chart of accounts.

@@ -67,8 +67,8 @@ func (p *explainedPool) pagesRead(t *testing.T, query, relation string, read fun
 	return pages
 }
 
-// TestReadsStayBoundedInAGenericPlan: a balance as of a time, a statement's later page and a
-// later page of entries read only what they return and what lies between them and the
+// TestReadsStayBoundedInAGenericPlan: a balance and the trial balance as of a time, a
+// statement's later page or its page from a time and a later page of entries read only what they return and what lies between them and the
 // checkpoint before, however long the history after and before them, in a generic plan too.
 // A bound written `$1 IS NULL OR posted_at <= $1` is an index condition only in a plan made
 // for the value; in a generic one it filtered the account's whole history (db/schema/gl/00010).
@@ -126,6 +126,22 @@ func TestReadsStayBoundedInAGenericPlan(t *testing.T) {
 			if err == nil {
 				require.Len(t, st.Lines, 3)
 				require.Equal(t, gl.SumOf(100*(10_000+5+3)), st.Lines[2].RunningBalance)
+			}
+			return err
+		}},
+		{"a statement from a time", "AccountStatement", "journal_lines", func() error {
+			st, err := reads.Statement(ctx, gl.StatementQuery{AccountCode: "2010", Currency: "USD", From: &asOf, Limit: 3})
+			if err == nil {
+				require.Len(t, st.Lines, 3)
+				require.Equal(t, gl.SumOf(100*(10_010+2)), st.Lines[2].RunningBalance) // from the window's last line on
+			}
+			return err
+		}},
+		{"the trial balance as of a time", "TrialBalance", "journal_lines", func() error {
+			tb, err := reads.TrialBalanceAsOf(ctx, &asOf)
+			if err == nil {
+				require.Len(t, tb.Currencies, 1)
+				require.Equal(t, gl.SumOf(100*10_010), tb.Currencies[0].Debits)
 			}
 			return err
 		}},

@@ -25,7 +25,7 @@ import (
 type Transfers interface {
 	GetTransfer(ctx context.Context, id uuid.UUID) (wallet.Transfer, error)
 	TransferByIdempotencyKey(ctx context.Context, key string) (wallet.Transfer, error)
-	ListTransfers(ctx context.Context, after wallet.Cursor, limit int) (wallet.Page, error)
+	ListTransfers(ctx context.Context, q wallet.TransferQuery) (wallet.Page, error)
 }
 
 // Trace is the wallet's transfer pages: the transfers, and one traced end to end through the
@@ -71,7 +71,7 @@ func (t Trace) list(ctx context.Context, req *console.Request) (console.View, er
 	if err != nil {
 		return console.View{}, err
 	}
-	page, err := t.Transfers.ListTransfers(ctx, after, console.PageSize)
+	page, err := t.Transfers.ListTransfers(ctx, wallet.TransferQuery{After: after, Limit: console.PageSize})
 	if err != nil {
 		return console.View{}, err
 	}

@@ -195,5 +195,5 @@ func TestHoldsListPagesEveryHold(t *testing.T) {
 
 	invalid := openapitest.Invalid(nil, "a bad query string")
 	b.do(t, http.MethodGet, "/v1/holds?limit=0", invalid, "").RequireProblem(t, 400, "invalid-limit")
-	b.do(t, http.MethodGet, "/v1/holds?after=%21%21", nil, "").RequireProblem(t, 400, "invalid-request")
+	b.do(t, http.MethodGet, "/v1/holds?after=%21%21", nil, "").RequireProblem(t, 400, "invalid-cursor")
 }

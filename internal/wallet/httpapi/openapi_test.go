@@ -144,3 +144,13 @@ func requireInOrder(t *testing.T, failures []string, want ...string) {
 	}
 	require.Regexp(t, pattern, all)
 }
+
+// Every route refuses a query parameter its operation does not list, the probes, metrics and
+// the document included; each parameter it lists passes.
+func TestEveryRouteRefusesAnUnknownQueryParameter(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	doc, err := document()
+	require.NoError(t, err)
+	doc.RequireStrictQueryStrings(t, b.url, authtest.Bearer(b.key), 19)
+}

@@ -10,8 +10,10 @@ import (
 
 // addRoutes is the whole API surface of the wallet service, each route with the scope an API
 // key needs for it; the probes (/livez, /readyz, /healthz) and the API's description
-// (/openapi.json, which documents every route here) alone are open.
-func addRoutes(mux *http.ServeMux, d Deps) {
+// (/openapi.json, which documents every route here) alone are open. A query parameter its
+// operation in openapi.json does not list is refused (invalid-query), on every route.
+func addRoutes(serveMux *http.ServeMux, d Deps) {
+	mux := web.MustRoutes(serveMux, openAPI) // each route takes the query parameters openapi.json lists
 	need := func(scope auth.Scope, h http.Handler) http.Handler { return d.Guard.Require(scope, actFor(h)) }
 	web.Probes(mux, d.Health...)
 	web.OpenAPI(mux, openAPI)

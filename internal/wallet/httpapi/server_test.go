@@ -377,7 +377,7 @@ func TestListTransfers(t *testing.T) {
 	b.do(t, http.MethodGet, "/v1/transfers?limit=0", invalid, "").RequireProblem(t, 400, "invalid-limit")
 	b.do(t, http.MethodGet, "/v1/transfers?limit=x", invalid, "").RequireProblem(t, 400, "invalid-limit")
 	b.do(t, http.MethodGet, "/v1/transfers?limit=5000", invalid, "").RequireProblem(t, 400, "invalid-limit")
-	b.do(t, http.MethodGet, "/v1/transfers?after=%21%21", nil, "").RequireProblem(t, 400, "invalid-request")
+	b.do(t, http.MethodGet, "/v1/transfers?after=%21%21", nil, "").RequireProblem(t, 400, "invalid-cursor")
 	b.do(t, http.MethodGet, "/v1/transfers?limit=%zz", invalid, "").RequireProblem(t, 400, "invalid-query")
 	b.do(t, http.MethodGet, "/v1/transfers?limit=1&limit=1000", invalid, "").RequireProblem(t, 400, "invalid-query")
 }

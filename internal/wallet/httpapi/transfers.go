@@ -283,7 +283,8 @@ func pageQuery(r *http.Request) (wallet.Cursor, int, error) {
 	return after, limit, nil
 }
 
-// handleListTransfers pages through all transfers, oldest first, for reconciliation.
+// handleListTransfers pages through the transfers, oldest first, for reconciliation: all of
+// them, those from or to one wallet (wallet_id), those of one reference (reference), or both.
 func handleListTransfers(service wallet.Service) http.Handler {
 	type response struct {
 		Transfers  []transferJSON `json:"transfers"`
@@ -295,7 +296,15 @@ func handleListTransfers(service wallet.Service) http.Handler {
 			web.WriteProblem(w, r, err)
 			return
 		}
-		page, err := service.ListTransfers(r.Context(), after, limit)
+		query, _ := web.Query(r) // pageQuery parsed it
+		q := wallet.TransferQuery{After: after, Limit: limit, WalletID: query.Get("wallet_id"), Reference: query.Get("reference")}
+		for _, name := range []string{"wallet_id", "reference"} {
+			if query.Has(name) && query.Get(name) == "" {
+				web.WriteProblem(w, r, problem.Newf(web.ErrInvalidQuery, "%s must not be empty; leave it out to list every transfer", name))
+				return
+			}
+		}
+		page, err := service.ListTransfers(r.Context(), q)
 		if err != nil {
 			web.WriteProblem(w, r, err)
 			return

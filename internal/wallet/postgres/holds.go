@@ -186,12 +186,23 @@ func (s *Store) GetHold(ctx context.Context, id uuid.UUID) (wallet.Hold, error) 
 }
 
 // ListHolds returns up to limit holds after the cursor, oldest first. A limit out of range is
-// brought into 1..wallet.MaxListLimit (0 means wallet.DefaultListLimit).
+// brought into 1..wallet.MaxListLimit (0 means wallet.DefaultListLimit). A cursor that names no
+// hold the actor may see is wallet.ErrInvalidCursor.
 func (s *Store) ListHolds(ctx context.Context, after wallet.Cursor, limit int) (wallet.HoldPage, error) {
 	limit = pageLimit(limit)
+	owner := wallet.ActorOf(ctx).OwnerFilter()
+	if !after.IsZero() {
+		exists, err := s.queries.HoldCursorExists(ctx, walletdb.HoldCursorExistsParams{ID: after.ID, CreatedAt: after.CreatedAt, Owner: owner})
+		if err != nil {
+			return wallet.HoldPage{}, fmt.Errorf("look up cursor hold %s: %w", after.ID, interpretError(err))
+		}
+		if !exists {
+			return wallet.HoldPage{}, problem.Newf(wallet.ErrInvalidCursor, "cursor %q names no hold of this listing", after.String())
+		}
+	}
 	rows, err := s.queries.ListHolds(ctx, walletdb.ListHoldsParams{
 		AfterCreatedAt: after.CreatedAt, AfterID: after.ID, RowLimit: int32(limit + 1), // one more: is there a next page?
-		Owner: wallet.ActorOf(ctx).OwnerFilter(),
+		Owner: owner,
 	})
 	if err != nil {
 		return wallet.HoldPage{}, fmt.Errorf("list holds: %w", interpretError(err))

@@ -412,14 +412,20 @@ func pageLimit(limit int) int {
 	return limit
 }
 
-// ListTransfers returns up to limit transfers after the cursor, oldest first. A limit out of
-// range is brought into 1..wallet.MaxListLimit (0 means wallet.DefaultListLimit).
-func (s *Store) ListTransfers(ctx context.Context, after wallet.Cursor, limit int) (wallet.Page, error) {
-	limit = pageLimit(limit)
-	rows, err := s.queries.ListTransfers(ctx, walletdb.ListTransfersParams{
-		AfterCreatedAt: after.CreatedAt, AfterID: after.ID, RowLimit: int32(limit + 1), // one more: is there a next page?
-		Owner: wallet.ActorOf(ctx).OwnerFilter(),
-	})
+// ListTransfers returns up to q.Limit transfers after the cursor, oldest first: those from or
+// to q.WalletID, and those of q.Reference, when set. A limit out of range is brought into
+// 1..wallet.MaxListLimit (0 means wallet.DefaultListLimit). A cursor that names no transfer
+// the actor may see is wallet.ErrInvalidCursor.
+func (s *Store) ListTransfers(ctx context.Context, q wallet.TransferQuery) (wallet.Page, error) {
+	if err := q.Validate(); err != nil {
+		return wallet.Page{}, err
+	}
+	owner := wallet.ActorOf(ctx).OwnerFilter()
+	if err := s.checkTransferCursor(ctx, q.After, owner); err != nil {
+		return wallet.Page{}, err
+	}
+	limit := pageLimit(q.Limit)
+	rows, err := s.listTransferRows(ctx, q, owner, int32(limit+1)) // one more: is there a next page?
 	if err != nil {
 		return wallet.Page{}, fmt.Errorf("list transfers: %w", interpretError(err))
 	}
@@ -433,6 +439,57 @@ func (s *Store) ListTransfers(ctx context.Context, after wallet.Cursor, limit in
 		page.Next = page.Transfers[len(page.Transfers)-1].Cursor()
 	}
 	return page, nil
+}
+
+// listTransferRows runs the listing query that fits q's filters, each bounded by its index.
+func (s *Store) listTransferRows(ctx context.Context, q wallet.TransferQuery, owner *string, rowLimit int32) ([]walletdb.ListTransfersRow, error) {
+	switch {
+	case q.Reference != "":
+		rows, err := s.queries.ListTransfersByReference(ctx, walletdb.ListTransfersByReferenceParams{
+			Reference: q.Reference, WalletID: q.WalletID,
+			AfterCreatedAt: q.After.CreatedAt, AfterID: q.After.ID, RowLimit: rowLimit, Owner: owner,
+		})
+		return convertRows(rows, func(r walletdb.ListTransfersByReferenceRow) walletdb.ListTransfersRow {
+			return walletdb.ListTransfersRow(r)
+		}), err
+	case q.WalletID != "":
+		rows, err := s.queries.ListTransfersOfWallet(ctx, walletdb.ListTransfersOfWalletParams{
+			WalletID:       q.WalletID,
+			AfterCreatedAt: q.After.CreatedAt, AfterID: q.After.ID, RowLimit: rowLimit, Owner: owner,
+		})
+		return convertRows(rows, func(r walletdb.ListTransfersOfWalletRow) walletdb.ListTransfersRow {
+			return walletdb.ListTransfersRow(r)
+		}), err
+	}
+	return s.queries.ListTransfers(ctx, walletdb.ListTransfersParams{
+		AfterCreatedAt: q.After.CreatedAt, AfterID: q.After.ID, RowLimit: rowLimit, Owner: owner,
+	})
+}
+
+func convertRows[From, To any](rows []From, convert func(From) To) []To {
+	out := make([]To, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, convert(r))
+	}
+	return out
+}
+
+// checkTransferCursor refuses a cursor that names no transfer owner (nil: anyone) may see at
+// the time it says: a listing's cursor names the last transfer of a page it handed out.
+func (s *Store) checkTransferCursor(ctx context.Context, after wallet.Cursor, owner *string) error {
+	if after.IsZero() {
+		return nil
+	}
+	exists, err := s.queries.TransferCursorExists(ctx, walletdb.TransferCursorExistsParams{
+		ID: after.ID, CreatedAt: after.CreatedAt, Owner: owner,
+	})
+	if err != nil {
+		return fmt.Errorf("look up cursor transfer %s: %w", after.ID, interpretError(err))
+	}
+	if !exists {
+		return problem.Newf(wallet.ErrInvalidCursor, "cursor %q names no transfer of this listing", after.String())
+	}
+	return nil
 }
 
 // BalanceTotals returns the sum of all balances per currency, for verification: transfers

@@ -584,7 +584,7 @@ func TestListTransfersPagesInOrder(t *testing.T) {
 		cursor wallet.Cursor
 	)
 	for range 10 {
-		page, err := store.ListTransfers(ctx, cursor, 3)
+		page, err := store.ListTransfers(ctx, wallet.TransferQuery{After: cursor, Limit: 3})
 		require.NoError(t, err)
 		seen = append(seen, page.Transfers...)
 		if page.Next.IsZero() {

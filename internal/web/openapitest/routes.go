@@ -2,11 +2,15 @@ package openapitest
 
 import (
 	"net/http"
+	"net/url"
 	"regexp"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"walletgl/internal/web"
 	"walletgl/internal/web/webtest"
 )
 
@@ -34,4 +38,71 @@ func (d *Document) RequireEveryOperationIsARoute(t *testing.T, baseURL string, w
 			res.RequireProblem(t, http.StatusUnauthorized, "unauthenticated")
 		})
 	}
+}
+
+// unknownParameter is a query parameter no operation of either service takes.
+const unknownParameter = "no_such_parameter"
+
+// RequireStrictQueryStrings calls each of d's operations on the service at baseURL (every
+// path parameter "x") with header (an API key that may call them all): a query parameter the
+// operation does not list is refused with 400 invalid-query, before anything else is looked
+// at; each parameter it lists, given alone with a value of its schema's type, is never
+// refused as unknown (the handler may still find the value wrong for the resource).
+func (d *Document) RequireStrictQueryStrings(t *testing.T, baseURL string, header http.Header, want int) {
+	t.Helper()
+	ops := d.Operations()
+	require.Len(t, ops, want)
+	for _, op := range ops {
+		t.Run(op.Method+" "+op.Path, func(t *testing.T) {
+			path := baseURL + pathParam.ReplaceAllString(op.Path, "x")
+			res := webtest.Do(t, op.Method, path+"?"+unknownParameter+"=1", Invalid(header, "an unknown query parameter"), "")
+			p := res.RequireProblem(t, http.StatusBadRequest, "invalid-query")
+			require.Contains(t, p.Detail, unknownParameter)
+			for name, value := range d.querySamples(op) {
+				res := webtest.Do(t, op.Method, path+"?"+url.Values{name: {value}}.Encode(),
+					Unchecked(header, "a documented parameter alone"), "")
+				if res.Status == http.StatusBadRequest {
+					var p web.Problem
+					res.Decode(t, &p)
+					require.NotEqual(t, web.TypeBase+"invalid-query", p.Type, "%s=%s: %s", name, value, p.Detail)
+				}
+			}
+		})
+	}
+}
+
+// querySamples is a value of each query parameter of op, of the type its schema declares.
+func (d *Document) querySamples(op Operation) map[string]string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	item, ok := d.model.Paths.PathItems.Get(op.Path)
+	if !ok {
+		return nil
+	}
+	params := slices.Clone(item.Parameters)
+	if o := item.GetOperations().GetOrZero(strings.ToLower(op.Method)); o != nil {
+		params = append(params, o.Parameters...)
+	}
+	samples := map[string]string{}
+	for _, p := range params {
+		if p.In != "query" {
+			continue
+		}
+		samples[p.Name] = "x"
+		if p.Schema == nil || p.Schema.Schema() == nil {
+			continue
+		}
+		s := p.Schema.Schema()
+		switch {
+		case slices.Contains(s.Type, "integer"):
+			samples[p.Name] = "1"
+		case s.Format == "date-time":
+			samples[p.Name] = "2026-01-02T15:04:05Z"
+		case s.Format == "uuid":
+			samples[p.Name] = "0193a5c2-7e41-7d7b-8f7e-2f4f7c1a9b10"
+		case len(s.Enum) > 0:
+			samples[p.Name] = s.Enum[0].Value
+		}
+	}
+	return samples
 }

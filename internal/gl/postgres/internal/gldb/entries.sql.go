@@ -75,20 +75,26 @@ WITH cursor_line AS (
     SELECT c.posted_at, c.id FROM journal_lines c
     WHERE c.id = $2::bigint AND c.account_code = $3 AND c.currency = $4
 ), start AS (
-    SELECT posted_at, id FROM cursor_line
-    UNION ALL
-    SELECT '-infinity'::timestamptz, 0::bigint WHERE $2::bigint IS NULL
+    SELECT s.posted_at, s.id FROM (
+        SELECT coalesce($5::timestamptz, '-infinity') AS posted_at, 0::bigint AS id
+        UNION ALL
+        SELECT posted_at, id FROM cursor_line
+    ) s
+    WHERE $2::bigint IS NULL OR EXISTS (SELECT FROM cursor_line)
+    ORDER BY s.posted_at DESC, s.id DESC
+    LIMIT 1
 ), page AS (
     SELECT l.id, l.entry_id, l.direction, l.amount, l.posted_at
     FROM journal_lines l
     WHERE l.account_code = $3 AND l.currency = $4
       AND (l.posted_at, l.id) > (SELECT posted_at, id FROM start)
+      AND l.posted_at < coalesce($6::timestamptz, 'infinity')
     ORDER BY l.posted_at, l.id
-    LIMIT $5
+    LIMIT $7
 ), base AS (
     SELECT b.through, CASE WHEN $1::text = 'debit' THEN b.debits - b.credits ELSE b.credits - b.debits END AS amount
     FROM balance_checkpoints b
-    WHERE b.account_code = $3 AND b.currency = $4 AND b.through < (SELECT posted_at FROM cursor_line)
+    WHERE b.account_code = $3 AND b.currency = $4 AND b.through < (SELECT posted_at FROM start)
     ORDER BY b.through DESC
     LIMIT 1
 ), opening AS (
@@ -97,7 +103,7 @@ WITH cursor_line AS (
     FROM journal_lines o
     WHERE o.account_code = $3 AND o.currency = $4
       AND o.posted_at > coalesce((SELECT through FROM base), '-infinity')
-      AND (o.posted_at, o.id) <= (SELECT posted_at, id FROM cursor_line)
+      AND (o.posted_at, o.id) <= (SELECT posted_at, id FROM start)
 )
 SELECT
     p.id AS line_id, p.entry_id, e.event_id, e.transfer_id, p.direction, p.amount, p.posted_at,
@@ -113,6 +119,8 @@ type AccountStatementParams struct {
 	AfterID       *int64
 	AccountCode   string
 	Currency      string
+	PostedFrom    *time.Time
+	PostedBefore  *time.Time
 	RowLimit      int32
 }
 
@@ -127,19 +135,23 @@ type AccountStatementRow struct {
 	RunningBalance pgtype.Numeric
 }
 
-// One page of an account's lines in one currency, in posting order, after the line named by
-// after_id (the cursor; NULL for the first page). running_balance is in the account's normal
-// balance sign (@normal_balance): the opening balance up to the cursor plus the page's lines.
-// The opening balance is the account's latest checkpoint row before the cursor's posting time
-// plus the lines after it up to the cursor. The page starts after the cursor, or after
-// (-infinity, 0) for the first page: a bound of the index scan in any plan (00010); a cursor
-// that names no line of this account and currency gives an empty page.
+// One page of an account's lines in one currency posted in [posted_from, posted_before), each
+// bound optional, in posting order after the line named by after_id (the cursor; NULL for the
+// first page). running_balance is in the account's normal balance sign (@normal_balance): the
+// opening balance up to where the page starts plus the page's lines. The page starts after
+// the later of the cursor and (posted_from, 0), which no line is (ids start at 1), or
+// (-infinity, 0): one row comparison, a bound of the index scan in any plan (00010); a cursor
+// that names no line of this account and currency gives an empty page. The opening balance is
+// the account's latest checkpoint row before the start's posting time plus the lines after it
+// up to the start. A missing bound is an infinity.
 func (q *Queries) AccountStatement(ctx context.Context, arg AccountStatementParams) ([]AccountStatementRow, error) {
 	rows, err := q.db.Query(ctx, accountStatement,
 		arg.NormalBalance,
 		arg.AfterID,
 		arg.AccountCode,
 		arg.Currency,
+		arg.PostedFrom,
+		arg.PostedBefore,
 		arg.RowLimit,
 	)
 	if err != nil {
@@ -209,6 +221,19 @@ func (q *Queries) CheckpointMark(ctx context.Context) (CheckpointMarkRow, error)
 	var i CheckpointMarkRow
 	err := row.Scan(&i.Through, &i.Xid, &i.Horizon)
 	return i, err
+}
+
+const entryExists = `-- name: EntryExists :one
+SELECT EXISTS (SELECT FROM journal_entries WHERE id = $1)
+`
+
+// Whether a page's cursor names an entry: an empty page after one that does not is an invalid
+// cursor, not the end of the listing.
+func (q *Queries) EntryExists(ctx context.Context, id uuid.UUID) (bool, error) {
+	row := q.db.QueryRow(ctx, entryExists, id)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
 }
 
 const getAccount = `-- name: GetAccount :one
@@ -755,6 +780,25 @@ func (q *Queries) ListReversingEntries(ctx context.Context, entryIds []uuid.UUID
 	return items, nil
 }
 
+const statementLineExists = `-- name: StatementLineExists :one
+SELECT EXISTS (SELECT FROM journal_lines WHERE id = $1 AND account_code = $2 AND currency = $3)
+`
+
+type StatementLineExistsParams struct {
+	ID          int64
+	AccountCode string
+	Currency    string
+}
+
+// Whether a statement's cursor names a line of this account and currency: an empty page after
+// one that does not is an invalid cursor, not the end of the statement.
+func (q *Queries) StatementLineExists(ctx context.Context, arg StatementLineExistsParams) (bool, error) {
+	row := q.db.QueryRow(ctx, statementLineExists, arg.ID, arg.AccountCode, arg.Currency)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
+}
+
 const takeBalanceCheckpoint = `-- name: TakeBalanceCheckpoint :execrows
 WITH policy AS (
     SELECT $2::bigint AS min_lines, $3::bigint AS lines_per_row, $4::timestamptz AS stale_before
@@ -850,14 +894,16 @@ func (q *Queries) ThinBalanceCheckpoints(ctx context.Context, arg ThinBalanceChe
 const trialBalance = `-- name: TrialBalance :many
 WITH totals AS (
     SELECT b.account_code, b.currency, b.debits, b.credits FROM balance_checkpoints b
-    WHERE b.through = (SELECT max(c.through) FROM balance_checkpoints c)
+    WHERE b.through = (SELECT max(c.through) FROM balance_checkpoints c
+                       WHERE c.through <= coalesce($1::timestamptz, 'infinity'))
     UNION ALL
     SELECT l.account_code, l.currency,
            coalesce(sum(l.amount) FILTER (WHERE l.direction = 'debit'), 0)::numeric,
            coalesce(sum(l.amount) FILTER (WHERE l.direction = 'credit'), 0)::numeric
     FROM journal_lines l
-    WHERE l.posted_at > (SELECT coalesce(max(c.through), '-infinity'::timestamptz) FROM balance_checkpoints c)
-      AND l.posted_at <= 'infinity'::timestamptz
+    WHERE l.posted_at > (SELECT coalesce(max(c.through), '-infinity'::timestamptz) FROM balance_checkpoints c
+                         WHERE c.through <= coalesce($1::timestamptz, 'infinity'))
+      AND l.posted_at <= coalesce($1::timestamptz, 'infinity')
     GROUP BY l.account_code, l.currency
 )
 SELECT account_code, currency, sum(debits)::numeric AS debits, sum(credits)::numeric AS credits
@@ -873,15 +919,17 @@ type TrialBalanceRow struct {
 	Credits     pgtype.Numeric
 }
 
-// The latest balance checkpoint's totals plus the lines posted after it (through the index on
-// posted_at): independent of the ledger's size. The lines' bound is a range on posted_at, from
-// the checkpoint's through (a scalar subquery: a parameter of the scan, not a join with a CTE)
-// to an explicit upper bound, infinity. The planner cannot know the checkpoint's value, and
-// rates a range of two unknown bounds at 0.5 % of the rows whatever its statistics, so it
-// descends the index even before the first ANALYZE; a lower bound alone it rates at a third of
-// the table, and right after a bulk load it read every line instead.
-func (q *Queries) TrialBalance(ctx context.Context) ([]TrialBalanceRow, error) {
-	rows, err := q.db.Query(ctx, trialBalance)
+// Every account's totals per currency over the lines posted at or before @as_of (NULL: every
+// line so far): the latest balance checkpoint at or before it plus the lines posted after that
+// checkpoint and at or before @as_of (through the index on posted_at), independent of the
+// ledger's size. The lines' bound is a range on posted_at, from the checkpoint's through (a
+// scalar subquery: a parameter of the scan, not a join with a CTE) to an explicit upper bound
+// (@as_of, or infinity). The planner cannot know the checkpoint's value, and rates a range of
+// two bounds it cannot see at 0.5 % of the rows whatever its statistics, so it descends the
+// index even before the first ANALYZE; a lower bound alone it rates at a third of the table,
+// and right after a bulk load it read every line instead.
+func (q *Queries) TrialBalance(ctx context.Context, asOf *time.Time) ([]TrialBalanceRow, error) {
+	rows, err := q.db.Query(ctx, trialBalance, asOf)
 	if err != nil {
 		return nil, err
 	}

@@ -183,6 +183,29 @@ func (q *Queries) GetHoldByIdempotencyKey(ctx context.Context, arg GetHoldByIdem
 	return i, err
 }
 
+const holdCursorExists = `-- name: HoldCursorExists :one
+SELECT EXISTS (
+    SELECT 1 FROM holds h
+    WHERE h.id = $1 AND h.created_at = $2
+      AND ($3::text IS NULL
+           OR EXISTS (SELECT 1 FROM wallets w WHERE w.id = h.wallet_id AND w.owner = $3::text)))
+`
+
+type HoldCursorExistsParams struct {
+	ID        uuid.UUID
+	CreatedAt time.Time
+	Owner     *string
+}
+
+// Whether a listing's cursor names a hold the owner may see (NULL: any), at the time the cursor
+// says: one that names none was not handed out by this service.
+func (q *Queries) HoldCursorExists(ctx context.Context, arg HoldCursorExistsParams) (bool, error) {
+	row := q.db.QueryRow(ctx, holdCursorExists, arg.ID, arg.CreatedAt, arg.Owner)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
+}
+
 const insertCaptureTransfer = `-- name: InsertCaptureTransfer :one
 INSERT INTO transfers (id, idempotency_owner, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key, hold_id)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,

@@ -521,6 +521,167 @@ func (q *Queries) ListTransfers(ctx context.Context, arg ListTransfersParams) ([
 	return items, nil
 }
 
+const listTransfersByReference = `-- name: ListTransfersByReference :many
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, coalesce(o.status, 'acknowledged')::text AS outbox_status
+FROM transfers t
+LEFT JOIN outbox o ON o.id = t.event_id
+WHERE t.reference = $1 AND t.reference <> ''
+  AND (t.created_at, t.id) > ($2::timestamptz, $3::uuid)
+  AND ($4::text = '' OR $4::text IN (t.from_wallet_id, t.to_wallet_id))
+  AND ($5::text IS NULL
+       OR EXISTS (SELECT 1 FROM wallets w WHERE w.id IN (t.from_wallet_id, t.to_wallet_id) AND w.owner = $5::text))
+ORDER BY t.created_at, t.id
+LIMIT $6
+`
+
+type ListTransfersByReferenceParams struct {
+	Reference      string
+	AfterCreatedAt time.Time
+	AfterID        uuid.UUID
+	WalletID       string
+	Owner          *string
+	RowLimit       int32
+}
+
+type ListTransfersByReferenceRow struct {
+	Transfer     Transfer
+	OutboxStatus string
+}
+
+// The transfers whose reference is @reference after the cursor, oldest first: a range of
+// transfers_reference_idx (db/schema/wallet/00010). With @wallet_id (” for any), only those
+// from or to that wallet; with an owner, only those the owner may see, as in ListTransfers.
+func (q *Queries) ListTransfersByReference(ctx context.Context, arg ListTransfersByReferenceParams) ([]ListTransfersByReferenceRow, error) {
+	rows, err := q.db.Query(ctx, listTransfersByReference,
+		arg.Reference,
+		arg.AfterCreatedAt,
+		arg.AfterID,
+		arg.WalletID,
+		arg.Owner,
+		arg.RowLimit,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListTransfersByReferenceRow
+	for rows.Next() {
+		var i ListTransfersByReferenceRow
+		if err := rows.Scan(
+			&i.Transfer.ID,
+			&i.Transfer.IdempotencyKey,
+			&i.Transfer.RequestHash,
+			&i.Transfer.FromWalletID,
+			&i.Transfer.ToWalletID,
+			&i.Transfer.Amount,
+			&i.Transfer.Currency,
+			&i.Transfer.Status,
+			&i.Transfer.EventID,
+			&i.Transfer.CreatedAt,
+			&i.Transfer.CreatedByKey,
+			&i.Transfer.ReversesTransferID,
+			&i.Transfer.ReversedAmount,
+			&i.Transfer.HoldID,
+			&i.Transfer.Reference,
+			&i.Transfer.IdempotencyOwner,
+			&i.OutboxStatus,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listTransfersOfWallet = `-- name: ListTransfersOfWallet :many
+WITH page AS (
+    (SELECT f.id FROM transfers f
+     WHERE f.from_wallet_id = $2 AND (f.created_at, f.id) > ($3::timestamptz, $4::uuid)
+       AND ($5::text IS NULL
+            OR EXISTS (SELECT 1 FROM wallets w WHERE w.id IN (f.from_wallet_id, f.to_wallet_id) AND w.owner = $5::text))
+     ORDER BY f.created_at, f.id
+     LIMIT $1)
+    UNION ALL
+    (SELECT r.id FROM transfers r
+     WHERE r.to_wallet_id = $2 AND (r.created_at, r.id) > ($3::timestamptz, $4::uuid)
+       AND ($5::text IS NULL
+            OR EXISTS (SELECT 1 FROM wallets w WHERE w.id IN (r.from_wallet_id, r.to_wallet_id) AND w.owner = $5::text))
+     ORDER BY r.created_at, r.id
+     LIMIT $1)
+)
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, coalesce(o.status, 'acknowledged')::text AS outbox_status
+FROM page p
+JOIN transfers t ON t.id = p.id
+LEFT JOIN outbox o ON o.id = t.event_id
+ORDER BY t.created_at, t.id
+LIMIT $1
+`
+
+type ListTransfersOfWalletParams struct {
+	RowLimit       int32
+	WalletID       string
+	AfterCreatedAt time.Time
+	AfterID        uuid.UUID
+	Owner          *string
+}
+
+type ListTransfersOfWalletRow struct {
+	Transfer     Transfer
+	OutboxStatus string
+}
+
+// The transfers from or to @wallet_id after the cursor, oldest first, each side a range of its
+// index (transfers_from_wallet_idx, transfers_to_wallet_idx, db/schema/wallet/00010) that
+// stops at the page's end, however long the wallet's history; a transfer has two distinct
+// wallets, so none is listed twice. With an owner, only those the owner may see, as in
+// ListTransfers, filtered in each side so that a page is short only at the end.
+func (q *Queries) ListTransfersOfWallet(ctx context.Context, arg ListTransfersOfWalletParams) ([]ListTransfersOfWalletRow, error) {
+	rows, err := q.db.Query(ctx, listTransfersOfWallet,
+		arg.RowLimit,
+		arg.WalletID,
+		arg.AfterCreatedAt,
+		arg.AfterID,
+		arg.Owner,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListTransfersOfWalletRow
+	for rows.Next() {
+		var i ListTransfersOfWalletRow
+		if err := rows.Scan(
+			&i.Transfer.ID,
+			&i.Transfer.IdempotencyKey,
+			&i.Transfer.RequestHash,
+			&i.Transfer.FromWalletID,
+			&i.Transfer.ToWalletID,
+			&i.Transfer.Amount,
+			&i.Transfer.Currency,
+			&i.Transfer.Status,
+			&i.Transfer.EventID,
+			&i.Transfer.CreatedAt,
+			&i.Transfer.CreatedByKey,
+			&i.Transfer.ReversesTransferID,
+			&i.Transfer.ReversedAmount,
+			&i.Transfer.HoldID,
+			&i.Transfer.Reference,
+			&i.Transfer.IdempotencyOwner,
+			&i.OutboxStatus,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const lockTransferForReversal = `-- name: LockTransferForReversal :one
 SELECT id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, hold_id, reference, idempotency_owner FROM transfers WHERE id = $1 FOR NO KEY UPDATE
 `
@@ -550,4 +711,27 @@ func (q *Queries) LockTransferForReversal(ctx context.Context, id uuid.UUID) (Tr
 		&i.IdempotencyOwner,
 	)
 	return i, err
+}
+
+const transferCursorExists = `-- name: TransferCursorExists :one
+SELECT EXISTS (
+    SELECT 1 FROM transfers t
+    WHERE t.id = $1 AND t.created_at = $2
+      AND ($3::text IS NULL
+           OR EXISTS (SELECT 1 FROM wallets w WHERE w.id IN (t.from_wallet_id, t.to_wallet_id) AND w.owner = $3::text)))
+`
+
+type TransferCursorExistsParams struct {
+	ID        uuid.UUID
+	CreatedAt time.Time
+	Owner     *string
+}
+
+// Whether a listing's cursor names a transfer the owner may see (NULL: any), at the time the
+// cursor says: one that names none was not handed out by this service.
+func (q *Queries) TransferCursorExists(ctx context.Context, arg TransferCursorExistsParams) (bool, error) {
+	row := q.db.QueryRow(ctx, transferCursorExists, arg.ID, arg.CreatedAt, arg.Owner)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
 }
