@@ -73,7 +73,7 @@ func reconcileCmd(ctx context.Context, env cli.Env, args []string) error {
 		if err != nil {
 			return fmt.Errorf("reconcile: %w", err)
 		}
-		rec, err := gl.Reconciler{Rules: rules, Source: source, Ledger: ledger}.Reconcile(ctx)
+		rec, err := gl.Reconciler{Rules: rules, Source: source, Ledger: ledger, SubLedgers: ledger}.Reconcile(ctx)
 		if err != nil {
 			return fmt.Errorf("reconcile: %w", err)
 		}
@@ -83,17 +83,19 @@ func reconcileCmd(ctx context.Context, env cli.Env, args []string) error {
 			}
 		} else {
 			fmt.Fprintf(env.Stdout, "gl reconcile: wallet %s against GL database %s\n", sourceName, c.Pool.Config().ConnConfig.Database)
-			writeReconciliation(env.Stdout, "  ", rec)
+			writeReconciliation(env.Stdout, "  ", rec, true)
 		}
 		if !rec.Agree() {
-			return fmt.Errorf("reconcile: %d differences", len(rec.Differences))
+			return fmt.Errorf("reconcile: %d differences", len(rec.Differences)+len(rec.Balances))
 		}
 		return nil
 	})
 }
 
-// writeReconciliation prints the counts, each difference, and a verdict, every line after indent.
-func writeReconciliation(w io.Writer, indent string, r gl.Reconciliation) {
+// writeReconciliation prints the counts, each difference, and a verdict, every line after
+// indent; withBalances adds how the wallets' balances were compared (gl reconcile; gl replay's
+// check compares movements only).
+func writeReconciliation(w io.Writer, indent string, r gl.Reconciliation, withBalances bool) {
 	fmt.Fprintf(w, "%swallet transfers  %d\n%sGL entries        %d\n", indent, r.Transfers, indent, r.Entries)
 	counts := map[string]int{}
 	for _, d := range r.Differences {
@@ -121,11 +123,29 @@ func writeReconciliation(w io.Writer, indent string, r gl.Reconciliation) {
 		fmt.Fprintf(w, "%swallet holds      not published by the wallet: the GL's hold totals only\n", indent)
 	}
 	writeHolds(w, indent, r.Holds)
+	if withBalances {
+		writeBalances(w, indent, r)
+	}
 	if r.Agree() {
 		fmt.Fprintf(w, "verdict: RECONCILED — %d transfers, %d entries, every transfer posted exactly once with its amount, currency and accounts\n", r.Transfers, r.Entries)
 		return
 	}
-	fmt.Fprintf(w, "verdict: NOT RECONCILED — %d differences between the wallet and the GL\n", len(r.Differences))
+	fmt.Fprintf(w, "verdict: NOT RECONCILED — %d differences between the wallet and the GL\n", len(r.Differences)+len(r.Balances))
+}
+
+// writeBalances prints how the wallets' balances were compared with their sub-ledgers and
+// each wallet whose figure differs.
+func writeBalances(w io.Writer, indent string, r gl.Reconciliation) {
+	if !r.BalancesCompared {
+		fmt.Fprintf(w, "%swallet balances   not compared: the wallet does not publish them in one snapshot (%s and %s in its database, %s)\n",
+			indent, postgres.BalancesViewName, postgres.MovementsViewName, reconcileWalletDBVar)
+		return
+	}
+	fmt.Fprintf(w, "%swallet balances   %d (each balance and held amount against its sub-ledger; %d movements in flight left out)\n",
+		indent, r.WalletBalances, r.MovementsInFlight)
+	for _, d := range r.Balances {
+		fmt.Fprintf(w, "%s%-9s wallet %s %s %s: %s\n", indent, "BALANCE", d.WalletID, d.Currency, d.Figure, d.Detail)
+	}
 }
 
 // writeHolds prints, per currency, the holds the GL posted, the open ones and their total

@@ -15,7 +15,8 @@ import (
 	"walletgl/internal/gl"
 )
 
-// postHoldEntry writes a hold's placement or release (key) to the GL as the poster does.
+// postHoldEntry writes a hold's placement or release (key) on wallet alice to the GL as the
+// poster does.
 func postHoldEntry(t *testing.T, pool *pgxpool.Pool, holdID, key string, amount int64, debit, credit string) {
 	t.Helper()
 	ctx := context.Background()
@@ -29,8 +30,8 @@ func postHoldEntry(t *testing.T, pool *pgxpool.Pool, holdID, key string, amount 
 	var id string
 	require.NoError(t, tx.QueryRow(ctx, `INSERT INTO journal_entries (id, event_id, transfer_id, hold_id, currency, occurred_at)
 		VALUES (gen_random_uuid(), $1, $2, $3, 'USD', now()) RETURNING id::text`, eventID, key, holdID).Scan(&id))
-	_, err = tx.Exec(ctx, `INSERT INTO journal_lines (entry_id, account_code, direction, amount, currency)
-		VALUES ($1::uuid, $2, 'debit', $4, 'USD'), ($1::uuid, $3, 'credit', $4, 'USD')`, id, debit, credit, amount)
+	_, err = tx.Exec(ctx, `INSERT INTO journal_lines (entry_id, account_code, direction, amount, currency, wallet_id)
+		VALUES ($1::uuid, $2, 'debit', $4, 'USD', 'alice'), ($1::uuid, $3, 'credit', $4, 'USD', 'alice')`, id, debit, credit, amount)
 	require.NoError(t, err)
 	require.NoError(t, tx.Commit(ctx))
 }
@@ -80,7 +81,7 @@ func TestReconcileComparesEachHoldFromTheAPIAndTheDatabase(t *testing.T) {
 	ctx := context.Background()
 	glPool, glURL := envtest.MigratedPool(t, "gl")
 	walletPool, walletURL := envtest.MigratedPool(t, "wallet")
-	_, err := walletPool.Exec(ctx, `INSERT INTO wallets (id, currency, allow_negative) VALUES ('alice', 'USD', true)`)
+	_, err := walletPool.Exec(ctx, `INSERT INTO wallets (id, currency, allow_negative, held) VALUES ('alice', 'USD', true, 100)`)
 	require.NoError(t, err)
 	pending, voided, stranger := uuid.NewString(), uuid.NewString(), uuid.NewString()
 	_, err = walletPool.Exec(ctx, `INSERT INTO holds (id, idempotency_key, request_hash, wallet_id, amount, currency, expires_at, placed_event_id)
@@ -102,12 +103,18 @@ func TestReconcileComparesEachHoldFromTheAPIAndTheDatabase(t *testing.T) {
 	postHoldEntry(t, glPool, voided, gl.HoldPlacedKey(voided), 40, "2010", "2020")
 	postHoldEntry(t, glPool, stranger, gl.HoldPlacedKey(stranger), 7, "2010", "2020")
 
-	for _, env := range []map[string]string{
-		{"GL_DATABASE_URL": glURL, "WALLET_URL": apiURL},
-		{"GL_DATABASE_URL": glURL, "GL_RECONCILE_WALLET_DATABASE_URL": walletURL},
+	// The database mode also compares alice's held amount, the voided hold's release being in
+	// flight (100 + 40), with her sub-account of 2020, which holds the stranger's 7 besides.
+	for _, tc := range []struct {
+		env         map[string]string
+		differences string
+	}{
+		{map[string]string{"GL_DATABASE_URL": glURL, "WALLET_URL": apiURL}, "2 differences"},
+		{map[string]string{"GL_DATABASE_URL": glURL, "GL_RECONCILE_WALLET_DATABASE_URL": walletURL}, "3 differences"},
 	} {
+		env := tc.env
 		out, _, err := runGL(t, env, "reconcile")
-		require.ErrorContains(t, err, "2 differences", out)
+		require.ErrorContains(t, err, tc.differences, out)
 		require.Contains(t, out, "wallet holds      2 (each compared with its placement and release)")
 		require.Contains(t, out, "MISSING   hold "+voided+" ("+gl.HoldReleasedKey(voided)+"): voided hold of 40 USD on wallet alice has no GL release")
 		require.Contains(t, out, "EXTRA     hold "+stranger+" ("+gl.HoldPlacedKey(stranger)+")")
@@ -132,6 +139,7 @@ func TestReconcileComparesEachHoldFromTheAPIAndTheDatabase(t *testing.T) {
 	// Once the release is posted, only the stranger is left.
 	postHoldEntry(t, glPool, voided, gl.HoldReleasedKey(voided), 40, "2020", "2010")
 	out, _, err := runGL(t, map[string]string{"GL_DATABASE_URL": glURL, "GL_RECONCILE_WALLET_DATABASE_URL": walletURL}, "reconcile")
-	require.ErrorContains(t, err, "1 differences", out)
+	require.ErrorContains(t, err, "2 differences", out)
 	require.NotContains(t, out, "MISSING   hold")
+	require.Contains(t, out, "BALANCE   wallet alice USD held: held amount 100 in the wallet, 107 USD in the GL")
 }

@@ -87,7 +87,8 @@ func (w *walletAPI) addAfterNextListing(trs ...gl.SourceTransfer) {
 }
 
 // walletDatabase is a wallet database made by the wallet's migrations, holding transfers
-// written with plain SQL (the GL's tests import nothing of the wallet).
+// from bank to alice written with plain SQL (the GL's tests import nothing of the wallet), and
+// the balances they leave.
 func walletDatabase(t *testing.T, transfers []gl.SourceTransfer) string {
 	t.Helper()
 	pool, dbURL := envtest.MigratedPool(t, "wallet")
@@ -99,6 +100,9 @@ func walletDatabase(t *testing.T, transfers []gl.SourceTransfer) string {
 			VALUES ($1, $2, '\x00', 'bank', 'alice', $3, $4, gen_random_uuid())`, tr.ID, fmt.Sprintf("k%d", i), tr.Amount, tr.Currency)
 		require.NoError(t, err)
 	}
+	_, err = pool.Exec(ctx, `UPDATE wallets w SET balance = CASE WHEN w.id = 'alice' THEN t.total ELSE -t.total END
+		FROM (SELECT coalesce(sum(amount), 0) AS total FROM transfers) t`)
+	require.NoError(t, err)
 	return dbURL
 }
 
@@ -124,26 +128,29 @@ func TestReconcileReportsEachDifferenceFromTheAPIAndTheDatabase(t *testing.T) {
 	stranger := uuid.NewString()
 	postConsistently(t, glPool, uuid.NewString(), stranger, 42)
 
+	// The database mode also compares alice's balance (transfers 0..3, 4 being in flight) with
+	// her sub-ledger, which holds the wrong amount and the stranger's 42 besides.
 	sources := []struct {
-		name   string
-		env    map[string]string
-		header string
+		name        string
+		env         map[string]string
+		header      string
+		differences int
 	}{
-		{"api", map[string]string{"GL_DATABASE_URL": glURL, "WALLET_URL": apiURL}, "wallet API " + apiURL},
+		{"api", map[string]string{"GL_DATABASE_URL": glURL, "WALLET_URL": apiURL}, "wallet API " + apiURL, 3},
 		{"database", map[string]string{"GL_DATABASE_URL": glURL, "GL_RECONCILE_WALLET_DATABASE_URL": walletURL},
-			"wallet database " + dbName(t, walletURL) + " (view reconcile_transfers_v2)"},
+			"wallet database " + dbName(t, walletURL) + " (view reconcile_transfers_v2)", 4},
 	}
 	for _, src := range sources {
 		t.Run("reading the wallet's "+src.name, func(t *testing.T) {
 			t.Parallel()
 			out, _, err := runGL(t, src.env, "reconcile")
-			require.ErrorContains(t, err, "3 differences")
+			require.ErrorContains(t, err, fmt.Sprintf("%d differences", src.differences))
 			require.Contains(t, out, "gl reconcile: "+src.header+" against GL database")
 			require.Contains(t, out, "MISSING   transfer "+transfers[4].ID)
 			require.Contains(t, out, "MISMATCH  transfer "+transfers[3].ID)
 			require.Contains(t, out, "amount 103 in the wallet, debit line of 104 in the GL")
 			require.Contains(t, out, "EXTRA     transfer "+stranger)
-			require.Contains(t, out, "verdict: NOT RECONCILED — 3 differences")
+			require.Contains(t, out, fmt.Sprintf("verdict: NOT RECONCILED — %d differences", src.differences))
 
 			out, _, err = runGL(t, src.env, "reconcile", "--json")
 			require.Error(t, err)

@@ -200,7 +200,7 @@ func replayCmd(ctx context.Context, env cli.Env, args []string) error {
 		return fmt.Errorf("replay: check the rebuild against the wallet: %w", err)
 	}
 	fmt.Fprintf(env.Stdout, "check against the wallet %s (its transfers as listed before the replay):\n", sourceName)
-	writeReconciliation(env.Stdout, "  ", rec)
+	writeReconciliation(env.Stdout, "  ", rec, false)
 	if !rec.Agree() {
 		if slices.ContainsFunc(rec.Differences, func(d gl.Difference) bool { return d.Kind == gl.DiffMissing }) {
 			fmt.Fprintf(env.Stdout, "the stream no longer holds the whole history: re-publish the missing events from the wallet "+

@@ -148,8 +148,8 @@ func postFutureDeposit(t *testing.T, pool interface {
 			INSERT INTO journal_entries (id, event_id, transfer_id, currency, description, occurred_at, event_type, kind)
 			VALUES (gen_random_uuid(), 'ev-future', 'tr-future', 'USD', 'a deposit', $1, 'TransferCompleted.v2', 'deposit')
 			RETURNING id)
-		INSERT INTO journal_lines (entry_id, account_code, direction, amount, currency)
-		SELECT e.id, l.code, l.dir, 5, 'USD' FROM e, (VALUES ('1010', 'debit'), ('2010', 'credit')) AS l(code, dir)`, at)
+		INSERT INTO journal_lines (entry_id, account_code, direction, amount, currency, wallet_id)
+		SELECT e.id, l.code, l.dir, 5, 'USD', l.wallet FROM e, (VALUES ('1010', 'debit', 'bank'), ('2010', 'credit', 'alice')) AS l(code, dir, wallet)`, at)
 	require.NoError(t, err)
 }
 

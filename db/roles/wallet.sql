@@ -8,7 +8,8 @@ GRANT SELECT, INSERT, UPDATE ON wallets TO :"runtime_role";
 GRANT SELECT, INSERT ON transfers TO :"runtime_role";
 GRANT UPDATE (reversed_amount) ON transfers TO :"runtime_role";
 
--- reconcile_transfers_v1, _v2, _v3 and reconcile_holds_v1 are for the GL's reconcile, which reads
+-- reconcile_transfers_v1, _v2, _v3, reconcile_holds_v1, reconcile_balances_v1 and
+-- reconcile_movements_v1 are for the GL's reconcile, which reads
 -- them with a role of its own (docs/database-roles.md): the wallet itself never reads them.
 
 -- A hold is placed once and finished once (captured or voided): only its status columns

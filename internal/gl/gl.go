@@ -60,11 +60,15 @@ type Entry struct {
 	HoldID string
 }
 
-// Line is one amount on one account, in the entry's currency and in minor units.
+// Line is one amount on one account, in the entry's currency and in minor units. WalletID is
+// the wallet on the line's side of the movement (WalletLines), "" for none: on a control
+// account of wallets (2010, 2020) it names the sub-account the line belongs to, and the
+// database refuses such a line without one.
 type Line struct {
 	AccountCode string
 	Direction   Direction
 	Amount      int64
+	WalletID    string
 }
 
 // Balanced reports whether e can be posted: at least one debit and one credit, every amount
@@ -196,6 +200,7 @@ type Accounts interface {
 type AccountBalance struct {
 	AccountCode   string
 	Currency      string
+	WalletID      string // the wallet whose sub-account this is; "": the whole account
 	NormalBalance Direction
 	AsOf          *time.Time // nil: every line posted so far
 	Debits        Sum
@@ -225,10 +230,11 @@ type StatementLine struct {
 }
 
 // StatementQuery asks for one page of an account's lines in one currency, posted in
-// [From, To); a nil bound is open.
+// [From, To) (a nil bound is open); with WalletID, of that wallet's sub-account only.
 type StatementQuery struct {
 	AccountCode string
 	Currency    string
+	WalletID    string // "": every line of the account
 	From, To    *time.Time
 	After       string // the cursor: "" for the first page, else a page's NextCursor
 	Limit       int
@@ -316,6 +322,9 @@ type Reader interface {
 	// first posting: none, a balance of 0 as of that time). It returns ErrAccountNotFound for a
 	// code outside the chart of accounts.
 	AccountBalance(ctx context.Context, code, currency string, asOf *time.Time) (AccountBalance, error)
+	// WalletBalance is AccountBalance of one wallet's sub-account: the lines of the account
+	// that name the wallet.
+	WalletBalance(ctx context.Context, code, currency, walletID string, asOf *time.Time) (AccountBalance, error)
 	// Statement returns a page of an account's lines with running balances. A cursor that
 	// names no line of the account and currency is ErrInvalidCursor.
 	Statement(ctx context.Context, q StatementQuery) (Statement, error)

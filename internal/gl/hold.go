@@ -114,7 +114,7 @@ func PlacementEntry(env contract.Envelope, holds HoldRules) (Entry, error) {
 		Currency:    data.Currency,
 		Description: placementDescription(data.HoldID, data.WalletID),
 		OccurredAt:  data.CreatedAt,
-		Lines:       holds.Place.lines(data.Amount),
+		Lines:       WalletLines(holds.Place.lines(data.Amount), data.WalletID, data.WalletID),
 	}, nil
 }
 
@@ -191,7 +191,7 @@ func ReleaseEntry(rel Release, placed Entry, holds HoldRules) (Entry, error) {
 	}
 	entry := rel.entry
 	entry.ID = id
-	entry.Lines = holds.Release.lines(rel.Amount)
+	entry.Lines = WalletLines(holds.Release.lines(rel.Amount), rel.WalletID, rel.WalletID)
 	return entry, nil
 }
 

@@ -55,7 +55,7 @@ func reversed(t *testing.T, reversalID, transferID string, amount int64, currenc
 }
 
 func lines(amount int64, debit, credit string) []gl.Line {
-	return []gl.Line{{AccountCode: debit, Direction: gl.Debit, Amount: amount}, {AccountCode: credit, Direction: gl.Credit, Amount: amount}}
+	return []gl.Line{{AccountCode: debit, Direction: gl.Debit, Amount: amount, WalletID: "w-from"}, {AccountCode: credit, Direction: gl.Credit, Amount: amount, WalletID: "w-to"}}
 }
 
 func TestTransferEntryPostsByTheRuleOfItsTypeKindAndTime(t *testing.T) {
@@ -124,7 +124,7 @@ func TestAHoldsReleaseIsBuiltFromItsPlacement(t *testing.T) {
 	require.Equal(t, gl.HoldPlacedKey("h-1"), placement.TransferID)
 	require.Equal(t, "h-1", placement.HoldID)
 	require.Equal(t, gl.KindHold, placement.Kind)
-	require.Equal(t, lines(300, "2010", "2020"), placement.Lines)
+	require.Equal(t, gl.WalletLines(lines(300, "2010", "2020"), "w-1", "w-1"), placement.Lines, "both lines are the hold's wallet's")
 
 	void := voided(t, "h-1", "w-1", 300, "USD")
 	rel, err := gl.DecodeRelease(void)
@@ -135,7 +135,7 @@ func TestAHoldsReleaseIsBuiltFromItsPlacement(t *testing.T) {
 	require.Equal(t, gl.HoldReleasedKey("h-1"), release.TransferID)
 	require.Equal(t, void.ID, release.EventID)
 	require.Equal(t, "h-1", release.HoldID)
-	require.Equal(t, lines(300, "2020", "2010"), release.Lines)
+	require.Equal(t, gl.WalletLines(lines(300, "2020", "2010"), "w-1", "w-1"), release.Lines)
 	require.True(t, release.Balanced())
 
 	require.ErrorIs(t, gl.NoPlacement(rel), contract.ErrNotYet)
@@ -174,9 +174,9 @@ func TestAReversalSwapsItsOriginalsLinesForItsShare(t *testing.T) {
 	e, err := gl.ReversalEntry(env.ID, data, orig)
 	require.NoError(t, err)
 	require.Equal(t, []gl.Line{
-		{AccountCode: "1010", Direction: gl.Credit, Amount: 400},
-		{AccountCode: "2010", Direction: gl.Debit, Amount: 400},
-	}, e.Lines)
+		{AccountCode: "1010", Direction: gl.Credit, Amount: 400, WalletID: "w-from"},
+		{AccountCode: "2010", Direction: gl.Debit, Amount: 400, WalletID: "w-to"},
+	}, e.Lines, "each line goes back to the wallet its original's line named")
 	require.Equal(t, "rv-1", e.TransferID)
 	require.Equal(t, env.ID, e.EventID)
 	require.Equal(t, orig.ID, e.ReversesEntryID)

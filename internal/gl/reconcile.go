@@ -44,6 +44,9 @@ type Reconciler struct {
 	Rules  Rules // every posting rule, to check each entry against the one it was posted by
 	Source TransferSource
 	Ledger EntryLister
+	// SubLedgers, when set and the Source publishes balances (BalanceSource), has Reconcile
+	// compare every wallet's balance and held amount with its sub-ledger too.
+	SubLedgers SubLedgerReader
 }
 
 // Reconcile reads the wallet's transfers, then the ledger's entries, and compares them.
@@ -56,7 +59,19 @@ func (r Reconciler) Reconcile(ctx context.Context) (Reconciliation, error) {
 	if err != nil {
 		return Reconciliation{}, err
 	}
-	return r.against(ctx, transfers, holds, compared)
+	rec, err := r.against(ctx, transfers, holds, compared)
+	if err != nil {
+		return Reconciliation{}, err
+	}
+	balances, compared, err := compareBalances(ctx, r.Source, r.SubLedgers)
+	if err != nil {
+		return Reconciliation{}, err
+	}
+	rec.BalancesCompared, rec.WalletBalances, rec.MovementsInFlight = compared, balances.Wallets, balances.InFlight
+	if balances.Differences != nil {
+		rec.Balances = balances.Differences
+	}
+	return rec, nil
 }
 
 // Against compares transfers, a listing of the wallet read earlier, with every entry the
@@ -149,6 +164,14 @@ type Reconciliation struct {
 	// entries hold by hold (ReconcileHolds); WalletHolds is then how many it has.
 	HoldsCompared bool `json:"holds_compared"`
 	WalletHolds   int  `json:"wallet_holds"`
+	// BalancesCompared is true when every wallet's balance and held amount were compared with
+	// its sub-ledger (CompareBalances); WalletBalances is then how many wallets the wallet has,
+	// MovementsInFlight how many of its movements the GL had not posted (left out of the
+	// wallets' figures), and Balances each wallet and figure that differ.
+	BalancesCompared  bool                `json:"balances_compared"`
+	WalletBalances    int                 `json:"wallet_balances"`
+	MovementsInFlight int                 `json:"movements_in_flight"`
+	Balances          []BalanceDifference `json:"balances"`
 }
 
 // HoldTotal is one currency's open holds (placed, not released) and the hold account's balance;
@@ -213,7 +236,7 @@ func HoldTotals(rules HoldRules, entries []Entry) []HoldTotal {
 }
 
 // Agree reports whether both sides hold the same postings.
-func (r Reconciliation) Agree() bool { return len(r.Differences) == 0 }
+func (r Reconciliation) Agree() bool { return len(r.Differences) == 0 && len(r.Balances) == 0 }
 
 // Reconcile compares the wallet's transfers with the GL's entries: every transfer must have
 // exactly one entry with its amount and currency, posted by the rule in force for the entry's
@@ -240,7 +263,7 @@ func ReconcileWithHolds(rules Rules, transfers []SourceTransfer, holds []SourceH
 
 // reconcile compares holds too unless holds is nil.
 func reconcile(rules Rules, transfers []SourceTransfer, entries []Entry, holds []SourceHold) Reconciliation {
-	r := Reconciliation{Transfers: len(transfers), Differences: []Difference{}}
+	r := Reconciliation{Transfers: len(transfers), Differences: []Difference{}, Balances: []BalanceDifference{}}
 	byTransfer := map[string][]Entry{}
 	for _, e := range entries {
 		if e.HoldID != "" {

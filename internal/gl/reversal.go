@@ -65,7 +65,7 @@ func ReversalEntry(eventID string, data contract.TransferReversed, orig Entry) (
 			}
 			amount = q.Int64()
 		}
-		lines = append(lines, Line{AccountCode: l.AccountCode, Direction: opposite(l.Direction), Amount: amount})
+		lines = append(lines, Line{AccountCode: l.AccountCode, Direction: opposite(l.Direction), Amount: amount, WalletID: l.WalletID})
 	}
 	id, err := uuid.NewV7()
 	if err != nil {

@@ -35,7 +35,7 @@ func TransferEntry(env contract.Envelope, rules Rules) (Entry, error) {
 		Currency:    data.Currency,
 		Description: transferDescription(data),
 		OccurredAt:  data.CreatedAt,
-		Lines:       rule.lines(data.Amount),
+		Lines:       WalletLines(rule.lines(data.Amount), data.FromWalletID, data.ToWalletID),
 		EventType:   env.Type,
 		Kind:        data.Kind,
 	}, nil

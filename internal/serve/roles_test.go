@@ -123,12 +123,13 @@ func TestTheGLPostsAsItsRuntimeRoleAndCannotRewriteTheJournal(t *testing.T) {
 		ID: uuid.Must(uuid.NewV7()), EventID: uuid.NewString(), TransferID: uuid.NewString(), Currency: "USD",
 		OccurredAt: time.Now().UTC(),
 		Lines: []gl.Line{
-			{AccountCode: "1010", Direction: gl.Debit, Amount: 500},
-			{AccountCode: "2010", Direction: gl.Credit, Amount: 500},
+			{AccountCode: "1010", Direction: gl.Debit, Amount: 500, WalletID: "bank"},
+			{AccountCode: "2010", Direction: gl.Credit, Amount: 500, WalletID: "alice"},
 		},
 	}
 	err = database.WithTx(ctx, pool, func(tx pgx.Tx) error {
 		created, err := ledger.Post(ctx, tx, entry)
+		require.NoError(t, err)
 		require.True(t, created)
 		return err
 	})

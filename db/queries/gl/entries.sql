@@ -133,9 +133,11 @@ JOIN journal_entries e ON e.id = p.entry_id
 ORDER BY p.posted_at, p.id;
 
 -- name: StatementLineExists :one
--- Whether a statement's cursor names a line of this account and currency: an empty page after
--- one that does not is an invalid cursor, not the end of the statement.
-SELECT EXISTS (SELECT FROM journal_lines WHERE id = @id AND account_code = @account_code AND currency = @currency);
+-- Whether a statement's cursor names a line of this account and currency (and of the wallet
+-- @wallet_id, '' for any): an empty page after one that does not is an invalid cursor, not the
+-- end of the statement.
+SELECT EXISTS (SELECT FROM journal_lines WHERE id = @id AND account_code = @account_code AND currency = @currency
+               AND (@wallet_id::text = '' OR wallet_id = @wallet_id::text));
 
 -- name: EntryExists :one
 -- Whether a page's cursor names an entry: an empty page after one that does not is an invalid
@@ -287,11 +289,13 @@ FROM journal_entries e
 WHERE e.transfer_id = ANY (@transfer_ids::text[]);
 
 -- name: InsertLinesBatch :exec
-INSERT /* fixed plan */ INTO journal_lines (entry_id, account_code, direction, amount, currency, posted_at)
-SELECT l.entry_id, l.account_code, l.direction, l.amount, l.currency, l.posted_at
+-- A wallet_id of '' stands for none (NULL): a line on no wallet's side.
+INSERT /* fixed plan */ INTO journal_lines (entry_id, account_code, direction, amount, currency, posted_at, wallet_id)
+SELECT l.entry_id, l.account_code, l.direction, l.amount, l.currency, l.posted_at, nullif(l.wallet_id, '')
 FROM (SELECT unnest(@entry_ids::uuid[]) AS entry_id, unnest(@account_codes::text[]) AS account_code,
              unnest(@directions::text[]) AS direction, unnest(@amounts::bigint[]) AS amount,
-             unnest(@currencies::text[]) AS currency, unnest(@posted_ats::timestamptz[]) AS posted_at) AS l;
+             unnest(@currencies::text[]) AS currency, unnest(@posted_ats::timestamptz[]) AS posted_at,
+             unnest(@wallet_ids::text[]) AS wallet_id) AS l;
 
 -- name: ListReversingEntries :many
 -- The entries that reverse these entries (reverses_entry_id), to show each original's
@@ -300,3 +304,76 @@ SELECT id, reverses_entry_id::uuid AS reverses_entry_id
 FROM journal_entries
 WHERE reverses_entry_id = ANY (@entry_ids::uuid[])
 ORDER BY posted_at, id;
+
+-- name: WalletAccountBalance :one
+-- AccountBalance of one wallet's sub-account: the wallet's lines on the account in one
+-- currency, posted at or before as_of (an infinity when absent). Balance checkpoints are per
+-- account, not per wallet, so this sums the wallet's lines through journal_lines_wallet_idx
+-- (00014): its cost grows with the wallet's lines on the account, not with the ledger.
+SELECT
+    a.code AS account_code,
+    a.normal_balance,
+    coalesce(sum(l.amount) FILTER (WHERE l.direction = 'debit'), 0)::numeric  AS debits,
+    coalesce(sum(l.amount) FILTER (WHERE l.direction = 'credit'), 0)::numeric AS credits
+FROM accounts a
+LEFT JOIN journal_lines l ON l.wallet_id = @wallet_id::text AND l.account_code = a.code AND l.currency = @currency
+    AND l.posted_at <= coalesce(sqlc.narg('as_of')::timestamptz, 'infinity')
+WHERE a.code = @account_code
+GROUP BY a.code, a.normal_balance;
+
+-- name: WalletAccountStatement :many
+-- AccountStatement of one wallet's sub-account: the wallet's lines on the account in one
+-- currency posted in [posted_from, posted_before), each bound optional, in posting order after
+-- the cursor line (which must be one of them), with running balances from the wallet's first
+-- line on it. The page starts after the later of the cursor and (posted_from, 0), as in
+-- AccountStatement.
+WITH cursor_line AS (
+    SELECT c.posted_at, c.id FROM journal_lines c
+    WHERE c.id = sqlc.narg('after_id')::bigint AND c.wallet_id = @wallet_id::text
+      AND c.account_code = @account_code AND c.currency = @currency
+), start AS (
+    SELECT s.posted_at, s.id FROM (
+        SELECT coalesce(sqlc.narg('posted_from')::timestamptz, '-infinity') AS posted_at, 0::bigint AS id
+        UNION ALL
+        SELECT posted_at, id FROM cursor_line
+    ) s
+    WHERE sqlc.narg('after_id')::bigint IS NULL OR EXISTS (SELECT FROM cursor_line)
+    ORDER BY s.posted_at DESC, s.id DESC
+    LIMIT 1
+), page AS (
+    SELECT l.id, l.entry_id, l.direction, l.amount, l.posted_at
+    FROM journal_lines l
+    WHERE l.wallet_id = @wallet_id::text AND l.account_code = @account_code AND l.currency = @currency
+      AND (l.posted_at, l.id) > (SELECT posted_at, id FROM start)
+      AND l.posted_at < coalesce(sqlc.narg('posted_before')::timestamptz, 'infinity')
+    ORDER BY l.posted_at, l.id
+    LIMIT @row_limit
+), opening AS (
+    SELECT coalesce(sum(CASE WHEN o.direction = @normal_balance::text THEN o.amount ELSE -o.amount END), 0)::numeric AS amount
+    FROM journal_lines o
+    WHERE o.wallet_id = @wallet_id AND o.account_code = @account_code AND o.currency = @currency
+      AND (o.posted_at, o.id) <= (SELECT posted_at, id FROM start)
+)
+SELECT
+    p.id AS line_id, p.entry_id, e.event_id, e.transfer_id, p.direction, p.amount, p.posted_at,
+    ((SELECT amount FROM opening) + sum(CASE WHEN p.direction = @normal_balance::text THEN p.amount ELSE -p.amount END)
+        OVER (ORDER BY p.posted_at, p.id))::numeric AS running_balance
+FROM page p
+JOIN journal_entries e ON e.id = p.entry_id
+ORDER BY p.posted_at, p.id;
+
+-- name: WalletSubLedgers :many
+-- Every wallet's sub-account of every control account of wallets, per currency, in the
+-- account's normal-balance sign; lines without a wallet under wallet_id ''. gl reconcile reads
+-- it in a REPEATABLE READ snapshot with PostedMovements.
+SELECT l.account_code, coalesce(l.wallet_id, '')::text AS wallet_id, l.currency,
+       sum(CASE WHEN l.direction = a.normal_balance THEN l.amount ELSE -l.amount END)::numeric AS balance
+FROM journal_lines l
+JOIN accounts a ON a.code = l.account_code
+WHERE a.wallet_control
+GROUP BY l.account_code, l.wallet_id, l.currency
+ORDER BY 2, 3, 1;
+
+-- name: PostedMovements :many
+-- Which of these movement keys (transfer, reversal or hold movement ids) have an entry.
+SELECT transfer_id FROM journal_entries WHERE transfer_id = ANY (@transfer_ids::text[]);

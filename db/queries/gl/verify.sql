@@ -174,3 +174,18 @@ WHERE e.reverses_entry_id IS NULL
           AND (SELECT count(*) FROM journal_lines l WHERE l.entry_id = e.id) = 2))
 ORDER BY e.posted_at, e.id
 LIMIT @row_limit;
+
+-- name: WalletControlTotals :many
+-- Per control account of wallets and currency, the account's balance and the sum of its
+-- wallets' sub-accounts (the lines naming a wallet), both in the normal-balance sign, and how
+-- many of its lines name none: the two are equal exactly when every line names its wallet.
+SELECT l.account_code, l.currency,
+       sum(CASE WHEN l.direction = a.normal_balance THEN l.amount ELSE -l.amount END)::numeric AS balance,
+       coalesce(sum(CASE WHEN l.direction = a.normal_balance THEN l.amount ELSE -l.amount END)
+                FILTER (WHERE l.wallet_id IS NOT NULL), 0)::numeric AS wallets,
+       count(*) FILTER (WHERE l.wallet_id IS NULL)::bigint AS without_wallet
+FROM journal_lines l
+JOIN accounts a ON a.code = l.account_code
+WHERE a.wallet_control
+GROUP BY l.account_code, l.currency
+ORDER BY l.account_code, l.currency;

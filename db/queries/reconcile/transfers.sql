@@ -37,3 +37,14 @@ LIMIT @row_limit;
 SELECT id, wallet_id, amount, currency, status
 FROM reconcile_holds_v1
 WHERE id = @id;
+
+-- name: ReconcileBalances :many
+-- Every wallet's balance and held amount, read in the same snapshot as ReconcileMovements.
+SELECT wallet_id, currency, balance, held, allow_negative
+FROM reconcile_balances_v1
+ORDER BY wallet_id;
+
+-- name: ReconcileMovements :many
+-- What each movement did to each wallet, keyed as the GL's journal keys it.
+SELECT movement_id, wallet_id, currency, balance_change, held_change
+FROM reconcile_movements_v1;

@@ -32,6 +32,20 @@ func isUUID(s string) bool {
 
 var currencyCode = regexp.MustCompile(`^[A-Z]{3}$`)
 
+// walletID is the wallet service's wallet id syntax, the one journal_lines.wallet_id takes.
+var walletID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+var errInvalidWalletID = problem.New(problem.Invalid, "invalid-wallet-id", "the wallet_id query parameter must be 1 to 64 letters, digits, '_' or '-'")
+
+// optionalWalletID reads the wallet_id query parameter: "" when absent.
+func optionalWalletID(query url.Values) (string, error) {
+	id := query.Get("wallet_id")
+	if _, given := query["wallet_id"]; given && !walletID.MatchString(id) {
+		return "", errInvalidWalletID
+	}
+	return id, nil
+}
+
 // entryJSON is an entry as the API shows it.
 type entryJSON struct {
 	ID         string    `json:"id"`
@@ -151,6 +165,7 @@ func handleAccountBalance(ledger gl.Reader) http.Handler {
 	type response struct {
 		AccountCode   string       `json:"account_code"`
 		Currency      string       `json:"currency"`
+		WalletID      string       `json:"wallet_id,omitempty"` // absent: the whole account
 		NormalBalance gl.Direction `json:"normal_balance"`
 		AsOf          *time.Time   `json:"as_of"` // null: everything posted so far
 		Debits        gl.Sum       `json:"debits"`
@@ -174,7 +189,17 @@ func handleAccountBalance(ledger gl.Reader) http.Handler {
 			web.WriteProblem(w, r, err)
 			return
 		}
-		balance, err := ledger.AccountBalance(r.Context(), code, currency, asOf)
+		wallet, err := optionalWalletID(query)
+		if err != nil {
+			web.WriteProblem(w, r, err)
+			return
+		}
+		var balance gl.AccountBalance
+		if wallet == "" {
+			balance, err = ledger.AccountBalance(r.Context(), code, currency, asOf)
+		} else {
+			balance, err = ledger.WalletBalance(r.Context(), code, currency, wallet, asOf)
+		}
 		if errors.Is(err, gl.ErrAccountNotFound) {
 			web.WriteProblem(w, r, problem.Newf(gl.ErrAccountNotFound, "account %q is not in the chart of accounts", code))
 			return
@@ -186,6 +211,9 @@ func handleAccountBalance(ledger gl.Reader) http.Handler {
 		resp := response{
 			AccountCode: balance.AccountCode, Currency: balance.Currency, NormalBalance: balance.NormalBalance,
 			Debits: balance.Debits, Credits: balance.Credits, Balance: balance.Balance(),
+		}
+		if wallet != "" {
+			resp.WalletID = wallet
 		}
 		if balance.AsOf != nil {
 			t := balance.AsOf.UTC()
@@ -209,6 +237,7 @@ func handleAccountStatement(ledger gl.Reader) http.Handler {
 	type response struct {
 		AccountCode   string       `json:"account_code"`
 		Currency      string       `json:"currency"`
+		WalletID      string       `json:"wallet_id,omitempty"` // absent: the whole account
 		NormalBalance gl.Direction `json:"normal_balance"`
 		Lines         []line       `json:"lines"`
 		NextCursor    *string      `json:"next_cursor"` // null on the last page
@@ -232,6 +261,10 @@ func handleAccountStatement(ledger gl.Reader) http.Handler {
 			web.WriteProblem(w, r, err)
 			return
 		}
+		if q.WalletID, err = optionalWalletID(query); err != nil {
+			web.WriteProblem(w, r, err)
+			return
+		}
 		st, err := ledger.Statement(r.Context(), q)
 		if errors.Is(err, gl.ErrAccountNotFound) {
 			web.WriteProblem(w, r, problem.Newf(gl.ErrAccountNotFound, "account %q is not in the chart of accounts", q.AccountCode))
@@ -244,6 +277,9 @@ func handleAccountStatement(ledger gl.Reader) http.Handler {
 		resp := response{
 			AccountCode: st.Account.Code, Currency: st.Currency, NormalBalance: st.Account.NormalBalance,
 			Lines: make([]line, 0, len(st.Lines)),
+		}
+		if q.WalletID != "" {
+			resp.WalletID = q.WalletID
 		}
 		for _, l := range st.Lines {
 			resp.Lines = append(resp.Lines, line{

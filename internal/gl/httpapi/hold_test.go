@@ -20,8 +20,8 @@ func TestAHoldsEntryShowsItsHoldID(t *testing.T) {
 		ID: uuid.Must(uuid.NewV7()), EventID: uuid.Must(uuid.NewV7()).String(), TransferID: gl.HoldPlacedKey(holdID),
 		HoldID: holdID, Currency: "USD", OccurredAt: time.Now().UTC(),
 		Lines: []gl.Line{
-			{AccountCode: "2010", Direction: gl.Debit, Amount: 400},
-			{AccountCode: "2020", Direction: gl.Credit, Amount: 400},
+			{AccountCode: "2010", Direction: gl.Debit, Amount: 400, WalletID: "w-1"},
+			{AccountCode: "2020", Direction: gl.Credit, Amount: 400, WalletID: "w-1"},
 		},
 	}
 	b := setup(t, entry(uuid.NewString(), "USD", 1000), placed)

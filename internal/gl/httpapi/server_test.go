@@ -82,8 +82,8 @@ func entry(transferID, currency string, amount int64) gl.Entry {
 		ID: uuid.Must(uuid.NewV7()), EventID: uuid.Must(uuid.NewV7()).String(), TransferID: transferID,
 		Currency: currency, OccurredAt: time.Now().UTC(),
 		Lines: []gl.Line{
-			{AccountCode: "1010", Direction: gl.Debit, Amount: amount},
-			{AccountCode: "2010", Direction: gl.Credit, Amount: amount},
+			{AccountCode: "1010", Direction: gl.Debit, Amount: amount, WalletID: "w-from"},
+			{AccountCode: "2010", Direction: gl.Credit, Amount: amount, WalletID: "w-to"},
 		},
 	}
 }

@@ -95,7 +95,7 @@ func postUSDEntries(t *testing.T, db execer, n int) {
 			SELECT gen_random_uuid(), 'ev-' || gen_random_uuid(), 'tr-' || gen_random_uuid(), 'USD', now()
 			FROM generate_series(1, $1::int)
 			RETURNING id)
-		INSERT INTO journal_lines (entry_id, account_code, direction, amount, currency)
-		SELECT id, v.account, v.direction, 100, 'USD' FROM e, (VALUES ('1010', 'debit'), ('2010', 'credit')) AS v(account, direction)`, n)
+		INSERT INTO journal_lines (entry_id, account_code, direction, amount, currency, wallet_id)
+		SELECT id, v.account, v.direction, 100, 'USD', 'w-1' FROM e, (VALUES ('1010', 'debit'), ('2010', 'credit')) AS v(account, direction)`, n)
 	require.NoError(t, err)
 }

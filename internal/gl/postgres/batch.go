@@ -87,6 +87,7 @@ func (l *Ledger) insertLines(ctx context.Context, q *gldb.Queries, entries []gl.
 			p.Amounts = append(p.Amounts, line.Amount)
 			p.Currencies = append(p.Currencies, row.Currency)
 			p.PostedAts = append(p.PostedAts, row.PostedAt)
+			p.WalletIds = append(p.WalletIds, line.WalletID)
 		}
 	}
 	if len(p.EntryIds) == 0 {

@@ -149,8 +149,8 @@ func TestCheckpointsLeaveEveryReadAsTheSumOfTheLines(t *testing.T) {
 
 	// A line written by hand with a posting time the checkpoint covers (the owner can; the
 	// runtime role cannot backdate through the service) is what verify finds.
-	_, err = b.pool.Exec(ctx, `INSERT INTO journal_lines (entry_id, account_code, direction, amount, currency, posted_at)
-		SELECT id, code, dir, 5, 'USD', $1 FROM (SELECT id FROM journal_entries WHERE currency = 'USD' LIMIT 1) e,
+	_, err = b.pool.Exec(ctx, `INSERT INTO journal_lines (entry_id, account_code, direction, amount, currency, posted_at, wallet_id)
+		SELECT id, code, dir, 5, 'USD', $1, 'w-1' FROM (SELECT id FROM journal_entries WHERE currency = 'USD' LIMIT 1) e,
 		(VALUES ('1010', 'debit'), ('2010', 'credit')) AS l (code, dir)`, first.Add(-time.Second))
 	require.NoError(t, err)
 	checks, err = b.ledger.Verify(ctx, 0)
@@ -235,8 +235,8 @@ func (b *testBundle) postAt(t *testing.T, transferID, currency string, amount in
 			VALUES ($1, $2, $3, $4, $5, $5)`, id, id.String(), transferID, currency, at); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO journal_lines (entry_id, account_code, direction, amount, currency, posted_at)
-			VALUES ($1, '1010', 'debit', $2, $3, $4), ($1, '2010', 'credit', $2, $3, $4)`, id, amount, currency, at)
+		_, err := tx.Exec(ctx, `INSERT INTO journal_lines (entry_id, account_code, direction, amount, currency, posted_at, wallet_id)
+			VALUES ($1, '1010', 'debit', $2, $3, $4, 'w-1'), ($1, '2010', 'credit', $2, $3, $4, 'w-1')`, id, amount, currency, at)
 		return err
 	}))
 }

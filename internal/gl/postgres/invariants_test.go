@@ -21,9 +21,9 @@ func TestDatabaseInvariantsHoldAgainstPlainSQL(t *testing.T) {
 		BEGIN;
 		INSERT INTO journal_entries (id, event_id, transfer_id, currency, occurred_at)
 		VALUES ('00000000-0000-7000-8000-000000000001', 'ev-1', 'tr-1', 'USD', now());
-		INSERT INTO journal_lines (entry_id, account_code, direction, amount, currency) VALUES
-		    ('00000000-0000-7000-8000-000000000001', '1010', 'debit', 100, 'USD'),
-		    ('00000000-0000-7000-8000-000000000001', '2010', 'credit', 100, 'USD');
+		INSERT INTO journal_lines (entry_id, account_code, direction, amount, currency, wallet_id) VALUES
+		    ('00000000-0000-7000-8000-000000000001', '1010', 'debit', 100, 'USD', 'w-1'),
+		    ('00000000-0000-7000-8000-000000000001', '2010', 'credit', 100, 'USD', 'w-1');
 		COMMIT;`)
 	require.NoError(t, err, "a balanced entry written by plain SQL commits")
 
@@ -31,8 +31,8 @@ func TestDatabaseInvariantsHoldAgainstPlainSQL(t *testing.T) {
 	const entry = `INSERT INTO journal_entries (id, event_id, transfer_id, currency, occurred_at)
 		VALUES ('00000000-0000-7000-8000-000000000002', 'ev-2', 'tr-2', 'USD', now());`
 	line := func(account, direction, amount, currency string) string {
-		return `INSERT INTO journal_lines (entry_id, account_code, direction, amount, currency) VALUES
-			('00000000-0000-7000-8000-000000000002', '` + account + `', '` + direction + `', ` + amount + `, '` + currency + `');`
+		return `INSERT INTO journal_lines (entry_id, account_code, direction, amount, currency, wallet_id) VALUES
+			('00000000-0000-7000-8000-000000000002', '` + account + `', '` + direction + `', ` + amount + `, '` + currency + `', 'w-1');`
 	}
 	tests := []struct {
 		name    string

@@ -149,7 +149,7 @@ func withLines(ctx context.Context, q *gldb.Queries, rows []gldb.JournalEntry) (
 	for _, line := range lines {
 		i := byID[line.EntryID]
 		entries[i].Lines = append(entries[i].Lines, gl.Line{
-			AccountCode: line.AccountCode, Direction: gl.Direction(line.Direction), Amount: line.Amount,
+			AccountCode: line.AccountCode, Direction: gl.Direction(line.Direction), Amount: line.Amount, WalletID: deref(line.WalletID),
 		})
 	}
 	reversing, err := q.ListReversingEntries(ctx, ids)
@@ -207,14 +207,14 @@ func (l *Ledger) Statement(ctx context.Context, q gl.StatementQuery) (gl.Stateme
 		}
 		params.AfterID = &id
 	}
-	rows, err := l.queries.AccountStatement(ctx, params)
+	rows, err := l.statementRows(ctx, params, q.WalletID)
 	if err != nil {
 		return gl.Statement{}, fmt.Errorf("statement of account %q: %w", q.AccountCode, interpretError(err))
 	}
 	if len(rows) == 0 && params.AfterID != nil {
 		// An empty page after a cursor: the end of the statement, or a cursor naming nothing.
 		exists, err := l.queries.StatementLineExists(ctx, gldb.StatementLineExistsParams{
-			ID: *params.AfterID, AccountCode: account.Code, Currency: q.Currency,
+			ID: *params.AfterID, AccountCode: account.Code, Currency: q.Currency, WalletID: q.WalletID,
 		})
 		if err != nil {
 			return gl.Statement{}, fmt.Errorf("look up cursor line %d: %w", *params.AfterID, interpretError(err))
@@ -239,6 +239,47 @@ func (l *Ledger) Statement(ctx context.Context, q gl.StatementQuery) (gl.Stateme
 		})
 	}
 	return st, nil
+}
+
+// statementRows reads a statement's page: of the whole account, or of walletID's sub-account
+// (its lines of the account; no balance checkpoint, which is per account).
+func (l *Ledger) statementRows(ctx context.Context, p gldb.AccountStatementParams, walletID string) ([]gldb.AccountStatementRow, error) {
+	if walletID == "" {
+		return l.queries.AccountStatement(ctx, p)
+	}
+	rows, err := l.queries.WalletAccountStatement(ctx, gldb.WalletAccountStatementParams{
+		NormalBalance: p.NormalBalance, AfterID: p.AfterID, WalletID: walletID, AccountCode: p.AccountCode,
+		Currency: p.Currency, RowLimit: p.RowLimit, PostedFrom: p.PostedFrom, PostedBefore: p.PostedBefore,
+	})
+	out := make([]gldb.AccountStatementRow, len(rows))
+	for i, r := range rows {
+		out[i] = gldb.AccountStatementRow(r)
+	}
+	return out, err
+}
+
+// WalletBalance sums walletID's lines of the account in currency posted up to asOf (nil: all
+// of them): the wallet's sub-account; zeros when it has none.
+func (l *Ledger) WalletBalance(ctx context.Context, code, currency, walletID string, asOf *time.Time) (gl.AccountBalance, error) {
+	params := gldb.WalletAccountBalanceParams{AccountCode: code, Currency: currency, WalletID: walletID}
+	if asOf != nil {
+		t := *asOf
+		params.AsOf = &t
+	}
+	row, err := l.queries.WalletAccountBalance(ctx, params)
+	switch err := interpretError(err); {
+	case errors.Is(err, errNoRow):
+		return gl.AccountBalance{}, fmt.Errorf("balance of account %q: %w", code, gl.ErrAccountNotFound)
+	case err != nil:
+		return gl.AccountBalance{}, fmt.Errorf("balance of account %q, wallet %q: %w", code, walletID, err)
+	}
+	b := gl.AccountBalance{
+		AccountCode: row.AccountCode, Currency: currency, WalletID: walletID, NormalBalance: gl.Direction(row.NormalBalance), AsOf: params.AsOf,
+	}
+	if b.Debits, b.Credits, err = debitsCredits(row.Debits, row.Credits); err != nil {
+		return gl.AccountBalance{}, fmt.Errorf("balance of account %q, wallet %q: %w", code, walletID, err)
+	}
+	return b, nil
 }
 
 func pageSize(n int) int {

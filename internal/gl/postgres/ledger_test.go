@@ -45,8 +45,8 @@ func entry(transferID, currency string, amount int64) gl.Entry {
 		ID: uuid.Must(uuid.NewV7()), EventID: uuid.Must(uuid.NewV7()).String(), TransferID: transferID,
 		Currency: currency, OccurredAt: time.Now().UTC(),
 		Lines: []gl.Line{
-			{AccountCode: "1010", Direction: gl.Debit, Amount: amount},
-			{AccountCode: "2010", Direction: gl.Credit, Amount: amount},
+			{AccountCode: "1010", Direction: gl.Debit, Amount: amount, WalletID: "w-from"},
+			{AccountCode: "2010", Direction: gl.Credit, Amount: amount, WalletID: "w-to"},
 		},
 	}
 }
@@ -135,8 +135,8 @@ func TestLedgerPost(t *testing.T) {
 		_, err := b.pool.Exec(ctx, `BEGIN;
 			INSERT INTO journal_entries (id, event_id, transfer_id, currency, occurred_at)
 			VALUES ('00000000-0000-7000-8000-0000000000b1', 'ev-huge', 't-huge', 'USD', now());
-			INSERT INTO journal_lines (entry_id, account_code, direction, amount, currency)
-			SELECT '00000000-0000-7000-8000-0000000000b1', a.code, a.direction, 4611686018427387905, 'USD'
+			INSERT INTO journal_lines (entry_id, account_code, direction, amount, currency, wallet_id)
+			SELECT '00000000-0000-7000-8000-0000000000b1', a.code, a.direction, 4611686018427387905, 'USD', 'w-1'
 			FROM (VALUES ('1010', 'debit'), ('1010', 'debit'), ('2010', 'credit'), ('2010', 'credit')) AS a (code, direction);
 			COMMIT;`)
 		require.NoError(t, err)

@@ -75,7 +75,7 @@ func TestVerifyFindsAnEntryOffItsRule(t *testing.T) {
 }
 
 func twoLines(amount int64, debit, credit string) []gl.Line {
-	return []gl.Line{{AccountCode: debit, Direction: gl.Debit, Amount: amount}, {AccountCode: credit, Direction: gl.Credit, Amount: amount}}
+	return []gl.Line{{AccountCode: debit, Direction: gl.Debit, Amount: amount, WalletID: "w-from"}, {AccountCode: credit, Direction: gl.Credit, Amount: amount, WalletID: "w-to"}}
 }
 
 // ruleCheck is gl verify's check of every entry against its posting rule. (The tests here post

@@ -131,6 +131,12 @@ func (l *Ledger) Verify(ctx context.Context, inboxRetention time.Duration) ([]gl
 	}
 	checks = append(checks, holds...)
 
+	sub, err := l.verifySubLedgers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	checks = append(checks, sub)
+
 	cp, err := l.verifyCheckpoint(ctx)
 	if err != nil {
 		return nil, err
@@ -183,6 +189,33 @@ func (l *Ledger) verifyHolds(ctx context.Context) ([]gl.Check, error) {
 		check("account "+account+" (funds on hold) never went negative in any currency", int64(len(totals)), counted(negative)),
 		check("account "+account+"'s balance equals the open holds' total in every currency", int64(len(totals)), counted(apart)),
 	), nil
+}
+
+// verifySubLedgers checks that every control account of wallets equals the sum of its wallets'
+// sub-accounts in every currency: that each of its lines names a wallet. The database refuses
+// such a line without one; a line written around it, or posted before sub-ledgers and not
+// placed by their migration, is what this finds.
+func (l *Ledger) verifySubLedgers(ctx context.Context) (gl.Check, error) {
+	totals, err := l.queries.WalletControlTotals(ctx)
+	if err != nil {
+		return gl.Check{}, fmt.Errorf("total the wallet control accounts and their sub-accounts: %w", interpretError(err))
+	}
+	var apart []offender
+	for _, t := range totals {
+		balance, err := sumFrom(t.Balance)
+		if err != nil {
+			return gl.Check{}, fmt.Errorf("balance of account %s in %s: %w", t.AccountCode, t.Currency, err)
+		}
+		wallets, err := sumFrom(t.Wallets)
+		if err != nil {
+			return gl.Check{}, fmt.Errorf("sub-accounts of account %s in %s: %w", t.AccountCode, t.Currency, err)
+		}
+		if !balance.Equal(wallets) || t.WithoutWallet > 0 {
+			apart = append(apart, offender{fmt.Sprintf("%s %s (balance %s, wallets' sub-accounts %s, %d lines without a wallet)",
+				t.AccountCode, t.Currency, balance, wallets, t.WithoutWallet), 0})
+		}
+	}
+	return check("every wallet control account equals the sum of its wallets' sub-accounts in every currency", int64(len(totals)), counted(apart)), nil
 }
 
 func holdTotals(t gldb.HoldAccountTotalsRow) (lowest, balance, open gl.Sum, err error) {

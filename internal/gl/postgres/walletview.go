@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -204,4 +205,48 @@ func (v *WalletView) Hold(ctx context.Context, id string) (gl.SourceHold, bool, 
 		return gl.SourceHold{}, false, fmt.Errorf("read the wallet's hold %s: %w", id, err)
 	}
 	return gl.SourceHold{ID: r.ID.String(), WalletID: r.WalletID, Amount: r.Amount, Currency: r.Currency, Status: r.Status}, true, nil
+}
+
+// BalancesViewName and MovementsViewName are the views of the wallet's balances and of what
+// each movement did to each wallet (wallet 00012), read in one snapshot: a wallet database
+// without them, or a role not granted them, is reconciled without its balances
+// (gl.ErrNoBalances).
+const (
+	BalancesViewName  = "reconcile_balances_v1"
+	MovementsViewName = "reconcile_movements_v1"
+)
+
+var _ gl.BalanceSource = (*WalletView)(nil)
+
+// WalletSnapshot reads every wallet's balance and every movement's change to each wallet in
+// one REPEATABLE READ, read-only transaction: both as of one moment of the wallet.
+func (v *WalletView) WalletSnapshot(ctx context.Context) (gl.WalletSnapshot, error) {
+	tx, err := v.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return gl.WalletSnapshot{}, fmt.Errorf("begin the wallet's snapshot: %w", interpretError(err))
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	q := v.queries.WithTx(tx)
+	wallets, err := q.ReconcileBalances(ctx)
+	if viewUnreadable(err) {
+		return gl.WalletSnapshot{}, fmt.Errorf("read the wallet's balances (view %s): %w: %w", BalancesViewName, gl.ErrNoBalances, interpretError(err))
+	}
+	if err != nil {
+		return gl.WalletSnapshot{}, fmt.Errorf("read the wallet's balances: %w", interpretError(err))
+	}
+	movements, err := q.ReconcileMovements(ctx)
+	if viewUnreadable(err) {
+		return gl.WalletSnapshot{}, fmt.Errorf("read the wallet's movements (view %s): %w: %w", MovementsViewName, gl.ErrNoBalances, interpretError(err))
+	}
+	if err != nil {
+		return gl.WalletSnapshot{}, fmt.Errorf("read the wallet's movements: %w", interpretError(err))
+	}
+	snap := gl.WalletSnapshot{Wallets: make([]gl.SourceWallet, 0, len(wallets)), Movements: make([]gl.SourceMovement, 0, len(movements))}
+	for _, w := range wallets {
+		snap.Wallets = append(snap.Wallets, gl.SourceWallet{ID: w.WalletID, Currency: w.Currency, Balance: w.Balance, Held: w.Held, AllowNegative: w.AllowNegative})
+	}
+	for _, m := range movements {
+		snap.Movements = append(snap.Movements, gl.SourceMovement{ID: m.MovementID, WalletID: m.WalletID, Currency: m.Currency, BalanceChange: m.BalanceChange, HeldChange: m.HeldChange})
+	}
+	return snap, nil
 }

@@ -87,8 +87,8 @@ func TestAHoldIsPlacedOn2020AndReleasedByItsCaptureOrVoid(t *testing.T) {
 	require.Equal(t, captured, entries[0].HoldID)
 	require.Equal(t, placed.ID, entries[0].EventID)
 	require.Equal(t, []gl.Line{
-		{AccountCode: "2010", Direction: gl.Debit, Amount: 1000},
-		{AccountCode: "2020", Direction: gl.Credit, Amount: 1000},
+		{AccountCode: "2010", Direction: gl.Debit, Amount: 1000, WalletID: "w-1"},
+		{AccountCode: "2020", Direction: gl.Credit, Amount: 1000, WalletID: "w-1"},
 	}, entries[0].Lines)
 
 	// A capture comes with its transfer's TransferCompleted, in one batch: the transfer is
@@ -106,8 +106,8 @@ func TestAHoldIsPlacedOn2020AndReleasedByItsCaptureOrVoid(t *testing.T) {
 	require.Len(t, released, 1)
 	require.Equal(t, captured, released[0].HoldID)
 	require.Equal(t, []gl.Line{
-		{AccountCode: "2020", Direction: gl.Debit, Amount: 1000},
-		{AccountCode: "2010", Direction: gl.Credit, Amount: 1000},
+		{AccountCode: "2020", Direction: gl.Debit, Amount: 1000, WalletID: "w-1"},
+		{AccountCode: "2010", Direction: gl.Credit, Amount: 1000, WalletID: "w-1"},
 	}, released[0].Lines)
 
 	// Every event is acknowledged, the capture's under the release's movement key.

@@ -59,8 +59,8 @@ func TestReversalPostsTheOriginalsLinesSwappedAndLinksBothWays(t *testing.T) {
 	require.Equal(t, orig.Kind, r.Kind)
 	require.Equal(t, []uuid.UUID{r.ID}, orig.ReversedBy, "the original shows its reversal")
 	require.Equal(t, []gl.Line{
-		{AccountCode: "1010", Direction: gl.Credit, Amount: 400},
-		{AccountCode: "2010", Direction: gl.Debit, Amount: 400},
+		{AccountCode: "1010", Direction: gl.Credit, Amount: 400, WalletID: "w-from"},
+		{AccountCode: "2010", Direction: gl.Debit, Amount: 400, WalletID: "w-to"},
 	}, r.Lines)
 
 	// The acknowledgment names the reversal's event: the wallet acknowledges its outbox row.

@@ -44,7 +44,7 @@ func linesOf(t *testing.T, b *testBundle, transferID string) gl.Entry {
 }
 
 func twoLines(amount int64, debit, credit string) []gl.Line {
-	return []gl.Line{{AccountCode: debit, Direction: gl.Debit, Amount: amount}, {AccountCode: credit, Direction: gl.Credit, Amount: amount}}
+	return []gl.Line{{AccountCode: debit, Direction: gl.Debit, Amount: amount, WalletID: "w-from"}, {AccountCode: credit, Direction: gl.Credit, Amount: amount, WalletID: "w-to"}}
 }
 
 func TestHandlerPostsByKindAndVersion(t *testing.T) {

@@ -108,8 +108,8 @@ func TestHandlerPostsBalancedEntryAndAcknowledges(t *testing.T) {
 	require.Equal(t, "USD", e.Currency)
 	require.True(t, e.OccurredAt.Equal(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)))
 	require.Equal(t, []gl.Line{
-		{AccountCode: "1010", Direction: gl.Debit, Amount: 1250},
-		{AccountCode: "2010", Direction: gl.Credit, Amount: 1250},
+		{AccountCode: "1010", Direction: gl.Debit, Amount: 1250, WalletID: "w-from"},
+		{AccountCode: "2010", Direction: gl.Credit, Amount: 1250, WalletID: "w-to"},
 	}, e.Lines)
 	require.True(t, e.Balanced())
 
@@ -289,7 +289,7 @@ func TestHandlerHonoursCustomPostingRule(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, entries, 1)
 	require.Equal(t, []gl.Line{
-		{AccountCode: "2010", Direction: gl.Debit, Amount: 42},
-		{AccountCode: "1010", Direction: gl.Credit, Amount: 42},
+		{AccountCode: "2010", Direction: gl.Debit, Amount: 42, WalletID: "w-from"},
+		{AccountCode: "1010", Direction: gl.Credit, Amount: 42, WalletID: "w-to"},
 	}, entries[0].Lines)
 }

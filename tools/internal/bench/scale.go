@@ -215,8 +215,8 @@ func (l *scaleLoader) growTo(ctx context.Context, size int64) (*ScaleSize, error
 		LoadSeconds: round(time.Since(started).Seconds(), 1)}, nil
 }
 
-// loadEntries writes $2 balanced entries numbered after $1 (two lines each, their processed
-// inbox rows), posted evenly over ($3, $4]: after the latest checkpoint, and at least a second
+// loadEntries writes $2 balanced entries numbered after $1 (two lines each, on one of 1,000
+// wallets, their processed inbox rows), posted evenly over ($3, $4]: after the latest checkpoint, and at least a second
 // before now, so that the next checkpoint covers them. Ids are in insertion order like the
 // services' UUIDv7s; entry kinds and currencies are skewed towards the first of each list.
 const loadEntries = `WITH src AS MATERIALIZED (
@@ -226,15 +226,16 @@ const loadEntries = `WITH src AS MATERIALIZED (
            $3::timestamptz + ($4::timestamptz - $3::timestamptz) * ((g - $1::bigint)::float8 / $2::bigint) AS posted_at,
            1 + floor(power(random(), 2) * cardinality($5::text[]))::int AS kind,
            ($7::text[])[1 + floor(power(random(), 3) * cardinality($7::text[]))::int] AS currency,
-           1 + floor(random() * random() * 100000)::bigint AS amount
+           1 + floor(random() * random() * 100000)::bigint AS amount,
+           'w' || (g % 1000)::text AS wallet_id
     FROM generate_series($1::bigint + 1, $1::bigint + $2::bigint) AS g
 ), entries AS (
     INSERT INTO journal_entries (id, event_id, transfer_id, currency, occurred_at, posted_at)
     SELECT id, event_id, transfer_id, currency, posted_at - interval '5 milliseconds', posted_at FROM src
 ), lines AS (
-    INSERT INTO journal_lines (entry_id, account_code, direction, amount, currency, posted_at)
+    INSERT INTO journal_lines (entry_id, account_code, direction, amount, currency, posted_at, wallet_id)
     SELECT s.id, CASE d.direction WHEN 'debit' THEN ($5::text[])[s.kind] ELSE ($6::text[])[s.kind] END,
-           d.direction, s.amount, s.currency, s.posted_at
+           d.direction, s.amount, s.currency, s.posted_at, s.wallet_id
     FROM src s CROSS JOIN (VALUES ('debit'), ('credit')) AS d (direction)
 ), inbox AS (
     INSERT INTO inbox (id, consumer, event_id, event_type, status, received_at, processed_at, updated_at)

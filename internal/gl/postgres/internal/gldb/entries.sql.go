@@ -237,7 +237,7 @@ func (q *Queries) EntryExists(ctx context.Context, id uuid.UUID) (bool, error) {
 }
 
 const getAccount = `-- name: GetAccount :one
-SELECT code, name, type, normal_balance, created_at FROM accounts WHERE code = $1
+SELECT code, name, type, normal_balance, created_at, wallet_control FROM accounts WHERE code = $1
 `
 
 func (q *Queries) GetAccount(ctx context.Context, code string) (Account, error) {
@@ -249,6 +249,7 @@ func (q *Queries) GetAccount(ctx context.Context, code string) (Account, error) 
 		&i.Type,
 		&i.NormalBalance,
 		&i.CreatedAt,
+		&i.WalletControl,
 	)
 	return i, err
 }
@@ -339,7 +340,7 @@ const insertAccount = `-- name: InsertAccount :one
 INSERT INTO accounts (code, name, type, normal_balance)
 VALUES ($1, $2, $3, $4)
 ON CONFLICT (code) DO NOTHING
-RETURNING code, name, type, normal_balance, created_at
+RETURNING code, name, type, normal_balance, created_at, wallet_control
 `
 
 type InsertAccountParams struct {
@@ -364,6 +365,7 @@ func (q *Queries) InsertAccount(ctx context.Context, arg InsertAccountParams) (A
 		&i.Type,
 		&i.NormalBalance,
 		&i.CreatedAt,
+		&i.WalletControl,
 	)
 	return i, err
 }
@@ -514,11 +516,12 @@ func (q *Queries) InsertLines(ctx context.Context, arg InsertLinesParams) error 
 }
 
 const insertLinesBatch = `-- name: InsertLinesBatch :exec
-INSERT /* fixed plan */ INTO journal_lines (entry_id, account_code, direction, amount, currency, posted_at)
-SELECT l.entry_id, l.account_code, l.direction, l.amount, l.currency, l.posted_at
+INSERT /* fixed plan */ INTO journal_lines (entry_id, account_code, direction, amount, currency, posted_at, wallet_id)
+SELECT l.entry_id, l.account_code, l.direction, l.amount, l.currency, l.posted_at, nullif(l.wallet_id, '')
 FROM (SELECT unnest($1::uuid[]) AS entry_id, unnest($2::text[]) AS account_code,
              unnest($3::text[]) AS direction, unnest($4::bigint[]) AS amount,
-             unnest($5::text[]) AS currency, unnest($6::timestamptz[]) AS posted_at) AS l
+             unnest($5::text[]) AS currency, unnest($6::timestamptz[]) AS posted_at,
+             unnest($7::text[]) AS wallet_id) AS l
 `
 
 type InsertLinesBatchParams struct {
@@ -528,8 +531,10 @@ type InsertLinesBatchParams struct {
 	Amounts      []int64
 	Currencies   []string
 	PostedAts    []time.Time
+	WalletIds    []string
 }
 
+// A wallet_id of ” stands for none (NULL): a line on no wallet's side.
 func (q *Queries) InsertLinesBatch(ctx context.Context, arg InsertLinesBatchParams) error {
 	_, err := q.db.Exec(ctx, insertLinesBatch,
 		arg.EntryIds,
@@ -538,12 +543,13 @@ func (q *Queries) InsertLinesBatch(ctx context.Context, arg InsertLinesBatchPara
 		arg.Amounts,
 		arg.Currencies,
 		arg.PostedAts,
+		arg.WalletIds,
 	)
 	return err
 }
 
 const listAccounts = `-- name: ListAccounts :many
-SELECT code, name, type, normal_balance, created_at FROM accounts ORDER BY code
+SELECT code, name, type, normal_balance, created_at, wallet_control FROM accounts ORDER BY code
 `
 
 func (q *Queries) ListAccounts(ctx context.Context) ([]Account, error) {
@@ -561,6 +567,7 @@ func (q *Queries) ListAccounts(ctx context.Context) ([]Account, error) {
 			&i.Type,
 			&i.NormalBalance,
 			&i.CreatedAt,
+			&i.WalletControl,
 		); err != nil {
 			return nil, err
 		}
@@ -715,7 +722,7 @@ func (q *Queries) ListEntriesPosted(ctx context.Context, arg ListEntriesPostedPa
 }
 
 const listLinesByEntries = `-- name: ListLinesByEntries :many
-SELECT id, entry_id, account_code, direction, amount, currency, posted_at FROM journal_lines WHERE entry_id = ANY ($1::uuid[]) ORDER BY entry_id, id
+SELECT id, entry_id, account_code, direction, amount, currency, posted_at, wallet_id FROM journal_lines WHERE entry_id = ANY ($1::uuid[]) ORDER BY entry_id, id
 `
 
 func (q *Queries) ListLinesByEntries(ctx context.Context, entryIds []uuid.UUID) ([]JournalLine, error) {
@@ -735,6 +742,7 @@ func (q *Queries) ListLinesByEntries(ctx context.Context, entryIds []uuid.UUID) 
 			&i.Amount,
 			&i.Currency,
 			&i.PostedAt,
+			&i.WalletID,
 		); err != nil {
 			return nil, err
 		}
@@ -780,20 +788,53 @@ func (q *Queries) ListReversingEntries(ctx context.Context, entryIds []uuid.UUID
 	return items, nil
 }
 
+const postedMovements = `-- name: PostedMovements :many
+SELECT transfer_id FROM journal_entries WHERE transfer_id = ANY ($1::text[])
+`
+
+// Which of these movement keys (transfer, reversal or hold movement ids) have an entry.
+func (q *Queries) PostedMovements(ctx context.Context, transferIds []string) ([]string, error) {
+	rows, err := q.db.Query(ctx, postedMovements, transferIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var transfer_id string
+		if err := rows.Scan(&transfer_id); err != nil {
+			return nil, err
+		}
+		items = append(items, transfer_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const statementLineExists = `-- name: StatementLineExists :one
-SELECT EXISTS (SELECT FROM journal_lines WHERE id = $1 AND account_code = $2 AND currency = $3)
+SELECT EXISTS (SELECT FROM journal_lines WHERE id = $1 AND account_code = $2 AND currency = $3
+               AND ($4::text = '' OR wallet_id = $4::text))
 `
 
 type StatementLineExistsParams struct {
 	ID          int64
 	AccountCode string
 	Currency    string
+	WalletID    string
 }
 
-// Whether a statement's cursor names a line of this account and currency: an empty page after
-// one that does not is an invalid cursor, not the end of the statement.
+// Whether a statement's cursor names a line of this account and currency (and of the wallet
+// @wallet_id, ” for any): an empty page after one that does not is an invalid cursor, not the
+// end of the statement.
 func (q *Queries) StatementLineExists(ctx context.Context, arg StatementLineExistsParams) (bool, error) {
-	row := q.db.QueryRow(ctx, statementLineExists, arg.ID, arg.AccountCode, arg.Currency)
+	row := q.db.QueryRow(ctx, statementLineExists,
+		arg.ID,
+		arg.AccountCode,
+		arg.Currency,
+		arg.WalletID,
+	)
 	var exists bool
 	err := row.Scan(&exists)
 	return exists, err
@@ -942,6 +983,201 @@ func (q *Queries) TrialBalance(ctx context.Context, asOf *time.Time) ([]TrialBal
 			&i.Currency,
 			&i.Debits,
 			&i.Credits,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const walletAccountBalance = `-- name: WalletAccountBalance :one
+SELECT
+    a.code AS account_code,
+    a.normal_balance,
+    coalesce(sum(l.amount) FILTER (WHERE l.direction = 'debit'), 0)::numeric  AS debits,
+    coalesce(sum(l.amount) FILTER (WHERE l.direction = 'credit'), 0)::numeric AS credits
+FROM accounts a
+LEFT JOIN journal_lines l ON l.wallet_id = $1::text AND l.account_code = a.code AND l.currency = $2
+    AND l.posted_at <= coalesce($3::timestamptz, 'infinity')
+WHERE a.code = $4
+GROUP BY a.code, a.normal_balance
+`
+
+type WalletAccountBalanceParams struct {
+	WalletID    string
+	Currency    string
+	AsOf        *time.Time
+	AccountCode string
+}
+
+type WalletAccountBalanceRow struct {
+	AccountCode   string
+	NormalBalance string
+	Debits        pgtype.Numeric
+	Credits       pgtype.Numeric
+}
+
+// AccountBalance of one wallet's sub-account: the wallet's lines on the account in one
+// currency, posted at or before as_of (an infinity when absent). Balance checkpoints are per
+// account, not per wallet, so this sums the wallet's lines through journal_lines_wallet_idx
+// (00014): its cost grows with the wallet's lines on the account, not with the ledger.
+func (q *Queries) WalletAccountBalance(ctx context.Context, arg WalletAccountBalanceParams) (WalletAccountBalanceRow, error) {
+	row := q.db.QueryRow(ctx, walletAccountBalance,
+		arg.WalletID,
+		arg.Currency,
+		arg.AsOf,
+		arg.AccountCode,
+	)
+	var i WalletAccountBalanceRow
+	err := row.Scan(
+		&i.AccountCode,
+		&i.NormalBalance,
+		&i.Debits,
+		&i.Credits,
+	)
+	return i, err
+}
+
+const walletAccountStatement = `-- name: WalletAccountStatement :many
+WITH cursor_line AS (
+    SELECT c.posted_at, c.id FROM journal_lines c
+    WHERE c.id = $2::bigint AND c.wallet_id = $3::text
+      AND c.account_code = $4 AND c.currency = $5
+), start AS (
+    SELECT s.posted_at, s.id FROM (
+        SELECT coalesce($6::timestamptz, '-infinity') AS posted_at, 0::bigint AS id
+        UNION ALL
+        SELECT posted_at, id FROM cursor_line
+    ) s
+    WHERE $2::bigint IS NULL OR EXISTS (SELECT FROM cursor_line)
+    ORDER BY s.posted_at DESC, s.id DESC
+    LIMIT 1
+), page AS (
+    SELECT l.id, l.entry_id, l.direction, l.amount, l.posted_at
+    FROM journal_lines l
+    WHERE l.wallet_id = $3::text AND l.account_code = $4 AND l.currency = $5
+      AND (l.posted_at, l.id) > (SELECT posted_at, id FROM start)
+      AND l.posted_at < coalesce($7::timestamptz, 'infinity')
+    ORDER BY l.posted_at, l.id
+    LIMIT $8
+), opening AS (
+    SELECT coalesce(sum(CASE WHEN o.direction = $1::text THEN o.amount ELSE -o.amount END), 0)::numeric AS amount
+    FROM journal_lines o
+    WHERE o.wallet_id = $3 AND o.account_code = $4 AND o.currency = $5
+      AND (o.posted_at, o.id) <= (SELECT posted_at, id FROM start)
+)
+SELECT
+    p.id AS line_id, p.entry_id, e.event_id, e.transfer_id, p.direction, p.amount, p.posted_at,
+    ((SELECT amount FROM opening) + sum(CASE WHEN p.direction = $1::text THEN p.amount ELSE -p.amount END)
+        OVER (ORDER BY p.posted_at, p.id))::numeric AS running_balance
+FROM page p
+JOIN journal_entries e ON e.id = p.entry_id
+ORDER BY p.posted_at, p.id
+`
+
+type WalletAccountStatementParams struct {
+	NormalBalance string
+	AfterID       *int64
+	WalletID      string
+	AccountCode   string
+	Currency      string
+	PostedFrom    *time.Time
+	PostedBefore  *time.Time
+	RowLimit      int32
+}
+
+type WalletAccountStatementRow struct {
+	LineID         int64
+	EntryID        uuid.UUID
+	EventID        string
+	TransferID     string
+	Direction      string
+	Amount         int64
+	PostedAt       time.Time
+	RunningBalance pgtype.Numeric
+}
+
+// AccountStatement of one wallet's sub-account: the wallet's lines on the account in one
+// currency posted in [posted_from, posted_before), each bound optional, in posting order after
+// the cursor line (which must be one of them), with running balances from the wallet's first
+// line on it. The page starts after the later of the cursor and (posted_from, 0), as in
+// AccountStatement.
+func (q *Queries) WalletAccountStatement(ctx context.Context, arg WalletAccountStatementParams) ([]WalletAccountStatementRow, error) {
+	rows, err := q.db.Query(ctx, walletAccountStatement,
+		arg.NormalBalance,
+		arg.AfterID,
+		arg.WalletID,
+		arg.AccountCode,
+		arg.Currency,
+		arg.PostedFrom,
+		arg.PostedBefore,
+		arg.RowLimit,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []WalletAccountStatementRow
+	for rows.Next() {
+		var i WalletAccountStatementRow
+		if err := rows.Scan(
+			&i.LineID,
+			&i.EntryID,
+			&i.EventID,
+			&i.TransferID,
+			&i.Direction,
+			&i.Amount,
+			&i.PostedAt,
+			&i.RunningBalance,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const walletSubLedgers = `-- name: WalletSubLedgers :many
+SELECT l.account_code, coalesce(l.wallet_id, '')::text AS wallet_id, l.currency,
+       sum(CASE WHEN l.direction = a.normal_balance THEN l.amount ELSE -l.amount END)::numeric AS balance
+FROM journal_lines l
+JOIN accounts a ON a.code = l.account_code
+WHERE a.wallet_control
+GROUP BY l.account_code, l.wallet_id, l.currency
+ORDER BY 2, 3, 1
+`
+
+type WalletSubLedgersRow struct {
+	AccountCode string
+	WalletID    string
+	Currency    string
+	Balance     pgtype.Numeric
+}
+
+// Every wallet's sub-account of every control account of wallets, per currency, in the
+// account's normal-balance sign; lines without a wallet under wallet_id ”. gl reconcile reads
+// it in a REPEATABLE READ snapshot with PostedMovements.
+func (q *Queries) WalletSubLedgers(ctx context.Context) ([]WalletSubLedgersRow, error) {
+	rows, err := q.db.Query(ctx, walletSubLedgers)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []WalletSubLedgersRow
+	for rows.Next() {
+		var i WalletSubLedgersRow
+		if err := rows.Scan(
+			&i.AccountCode,
+			&i.WalletID,
+			&i.Currency,
+			&i.Balance,
 		); err != nil {
 			return nil, err
 		}

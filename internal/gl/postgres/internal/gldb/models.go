@@ -18,6 +18,7 @@ type Account struct {
 	Type          string
 	NormalBalance string
 	CreatedAt     time.Time
+	WalletControl bool
 }
 
 type BalanceCheckpoint struct {
@@ -87,6 +88,7 @@ type JournalLine struct {
 	Amount      int64
 	Currency    string
 	PostedAt    time.Time
+	WalletID    *string
 }
 
 type Outbox struct {

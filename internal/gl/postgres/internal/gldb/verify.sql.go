@@ -476,3 +476,53 @@ func (q *Queries) UnbalancedEntries(ctx context.Context, rowLimit int32) ([]Unba
 	}
 	return items, nil
 }
+
+const walletControlTotals = `-- name: WalletControlTotals :many
+SELECT l.account_code, l.currency,
+       sum(CASE WHEN l.direction = a.normal_balance THEN l.amount ELSE -l.amount END)::numeric AS balance,
+       coalesce(sum(CASE WHEN l.direction = a.normal_balance THEN l.amount ELSE -l.amount END)
+                FILTER (WHERE l.wallet_id IS NOT NULL), 0)::numeric AS wallets,
+       count(*) FILTER (WHERE l.wallet_id IS NULL)::bigint AS without_wallet
+FROM journal_lines l
+JOIN accounts a ON a.code = l.account_code
+WHERE a.wallet_control
+GROUP BY l.account_code, l.currency
+ORDER BY l.account_code, l.currency
+`
+
+type WalletControlTotalsRow struct {
+	AccountCode   string
+	Currency      string
+	Balance       pgtype.Numeric
+	Wallets       pgtype.Numeric
+	WithoutWallet int64
+}
+
+// Per control account of wallets and currency, the account's balance and the sum of its
+// wallets' sub-accounts (the lines naming a wallet), both in the normal-balance sign, and how
+// many of its lines name none: the two are equal exactly when every line names its wallet.
+func (q *Queries) WalletControlTotals(ctx context.Context) ([]WalletControlTotalsRow, error) {
+	rows, err := q.db.Query(ctx, walletControlTotals)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []WalletControlTotalsRow
+	for rows.Next() {
+		var i WalletControlTotalsRow
+		if err := rows.Scan(
+			&i.AccountCode,
+			&i.Currency,
+			&i.Balance,
+			&i.Wallets,
+			&i.WithoutWallet,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}

@@ -3,3 +3,21 @@
 //   sqlc v1.31.1
 
 package reconciledb
+
+// Versioned read-only contract for the GL's reconciliation (gl reconcile): wallet balances; columns never change, see db/schema/wallet/00012_reconcile_balances_v1.sql
+type ReconcileBalancesV1 struct {
+	WalletID      string
+	Currency      string
+	Balance       int64
+	Held          int64
+	AllowNegative bool
+}
+
+// Versioned read-only contract for the GL's reconciliation (gl reconcile): each movement's change to each wallet; columns never change, see db/schema/wallet/00012_reconcile_balances_v1.sql
+type ReconcileMovementsV1 struct {
+	MovementID    string
+	WalletID      string
+	Currency      string
+	BalanceChange int64
+	HeldChange    int64
+}

@@ -11,6 +11,39 @@ import (
 	"github.com/google/uuid"
 )
 
+const reconcileBalances = `-- name: ReconcileBalances :many
+SELECT wallet_id, currency, balance, held, allow_negative
+FROM reconcile_balances_v1
+ORDER BY wallet_id
+`
+
+// Every wallet's balance and held amount, read in the same snapshot as ReconcileMovements.
+func (q *Queries) ReconcileBalances(ctx context.Context) ([]ReconcileBalancesV1, error) {
+	rows, err := q.db.Query(ctx, reconcileBalances)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ReconcileBalancesV1
+	for rows.Next() {
+		var i ReconcileBalancesV1
+		if err := rows.Scan(
+			&i.WalletID,
+			&i.Currency,
+			&i.Balance,
+			&i.Held,
+			&i.AllowNegative,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const reconcileHold = `-- name: ReconcileHold :one
 SELECT id, wallet_id, amount, currency, status
 FROM reconcile_holds_v1
@@ -75,6 +108,38 @@ func (q *Queries) ReconcileHolds(ctx context.Context, arg ReconcileHoldsParams) 
 			&i.Amount,
 			&i.Currency,
 			&i.Status,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const reconcileMovements = `-- name: ReconcileMovements :many
+SELECT movement_id, wallet_id, currency, balance_change, held_change
+FROM reconcile_movements_v1
+`
+
+// What each movement did to each wallet, keyed as the GL's journal keys it.
+func (q *Queries) ReconcileMovements(ctx context.Context) ([]ReconcileMovementsV1, error) {
+	rows, err := q.db.Query(ctx, reconcileMovements)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ReconcileMovementsV1
+	for rows.Next() {
+		var i ReconcileMovementsV1
+		if err := rows.Scan(
+			&i.MovementID,
+			&i.WalletID,
+			&i.Currency,
+			&i.BalanceChange,
+			&i.HeldChange,
 		); err != nil {
 			return nil, err
 		}

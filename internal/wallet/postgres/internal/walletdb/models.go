@@ -95,6 +95,15 @@ type Outbox struct {
 	CheckedAt *time.Time
 }
 
+// Versioned read-only contract for the GL's reconciliation (gl reconcile): wallet balances; columns never change, see db/schema/wallet/00012_reconcile_balances_v1.sql
+type ReconcileBalancesV1 struct {
+	WalletID      string
+	Currency      string
+	Balance       int64
+	Held          int64
+	AllowNegative bool
+}
+
 // Versioned read-only contract for the GL's reconciliation (gl reconcile): holds; columns never change, see db/schema/wallet/00007_reconcile_holds_v1.sql
 type ReconcileHoldsV1 struct {
 	ID         uuid.UUID
@@ -104,6 +113,15 @@ type ReconcileHoldsV1 struct {
 	Status     string
 	CreatedAt  time.Time
 	FinishedAt *time.Time
+}
+
+// Versioned read-only contract for the GL's reconciliation (gl reconcile): each movement's change to each wallet; columns never change, see db/schema/wallet/00012_reconcile_balances_v1.sql
+type ReconcileMovementsV1 struct {
+	MovementID    string
+	WalletID      string
+	Currency      string
+	BalanceChange int64
+	HeldChange    int64
 }
 
 type ReconcileTransfersV1 struct {
