@@ -333,7 +333,7 @@ func TestCommandsNeverCreateADatabase(t *testing.T) {
 	}
 }
 
-// Issue 13: the GL signs its events with its own key and accepts the wallet's alone.
+// The GL signs its events with its own key and accepts the wallet's alone.
 func TestServeNeedsEventKeys(t *testing.T) {
 	t.Parallel()
 	clitest.SignedEvents(t, run, contract.SourceGL, contract.SourceWallet, glEnv(envtest.DatabaseURL(t)))

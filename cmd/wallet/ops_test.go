@@ -490,7 +490,7 @@ func TestEveryCommandAnswersHelp(t *testing.T) {
 	}, commands)
 }
 
-// Issue 13: the wallet signs its events with its own key and accepts the GL's alone.
+// The wallet signs its events with its own key and accepts the GL's alone.
 func TestServeNeedsEventKeys(t *testing.T) {
 	t.Parallel()
 	clitest.SignedEvents(t, run, contract.SourceWallet, contract.SourceGL, map[string]string{"WALLET_DATABASE_URL": envtest.DatabaseURL(t), "LOG_FORMAT": "json"})

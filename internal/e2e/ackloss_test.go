@@ -12,7 +12,7 @@ import (
 	"walletgl/internal/systemtest"
 )
 
-// Issue 10, reproduction (a): the wallet's inbox is unavailable (locked) while the wallet runs,
+// Reproduction (a): the wallet's inbox is unavailable (locked) while the wallet runs,
 // for longer than the ack wait × max deliver after which the broker used to give up on the
 // GL's acknowledgments. The ack floor then passed them, the GL's rows were acknowledged, and
 // the wallet's rows stayed dispatched for ever: catch-up re-published them and the GL's inbox

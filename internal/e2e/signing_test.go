@@ -24,7 +24,7 @@ import (
 	"walletgl/internal/systemtest"
 )
 
-// Issue 13: "A TransferCompleted.v1 published straight to the wallet's subject on the broker
+// "A TransferCompleted.v1 published straight to the wallet's subject on the broker
 // (no credentials needed) with a made-up transfer of CHF 5,000,000 was posted to the GL within
 // 20 ms, and the GL even acknowledged it back. A forged TransferPosted.v1 moved a wallet outbox
 // row to acknowledged while the GL had no entry."

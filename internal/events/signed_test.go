@@ -37,7 +37,7 @@ func TestAConsumerNeedsTrustedKeysForItsProducer(t *testing.T) {
 	require.ErrorContains(t, err, "the signing key is gl's")
 }
 
-// Issue 13: anyone could publish on the wallet's subject and have the GL post it. Forged
+// Without signatures anyone could publish on the wallet's subject and have the GL post it. Forged
 // events — unsigned, signed with an unknown key, signed by the other service, a real event's
 // signature over altered bytes — are recorded failed, reason unauthenticated, each under an
 // inbox id of its own, and never reach the handler; a forgery that names a real event's id

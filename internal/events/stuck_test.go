@@ -1,6 +1,6 @@
 package events_test
 
-// Regressions of the four ways an event got stuck (issue 10): each test fails on the code
+// Regressions of the four ways an event got stuck: each test fails on the code
 // before the fix.
 
 import (

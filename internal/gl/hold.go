@@ -12,7 +12,7 @@ import (
 	"walletgl/internal/events/contract"
 )
 
-// Holds (issue 17). The GL posts a hold's reservation and its release; the captured amount
+// Holds. The GL posts a hold's reservation and its release; the captured amount
 // moves as an ordinary transfer, with its own TransferCompleted event and entry. A hold has at
 // most two entries, keyed in transfer_id by movement keys no transfer uuid can take
 // (HoldPlacedKey, HoldReleasedKey) and carrying HoldID: UNIQUE (transfer_id) then posts each

@@ -1,4 +1,4 @@
--- The W3C trace context of the work that wrote the row (issue 14): the traceparent of the
+-- The W3C trace context of the work that wrote the row: the traceparent of the
 -- wallet's commit span, or of the GL's post span for its acknowledgment. The relay publishes
 -- the row under a publish span that is its child and puts that span's traceparent into the
 -- message's headers, so one transfer is one trace across both services. NULL when the row was

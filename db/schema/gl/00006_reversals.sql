@@ -1,4 +1,4 @@
--- Reversals (issue 17): the entry of a reversal swaps its original's lines (debit <-> credit,
+-- Reversals: the entry of a reversal swaps its original's lines (debit <-> credit,
 -- the reversed amount) and names the entry it reverses. The journal stays append-only: the
 -- link is written once, on the reversal's entry; the original's reversals are found through
 -- the index.

@@ -1,4 +1,4 @@
--- Holds (issue 17): a hold reserves part of a wallet's balance until it is captured (the
+-- Holds: a hold reserves part of a wallet's balance until it is captured (the
 -- captured amount then moves as an ordinary transfer, with its own TransferCompleted entry) or
 -- voided (by request or expiry). The GL shows what is reserved on account 2020: HoldPlaced.v1
 -- moves the amount from 2010 to 2020, HoldCaptured.v1 and HoldVoided.v1 move the whole held

@@ -1,4 +1,4 @@
--- Posting rules as data (issue 17): which accounts an event is posted to, by the event's type
+-- Posting rules as data: which accounts an event is posted to, by the event's type
 -- and the transfer's kind, effective-dated. A rule is never updated or deleted: a change is a
 -- new row effective from a later time, and the entry posted under a rule keeps its lines (the
 -- journal is append-only). Posting picks, for an event, the row of its type and kind with the

@@ -1,4 +1,4 @@
--- Reversals (issue 17): a reversal is a money movement of its own, stored as a transfer that
+-- Reversals: a reversal is a money movement of its own, stored as a transfer that
 -- names the transfer it reverses (reverses_transfer_id) and moves money the other way. It has
 -- its own id, Idempotency-Key (one key space with transfers), event (TransferReversed.v1) and
 -- GL entry, so every guarantee of a transfer (outbox, inbox, exactly-once posting, reconcile,

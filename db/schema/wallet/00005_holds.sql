@@ -1,4 +1,4 @@
--- Holds (issue 17): a two-phase movement. A hold reserves an amount of one wallet: its balance
+-- Holds: a two-phase movement. A hold reserves an amount of one wallet: its balance
 -- stays, its held grows, and what it may spend (available = balance − held) drops. A capture
 -- completes the hold as a transfer (transfers.hold_id) to a wallet named at capture and
 -- releases the rest; a void (requested, or by expiry) releases all of it. Each step writes its

@@ -1,4 +1,4 @@
--- A transfer's reference (issue 17): the payer's free text, optional (empty when not given),
+-- A transfer's reference: the payer's free text, optional (empty when not given),
 -- carried by its TransferCompleted.v2 event to the GL. The transfer's kind is not stored: it
 -- follows from its wallets' allow_negative flags, which never change, and the event carries it.
 

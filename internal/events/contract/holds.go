@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Hold event types (issue 17): a two-phase movement. A hold reserves an amount of one wallet
+// Hold event types: a two-phase movement. A hold reserves an amount of one wallet
 // (its available balance drops, its balance does not); a capture completes it as a transfer
 // (written with its own TransferCompleted event in the same transaction) and releases the
 // rest; a void, by request or by expiry, releases all of it.

@@ -149,7 +149,7 @@ func postedEventTypes() []string {
 	return append([]string{contract.TypeTransferCompleted, contract.TypeTransferCompletedV2, contract.TypeTransferReversed}, gl.HoldEventTypes...)
 }
 
-// verifyHolds checks the holds' postings (issue 17): every release has its placement, in its
+// verifyHolds checks the holds' postings: every release has its placement, in its
 // currency and amount; per currency, the hold account never went negative and equals the open
 // holds' total.
 func (l *Ledger) verifyHolds(ctx context.Context) ([]gl.Check, error) {

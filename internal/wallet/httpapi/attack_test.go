@@ -14,7 +14,7 @@ import (
 	"walletgl/internal/web/openapitest"
 )
 
-// The attack session of issue 12, step by step against the real API and database: every step
+// An attack session, step by step against the real API and database: every step
 // is refused with a clear 4xx problem, and nothing is written.
 func TestTheAttackSessionFailsAtEveryStepAndWritesNothing(t *testing.T) {
 	t.Parallel()

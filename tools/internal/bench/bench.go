@@ -674,7 +674,7 @@ func hostInfo(ctx context.Context, opts Options) Host {
 	return h
 }
 
-// natsServerVersion is what bin --version says, "nats-server v2.9.10" (issue 16: the figures
+// natsServerVersion is what bin --version says, "nats-server v2.9.10" (the figures
 // say which broker they used); "nats-server, version unknown" when it says nothing.
 func natsServerVersion(ctx context.Context, bin string) string {
 	out, err := exec.CommandContext(ctx, bin, "--version").Output()

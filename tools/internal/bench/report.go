@@ -155,7 +155,7 @@ func notMeasured(name, target, why string) Target {
 	return Target{Name: name, Target: target, Figure: "not measured: " + why}
 }
 
-// targets judges the run against issue 16's six targets, in its order.
+// targets judges the run against the six performance targets, in their order.
 func targets(r *Report) []Target {
 	var ts []Target
 	lim := r.Limits

@@ -23,7 +23,7 @@ func TestTheSummaryNamesTheSettingsARunAdded(t *testing.T) {
 	require.Less(t, strings.Index(md, "Settings added"), strings.Index(md, "| measure |"))
 }
 
-// Every one of issue 16's targets has its line, in the issue's order; a run that measured none
+// Every one of the six targets has its line, in their order; a run that measured none
 // of them says "not measured" with the flag that would, and never passes one.
 func TestEveryTargetHasALineAndNoneUnmeasuredPasses(t *testing.T) {
 	t.Parallel()
@@ -208,7 +208,7 @@ func TestParseReplayReadsTheSummary(t *testing.T) {
 	require.Error(t, err)
 }
 
-// The summary says which broker the figures used (issue 16: a current nats-server or Debian's
+// The summary says which broker the figures used (a current nats-server or Debian's
 // 2.9), as the built binary reports itself.
 func TestTheSummaryNamesTheBroker(t *testing.T) {
 	t.Parallel()

@@ -18,7 +18,7 @@ import (
 	"walletgl/internal/systemtest"
 )
 
-// The scale phase (issue 16, target 4): the GL's reads timed on a ledger of 100k lines and again
+// The scale phase (target 4): the GL's reads timed on a ledger of 100k lines and again
 // after it grew to -scale-lines, the ratio between the two the figure that says whether a read
 // grows with the ledger.
 const (

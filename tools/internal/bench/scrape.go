@@ -18,7 +18,7 @@ import (
 
 // The bench scrapes both services' GET /metrics (on their *_METRICS_ADDR) as Prometheus would:
 // at the start, every ScrapeInterval and at the end of the run. The report then says, for every
-// metric issue 14 names, whether it moved during the run.
+// metric docs/operations.md names, whether it moved during the run.
 
 // ScrapeInterval is the bench's own scrape interval, shorter than a production Prometheus's
 // (15 s) so that a quick run still has a dozen scrapes.
