@@ -68,7 +68,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 		return err
 	}
 	handler := httpapi.NewServer(log, httpapi.Deps{
-		Ledger: ledger, Guard: guard, Health: deps.Health(relay, consumer), Metrics: deps.Metrics, MetricsOnAPI: cfg.MetricsAddr == "",
+		Ledger: ledger, Adjustments: ledger.WithAudit(httpapi.AuditByKey), Guard: guard, Health: deps.Health(relay, consumer), Metrics: deps.Metrics, MetricsOnAPI: cfg.MetricsAddr == "",
 		Console: cons, Tracing: deps.Tracing,
 	})
 	workers := []serve.Worker{

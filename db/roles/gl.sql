@@ -18,3 +18,7 @@ GRANT SELECT, INSERT ON accounts TO :"runtime_role";
 -- change is a new row effective from a later time). gl rules withdraw deletes a rule not yet in
 -- effect; the trigger posting_rules_guard refuses to delete one in effect, to any role.
 GRANT SELECT, INSERT, DELETE ON posting_rules TO :"runtime_role";
+
+-- Adjustments are posted by POST /v1/adjustments with their journal entry and read with it;
+-- like the journal, an adjustment is never changed or removed.
+GRANT SELECT, INSERT ON adjustments TO :"runtime_role";

@@ -33,7 +33,7 @@ const MetricsRead Scope = "metrics:read"
 // The scopes of each service.
 var (
 	WalletScopes = []Scope{"wallets:read", "wallets:write", "wallets:admin", "transfers:read", "transfers:write", "outbox:admin", "inbox:admin", MetricsRead, Admin}
-	GLScopes     = []Scope{"ledger:read", "inbox:admin", MetricsRead, Admin}
+	GLScopes     = []Scope{"ledger:read", "ledger:write", "inbox:admin", MetricsRead, Admin}
 )
 
 // ParseScopes reads a comma-separated list of scopes, each one of known.

@@ -74,7 +74,7 @@ func TestGrantGivesTheRuntimeRoleExactlyWhatTheServiceNeeds(t *testing.T) {
 		own     []string
 	}{
 		{"wallet", []string{"holds: INSERT,SELECT", "refusals: DELETE,INSERT,SELECT,UPDATE", "transfers: INSERT,SELECT", "wallets: INSERT,SELECT,UPDATE"}},
-		{"gl", []string{"accounts: INSERT,SELECT", "balance_checkpoints: DELETE,INSERT,SELECT", "journal_entries: INSERT,SELECT", "journal_lines: INSERT,SELECT", "posting_rules: DELETE,INSERT,SELECT"}},
+		{"gl", []string{"accounts: INSERT,SELECT", "adjustments: INSERT,SELECT", "balance_checkpoints: DELETE,INSERT,SELECT", "journal_entries: INSERT,SELECT", "journal_lines: INSERT,SELECT", "posting_rules: DELETE,INSERT,SELECT"}},
 	} {
 		t.Run(tc.service, func(t *testing.T) {
 			t.Parallel()

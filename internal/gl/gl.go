@@ -58,6 +58,10 @@ type Entry struct {
 	// HoldID is, for a hold's placement or release (hold.go), the hold's id ("" otherwise);
 	// TransferID is then the movement's key, HoldPlacedKey or HoldReleasedKey.
 	HoldID string
+	// AdjustmentID and Reason are, for an adjustment's entry (IsAdjustment, adjustment.go), its
+	// adjustment and why it was made, where the ledger reads entries (uuid.Nil and "" otherwise).
+	AdjustmentID uuid.UUID
+	Reason       string
 }
 
 // Line is one amount on one account, in the entry's currency and in minor units. WalletID is
@@ -145,6 +149,9 @@ type Account struct {
 	Name          string
 	Type          AccountType
 	NormalBalance Direction // the side on which the account grows
+	// WalletControl marks a control account of wallets (2010, 2020): each of its lines names
+	// the wallet whose sub-account it belongs to (subledger.go).
+	WalletControl bool
 }
 
 // AccountType is one of the five classes of the chart of accounts.
@@ -223,6 +230,7 @@ type StatementLine struct {
 	EntryID        uuid.UUID
 	EventID        string
 	TransferID     string
+	Adjustment     bool // the line is an adjustment's (its entry's kind is KindAdjustment)
 	Direction      Direction
 	Amount         int64
 	PostedAt       time.Time

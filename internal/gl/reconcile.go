@@ -110,7 +110,7 @@ func (r Reconciler) against(ctx context.Context, transfers []SourceTransfer, hol
 		known[t.ID] = true
 	}
 	for _, e := range entries {
-		if known[e.TransferID] || e.HoldID != "" { // a hold's movement is no wallet transfer
+		if known[e.TransferID] || e.HoldID != "" || e.IsAdjustment() { // a hold's movement, an adjustment: no wallet transfer
 			continue
 		}
 		t, found, err := r.Source.Transfer(ctx, e.TransferID)
@@ -154,7 +154,7 @@ type Difference struct {
 // Reconciliation is the outcome of comparing both sides.
 type Reconciliation struct {
 	Transfers   int          `json:"transfers"`
-	Entries     int          `json:"entries"` // transfers' and reversals' entries; holds' are in Holds
+	Entries     int          `json:"entries"` // transfers' and reversals' entries; holds' are in Holds, adjustments' in neither
 	Differences []Difference `json:"differences"`
 	// Holds are, per currency, the open holds the GL's entries show against the balance of the
 	// hold account (DefaultHoldRules): the GL's own side of the holds, until the wallet
@@ -207,6 +207,9 @@ func HoldTotals(rules HoldRules, entries []Entry) []HoldTotal {
 	}
 	account := rules.HoldAccount()
 	for _, e := range entries {
+		if e.IsAdjustment() { // no hold's: a wallet's held amount against its sub-account shows it
+			continue
+		}
 		if e.HoldID != "" && e.TransferID == HoldPlacedKey(e.HoldID) {
 			t := total(e.Currency)
 			t.Placed++
@@ -247,7 +250,9 @@ func (r Reconciliation) Agree() bool { return len(r.Differences) == 0 && len(r.B
 //
 // Holds' entries are no transfers: they are left out of that comparison and totalled per
 // currency instead (HoldTotals by DefaultHoldRules), the hold account's balance against the
-// open holds.
+// open holds. Adjustments' entries are no movement of the wallet: they are left out of both;
+// one that changes a wallet's sub-account shows in the comparison of balances (CompareBalances)
+// until a matching movement in the wallet evens it out.
 func Reconcile(rules Rules, transfers []SourceTransfer, entries []Entry) Reconciliation {
 	return reconcile(rules, transfers, entries, nil)
 }
@@ -266,7 +271,7 @@ func reconcile(rules Rules, transfers []SourceTransfer, entries []Entry, holds [
 	r := Reconciliation{Transfers: len(transfers), Differences: []Difference{}, Balances: []BalanceDifference{}}
 	byTransfer := map[string][]Entry{}
 	for _, e := range entries {
-		if e.HoldID != "" {
+		if e.HoldID != "" || e.IsAdjustment() {
 			continue
 		}
 		r.Entries++

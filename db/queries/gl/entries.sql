@@ -125,7 +125,7 @@ WITH cursor_line AS (
       AND (o.posted_at, o.id) <= (SELECT posted_at, id FROM start)
 )
 SELECT
-    p.id AS line_id, p.entry_id, e.event_id, e.transfer_id, p.direction, p.amount, p.posted_at,
+    p.id AS line_id, p.entry_id, e.event_id, e.transfer_id, e.kind, p.direction, p.amount, p.posted_at,
     ((SELECT amount FROM opening) + sum(CASE WHEN p.direction = @normal_balance::text THEN p.amount ELSE -p.amount END)
         OVER (ORDER BY p.posted_at, p.id))::numeric AS running_balance
 FROM page p
@@ -355,7 +355,7 @@ WITH cursor_line AS (
       AND (o.posted_at, o.id) <= (SELECT posted_at, id FROM start)
 )
 SELECT
-    p.id AS line_id, p.entry_id, e.event_id, e.transfer_id, p.direction, p.amount, p.posted_at,
+    p.id AS line_id, p.entry_id, e.event_id, e.transfer_id, e.kind, p.direction, p.amount, p.posted_at,
     ((SELECT amount FROM opening) + sum(CASE WHEN p.direction = @normal_balance::text THEN p.amount ELSE -p.amount END)
         OVER (ORDER BY p.posted_at, p.id))::numeric AS running_balance
 FROM page p

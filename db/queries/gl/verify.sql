@@ -3,8 +3,9 @@
 
 -- name: CountLedger :one
 SELECT
-    (SELECT count(*) FROM journal_entries)::bigint AS entries,
-    (SELECT count(*) FROM journal_lines)::bigint   AS lines;
+    (SELECT count(*) FROM journal_entries)::bigint                              AS entries,
+    (SELECT count(*) FROM journal_lines)::bigint                                AS lines,
+    (SELECT count(*) FROM journal_entries WHERE kind = 'adjustment')::bigint AS adjustment_entries;
 
 -- name: UnbalancedEntries :many
 -- The deferred trigger makes this impossible to commit; verify still looks, because a trigger
@@ -38,10 +39,12 @@ LIMIT @row_limit;
 -- name: EntriesWithoutInbox :many
 -- An entry whose event the inbox never recorded as processed: written around the consumer.
 -- Only entries posted in the last within_seconds (NULL: every entry): the inbox deletes the
--- rows of older events (EVENTS_INBOX_RETENTION).
+-- rows of older events (EVENTS_INBOX_RETENTION). Adjustments are posted through the API, not
+-- from an event: AdjustmentsApart checks them.
 SELECT e.id, e.event_id, count(*) OVER ()::bigint AS total
 FROM journal_entries e
-WHERE (sqlc.narg('within_seconds')::float8 IS NULL
+WHERE e.kind <> 'adjustment'
+  AND (sqlc.narg('within_seconds')::float8 IS NULL
        OR e.posted_at >= clock_timestamp() - make_interval(secs => sqlc.narg('within_seconds')::float8))
   AND NOT EXISTS (
     SELECT 1 FROM inbox i WHERE i.id = @consumer::text || ':' || e.event_id AND i.status = 'processed'
@@ -123,16 +126,20 @@ SELECT count(*)::bigint FROM journal_entries WHERE hold_id IS NOT NULL AND trans
 -- Per currency, the hold account's lowest running balance in posting order (credit-normal:
 -- what was on hold after each line), its balance now, and the total of the open holds (placed,
 -- not released). The lowest must never be negative and the balance must equal the open holds.
+-- The lines of adjustments are left out: an adjustment on the hold account corrects the books,
+-- not a hold, and gl reconcile shows it as the wallet's held amount against its sub-account.
 WITH running AS (
     SELECT l.currency,
            sum(CASE WHEN l.direction = 'credit' THEN l.amount ELSE -l.amount END::numeric)
                OVER (PARTITION BY l.currency ORDER BY l.posted_at, l.id) AS balance
     FROM journal_lines l
+    JOIN journal_entries e ON e.id = l.entry_id AND e.kind <> 'adjustment'
     WHERE l.account_code = @account_code
 ), account AS (
     SELECT r.currency, min(r.balance) AS lowest,
            (SELECT coalesce(sum(CASE WHEN l.direction = 'credit' THEN l.amount ELSE -l.amount END::numeric), 0)
-            FROM journal_lines l WHERE l.account_code = @account_code AND l.currency = r.currency) AS balance
+            FROM journal_lines l JOIN journal_entries e ON e.id = l.entry_id AND e.kind <> 'adjustment'
+            WHERE l.account_code = @account_code AND l.currency = r.currency) AS balance
     FROM running r
     GROUP BY r.currency
 ), open_holds AS (
@@ -151,10 +158,11 @@ FROM account a FULL JOIN open_holds o ON o.currency = a.currency
 ORDER BY 1;
 
 -- name: CountRuledEntries :one
-SELECT count(*)::bigint FROM journal_entries WHERE reverses_entry_id IS NULL;
+SELECT count(*)::bigint FROM journal_entries WHERE reverses_entry_id IS NULL AND kind <> 'adjustment';
 
 -- name: EntriesOffRule :many
--- Entries (not reversals, which swap their original's lines) whose lines are not the two the
+-- Entries (not reversals, which swap their original's lines, nor adjustments, which no rule
+-- posts) whose lines are not the two the
 -- rule in force for their event type, kind, currency and time makes (the rule of their currency
 -- when one is in force, else the any-currency rule, as gl.Rules.At): one debit on its debit
 -- account and one credit on its credit account, of one amount.
@@ -165,7 +173,7 @@ LEFT JOIN LATERAL (
     WHERE r.event_type = e.event_type AND r.kind = e.kind AND r.currency IN (e.currency, '')
       AND r.effective_from <= e.occurred_at
     ORDER BY r.currency = '', r.effective_from DESC LIMIT 1) r ON true
-WHERE e.reverses_entry_id IS NULL
+WHERE e.reverses_entry_id IS NULL AND e.kind <> 'adjustment'
   AND (r.debit_account IS NULL OR NOT EXISTS (
         SELECT 1 FROM journal_lines d JOIN journal_lines c ON c.entry_id = d.entry_id
         WHERE d.entry_id = e.id AND d.direction = 'debit' AND c.direction = 'credit'
@@ -189,3 +197,27 @@ JOIN accounts a ON a.code = l.account_code
 WHERE a.wallet_control
 GROUP BY l.account_code, l.currency
 ORDER BY l.account_code, l.currency;
+
+-- name: CountAdjustments :one
+-- The adjustment entries and the adjustments rows: what AdjustmentsApart looks at.
+SELECT ((SELECT count(*) FROM journal_entries WHERE kind = 'adjustment')
+      + (SELECT count(*) FROM adjustments))::bigint;
+
+-- name: AdjustmentsApart :many
+-- An adjustment entry without its adjustments row (the row naming the entry, whose id is the
+-- entry's key adjustment:<id>), or an adjustments row whose entry is not that adjustment entry:
+-- the API writes both in one transaction, so either is written around it.
+SELECT x.id::text AS id, count(*) OVER ()::bigint AS total
+FROM (
+    SELECT e.id::text AS id, e.posted_at AS at
+    FROM journal_entries e
+    WHERE e.kind = 'adjustment'
+      AND NOT EXISTS (SELECT FROM adjustments a WHERE a.entry_id = e.id AND e.transfer_id = 'adjustment:' || a.id::text)
+    UNION ALL
+    SELECT 'adjustment:' || a.id::text AS id, a.created_at AS at
+    FROM adjustments a
+    WHERE NOT EXISTS (SELECT FROM journal_entries e
+                      WHERE e.id = a.entry_id AND e.kind = 'adjustment' AND e.transfer_id = 'adjustment:' || a.id::text)
+) x
+ORDER BY x.at, x.id
+LIMIT @row_limit;

@@ -149,7 +149,7 @@ func (b Books) entries(ctx context.Context, req *console.Request) (console.View,
 		}
 		return view, nil
 	}
-	if _, err := uuid.Parse(d.ID); err != nil || len(d.ID) != 36 {
+	if _, err := uuid.Parse(d.ID); (err != nil || len(d.ID) != 36) && !gl.IsAdjustmentKey(d.ID) {
 		return console.View{}, problem.Newf(console.ErrInvalid, "a transfer or event id is a UUID such as 0193a5c2-7e41-7d7b-8f7e-2f4f7c1a9b10, got %q", d.ID)
 	}
 	if d.Entries, err = b.Ledger.EntriesByTransfer(ctx, d.ID); err != nil {

@@ -61,14 +61,20 @@ type entryJSON struct {
 	ReversesEntryID *string  `json:"reverses_entry_id,omitempty"`
 	ReversedBy      []string `json:"reversed_by,omitempty"`
 	// HoldID is set on a hold's placement or release; TransferID is then its movement key.
-	HoldID string     `json:"hold_id,omitempty"`
-	Lines  []lineJSON `json:"lines"`
+	HoldID string `json:"hold_id,omitempty"`
+	// Adjustment, AdjustmentID and Reason are set on a manual adjustment's entry (POST
+	// /v1/adjustments).
+	Adjustment   bool       `json:"adjustment,omitempty"`
+	AdjustmentID string     `json:"adjustment_id,omitempty"`
+	Reason       string     `json:"reason,omitempty"`
+	Lines        []lineJSON `json:"lines"`
 }
 
 type lineJSON struct {
 	AccountCode string       `json:"account_code"`
 	Direction   gl.Direction `json:"direction"`
 	Amount      int64        `json:"amount"`
+	WalletID    string       `json:"wallet_id,omitempty"` // the wallet whose sub-account the line is on
 }
 
 func entriesJSON(entries []gl.Entry) []entryJSON {
@@ -80,7 +86,13 @@ func entriesJSON(entries []gl.Entry) []entryJSON {
 			Lines: make([]lineJSON, 0, len(e.Lines)),
 		}
 		for _, l := range e.Lines {
-			j.Lines = append(j.Lines, lineJSON{AccountCode: l.AccountCode, Direction: l.Direction, Amount: l.Amount})
+			j.Lines = append(j.Lines, lineJSON{AccountCode: l.AccountCode, Direction: l.Direction, Amount: l.Amount, WalletID: l.WalletID})
+		}
+		if e.IsAdjustment() {
+			j.Adjustment, j.Reason = true, e.Reason
+			if e.AdjustmentID != uuid.Nil {
+				j.AdjustmentID = e.AdjustmentID.String()
+			}
 		}
 		if e.ReversesEntryID != uuid.Nil {
 			id := e.ReversesEntryID.String()
@@ -95,10 +107,11 @@ func entriesJSON(entries []gl.Entry) []entryJSON {
 }
 
 // entriesOf answers the entries of one transfer or event: id, the query parameter name, must be a
-// UUID, or for a transfer_id a hold entry's key (gl.IsHoldKey); invalid: the parameter's problem.
+// UUID, or for a transfer_id a hold entry's key (gl.IsHoldKey) or an adjustment's
+// (gl.IsAdjustmentKey); invalid: the parameter's problem.
 func entriesOf(w http.ResponseWriter, r *http.Request, name, id string, invalid *problem.Error,
 	find func(context.Context, string) ([]gl.Entry, error)) {
-	if !isUUID(id) && !(name == "transfer_id" && gl.IsHoldKey(id)) {
+	if !isUUID(id) && !(name == "transfer_id" && (gl.IsHoldKey(id) || gl.IsAdjustmentKey(id))) {
 		web.WriteProblem(w, r, problem.Newf(invalid, "%s must be a UUID such as 0193a5c2-7e41-7d7b-8f7e-2f4f7c1a9b10, got %q", name, id))
 		return
 	}
@@ -229,6 +242,7 @@ func handleAccountStatement(ledger gl.Reader) http.Handler {
 		EntryID        string       `json:"entry_id"`
 		EventID        string       `json:"event_id"`
 		TransferID     string       `json:"transfer_id"`
+		Adjustment     bool         `json:"adjustment,omitempty"` // the line is a manual adjustment's
 		Direction      gl.Direction `json:"direction"`
 		Amount         int64        `json:"amount"`
 		PostedAt       time.Time    `json:"posted_at"`
@@ -283,7 +297,7 @@ func handleAccountStatement(ledger gl.Reader) http.Handler {
 		}
 		for _, l := range st.Lines {
 			resp.Lines = append(resp.Lines, line{
-				LineID: l.LineID, EntryID: l.EntryID.String(), EventID: l.EventID, TransferID: l.TransferID,
+				LineID: l.LineID, EntryID: l.EntryID.String(), EventID: l.EventID, TransferID: l.TransferID, Adjustment: l.Adjustment,
 				Direction: l.Direction, Amount: l.Amount, PostedAt: l.PostedAt.UTC(), RunningBalance: l.RunningBalance,
 			})
 		}

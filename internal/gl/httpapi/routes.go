@@ -24,6 +24,7 @@ func addRoutes(serveMux *http.ServeMux, d Deps) {
 	mux.Handle("GET /v1/accounts/{code}/balance", read(handleAccountBalance(ledger)))
 	mux.Handle("GET /v1/accounts/{code}/statement", read(handleAccountStatement(ledger)))
 	mux.Handle("GET /v1/trial-balance", read(handleTrialBalance(ledger)))
+	mux.Handle("POST /v1/adjustments", d.Guard.Require(ScopeLedgerWrite, handleCreateAdjustment(d.Adjustments)))
 	if d.Console != nil {
 		mux.Handle("/console/", d.Console) // HTML for people, outside the OpenAPI document
 	}
@@ -32,5 +33,7 @@ func addRoutes(serveMux *http.ServeMux, d Deps) {
 // The GL's scopes (auth.GLScopes).
 const (
 	ScopeLedgerRead auth.Scope = "ledger:read"
-	ScopeInboxAdmin auth.Scope = "inbox:admin"
+	// ScopeLedgerWrite lets a key post manual adjustments (POST /v1/adjustments).
+	ScopeLedgerWrite auth.Scope = "ledger:write"
+	ScopeInboxAdmin  auth.Scope = "inbox:admin"
 )

@@ -1,6 +1,6 @@
-// Package httpapi is the GL's read-only HTTP API: journal entries (by transfer, by event, by
-// posting time), account balances (also as of a time) and statements, and the trial balance,
-// plus the health check. Errors are problem+json (the plumbing is package web's). Its ledger
+// Package httpapi is the GL's HTTP API: journal entries (by transfer, by event, by posting
+// time), account balances (also as of a time) and statements, and the trial balance, plus the
+// health check; and manual adjustments, the one route that writes to the ledger. Errors are problem+json (the plumbing is package web's). Its ledger
 // pages of the operator console (console.go) read the same ledger, served under /console/.
 package httpapi
 
@@ -19,8 +19,12 @@ import (
 // Deps is what the GL's HTTP API serves from.
 type Deps struct {
 	Ledger gl.Reader
-	Guard  *auth.Guard // who may call which route
-	Health []web.Check // what the service needs to do its work; GET /readyz runs them
+	// Adjustments posts manual adjustments (POST /v1/adjustments), each recorded in the audit
+	// trail as the key that asked (postgres.Ledger.WithAudit(AuditByKey)). Nil: the route
+	// answers 503.
+	Adjustments gl.Adjuster
+	Guard       *auth.Guard // who may call which route
+	Health      []web.Check // what the service needs to do its work; GET /readyz runs them
 	// Metrics is served at GET /metrics (with metrics:read) when MetricsOnAPI, and counts the
 	// API's requests.
 	Metrics      *metrics.Metrics

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
@@ -54,7 +55,10 @@ func checked(t *testing.T, h http.Handler) http.Handler {
 type testBundle struct {
 	ledger *postgres.Ledger
 	server *httptest.Server
-	key    string // an API key with admin
+	key    string     // an API key with admin
+	keys   *auth.Keys // the keys and the audit trail of the ledger's database
+	guard  *auth.Guard
+	pool   *pgxpool.Pool
 }
 
 // setup serves the API over a real, migrated ledger holding the given entries.
@@ -69,12 +73,13 @@ func setup(t *testing.T, entries ...gl.Entry) *testBundle {
 		})
 		require.NoError(t, err)
 	}
-	_, guard, key := authtest.Key(t, pool, auth.GLScopes)
+	keys, guard, key := authtest.Key(t, pool, auth.GLScopes)
 	server := serve(t, httpapi.NewServer(zerolog.Nop(), httpapi.Deps{
-		Ledger: ledger, Guard: guard, Health: []web.Check{{Name: "database", Func: ledger.Ping}},
+		Ledger: ledger, Adjustments: ledger.WithAudit(httpapi.AuditByKey), Guard: guard,
+		Health:  []web.Check{{Name: "database", Func: ledger.Ping}},
 		Metrics: metrics.New("gl"), MetricsOnAPI: true,
 	}))
-	return &testBundle{ledger: ledger, server: server, key: key}
+	return &testBundle{ledger: ledger, server: server, key: key, keys: keys, guard: guard, pool: pool}
 }
 
 func entry(transferID, currency string, amount int64) gl.Entry {

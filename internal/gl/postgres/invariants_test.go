@@ -26,6 +26,22 @@ func TestDatabaseInvariantsHoldAgainstPlainSQL(t *testing.T) {
 		    ('00000000-0000-7000-8000-000000000001', '2010', 'credit', 100, 'USD', 'w-1');
 		COMMIT;`)
 	require.NoError(t, err, "a balanced entry written by plain SQL commits")
+	// An adjustment, with its row and the API key that made it, to try to rewrite.
+	_, err = b.pool.Exec(ctx, `
+		BEGIN;
+		INSERT INTO api_keys (id, name, secret_hash, scopes)
+		VALUES ('00000000-0000-7000-8000-0000000000f1', 'accountant', decode(repeat('ab', 32), 'hex'), '{ledger:write}');
+		INSERT INTO adjustments (id, entry_id, idempotency_key, request_hash, reason, created_by_key)
+		VALUES ('00000000-0000-7000-8000-0000000000a1', '00000000-0000-7000-8000-0000000000e1', 'fix-1',
+		        decode(repeat('cd', 32), 'hex'), 'fee refund', '00000000-0000-7000-8000-0000000000f1');
+		INSERT INTO journal_entries (id, event_id, transfer_id, currency, occurred_at, event_type, kind)
+		VALUES ('00000000-0000-7000-8000-0000000000e1', 'adjustment:00000000-0000-7000-8000-0000000000a1',
+		        'adjustment:00000000-0000-7000-8000-0000000000a1', 'USD', now(), 'Adjustment.v1', 'adjustment');
+		INSERT INTO journal_lines (entry_id, account_code, direction, amount, currency, wallet_id) VALUES
+		    ('00000000-0000-7000-8000-0000000000e1', '1010', 'debit', 7, 'USD', NULL),
+		    ('00000000-0000-7000-8000-0000000000e1', '2010', 'credit', 7, 'USD', 'w-1');
+		COMMIT;`)
+	require.NoError(t, err, "an adjustment written by plain SQL commits")
 
 	// entry inserts a fresh entry (id ...02) in USD before the statement under test.
 	const entry = `INSERT INTO journal_entries (id, event_id, transfer_id, currency, occurred_at)
@@ -81,6 +97,25 @@ func TestDatabaseInvariantsHoldAgainstPlainSQL(t *testing.T) {
 			entry + line("1010", "debit", "5", "USDX") + line("2010", "credit", "5", "USDX"), "23514", "journal_lines_currency_check"},
 		{"an account's normal balance must follow its type",
 			`INSERT INTO accounts (code, name, type, normal_balance) VALUES ('1020', 'Bad', 'asset', 'credit');`, "23514", "accounts_normal_balance_follows_type"},
+		{"a transfer's entry cannot take an adjustment's key",
+			`INSERT INTO journal_entries (id, event_id, transfer_id, currency, occurred_at)
+			 VALUES ('00000000-0000-7000-8000-000000000003', 'ev-3', 'adjustment:x', 'USD', now());`, "23514", "journal_entries_adjustment_key"},
+		{"an adjustment's entry carries its key as its event id",
+			`INSERT INTO journal_entries (id, event_id, transfer_id, currency, occurred_at, event_type, kind)
+			 VALUES ('00000000-0000-7000-8000-000000000003', 'ev-3', 'adjustment:x', 'USD', now(), 'Adjustment.v1', 'adjustment');`, "23514", "journal_entries_adjustment_key"},
+		{"an entry of another kind cannot claim the adjustments' event type",
+			`INSERT INTO journal_entries (id, event_id, transfer_id, currency, occurred_at, event_type, kind)
+			 VALUES ('00000000-0000-7000-8000-000000000003', 'ev-3', 'tr-3', 'USD', now(), 'Adjustment.v1', 'deposit');`, "23514", "journal_entries_adjustment_key"},
+		{"an adjustment without its entry cannot commit",
+			`INSERT INTO adjustments (id, entry_id, idempotency_key, request_hash, reason, created_by_key)
+			 VALUES ('00000000-0000-7000-8000-0000000000a2', '00000000-0000-7000-8000-0000000000e2', 'fix-2',
+			         decode(repeat('cd', 32), 'hex'), 'r', '00000000-0000-7000-8000-0000000000f1');`, "23503", "adjustments_entry_id_fkey"},
+		{"a second adjustment with one Idempotency-Key is refused",
+			`INSERT INTO adjustments (id, entry_id, idempotency_key, request_hash, reason, created_by_key)
+			 VALUES ('00000000-0000-7000-8000-0000000000a2', '00000000-0000-7000-8000-000000000001', 'fix-1',
+			         decode(repeat('cd', 32), 'hex'), 'r', '00000000-0000-7000-8000-0000000000f1');`, "23505", "adjustments_idempotency_key_key"},
+		{"an adjustment's reason cannot be changed", "UPDATE adjustments SET reason = 'other';", "23001", "append-only"},
+		{"an adjustment cannot be deleted", "DELETE FROM adjustments;", "23001", "append-only"},
 		{"an account type outside the five is refused",
 			`INSERT INTO accounts (code, name, type, normal_balance) VALUES ('1020', 'Bad', 'cash', 'credit');`, "23514", "accounts_type_check"},
 	}
@@ -100,11 +135,11 @@ func TestDatabaseInvariantsHoldAgainstPlainSQL(t *testing.T) {
 		}
 	})
 
-	t.Run("after all attempts the ledger holds the one balanced entry", func(t *testing.T) {
+	t.Run("after all attempts the ledger holds the balanced entry and the adjustment", func(t *testing.T) {
 		var entries, lines, sum int64
 		err := b.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM journal_entries), count(*), coalesce(sum(signed_amount), 0)
 			FROM gl_postings`).Scan(&entries, &lines, &sum)
 		require.NoError(t, err)
-		require.Equal(t, []int64{1, 2, 0}, []int64{entries, lines, sum})
+		require.Equal(t, []int64{2, 4, 0}, []int64{entries, lines, sum})
 	})
 }

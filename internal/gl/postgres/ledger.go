@@ -160,6 +160,23 @@ func withLines(ctx context.Context, q *gldb.Queries, rows []gldb.JournalEntry) (
 		i := byID[r.ReversesEntryID]
 		entries[i].ReversedBy = append(entries[i].ReversedBy, r.ID)
 	}
+	var adjusted []uuid.UUID
+	for _, e := range entries {
+		if e.IsAdjustment() {
+			adjusted = append(adjusted, e.ID)
+		}
+	}
+	if len(adjusted) == 0 {
+		return entries, nil
+	}
+	adjustments, err := q.ListAdjustmentsByEntries(ctx, adjusted)
+	if err != nil {
+		return nil, fmt.Errorf("list adjustments of %d entries: %w", len(adjusted), interpretError(err))
+	}
+	for _, a := range adjustments {
+		i := byID[a.EntryID]
+		entries[i].AdjustmentID, entries[i].Reason = a.ID, a.Reason
+	}
 	return entries, nil
 }
 
@@ -234,7 +251,7 @@ func (l *Ledger) Statement(ctx context.Context, q gl.StatementQuery) (gl.Stateme
 			return gl.Statement{}, fmt.Errorf("statement of account %q, line %d: %w", q.AccountCode, r.LineID, err)
 		}
 		st.Lines = append(st.Lines, gl.StatementLine{
-			LineID: r.LineID, EntryID: r.EntryID, EventID: r.EventID, TransferID: r.TransferID,
+			LineID: r.LineID, EntryID: r.EntryID, EventID: r.EventID, TransferID: r.TransferID, Adjustment: r.Kind == gl.KindAdjustment,
 			Direction: gl.Direction(r.Direction), Amount: r.Amount, PostedAt: r.PostedAt, RunningBalance: running,
 		})
 	}
@@ -371,7 +388,10 @@ func (l *Ledger) AddAccount(ctx context.Context, a gl.Account) (gl.Account, erro
 }
 
 func accountFromRow(row gldb.Account) gl.Account {
-	return gl.Account{Code: row.Code, Name: row.Name, Type: gl.AccountType(row.Type), NormalBalance: gl.Direction(row.NormalBalance)}
+	return gl.Account{
+		Code: row.Code, Name: row.Name, Type: gl.AccountType(row.Type), NormalBalance: gl.Direction(row.NormalBalance),
+		WalletControl: row.WalletControl,
+	}
 }
 
 // Ping reports whether the database answers; cmd/gl can pass it as the health check.

@@ -23,7 +23,8 @@ type offender struct {
 // balance nets to zero per currency, and the inbox and the entries agree both ways (each
 // processed TransferCompleted.v1, TransferReversed.v1 or Hold*.v1 has its entry, each entry
 // posted within inboxRetention its processed inbox row: the inbox deletes older rows; 0 checks
-// every entry). It reads without locking; run it on a quiet ledger or accept that an entry
+// every entry). Adjustments, posted by the API and not from events, are left out of the
+// inbox and posting-rule checks and checked against their adjustment rows instead. It reads without locking; run it on a quiet ledger or accept that an entry
 // committing meanwhile may show in one check and not yet in another.
 func (l *Ledger) Verify(ctx context.Context, inboxRetention time.Duration) ([]gl.Check, error) {
 	q := l.queries
@@ -123,7 +124,13 @@ func (l *Ledger) Verify(ctx context.Context, inboxRetention time.Duration) ([]gl
 		what = fmt.Sprintf("every entry posted in the last %s (nine tenths of EVENTS_INBOX_RETENTION) has its processed inbox row (%s:<event id>)",
 			time.Duration(within.Float64*float64(time.Second)).Round(time.Second), consumer)
 	}
-	checks = append(checks, check(what, counts.Entries, rows))
+	checks = append(checks, check(what, counts.Entries-counts.AdjustmentEntries, rows))
+
+	adjustments, err := l.verifyAdjustments(ctx)
+	if err != nil {
+		return nil, err
+	}
+	checks = append(checks, adjustments)
 
 	holds, err := l.verifyHolds(ctx)
 	if err != nil {
@@ -147,6 +154,25 @@ func (l *Ledger) Verify(ctx context.Context, inboxRetention time.Duration) ([]gl
 // postedEventTypes are the events the GL consumer posts an entry for.
 func postedEventTypes() []string {
 	return append([]string{contract.TypeTransferCompleted, contract.TypeTransferCompletedV2, contract.TypeTransferReversed}, gl.HoldEventTypes...)
+}
+
+// verifyAdjustments checks that every adjustment entry has its adjustment row and every row
+// its adjustment entry: adjustments are posted by the API, not from events, so the inbox and
+// the posting rules say nothing of them.
+func (l *Ledger) verifyAdjustments(ctx context.Context) (gl.Check, error) {
+	checked, err := l.queries.CountAdjustments(ctx)
+	if err != nil {
+		return gl.Check{}, fmt.Errorf("count adjustments: %w", interpretError(err))
+	}
+	apart, err := l.queries.AdjustmentsApart(ctx, gl.MaxOffenders)
+	if err != nil {
+		return gl.Check{}, fmt.Errorf("find adjustments apart from their entries: %w", interpretError(err))
+	}
+	rows := make([]offender, 0, len(apart))
+	for _, r := range apart {
+		rows = append(rows, offender{r.ID, r.Total})
+	}
+	return check("every adjustment entry has its adjustment (reason, key, API key) and every adjustment its entry", checked, rows), nil
 }
 
 // verifyHolds checks the holds' postings: every release has its placement, in its

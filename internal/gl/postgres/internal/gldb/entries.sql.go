@@ -106,7 +106,7 @@ WITH cursor_line AS (
       AND (o.posted_at, o.id) <= (SELECT posted_at, id FROM start)
 )
 SELECT
-    p.id AS line_id, p.entry_id, e.event_id, e.transfer_id, p.direction, p.amount, p.posted_at,
+    p.id AS line_id, p.entry_id, e.event_id, e.transfer_id, e.kind, p.direction, p.amount, p.posted_at,
     ((SELECT amount FROM opening) + sum(CASE WHEN p.direction = $1::text THEN p.amount ELSE -p.amount END)
         OVER (ORDER BY p.posted_at, p.id))::numeric AS running_balance
 FROM page p
@@ -129,6 +129,7 @@ type AccountStatementRow struct {
 	EntryID        uuid.UUID
 	EventID        string
 	TransferID     string
+	Kind           string
 	Direction      string
 	Amount         int64
 	PostedAt       time.Time
@@ -166,6 +167,7 @@ func (q *Queries) AccountStatement(ctx context.Context, arg AccountStatementPara
 			&i.EntryID,
 			&i.EventID,
 			&i.TransferID,
+			&i.Kind,
 			&i.Direction,
 			&i.Amount,
 			&i.PostedAt,
@@ -1071,7 +1073,7 @@ WITH cursor_line AS (
       AND (o.posted_at, o.id) <= (SELECT posted_at, id FROM start)
 )
 SELECT
-    p.id AS line_id, p.entry_id, e.event_id, e.transfer_id, p.direction, p.amount, p.posted_at,
+    p.id AS line_id, p.entry_id, e.event_id, e.transfer_id, e.kind, p.direction, p.amount, p.posted_at,
     ((SELECT amount FROM opening) + sum(CASE WHEN p.direction = $1::text THEN p.amount ELSE -p.amount END)
         OVER (ORDER BY p.posted_at, p.id))::numeric AS running_balance
 FROM page p
@@ -1095,6 +1097,7 @@ type WalletAccountStatementRow struct {
 	EntryID        uuid.UUID
 	EventID        string
 	TransferID     string
+	Kind           string
 	Direction      string
 	Amount         int64
 	PostedAt       time.Time
@@ -1129,6 +1132,7 @@ func (q *Queries) WalletAccountStatement(ctx context.Context, arg WalletAccountS
 			&i.EntryID,
 			&i.EventID,
 			&i.TransferID,
+			&i.Kind,
 			&i.Direction,
 			&i.Amount,
 			&i.PostedAt,

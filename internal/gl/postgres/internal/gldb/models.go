@@ -21,6 +21,37 @@ type Account struct {
 	WalletControl bool
 }
 
+type Adjustment struct {
+	ID             uuid.UUID
+	EntryID        uuid.UUID
+	IdempotencyKey string
+	RequestHash    []byte
+	Reason         string
+	CreatedByKey   uuid.UUID
+	CreatedAt      time.Time
+}
+
+type ApiKey struct {
+	ID         uuid.UUID
+	Name       string
+	SecretHash []byte
+	Scopes     []string
+	CreatedAt  time.Time
+	LastUsedAt *time.Time
+	RevokedAt  *time.Time
+	Owner      *string
+}
+
+type AuditLog struct {
+	ID     int64
+	At     time.Time
+	KeyID  uuid.NullUUID
+	Actor  string
+	Action string
+	Target string
+	Detail []byte
+}
+
 type BalanceCheckpoint struct {
 	Through     time.Time
 	AccountCode string

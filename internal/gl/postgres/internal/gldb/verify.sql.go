@@ -12,6 +12,51 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+const adjustmentsApart = `-- name: AdjustmentsApart :many
+SELECT x.id::text AS id, count(*) OVER ()::bigint AS total
+FROM (
+    SELECT e.id::text AS id, e.posted_at AS at
+    FROM journal_entries e
+    WHERE e.kind = 'adjustment'
+      AND NOT EXISTS (SELECT FROM adjustments a WHERE a.entry_id = e.id AND e.transfer_id = 'adjustment:' || a.id::text)
+    UNION ALL
+    SELECT 'adjustment:' || a.id::text AS id, a.created_at AS at
+    FROM adjustments a
+    WHERE NOT EXISTS (SELECT FROM journal_entries e
+                      WHERE e.id = a.entry_id AND e.kind = 'adjustment' AND e.transfer_id = 'adjustment:' || a.id::text)
+) x
+ORDER BY x.at, x.id
+LIMIT $1
+`
+
+type AdjustmentsApartRow struct {
+	ID    string
+	Total int64
+}
+
+// An adjustment entry without its adjustments row (the row naming the entry, whose id is the
+// entry's key adjustment:<id>), or an adjustments row whose entry is not that adjustment entry:
+// the API writes both in one transaction, so either is written around it.
+func (q *Queries) AdjustmentsApart(ctx context.Context, rowLimit int32) ([]AdjustmentsApartRow, error) {
+	rows, err := q.db.Query(ctx, adjustmentsApart, rowLimit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []AdjustmentsApartRow
+	for rows.Next() {
+		var i AdjustmentsApartRow
+		if err := rows.Scan(&i.ID, &i.Total); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const checkpointMismatches = `-- name: CheckpointMismatches :many
 WITH cp AS (
     SELECT max(through) AS through FROM balance_checkpoints
@@ -60,6 +105,19 @@ func (q *Queries) CheckpointMismatches(ctx context.Context, rowLimit int32) ([]C
 	return items, nil
 }
 
+const countAdjustments = `-- name: CountAdjustments :one
+SELECT ((SELECT count(*) FROM journal_entries WHERE kind = 'adjustment')
+      + (SELECT count(*) FROM adjustments))::bigint
+`
+
+// The adjustment entries and the adjustments rows: what AdjustmentsApart looks at.
+func (q *Queries) CountAdjustments(ctx context.Context) (int64, error) {
+	row := q.db.QueryRow(ctx, countAdjustments)
+	var column_1 int64
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
 const countHoldReleases = `-- name: CountHoldReleases :one
 SELECT count(*)::bigint FROM journal_entries WHERE hold_id IS NOT NULL AND transfer_id = 'hold:' || hold_id || ':released'
 `
@@ -86,13 +144,15 @@ func (q *Queries) CountLatestCheckpoint(ctx context.Context) (int64, error) {
 const countLedger = `-- name: CountLedger :one
 
 SELECT
-    (SELECT count(*) FROM journal_entries)::bigint AS entries,
-    (SELECT count(*) FROM journal_lines)::bigint   AS lines
+    (SELECT count(*) FROM journal_entries)::bigint                              AS entries,
+    (SELECT count(*) FROM journal_lines)::bigint                                AS lines,
+    (SELECT count(*) FROM journal_entries WHERE kind = 'adjustment')::bigint AS adjustment_entries
 `
 
 type CountLedgerRow struct {
-	Entries int64
-	Lines   int64
+	Entries           int64
+	Lines             int64
+	AdjustmentEntries int64
 }
 
 // The checks of `gl verify`. Each returns at most row_limit offending rows, each carrying the
@@ -100,7 +160,7 @@ type CountLedgerRow struct {
 func (q *Queries) CountLedger(ctx context.Context) (CountLedgerRow, error) {
 	row := q.db.QueryRow(ctx, countLedger)
 	var i CountLedgerRow
-	err := row.Scan(&i.Entries, &i.Lines)
+	err := row.Scan(&i.Entries, &i.Lines, &i.AdjustmentEntries)
 	return i, err
 }
 
@@ -134,7 +194,7 @@ func (q *Queries) CountReversedEntries(ctx context.Context) (int64, error) {
 }
 
 const countRuledEntries = `-- name: CountRuledEntries :one
-SELECT count(*)::bigint FROM journal_entries WHERE reverses_entry_id IS NULL
+SELECT count(*)::bigint FROM journal_entries WHERE reverses_entry_id IS NULL AND kind <> 'adjustment'
 `
 
 func (q *Queries) CountRuledEntries(ctx context.Context) (int64, error) {
@@ -152,7 +212,7 @@ LEFT JOIN LATERAL (
     WHERE r.event_type = e.event_type AND r.kind = e.kind AND r.currency IN (e.currency, '')
       AND r.effective_from <= e.occurred_at
     ORDER BY r.currency = '', r.effective_from DESC LIMIT 1) r ON true
-WHERE e.reverses_entry_id IS NULL
+WHERE e.reverses_entry_id IS NULL AND e.kind <> 'adjustment'
   AND (r.debit_account IS NULL OR NOT EXISTS (
         SELECT 1 FROM journal_lines d JOIN journal_lines c ON c.entry_id = d.entry_id
         WHERE d.entry_id = e.id AND d.direction = 'debit' AND c.direction = 'credit'
@@ -168,7 +228,8 @@ type EntriesOffRuleRow struct {
 	Total int64
 }
 
-// Entries (not reversals, which swap their original's lines) whose lines are not the two the
+// Entries (not reversals, which swap their original's lines, nor adjustments, which no rule
+// posts) whose lines are not the two the
 // rule in force for their event type, kind, currency and time makes (the rule of their currency
 // when one is in force, else the any-currency rule, as gl.Rules.At): one debit on its debit
 // account and one credit on its credit account, of one amount.
@@ -195,7 +256,8 @@ func (q *Queries) EntriesOffRule(ctx context.Context, rowLimit int32) ([]Entries
 const entriesWithoutInbox = `-- name: EntriesWithoutInbox :many
 SELECT e.id, e.event_id, count(*) OVER ()::bigint AS total
 FROM journal_entries e
-WHERE ($1::float8 IS NULL
+WHERE e.kind <> 'adjustment'
+  AND ($1::float8 IS NULL
        OR e.posted_at >= clock_timestamp() - make_interval(secs => $1::float8))
   AND NOT EXISTS (
     SELECT 1 FROM inbox i WHERE i.id = $2::text || ':' || e.event_id AND i.status = 'processed'
@@ -218,7 +280,8 @@ type EntriesWithoutInboxRow struct {
 
 // An entry whose event the inbox never recorded as processed: written around the consumer.
 // Only entries posted in the last within_seconds (NULL: every entry): the inbox deletes the
-// rows of older events (EVENTS_INBOX_RETENTION).
+// rows of older events (EVENTS_INBOX_RETENTION). Adjustments are posted through the API, not
+// from an event: AdjustmentsApart checks them.
 func (q *Queries) EntriesWithoutInbox(ctx context.Context, arg EntriesWithoutInboxParams) ([]EntriesWithoutInboxRow, error) {
 	rows, err := q.db.Query(ctx, entriesWithoutInbox, arg.WithinSeconds, arg.Consumer, arg.RowLimit)
 	if err != nil {
@@ -245,11 +308,13 @@ WITH running AS (
            sum(CASE WHEN l.direction = 'credit' THEN l.amount ELSE -l.amount END::numeric)
                OVER (PARTITION BY l.currency ORDER BY l.posted_at, l.id) AS balance
     FROM journal_lines l
+    JOIN journal_entries e ON e.id = l.entry_id AND e.kind <> 'adjustment'
     WHERE l.account_code = $1
 ), account AS (
     SELECT r.currency, min(r.balance) AS lowest,
            (SELECT coalesce(sum(CASE WHEN l.direction = 'credit' THEN l.amount ELSE -l.amount END::numeric), 0)
-            FROM journal_lines l WHERE l.account_code = $1 AND l.currency = r.currency) AS balance
+            FROM journal_lines l JOIN journal_entries e ON e.id = l.entry_id AND e.kind <> 'adjustment'
+            WHERE l.account_code = $1 AND l.currency = r.currency) AS balance
     FROM running r
     GROUP BY r.currency
 ), open_holds AS (
@@ -278,6 +343,8 @@ type HoldAccountTotalsRow struct {
 // Per currency, the hold account's lowest running balance in posting order (credit-normal:
 // what was on hold after each line), its balance now, and the total of the open holds (placed,
 // not released). The lowest must never be negative and the balance must equal the open holds.
+// The lines of adjustments are left out: an adjustment on the hold account corrects the books,
+// not a hold, and gl reconcile shows it as the wallet's held amount against its sub-account.
 func (q *Queries) HoldAccountTotals(ctx context.Context, accountCode string) ([]HoldAccountTotalsRow, error) {
 	rows, err := q.db.Query(ctx, holdAccountTotals, accountCode)
 	if err != nil {
