@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -367,4 +368,31 @@ func TestCheckpointSettingsOutOfRangeAreRefused(t *testing.T) {
 	env["GL_CHECKPOINT_RETENTION"] = "0"
 	_, _, err := runGL(t, env, "accounts", "list")
 	require.NoError(t, err, "one line is in range, and a retention of 0 keeps every checkpoint")
+}
+
+func TestReadSettingsOutOfRangeAreRefused(t *testing.T) {
+	t.Parallel()
+	_, dbURL := envtest.MigratedPool(t, "gl")
+	for setting, want := range map[string]string{
+		"GL_READ_MAX_STALENESS=100ms": "GL_READ_MAX_STALENESS 100ms: want 500ms to 1h",
+		"GL_READ_MAX_STALENESS=2h":    "GL_READ_MAX_STALENESS 2h0m0s: want 500ms to 1h",
+		"GL_READ_DATABASE_URL=postgres://replica-a,replica-b/other?target_session_attrs=prefer-standby": `GL_READ_DATABASE_URL: names database "other"`,
+		"GL_READ_DATABASE_URL=postgres://%zz": "GL_READ_DATABASE_URL: parse database url",
+	} {
+		env := glEnv(dbURL)
+		k, v, _ := strings.Cut(setting, "=")
+		env[k] = v
+		_, _, err := runGL(t, env, "accounts", "list")
+		require.ErrorContains(t, err, want, setting)
+	}
+	env := glEnv(dbURL)
+	u, err := url.Parse(dbURL)
+	require.NoError(t, err)
+	u.Host = "replica-a:5432," + u.Host
+	q := u.Query()
+	q.Set("target_session_attrs", "prefer-standby")
+	u.RawQuery = q.Encode()
+	env["GL_READ_DATABASE_URL"] = u.String()
+	_, _, err = runGL(t, env, "accounts", "list")
+	require.NoError(t, err, "a multi-host read URL of the same database is accepted")
 }

@@ -12,6 +12,7 @@ import (
 	"walletgl/internal/auth"
 	"walletgl/internal/cli"
 	"walletgl/internal/config"
+	"walletgl/internal/database"
 	"walletgl/internal/events"
 	"walletgl/internal/events/contract"
 	"walletgl/internal/events/inbox"
@@ -38,6 +39,28 @@ var service = cli.Service[*Config]{
 // pace, about two thirds of a second.
 const maxCheckpointLines = 1_000_000
 
+// minReadMaxStaleness is GL_READ_MAX_STALENESS's floor: the primary is sampled every tenth of
+// the bound, at least every 50ms, and a bound below its coarseness would send every read to
+// the primary.
+const minReadMaxStaleness = 500 * time.Millisecond
+
+// checkReadDatabase checks that the read URL parses and names the database GL_DATABASE_URL
+// names: a replica of another database would answer with another ledger.
+func checkReadDatabase(readURL, primaryURL string) error {
+	read, err := database.IdentityOf(readURL)
+	if err != nil {
+		return err
+	}
+	primary, err := database.IdentityOf(primaryURL)
+	if err != nil {
+		return nil // GL_DATABASE_URL's own check reports it
+	}
+	if read.Database != primary.Database {
+		return fmt.Errorf("names database %q and GL_DATABASE_URL database %q: they must name the same one", read.Database, primary.Database)
+	}
+	return nil
+}
+
 // Config is every setting of the GL service.
 type Config struct {
 	serve.Settings
@@ -48,6 +71,10 @@ type Config struct {
 	// GL_CHECKPOINT_LINES) and how long it keeps every one (GL_CHECKPOINT_RETENTION).
 	Checkpoints postgres.CheckpointPolicy
 	Traces      tracing.Config // the standard OTEL_* variables: where traces go, if anywhere
+	// ReadDatabaseURL is where the ledger's HTTP reads go (a replica; "": the primary), while it
+	// is at most ReadMaxStaleness behind GL_DATABASE_URL's primary.
+	ReadDatabaseURL  string
+	ReadMaxStaleness time.Duration
 }
 
 // Bind binds every setting to c: the environment variable, and the flag that overrides it.
@@ -63,6 +90,11 @@ func (c *Config) Bind(s *config.Set) {
 		"serve takes a balance checkpoint, at most once a second, as soon as this many lines (and 20 for each account and currency) were posted after the latest")
 	s.Duration(&c.Checkpoints.Retention, "GL_CHECKPOINT_RETENTION", "checkpoint-retention", postgres.DefaultCheckpointRetention,
 		"serve keeps every balance checkpoint this long, then only the last of each day (UTC), which reads as of an older time start from; 0 keeps every one")
+	s.String(&c.ReadDatabaseURL, "GL_READ_DATABASE_URL", "read-database-url", "",
+		"the database the ledger's HTTP reads and console pages go to, typically the standbys in a multi-host URL with target_session_attrs=prefer-standby; "+
+			"writes, the consumer and the relay stay on GL_DATABASE_URL (empty: every read on GL_DATABASE_URL)")
+	s.Duration(&c.ReadMaxStaleness, "GL_READ_MAX_STALENESS", "read-max-staleness", database.DefaultReplicaMaxStaleness,
+		"the most a read from GL_READ_DATABASE_URL may be behind the primary; a read whose replica is further behind is served by the primary")
 	c.Events.Bind(s)
 	c.Log.Bind(s)
 	c.Traces.Bind(s)
@@ -86,6 +118,14 @@ func (c *Config) Validate() error {
 	}
 	if c.Checkpoints.Lines < 1 || c.Checkpoints.Lines > maxCheckpointLines {
 		errs = append(errs, fmt.Errorf("GL_CHECKPOINT_LINES %d: want 1 to %d", c.Checkpoints.Lines, maxCheckpointLines))
+	}
+	if c.ReadMaxStaleness < minReadMaxStaleness || c.ReadMaxStaleness > time.Hour {
+		errs = append(errs, fmt.Errorf("GL_READ_MAX_STALENESS %s: want %s to 1h", c.ReadMaxStaleness, minReadMaxStaleness))
+	}
+	if c.ReadDatabaseURL != "" {
+		if err := checkReadDatabase(c.ReadDatabaseURL, c.DatabaseURL); err != nil {
+			errs = append(errs, fmt.Errorf("GL_READ_DATABASE_URL: %w", err))
+		}
 	}
 	return errors.Join(append(errs, c.Settings.Validate(), c.Events.Validate(), c.Traces.Validate())...)
 }

@@ -8,6 +8,7 @@ import (
 	"walletgl/internal/auth"
 	"walletgl/internal/cli"
 	"walletgl/internal/console"
+	"walletgl/internal/database"
 	"walletgl/internal/events"
 	"walletgl/internal/events/admin"
 	"walletgl/internal/events/contract"
@@ -18,6 +19,7 @@ import (
 	"walletgl/internal/gl/postgres"
 	"walletgl/internal/gl/posting"
 	"walletgl/internal/serve"
+	"walletgl/internal/web"
 )
 
 func serveCmd(ctx context.Context, env cli.Env, args []string) error {
@@ -63,12 +65,29 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}
-	cons, err := glConsole(deps, ledger, poster, guard, keys)
+	health := deps.Health(relay, consumer)
+	var replica *httpapi.Replica
+	var replicaWorkers []serve.Worker
+	if cfg.ReadDatabaseURL != "" {
+		readPool, err := database.Open(ctx, cfg.ReadDatabaseURL, database.ServiceMaxConns)
+		if err != nil {
+			return fmt.Errorf("open GL_READ_DATABASE_URL: %w", err)
+		}
+		defer readPool.Close()
+		deps.Metrics.Pool("read", readPool)
+		measure := database.NewReplica(deps.Pool, readPool, cfg.ReadMaxStaleness)
+		replica = &httpapi.Replica{Ledger: postgres.NewLedger(readPool), FreshnessFunc: measure.Staleness}
+		health = append(health, web.Check{Name: "read_replica", Warn: true, Func: measure.Health})
+		replicaWorkers = append(replicaWorkers, serve.Worker{Name: "replica staleness", Run: measure.Run})
+		log.Info().Dur("max_staleness", cfg.ReadMaxStaleness).Msg("ledger reads go to GL_READ_DATABASE_URL while it is within the bound")
+	}
+	cons, err := glConsole(deps, httpapi.Routed(ledger, replica), poster, guard, keys)
 	if err != nil {
 		return err
 	}
 	handler := httpapi.NewServer(log, httpapi.Deps{
-		Ledger: ledger, Adjustments: ledger.WithAudit(httpapi.AuditByKey), Guard: guard, Health: deps.Health(relay, consumer), Metrics: deps.Metrics, MetricsOnAPI: cfg.MetricsAddr == "",
+		Ledger: ledger, Replica: replica, Adjustments: ledger.WithAudit(httpapi.AuditByKey), Guard: guard, Health: health,
+		Metrics: deps.Metrics, MetricsOnAPI: cfg.MetricsAddr == "",
 		Console: cons, Tracing: deps.Tracing,
 	})
 	workers := []serve.Worker{
@@ -80,6 +99,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 			return ledger.RunCheckpoints(ctx, cfg.Checkpoints, log)
 		}},
 	}
+	workers = append(workers, replicaWorkers...)
 	if cfg.MetricsAddr != "" {
 		workers = append(workers, serve.MetricsWorker(cfg.MetricsAddr, deps.Metrics, log))
 	}
@@ -88,7 +108,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 
 // glConsole is the GL's operator console: its inbox (retry with the consumer's own poster), its
 // outbox of acknowledgments (to look at), and the ledger's reads.
-func glConsole(deps *serve.Deps, ledger *postgres.Ledger, poster inbox.Handler, guard *auth.Guard, keys *auth.Keys) (*console.Console, error) {
+func glConsole(deps *serve.Deps, ledger httpapi.Ledger, poster inbox.Handler, guard *auth.Guard, keys *auth.Keys) (*console.Console, error) {
 	in := inbox.New(events.ConsumerGL, poster)
 	ev := console.Events{
 		Admin: admin.New(deps.Pool), Audit: keys,

@@ -5,7 +5,8 @@
 #   /wallet/env   WALLET_DATABASE_URL (the runtime role), GL_API_KEY (ledger:read, metrics:read),
 #                 NATS_PASSWORD (the broker's user wallet, from the nats-passwords job)
 #   /wallet/      wallet.key, gl.pub
-#   /gl/env       GL_DATABASE_URL (the runtime role), NATS_PASSWORD (the broker's user gl)
+#   /gl/env       GL_DATABASE_URL (the runtime role), NATS_PASSWORD (the broker's user gl), and
+#                 GL_READ_DATABASE_URL when db.env has one (the profile ha's standbys)
 #   /gl/          gl.key, wallet.pub
 #   /setup/operator.env  an admin key of each service for the operator (WALLET_API_KEY, GL_API_KEY)
 # Owner URLs stay in /setup, which no service mounts.
@@ -46,6 +47,7 @@ cp /setup/events/gl.key /setup/events/wallet.pub /gl/
 } >/wallet/env
 {
 	echo "GL_DATABASE_URL='$GL_DATABASE_URL'"
+	[ -z "${GL_READ_DATABASE_URL:-}" ] || echo "GL_READ_DATABASE_URL='$GL_READ_DATABASE_URL'"
 	echo "NATS_PASSWORD='$(cat /nats/gl)'"
 } >/gl/env
 chown -R app /wallet /gl

@@ -322,3 +322,18 @@ func requireTopologyUsers(t *testing.T, conf string) *server.Options {
 	require.ElementsMatch(t, []string{contract.SourceWallet, contract.SourceGL, events.OperatorUser}, names)
 	return opts
 }
+
+// Each node of compose.yaml's profile ha runs the single broker's users, exactly (nats-ha.conf
+// includes nats.conf), with JetStream, in a cluster of the three nodes.
+func TestTheComposeClusterConfigurationIsTopologyPermissions(t *testing.T) {
+	t.Setenv("NATS_SERVER_NAME", "nats-2")
+	opts := requireTopologyUsers(t, filepath.Join("..", "..", "deploy", "compose", "nats-ha.conf"))
+	require.True(t, opts.JetStream, "every node runs JetStream")
+	require.Equal(t, "nats-2", opts.ServerName, "each node is named by NATS_SERVER_NAME")
+	require.Equal(t, "walletgl", opts.Cluster.Name)
+	var routes []string
+	for _, r := range opts.Routes {
+		routes = append(routes, r.Host)
+	}
+	require.Equal(t, []string{"nats-1:6222", "nats-2:6222", "nats-3:6222"}, routes)
+}

@@ -62,22 +62,26 @@ func TestTheOpenAPICheckCatchesDrift(t *testing.T) {
 	}
 	const path = "/v1/accounts/2010/statement?currency=USD"
 	tests := []struct {
-		name   string
-		status int
-		body   string
-		want   []string // in the failures, in order; none: the answer conforms
+		name      string
+		status    int
+		body      string
+		want      []string // in the failures, in order; none: the answer conforms
+		staleness string   // X-Read-Staleness ("": 0.250; "-": neither freshness header)
 	}{
-		{"a statement as documented conforms", 200, statement("10", `"2"`), nil},
-		{"a running balance beyond 64 bits conforms", 200, statement("92233720368547758170", "null"), nil},
-		{"a running balance in a string", 200, statement(`"10"`, "null"), []string{"answer does not conform", "running_balance"}},
-		{"a fractional running balance", 200, statement("10.5", "null"), []string{"answer does not conform", "running_balance"}},
+		{"a statement as documented conforms", 200, statement("10", `"2"`), nil, ""},
+		{"a running balance beyond 64 bits conforms", 200, statement("92233720368547758170", "null"), nil, ""},
+		{"a running balance in a string", 200, statement(`"10"`, "null"), []string{"answer does not conform", "running_balance"}, ""},
+		{"a fractional running balance", 200, statement("10.5", "null"), []string{"answer does not conform", "running_balance"}, ""},
 		{"a statement without its next_cursor", 200, strings.Replace(statement("10", "null"), `,"next_cursor":null`, "", 1),
-			[]string{"answer does not conform", "next_cursor"}},
+			[]string{"answer does not conform", "next_cursor"}, ""},
 		{"a renamed field", 200, strings.Replace(statement("10", "null"), `"running_balance"`, `"balance"`, 1),
-			[]string{"answer does not conform", "balance"}},
+			[]string{"answer does not conform", "balance"}, ""},
 		{"a problem type the route does not document", 400,
 			`{"type":"https://walletgl.dev/problems/invalid-transfer-id","title":"Bad Request","status":400,"detail":"no","instance":"/v1/accounts/2010/statement"}`,
-			[]string{"answer does not conform", "type"}},
+			[]string{"answer does not conform", "type"}, ""},
+		{"a read that does not say where it was read", 200, statement("10", "null"),
+			[]string{"answer does not conform", "X-Read-Source", "X-Read-Staleness"}, "-"},
+		{"a staleness with a unit", 200, statement("10", "null"), []string{"answer does not conform", "x-read-staleness", "does not match pattern"}, "0.25s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -85,6 +89,15 @@ func TestTheOpenAPICheckCatchesDrift(t *testing.T) {
 			var failures openapitest.Failures
 			server := httptest.NewServer(doc.Handler(&failures, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("X-Request-Id", "r-1")
+				switch tt.staleness {
+				case "-":
+				case "":
+					w.Header().Set(httpapi.ReadSourceHeader, "replica")
+					w.Header().Set(httpapi.ReadStalenessHeader, "0.250")
+				default:
+					w.Header().Set(httpapi.ReadSourceHeader, "replica")
+					w.Header().Set(httpapi.ReadStalenessHeader, tt.staleness)
+				}
 				contentType := "application/json"
 				if tt.status >= 400 {
 					contentType = web.ContentTypeProblem

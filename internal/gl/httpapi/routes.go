@@ -13,8 +13,8 @@ import (
 // does not list is refused (invalid-query), on every route.
 func addRoutes(serveMux *http.ServeMux, d Deps) {
 	mux := web.MustRoutes(serveMux, openAPI) // each route takes the query parameters openapi.json lists
-	ledger := d.Ledger
-	read := func(h http.Handler) http.Handler { return d.Guard.Require(ScopeLedgerRead, h) }
+	ledger := Routed(d.Ledger, d.Replica)
+	read := func(h http.Handler) http.Handler { return d.Guard.Require(ScopeLedgerRead, freshness(d.Replica, h)) }
 	web.Probes(mux, d.Health...)
 	web.OpenAPI(mux, openAPI)
 	if d.MetricsOnAPI {

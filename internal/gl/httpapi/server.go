@@ -1,7 +1,8 @@
 // Package httpapi is the GL's HTTP API: journal entries (by transfer, by event, by posting
 // time), account balances (also as of a time) and statements, and the trial balance, plus the
-// health check; and manual adjustments, the one route that writes to the ledger. Errors are problem+json (the plumbing is package web's). Its ledger
-// pages of the operator console (console.go) read the same ledger, served under /console/.
+// health check; and manual adjustments, the one route that writes to the ledger. Errors are
+// problem+json (the plumbing is package web's). Its ledger pages of the operator console
+// (console.go) read the same ledger, served under /console/.
 package httpapi
 
 import (
@@ -18,10 +19,13 @@ import (
 
 // Deps is what the GL's HTTP API serves from.
 type Deps struct {
-	Ledger gl.Reader
-	// Adjustments posts manual adjustments (POST /v1/adjustments), each recorded in the audit
-	// trail as the key that asked (postgres.Ledger.WithAudit(AuditByKey)). Nil: the route
-	// answers 503.
+	Ledger Ledger // on the primary
+	// Replica, when set, is where the ledger's reads go while it is within its bound of
+	// staleness; every read says where it was read (ReadSourceHeader, ReadStalenessHeader).
+	Replica *Replica
+	// Adjustments posts manual adjustments (POST /v1/adjustments) on the primary, each recorded
+	// in the audit trail as the key that asked (postgres.Ledger.WithAudit(AuditByKey)). Nil: the
+	// route answers 503.
 	Adjustments gl.Adjuster
 	Guard       *auth.Guard // who may call which route
 	Health      []web.Check // what the service needs to do its work; GET /readyz runs them

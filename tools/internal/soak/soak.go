@@ -117,9 +117,9 @@ func Run(ctx context.Context, opts Options, bins chaos.Binaries, out io.Writer) 
 	}
 	rep.Dir = dir
 	dbURL := opts.DatabaseURL
-	var cluster *Cluster
+	var cluster *systemtest.Cluster
 	if dbURL == "" {
-		if cluster, err = StartCluster(ctx); err != nil {
+		if cluster, err = systemtest.StartCluster(ctx); err != nil {
 			return rep, err
 		}
 		dbURL = cluster.URL()

@@ -1,4 +1,4 @@
-package soak
+package systemtest
 
 import (
 	"context"
@@ -12,13 +12,12 @@ import (
 	"slices"
 	"strconv"
 	"syscall"
-
-	"walletgl/internal/systemtest"
 )
 
-// Cluster is a PostgreSQL server of the soak's own, in a directory of its own, on a port of
-// its own: the machine's server may run with test settings (autovacuum off), under which the
-// outbox's and inbox's tables grow whatever the services do.
+// Cluster is a PostgreSQL server of a test's or a soak's own, in a directory of its own, on a
+// port of its own: the machine's server may run with test settings (autovacuum off), under which
+// the outbox's and inbox's tables grow whatever the services do, and it cannot be given a
+// standby of a test's own.
 type Cluster struct {
 	Port  int
 	dir   string
@@ -26,7 +25,7 @@ type Cluster struct {
 	owner *syscall.Credential
 }
 
-// clusterConf is production's way in what the soak measures: autovacuum on (its nap scaled
+// clusterConf is production's way in what a soak measures: autovacuum on (its nap scaled
 // down like the soak's retention), durable commits. Sizes stay small for a 2-core machine.
 const clusterConf = `
 listen_addresses = '127.0.0.1'
@@ -42,9 +41,22 @@ log_min_messages = warning
 `
 
 // StartCluster initialises a cluster in a new temporary directory and starts it; Stop stops it
-// and removes the directory. PostgreSQL refuses to run as root: a root soak runs it as the
+// and removes the directory. PostgreSQL refuses to run as root: run by root, it runs as the
 // user "postgres".
 func StartCluster(ctx context.Context) (*Cluster, error) {
+	c, err := newCluster()
+	if err != nil {
+		return nil, err
+	}
+	if err := c.start(ctx); err != nil {
+		_ = os.RemoveAll(c.dir)
+		return nil, err
+	}
+	return c, nil
+}
+
+// newCluster makes the directory of a cluster not yet initialised.
+func newCluster() (*Cluster, error) {
 	bin, err := pgBin()
 	if err != nil {
 		return nil, err
@@ -59,7 +71,7 @@ func StartCluster(ctx context.Context) (*Cluster, error) {
 		gid, _ := strconv.ParseUint(u.Gid, 10, 32)
 		c.owner = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
 	}
-	if c.dir, err = os.MkdirTemp("", "soak-postgres-"); err != nil {
+	if c.dir, err = os.MkdirTemp("", "postgres-"); err != nil {
 		return nil, fmt.Errorf("start postgresql: %w", err)
 	}
 	if c.owner != nil {
@@ -68,11 +80,30 @@ func StartCluster(ctx context.Context) (*Cluster, error) {
 			return nil, fmt.Errorf("start postgresql: %w", err)
 		}
 	}
-	if err := c.start(ctx); err != nil {
-		_ = os.RemoveAll(c.dir)
+	return c, nil
+}
+
+// StartStandby starts a hot standby of c, streaming from it (pg_basebackup -R: a physical copy
+// and its primary_conninfo), in a directory and on a port of its own; Stop stops it.
+func (c *Cluster) StartStandby(ctx context.Context) (*Cluster, error) {
+	s, err := newCluster()
+	if err != nil {
 		return nil, err
 	}
-	return c, nil
+	data := filepath.Join(s.dir, "data")
+	err = s.run(ctx, "pg_basebackup", "-D", data, "-h", "127.0.0.1", "-p", strconv.Itoa(c.Port), "-U", "postgres",
+		"-R", "-X", "stream", "-c", "fast", "--no-sync")
+	if err == nil {
+		err = s.configure(data, "hot_standby = on\n")
+	}
+	if err == nil {
+		err = s.pgCtlStart(ctx, data)
+	}
+	if err != nil {
+		_ = os.RemoveAll(s.dir)
+		return nil, err
+	}
+	return s, nil
 }
 
 func (c *Cluster) start(ctx context.Context) error {
@@ -80,7 +111,16 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err := c.run(ctx, "initdb", "-D", data, "-U", "postgres", "-A", "trust", "--no-sync", "-E", "UTF8"); err != nil {
 		return err
 	}
-	addr, err := systemtest.FreeAddr()
+	if err := c.configure(data, ""); err != nil {
+		return err
+	}
+	return c.pgCtlStart(ctx, data)
+}
+
+// configure gives the cluster in data a free port and its own socket directory, plus extra
+// settings: appended, they win over the lines before them (a standby's copy of its primary's).
+func (c *Cluster) configure(data, extra string) error {
+	addr, err := FreeAddr()
 	if err != nil {
 		return err
 	}
@@ -92,10 +132,14 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("start postgresql: %w", err)
 	}
-	_, err = fmt.Fprintf(f, clusterConf, c.Port, c.dir)
+	_, err = fmt.Fprintf(f, clusterConf+extra, c.Port, c.dir)
 	if err := errors.Join(err, f.Close()); err != nil {
 		return fmt.Errorf("start postgresql: %w", err)
 	}
+	return nil
+}
+
+func (c *Cluster) pgCtlStart(ctx context.Context, data string) error {
 	if err := c.run(ctx, "pg_ctl", "-D", data, "-l", filepath.Join(c.dir, "server.log"), "-w", "-t", "60", "start"); err != nil {
 		log, _ := os.ReadFile(filepath.Join(c.dir, "server.log"))
 		return fmt.Errorf("%w\n%s", err, log)
@@ -104,8 +148,11 @@ func (c *Cluster) start(ctx context.Context) error {
 }
 
 // URL is the cluster's maintenance database, as the superuser.
-func (c *Cluster) URL() string {
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", c.Port)
+func (c *Cluster) URL() string { return c.DatabaseURL("postgres") }
+
+// DatabaseURL is the cluster's database name, as the superuser.
+func (c *Cluster) DatabaseURL(name string) string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", c.Port, name)
 }
 
 // Stop stops the server (fast shutdown) and removes its directory; keep leaves the directory
@@ -122,7 +169,7 @@ func (c *Cluster) run(ctx context.Context, name string, args ...string) error {
 	cmd := exec.CommandContext(ctx, filepath.Join(c.bin, name), args...)
 	cmd.Dir = c.dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.owner}
-	// pg_ctl's server must outlive a Ctrl-C of the soak long enough for Stop to stop it.
+	// pg_ctl's server must outlive a Ctrl-C of a soak long enough for Stop to stop it.
 	cmd.SysProcAttr.Setpgid = true
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("%s: %w\n%s", name, err, out)
