@@ -53,4 +53,18 @@ func TestReplayMigratesItsTargetAsTheOwner(t *testing.T) {
 		MigrateURL:     "postgres://gl_owner:secret@db.internal:5432/gl_replay_20260101t000000?sslmode=verify-full",
 		MigrateOnStart: true,
 	}, d)
+
+	// An HA cluster's URLs list every server: the target's owner URL keeps them all.
+	const hosts = "pg-1.internal:5432,pg-2.internal:5432,pg-3.internal:5432"
+	multiTarget := "postgres://gl_app@" + hosts + "/gl_replay_20260101t000000?target_session_attrs=read-write"
+	d, err = replayTarget(serve.Database{
+		URL:        "postgres://gl_app@" + hosts + "/gl?target_session_attrs=read-write",
+		MigrateURL: "postgres://gl_owner:secret@" + hosts + "/gl?target_session_attrs=read-write",
+	}, multiTarget)
+	require.NoError(t, err)
+	require.Equal(t, serve.Database{
+		URL:            multiTarget,
+		MigrateURL:     "postgres://gl_owner:secret@" + hosts + "/gl_replay_20260101t000000?target_session_attrs=read-write",
+		MigrateOnStart: true,
+	}, d)
 }

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -14,8 +13,8 @@ import (
 type Access int
 
 const (
-	// ReadOnly sessions run with default_transaction_read_only = on: a command that only looks
-	// cannot change a row, whatever its code does.
+	// ReadOnly sessions run with default_transaction_read_only = on (database.ReadOnlySessions):
+	// a command that only looks cannot change a row, whatever its code does.
 	ReadOnly Access = iota
 	// ReadWrite is for the commands that change rows (requeue, retry, accounts add, …).
 	ReadWrite
@@ -29,10 +28,11 @@ const (
 // (database.OpenTool), and checks that it answers. It never creates nor migrates a
 // database: a wrong URL fails here instead of leaving an empty database behind.
 func OpenDatabase(ctx context.Context, dbURL string, access Access) (*pgxpool.Pool, error) {
+	open := database.OpenTool
 	if access == ReadOnly {
-		dbURL = readOnly(dbURL)
+		open = database.OpenToolReadOnly
 	}
-	pool, err := database.OpenTool(ctx, dbURL)
+	pool, err := open(ctx, dbURL)
 	if err != nil {
 		return nil, err
 	}
@@ -41,19 +41,4 @@ func OpenDatabase(ctx context.Context, dbURL string, access Access) (*pgxpool.Po
 		return nil, fmt.Errorf("connect to database %s: %w", pool.Config().ConnConfig.Database, err)
 	}
 	return pool, nil
-}
-
-// readOnly adds default_transaction_read_only = on to the sessions of dbURL, a URL or a
-// keyword/value string (pgx passes a parameter it does not know on to the server). The string is
-// extended rather than parsed: net/url refuses the multi-host URLs PostgreSQL accepts.
-func readOnly(dbURL string) string {
-	const param = "default_transaction_read_only=on"
-	switch {
-	case !strings.HasPrefix(dbURL, "postgres://") && !strings.HasPrefix(dbURL, "postgresql://"):
-		return dbURL + " " + param
-	case strings.Contains(dbURL, "?"):
-		return dbURL + "&" + param
-	default:
-		return dbURL + "?" + param
-	}
 }

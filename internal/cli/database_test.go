@@ -10,17 +10,6 @@ import (
 	"walletgl/internal/envtest"
 )
 
-func TestReadOnlyURL(t *testing.T) {
-	t.Parallel()
-	for in, want := range map[string]string{
-		"postgres://u@h/db": "postgres://u@h/db?default_transaction_read_only=on",
-		"postgresql://u@h1:5432,h2:5432/db?sslmode=disable": "postgresql://u@h1:5432,h2:5432/db?sslmode=disable&default_transaction_read_only=on",
-		"host=h dbname=db": "host=h dbname=db default_transaction_read_only=on",
-	} {
-		require.Equal(t, want, readOnly(in))
-	}
-}
-
 func TestOpenDatabase(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -44,6 +33,20 @@ func TestOpenDatabase(t *testing.T) {
 	defer func() { _ = tx.Rollback(ctx) }()
 	_, err = tx.Exec(ctx, `INSERT INTO things VALUES (1)`)
 	require.ErrorContains(t, err, "read-only transaction")
+
+	// A multi-host URL that asks for the server taking writes: a reading command's sessions
+	// are read-only only once connected, or no server would pass for the primary.
+	multi, err := OpenDatabase(ctx, envtest.MultiHost(t, dbURL), ReadOnly)
+	require.NoError(t, err, "a reading command connects through a multi-host read-write URL")
+	defer multi.Close()
+	require.NoError(t, multi.QueryRow(ctx, `SELECT count(*) FROM things`).Scan(&n))
+	_, err = multi.Exec(ctx, `INSERT INTO things VALUES (1)`)
+	require.ErrorContains(t, err, "read-only transaction")
+	written, err := OpenDatabase(ctx, envtest.MultiHost(t, dbURL), ReadWrite)
+	require.NoError(t, err)
+	defer written.Close()
+	_, err = written.Exec(ctx, `INSERT INTO things VALUES (2)`)
+	require.NoError(t, err, "a writing command writes through it")
 
 	u, err := url.Parse(dbURL)
 	require.NoError(t, err)

@@ -43,17 +43,23 @@ const (
 // Open connects a pool to the database at url, with at most maxConns connections unless the
 // URL sets pool_max_conns (0: pgxpool's default). Its commits are synchronous.
 func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error) {
-	return open(ctx, url, maxConns, false)
+	return open(ctx, url, maxConns, false, false)
 }
 
 // OpenTool connects an operator command's pool (ToolMaxConns) as Open does, except that the
 // server may run its reads in parallel, as the server's settings say: gl verify, gl reconcile
 // and the outbox listings read whole tables, which is what parallel plans are for.
 func OpenTool(ctx context.Context, url string) (*pgxpool.Pool, error) {
-	return open(ctx, url, ToolMaxConns, true)
+	return open(ctx, url, ToolMaxConns, true, false)
 }
 
-func open(ctx context.Context, url string, maxConns int32, parallel bool) (*pgxpool.Pool, error) {
+// OpenToolReadOnly is OpenTool for a command that only reads: its sessions cannot change a
+// row, whatever its code does (ReadOnlySessions).
+func OpenToolReadOnly(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	return open(ctx, url, ToolMaxConns, true, true)
+}
+
+func open(ctx context.Context, url string, maxConns int32, parallel, readOnly bool) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("parse database url: %w", err)
@@ -69,8 +75,12 @@ func open(ctx context.Context, url string, maxConns int32, parallel bool) (*pgxp
 		noParallelWorkers(cfg, url)
 	}
 	EncodeUUIDsDirectly(cfg)
-	// Transfers and postings commit only once their WAL is on disk, whatever the database's or
-	// the role's default says: a synchronous_commit = off there would make them lossy.
+	if readOnly {
+		ReadOnlySessions(cfg)
+	}
+	// Transfers and postings commit only once their WAL is on disk (and, where the server has
+	// a synchronous standby, on the standby too), whatever the database's or the role's
+	// default says: a synchronous_commit = off or local there would make them lossy.
 	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -115,6 +125,24 @@ func EncodeUUIDsDirectly(cfg *pgxpool.Config) {
 	next := cfg.AfterConnect
 	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
 		pgxuuid.Register(conn.TypeMap())
+		if next != nil {
+			return next(ctx, conn)
+		}
+		return nil
+	}
+}
+
+// ReadOnlySessions makes every session of cfg's pool read-only (default_transaction_read_only
+// = on) once it is connected. As a start-up parameter it would already be in force when the
+// driver asks each server of a multi-host URL with target_session_attrs=read-write whether
+// it takes writes (SHOW transaction_read_only): every server, the primary too, would answer
+// no, and the pool could connect nowhere.
+func ReadOnlySessions(cfg *pgxpool.Config) {
+	next := cfg.AfterConnect
+	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
+		if _, err := conn.Exec(ctx, "SET default_transaction_read_only = on"); err != nil {
+			return fmt.Errorf("make the session read-only: %w", err)
+		}
 		if next != nil {
 			return next(ctx, conn)
 		}
@@ -241,15 +269,29 @@ func splitDatabase(dbURL string) (name, adminURL string, err error) {
 }
 
 // WithDatabase returns dbURL, which names the database current, naming name instead: the same
-// server, user and parameters.
+// servers, user and parameters. A URL's path is replaced as text, not through net/url, so that
+// every host of a multi-host URL (an HA cluster's) stays as it was written.
 func WithDatabase(dbURL, current, name string) string {
-	u, err := url.Parse(dbURL)
-	if err != nil || u.Scheme == "" {
-		// key=value form
-		return strings.Replace(dbURL, "dbname="+current, "dbname="+name, 1)
+	for _, scheme := range []string{"postgres://", "postgresql://"} {
+		rest, ok := strings.CutPrefix(dbURL, scheme)
+		if !ok {
+			continue
+		}
+		// The authority (user, password and hosts, where '/' and '?' must be escaped) ends at
+		// the path or the query.
+		end := strings.IndexAny(rest, "/?")
+		if end < 0 {
+			return dbURL + "/" + url.PathEscape(name)
+		}
+		authority, after := rest[:end], rest[end:]
+		query := ""
+		if q := strings.IndexByte(after, '?'); q >= 0 {
+			query = after[q:]
+		}
+		return scheme + authority + "/" + url.PathEscape(name) + query
 	}
-	u.Path = "/" + name
-	return u.String()
+	// key=value form
+	return strings.Replace(dbURL, "dbname="+current, "dbname="+name, 1)
 }
 
 // Identity is the database and the user a URL connects as, with the defaults filled in as the

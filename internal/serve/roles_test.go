@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"walletgl/internal/auth"
+	"walletgl/internal/config"
 	"walletgl/internal/database"
 	"walletgl/internal/envtest"
 	"walletgl/internal/gl"
@@ -360,4 +362,29 @@ func TestAMigrateURLNamesTheServicesDatabase(t *testing.T) {
 	d.MigrateURL = "postgres://gl_owner@db.internal:5432/wallet"
 	require.EqualError(t, d.Validate("GL_DATABASE_URL", "GL_MIGRATE_DATABASE_URL"),
 		`GL_MIGRATE_DATABASE_URL names database "wallet" and GL_DATABASE_URL database "gl": they must name the same one`)
+
+	// An HA cluster's multi-host URLs, in either of PostgreSQL's forms.
+	const hosts = "pg-1.internal:5432,pg-2.internal:5432,pg-3.internal:5432"
+	d = serve.Database{
+		URL:        "postgres://gl_app@" + hosts + "/gl?target_session_attrs=read-write",
+		MigrateURL: "host=pg-1.internal,pg-2.internal,pg-3.internal port=5432 dbname=gl user=gl_owner target_session_attrs=read-write",
+	}
+	require.NoError(t, d.Validate("GL_DATABASE_URL", "GL_MIGRATE_DATABASE_URL"))
+	d.MigrateURL = "postgres://gl_owner@" + hosts + "/wallet?target_session_attrs=read-write"
+	require.ErrorContains(t, d.Validate("GL_DATABASE_URL", "GL_MIGRATE_DATABASE_URL"), "they must name the same one")
+}
+
+func TestTheSettingsTakeAMultiHostDatabaseURL(t *testing.T) {
+	t.Parallel()
+	const url = "postgres://wallet_app@pg-1.internal:5432,pg-2.internal:5432,pg-3.internal:5432/wallet?target_session_attrs=read-write"
+	env := map[string]string{
+		"WALLET_DATABASE_URL":         url,
+		"WALLET_MIGRATE_DATABASE_URL": "postgres://wallet_owner@pg-1.internal:5432,pg-2.internal:5432,pg-3.internal:5432/wallet?target_session_attrs=read-write",
+	}
+	var c serve.Settings
+	s := config.NewSet("test", func(k string) string { return env[k] }, io.Discard)
+	serve.BindSettings(s, &c, "WALLET", "wallet", "127.0.0.1:8080")
+	require.NoError(t, s.Parse(nil))
+	require.NoError(t, c.Validate())
+	require.Equal(t, url, c.Database())
 }

@@ -57,30 +57,48 @@ func StartCluster(ctx context.Context) (*Cluster, error) {
 
 // newCluster makes the directory of a cluster not yet initialised.
 func newCluster() (*Cluster, error) {
-	bin, err := pgBin()
+	bin, err := PostgresBin()
 	if err != nil {
 		return nil, err
 	}
 	c := &Cluster{bin: bin}
-	if os.Geteuid() == 0 {
-		u, err := user.Lookup("postgres")
-		if err != nil {
-			return nil, fmt.Errorf("start postgresql: running as root, and no user postgres to run it as: %w", err)
-		}
-		uid, _ := strconv.ParseUint(u.Uid, 10, 32)
-		gid, _ := strconv.ParseUint(u.Gid, 10, 32)
-		c.owner = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+	if c.owner, err = PostgresUser(); err != nil {
+		return nil, err
 	}
-	if c.dir, err = os.MkdirTemp("", "postgres-"); err != nil {
-		return nil, fmt.Errorf("start postgresql: %w", err)
-	}
-	if c.owner != nil {
-		if err := os.Chown(c.dir, int(c.owner.Uid), int(c.owner.Gid)); err != nil {
-			_ = os.RemoveAll(c.dir)
-			return nil, fmt.Errorf("start postgresql: %w", err)
-		}
+	if c.dir, err = PostgresDir("postgres-", c.owner); err != nil {
+		return nil, err
 	}
 	return c, nil
+}
+
+// PostgresUser is the user a server of our own runs as: the caller's own (nil), or "postgres"
+// when the caller is root, which PostgreSQL refuses to run as.
+func PostgresUser() (*syscall.Credential, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return nil, fmt.Errorf("start postgresql: running as root, and no user postgres to run it as: %w", err)
+	}
+	uid, _ := strconv.ParseUint(u.Uid, 10, 32)
+	gid, _ := strconv.ParseUint(u.Gid, 10, 32)
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+}
+
+// PostgresDir makes a new temporary directory that owner (nil: the caller) owns.
+func PostgresDir(pattern string, owner *syscall.Credential) (string, error) {
+	dir, err := os.MkdirTemp("", pattern)
+	if err != nil {
+		return "", fmt.Errorf("make a directory for postgresql: %w", err)
+	}
+	if owner != nil {
+		if err := os.Chown(dir, int(owner.Uid), int(owner.Gid)); err != nil {
+			_ = os.RemoveAll(dir)
+			return "", fmt.Errorf("make a directory for postgresql: %w", err)
+		}
+	}
+	return dir, nil
 }
 
 // StartStandby starts a hot standby of c, streaming from it (pg_basebackup -R: a physical copy
@@ -177,8 +195,8 @@ func (c *Cluster) run(ctx context.Context, name string, args ...string) error {
 	return nil
 }
 
-// pgBin finds the directory of initdb and pg_ctl: on the PATH, or where Debian puts them.
-func pgBin() (string, error) {
+// PostgresBin finds the directory of initdb and pg_ctl: on the PATH, or where Debian puts them.
+func PostgresBin() (string, error) {
 	if p, err := exec.LookPath("initdb"); err == nil {
 		if real, err := filepath.EvalSymlinks(p); err == nil {
 			p = real

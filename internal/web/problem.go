@@ -101,9 +101,18 @@ func newProblem(r *http.Request, status int, slug, detail string) Problem {
 	}
 }
 
-// writeProblem sends doc, a Problem or a struct embedding one, as the answer.
+// UnavailableRetryAfter is the Retry-After, in seconds, of every 503: a database failing over
+// or a broker away is back within seconds, and a request replayed with its Idempotency-Key
+// cannot be applied twice.
+const UnavailableRetryAfter = "1"
+
+// writeProblem sends doc, a Problem or a struct embedding one, as the answer; a 503 says when
+// to try again (UnavailableRetryAfter) unless the handler said it already.
 func writeProblem(w http.ResponseWriter, status int, doc any) {
 	w.Header().Set("Content-Type", ContentTypeProblem)
+	if status == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
+		w.Header().Set("Retry-After", UnavailableRetryAfter)
+	}
 	w.WriteHeader(status)
 	// The status is sent; a client that went away is not worth an error.
 	_ = json.NewEncoder(w).Encode(doc)

@@ -74,6 +74,11 @@ func TestWriteProblem(t *testing.T) {
 			p := webtest.Recorded(rec).RequireProblem(t, tt.status, tt.slug)
 			require.Equal(t, tt.detail, p.Detail)
 			require.Equal(t, "/x", p.Instance)
+			if tt.status == http.StatusServiceUnavailable {
+				require.Equal(t, web.UnavailableRetryAfter, rec.Header().Get("Retry-After"), "a 503 says when to try again")
+			} else {
+				require.Empty(t, rec.Header().Get("Retry-After"))
+			}
 			for _, secret := range []string{"secretuser", "secretdb", "10.0.0.7", "dial"} {
 				require.NotContains(t, rec.Body.String(), secret)
 			}
@@ -328,6 +333,7 @@ func TestHealth(t *testing.T) {
 		rec, logs := serveHealth(t, web.Check{Name: "database", Func: down}, web.Check{Name: "nats", Func: ok})
 		p := webtest.Recorded(rec).RequireProblem(t, http.StatusServiceUnavailable, "unavailable")
 		require.Equal(t, "the service cannot do its work now; retry later", p.Detail)
+		require.Equal(t, web.UnavailableRetryAfter, rec.Header().Get("Retry-After"))
 		var body struct {
 			Checks map[string]string `json:"checks"`
 		}

@@ -45,7 +45,7 @@ func OpenWalletView(ctx context.Context, dbURL string) (*WalletView, error) {
 		return nil, fmt.Errorf("parse the wallet's database url: %w", err)
 	}
 	cfg.MaxConns = 2
-	cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
+	database.ReadOnlySessions(cfg)
 	database.EncodeUUIDsDirectly(cfg)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

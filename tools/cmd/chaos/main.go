@@ -90,7 +90,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			}
 		}
 		mark := "PASS"
-		if !rep.Passed {
+		switch {
+		case rep.Skipped != "" && getenv("CI") == "true":
+			// Under CI a missing tool fails the run, as a missing service fails the tests.
+			mark = "FAIL"
+			failed = append(failed, sc.Name+" (CI=true: "+rep.Skipped+")")
+		case rep.Skipped != "":
+			mark = "SKIP"
+		case !rep.Passed:
 			mark = "FAIL"
 			failed = append(failed, sc.Name)
 		}

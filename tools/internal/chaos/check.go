@@ -32,6 +32,8 @@ type Counts struct {
 	BrokerDuplicates int64 `json:"broker_duplicates"`
 	InboxDuplicates  int64 `json:"inbox_duplicates"`
 	Faults           int   `json:"faults"`
+	// Statuses counts the clients' attempts by the status they got (0: no answer).
+	Statuses map[int]int `json:"statuses"`
 }
 
 // waitQuiet waits until every outbox row in both databases is terminal, the GL has as many
@@ -87,7 +89,7 @@ func (c *checker) failed(name string, err error) {
 func verify(ctx context.Context, s *System, load LoadResult, allowDeadLetters bool) ([]Check, Counts) {
 	c := &checker{ctx: ctx, wallet: s.WalletDB, gl: s.GLDB}
 	counts := Counts{Confirmed: len(load.Confirmed), Refused: load.Refused, GaveUp: load.GaveUp,
-		Requests: load.Requests, Retried: load.Retried}
+		Requests: load.Requests, Retried: load.Retried, Statuses: load.Statuses()}
 
 	transfers := c.confirmedExactlyOnce(load, &counts)
 	c.postedExactlyOnce(transfers, &counts)

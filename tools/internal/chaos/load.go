@@ -32,6 +32,24 @@ type LoadResult struct {
 	Skipped   int
 	// Holds are the holds placed, by the Idempotency-Key of their placement.
 	Holds map[string]*HoldOutcome
+	// Attempts are every HTTP attempt of the load, in no particular order.
+	Attempts []Attempt
+}
+
+// Attempt is one request of the load and what came of it.
+type Attempt struct {
+	Sent   time.Time
+	Took   time.Duration
+	Status int // 0: no answer (the connection failed or timed out)
+}
+
+// Statuses counts attempts by their status (0: no answer).
+func (r LoadResult) Statuses() map[int]int {
+	out := map[int]int{}
+	for _, a := range r.Attempts {
+		out[a.Status]++
+	}
+	return out
 }
 
 // reversalEvery makes one job in that many, once the first clients' worth of transfers has
@@ -195,7 +213,15 @@ func (g *loadGen) untilAnswered(ctx context.Context, client int, do func(*system
 			return systemtest.Response{}, false
 		}
 		g.reqs.Add(1)
+		sent := time.Now()
 		resp, err := do(g.targets[(client+attempt)%len(g.targets)])
+		a := Attempt{Sent: sent, Took: time.Since(sent)}
+		if err == nil {
+			a.Status = resp.Status
+		}
+		g.mu.Lock()
+		g.res.Attempts = append(g.res.Attempts, a)
+		g.mu.Unlock()
 		if err == nil && final(resp) {
 			return resp, true
 		}

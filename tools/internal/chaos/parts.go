@@ -1,9 +1,15 @@
 package chaos
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"maps"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -60,6 +66,7 @@ func (r *LoadResult) Add(batch LoadResult) {
 	r.Retried += batch.Retried
 	r.GaveUp += batch.GaveUp
 	r.Skipped += batch.Skipped
+	r.Attempts = append(r.Attempts, batch.Attempts...)
 }
 
 // WaitQuiet waits, for timeout at most, until nothing is left in flight (see waitQuiet).
@@ -70,4 +77,42 @@ func WaitQuiet(ctx context.Context, s *System, timeout time.Duration) error {
 // Verify checks every invariant of the system against what the clients saw (see verify).
 func Verify(ctx context.Context, s *System, load LoadResult) ([]Check, Counts) {
 	return verify(ctx, s, load, false)
+}
+
+// CommandChecks runs what an operator runs against the system's databases: `wallet verify`,
+// `gl verify` and `gl reconcile` (reading the wallet's database), with the services' own
+// settings (their database URLs, multi-host ones included).
+func CommandChecks(ctx context.Context, sys *System) []Check {
+	wallet, gl := sys.Wallets[0], sys.GLs[0]
+	var checks []Check
+	for _, c := range []struct {
+		name string
+		p    *systemtest.Process
+		args []string
+		env  []string
+	}{
+		{"wallet verify passes", wallet, []string{"verify"}, nil},
+		{"gl verify passes", gl, []string{"verify"}, nil},
+		{"gl reconcile finds no difference", gl, []string{"reconcile"}, []string{"GL_RECONCILE_WALLET_DATABASE_URL=" + sys.WalletURL}},
+	} {
+		cmd := exec.CommandContext(ctx, c.p.Bin, c.args...)
+		cmd.Env = slices.Concat(os.Environ(), c.p.Env, c.env, []string{"LOG_LEVEL=warn"})
+		var outBuf bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &outBuf, &outBuf
+		err := cmd.Run()
+		detail := lastLines(outBuf.String(), 3)
+		if err != nil {
+			detail = fmt.Sprintf("%v: %s", err, lastLines(outBuf.String(), 12))
+		}
+		checks = append(checks, Check{Name: c.name, Passed: err == nil, Detail: detail})
+	}
+	return checks
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
 }

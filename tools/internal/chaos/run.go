@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"walletgl/internal/systemtest"
+	"walletgl/tools/internal/pgcluster"
 )
 
 // Options choose the size and repeatability of a run.
@@ -51,8 +52,13 @@ type Report struct {
 	Checks      []Check         `json:"checks"`
 	Passed      bool            `json:"passed"`
 	Error       string          `json:"error,omitempty"`
-	Elapsed     time.Duration   `json:"elapsed"`
-	Dir         string          `json:"dir"`
+	// Skipped says why the scenario did not run (the tools it needs are not installed here).
+	Skipped string `json:"skipped,omitempty"`
+	// Failovers are the database failovers of an HA scenario, each with how long writes took
+	// to come back.
+	Failovers []Failover    `json:"failovers,omitempty"`
+	Elapsed   time.Duration `json:"elapsed"`
+	Dir       string        `json:"dir"`
 }
 
 // Binaries builds the service binaries and the nats-server once for several runs.
@@ -86,16 +92,50 @@ func Run(ctx context.Context, sc Scenario, opts Options, bins Binaries, out io.W
 			return rep
 		}
 	}
-	rep.Dir = dir
 	fmt.Fprintf(out, "== %s: %s (seed %d)\n", sc.Name, sc.Description, opts.Seed)
+	if sc.Topology.HA {
+		if err := pgcluster.HATools(); err != nil {
+			if opts.Dir == "" {
+				_ = os.Remove(dir)
+			}
+			rep.Skipped = err.Error()
+			return rep
+		}
+	}
+	rep.Dir = dir
+	opts.Duration = max(opts.Duration, sc.MinDuration)
 	tl := newTimeline(out)
 	defer func() {
 		rep.Timeline, rep.Elapsed = tl.Events, time.Since(start).Round(time.Millisecond)
 		rep.Counts.Faults = tl.Faults()
 	}()
 
+	var ha *pgcluster.HA
+	if sc.Topology.HA {
+		var err error
+		tl.Note("starting an HA PostgreSQL cluster: etcd, three nodes under Patroni, synchronous_mode")
+		if ha, err = pgcluster.StartHA(ctx); err != nil {
+			rep.Error = fmt.Sprintf("start the ha cluster: %v", err)
+			return rep
+		}
+		defer func() {
+			keep := opts.Keep || !rep.Passed
+			ha.Stop(keep)
+			if keep {
+				tl.Note("ha cluster's data and logs kept in %s", ha.Dir())
+			}
+		}()
+		leader, err := ha.WaitLeader(ctx, time.Minute)
+		if err != nil {
+			rep.Error = fmt.Sprintf("start the ha cluster: %v", err)
+			return rep
+		}
+		opts.DatabaseURL = ha.URL("postgres")
+		tl.Note("ha cluster up in %s: leader %s; %s", ha.Dir(), leader.Name, opts.DatabaseURL)
+	}
 	sys, err := startSystem(ctx, opts, sc.Topology, dir, bins.Binaries, bins.NATSServer, tl)
 	if sys != nil {
+		sys.HA = ha
 		defer func() {
 			for _, err := range sys.StopAll() {
 				tl.Note("shutdown: %v", err)
@@ -151,6 +191,13 @@ func Run(ctx context.Context, sc Scenario, opts Options, bins Binaries, out io.W
 		tl.Note("%v", quietErr)
 	}
 	rep.Checks, rep.Counts = verify(ctx, sys, load, sc.AllowDeadLetters)
+	if sc.OperatorChecks {
+		rep.Checks = append(rep.Checks, CommandChecks(ctx, sys)...)
+	}
+	rep.Failovers = sys.takeFailovers(load.Attempts)
+	if sc.Topology.HA {
+		rep.Checks = append(rep.Checks, readinessFollowed(sys, rep.Failovers))
+	}
 	rep.Passed = rep.Error == "" && quietErr == nil
 	for _, c := range rep.Checks {
 		rep.Passed = rep.Passed && c.Passed
@@ -164,6 +211,10 @@ func Run(ctx context.Context, sc Scenario, opts Options, bins Binaries, out io.W
 // Print writes the run report for people.
 func (r Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "\nscenario  %s — %s\nseed      %d   elapsed %s\n", r.Scenario, r.Description, r.Seed, r.Elapsed)
+	if r.Skipped != "" {
+		fmt.Fprintf(w, "verdict   %s SKIPPED: %s\n", strings.ToUpper(r.Scenario), r.Skipped)
+		return
+	}
 	fmt.Fprintf(w, "faults    %d injected\n", r.Counts.Faults)
 	for _, e := range r.Timeline {
 		if e.Fault {
@@ -174,6 +225,10 @@ func (r Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "counts    confirmed %d, refused %d, gave up %d, requests %d (retries %d)\n", c.Confirmed, c.Refused, c.GaveUp, c.Requests, c.Retried)
 	fmt.Fprintf(w, "          transfers %d (reversals %d), holds %d, posted %d, re-publishes %d, duplicates absorbed by the broker %d, by the inbox %d\n",
 		c.Transfers, c.Reversals, c.Holds, c.Posted, c.Republished, c.BrokerDuplicates, c.InboxDuplicates)
+	fmt.Fprintf(w, "answers   %s\n", statusCounts(c.Statuses))
+	for _, f := range r.Failovers {
+		fmt.Fprintf(w, "failover  %s\n", f)
+	}
 	fmt.Fprintln(w, "checks")
 	for _, ch := range r.Checks {
 		mark := "PASS"

@@ -24,6 +24,11 @@ type Scenario struct {
 	Inject func(ctx context.Context, s *System, rng *rand.Rand, d time.Duration) error
 	// AllowDeadLetters: the scenario expects some rows to end in dead_letter (none does yet).
 	AllowDeadLetters bool
+	// MinDuration is the least the load lasts, whatever the form: the scenario's faults take
+	// that long.
+	MinDuration time.Duration
+	// OperatorChecks adds `wallet verify`, `gl verify` and `gl reconcile` to the invariants.
+	OperatorChecks bool
 }
 
 // Scenarios lists every scenario, in the order `make chaos` runs them.
@@ -115,6 +120,15 @@ func Scenarios() []Scenario {
 				GLEnv:     []string{"EVENTS_RELAY_WORKERS=1", "EVENTS_PUBLISH_TIMEOUT=3s"},
 			},
 			Inject: killStreamLeaders,
+		},
+		{
+			Name: "pg-failover",
+			Description: "both databases on PostgreSQL under Patroni (three nodes, a synchronous standby): the primary killed with -9 " +
+				"twice, a replica's replay frozen, a planned switchover while it lags",
+			Topology:       Topology{HA: true},
+			Inject:         pgFailover,
+			MinDuration:    time.Minute,
+			OperatorChecks: true,
 		},
 	}
 }

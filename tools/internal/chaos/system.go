@@ -18,6 +18,7 @@ import (
 	"walletgl/internal/events"
 	"walletgl/internal/events/contract"
 	"walletgl/internal/systemtest"
+	"walletgl/tools/internal/pgcluster"
 )
 
 // System is one run's world: two databases, the brokers, and the service processes.
@@ -31,7 +32,12 @@ type System struct {
 	seed             uint64
 	log              *Timeline
 
+	// HA is the PostgreSQL cluster under Patroni that holds both databases in an HA scenario
+	// (nil: the databases are on the server of Options.DatabaseURL).
+	HA *pgcluster.HA
+
 	mu        sync.Mutex
+	failovers []Failover
 	expecting map[*systemtest.Process]bool // processes the scenario stopped on purpose
 	killed    map[*systemtest.Process]bool // processes the harness killed (the restart is no news)
 }
@@ -41,6 +47,9 @@ type Topology struct {
 	WalletInstances, GLInstances, Brokers int
 	// Env is added to both services' environment (settings and FAULTS for the scenario).
 	WalletEnv, GLEnv []string
+	// HA puts both databases on a PostgreSQL cluster of three under Patroni, which the run
+	// starts (pgcluster.StartHA); the services reach it by a multi-host URL.
+	HA bool
 }
 
 func startSystem(ctx context.Context, opts Options, topo Topology, dir string, bins systemtest.Binaries, natsBin string, tl *Timeline) (*System, error) {

@@ -10,13 +10,11 @@
 package soak
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -223,7 +221,9 @@ func Run(ctx context.Context, opts Options, bins chaos.Binaries, out io.Writer) 
 		rep.Checks = append(rep.Checks, Check{Name: c.Name, Passed: c.Passed, Detail: c.Detail})
 	}
 	tl.Note("counts: %d transfers (%d reversals), %d holds, %d posted, %d re-published", counts.Transfers, counts.Reversals, counts.Holds, counts.Posted, counts.Republished)
-	rep.Checks = append(rep.Checks, commandChecks(ctx, sys)...)
+	for _, c := range chaos.CommandChecks(ctx, sys) {
+		rep.Checks = append(rep.Checks, Check{Name: c.Name, Passed: c.Passed, Detail: c.Detail})
+	}
 	rep.Passed = true
 	for _, c := range rep.Checks {
 		rep.Passed = rep.Passed && c.Passed
@@ -269,43 +269,6 @@ func injectOutages(ctx context.Context, sys *chaos.System, tl *chaos.Timeline, s
 			tl.Note("outage: %v", err)
 		}
 	}
-}
-
-// commandChecks runs what an operator runs against the soak's databases: `wallet verify`,
-// `gl verify` and `gl reconcile` (reading the wallet's database).
-func commandChecks(ctx context.Context, sys *chaos.System) []Check {
-	wallet, gl := sys.Wallets[0], sys.GLs[0]
-	var checks []Check
-	for _, c := range []struct {
-		name string
-		p    *systemtest.Process
-		args []string
-		env  []string
-	}{
-		{"wallet verify passes", wallet, []string{"verify"}, nil},
-		{"gl verify passes", gl, []string{"verify"}, nil},
-		{"gl reconcile finds no difference", gl, []string{"reconcile"}, []string{"GL_RECONCILE_WALLET_DATABASE_URL=" + sys.WalletURL}},
-	} {
-		cmd := exec.CommandContext(ctx, c.p.Bin, c.args...)
-		cmd.Env = slices.Concat(os.Environ(), c.p.Env, c.env, []string{"LOG_LEVEL=warn"})
-		var outBuf bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &outBuf, &outBuf
-		err := cmd.Run()
-		detail := lastLines(outBuf.String(), 3)
-		if err != nil {
-			detail = fmt.Sprintf("%v: %s", err, lastLines(outBuf.String(), 12))
-		}
-		checks = append(checks, Check{Name: c.name, Passed: err == nil, Detail: detail})
-	}
-	return checks
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, " | ")
 }
 
 func sleepUntil(ctx context.Context, t time.Time) bool {
