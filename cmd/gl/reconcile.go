@@ -11,6 +11,7 @@ import (
 	"walletgl/internal/gl"
 	"walletgl/internal/gl/postgres"
 	"walletgl/internal/gl/walletapi"
+	"walletgl/internal/money"
 )
 
 // Where the GL reads the wallet's transfers, for gl reconcile and the check that ends
@@ -157,6 +158,7 @@ func writeHolds(w io.Writer, indent string, holds []gl.HoldTotal) {
 			verdict = "DIFFERENT"
 		}
 		fmt.Fprintf(w, "%sholds %s  %d placed, %d open totalling %s; account %s %s (%s)\n", indent, h.Currency,
-			h.Placed, h.Open, h.OpenAmount, gl.DefaultHoldRules.HoldAccount(), h.AccountBalance, verdict)
+			h.Placed, h.Open, money.FormatDigits(h.OpenAmount.String(), h.Currency), gl.DefaultHoldRules.HoldAccount(),
+			money.FormatDigits(h.AccountBalance.String(), h.Currency), verdict)
 	}
 }

@@ -116,7 +116,7 @@ func TestReconcileComparesEachHoldFromTheAPIAndTheDatabase(t *testing.T) {
 		out, _, err := runGL(t, env, "reconcile")
 		require.ErrorContains(t, err, tc.differences, out)
 		require.Contains(t, out, "wallet holds      2 (each compared with its placement and release)")
-		require.Contains(t, out, "MISSING   hold "+voided+" ("+gl.HoldReleasedKey(voided)+"): voided hold of 40 USD on wallet alice has no GL release")
+		require.Contains(t, out, "MISSING   hold "+voided+" ("+gl.HoldReleasedKey(voided)+"): voided hold of 0.40 USD on wallet alice has no GL release")
 		require.Contains(t, out, "EXTRA     hold "+stranger+" ("+gl.HoldPlacedKey(stranger)+")")
 
 		out, _, err = runGL(t, env, "reconcile", "--json")
@@ -141,5 +141,5 @@ func TestReconcileComparesEachHoldFromTheAPIAndTheDatabase(t *testing.T) {
 	out, _, err := runGL(t, map[string]string{"GL_DATABASE_URL": glURL, "GL_RECONCILE_WALLET_DATABASE_URL": walletURL}, "reconcile")
 	require.ErrorContains(t, err, "2 differences", out)
 	require.NotContains(t, out, "MISSING   hold")
-	require.Contains(t, out, "BALANCE   wallet alice USD held: held amount 100 in the wallet, 107 USD in the GL")
+	require.Contains(t, out, "BALANCE   wallet alice USD held: held amount 1.00 in the wallet, 1.07 USD in the GL")
 }

@@ -97,8 +97,8 @@ func TestReplayRebuildsHoldPostings(t *testing.T) {
 	require.Contains(t, out, "entries posted       6\n")
 	require.Contains(t, out, "duplicates skipped   1\n")
 	require.Contains(t, out, "verdict: RECONCILED — 1 transfers, 1 entries", "hold entries are no unmatched transfers")
-	require.Contains(t, out, "holds USD  2 placed, 1 open totalling 50; account 2020 50 (equal)")
-	require.Contains(t, out, "holds EUR  1 placed, 0 open totalling 0; account 2020 0 (equal)")
+	require.Contains(t, out, "holds USD  2 placed, 1 open totalling 0.50; account 2020 0.50 (equal)")
+	require.Contains(t, out, "holds EUR  1 placed, 0 open totalling 0.00; account 2020 0.00 (equal)")
 
 	pool, err := database.Open(context.Background(), target, 2)
 	require.NoError(t, err)

@@ -78,7 +78,7 @@ func TestRulesPerCurrency(t *testing.T) {
 
 	_, _, err = runGL(t, env, "rules", "set", "--event-type", "TransferCompleted.v2", "--kind", "deposit",
 		"--currency", "eur", "--debit", "1020", "--credit", "2010")
-	require.ErrorContains(t, err, `currency "eur" is not three upper-case letters`)
+	require.ErrorContains(t, err, `currency "eur" is not an upper-case ISO 4217 currency code`)
 }
 
 func TestRulesWithdrawBeforeTheRuleTakesEffect(t *testing.T) {
@@ -197,7 +197,7 @@ func TestRulesAndAccountsCommandsNeverShowARawDatabaseError(t *testing.T) {
 		{"an account name with a control character", []string{"accounts", "add", "4020", "--name", "Fees\x1b[31m", "--type", "revenue"}, "invalid-account"},
 		{"a debit account that is not UTF-8", []string{"rules", "set", "--event-type", "TransferCompleted.v2", "--kind", "deposit", "--debit", "\xff", "--credit", "2010"}, "invalid-rule"},
 		{"a withdrawal of an unknown event type", []string{"rules", "withdraw", "--event-type", "Transfer\xff.v2", "--kind", "deposit", "--effective-from", "2030-01-01T00:00:00Z"}, "invalid-rule"},
-		{"a withdrawal in a currency that is no code", []string{"rules", "withdraw", "--event-type", "TransferCompleted.v2", "--kind", "deposit", "--currency", "\xff", "--effective-from", "2030-01-01T00:00:00Z"}, "invalid-rule"},
+		{"a withdrawal in a currency that is no code", []string{"rules", "withdraw", "--event-type", "TransferCompleted.v2", "--kind", "deposit", "--currency", "\xff", "--effective-from", "2030-01-01T00:00:00Z"}, "invalid-currency"},
 	} {
 		_, _, err := runGL(t, env, tc.args...)
 		require.ErrorContains(t, err, tc.want, tc.name)

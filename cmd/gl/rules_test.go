@@ -37,6 +37,7 @@ func TestRulesCommands(t *testing.T) {
 		{"an account outside the chart", []string{"--event-type", "TransferCompleted.v2", "--kind", "deposit", "--debit", "9999", "--credit", "2010"}, `account "9999"`},
 		{"one account for a deposit", []string{"--event-type", "TransferCompleted.v2", "--kind", "deposit", "--debit", "2010", "--credit", "2010"}, "only kind transfer may post to one account"},
 		{"the past", []string{"--event-type", "TransferCompleted.v2", "--kind", "deposit", "--debit", "1010", "--credit", "2010", "--effective-from", "2020-01-01T00:00:00Z"}, "is before now"},
+		{"a currency that is no ISO 4217 code", []string{"--event-type", "TransferCompleted.v2", "--kind", "deposit", "--currency", "ZZZ", "--debit", "1010", "--credit", "2010"}, `currency "ZZZ" is not an upper-case ISO 4217 currency code`},
 		{"a time that is no time", []string{"--event-type", "TransferCompleted.v2", "--kind", "deposit", "--debit", "1010", "--credit", "2010", "--effective-from", "tomorrow"}, "want an RFC 3339 time"},
 	}
 	for _, r := range refusals {

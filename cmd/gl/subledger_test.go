@@ -127,8 +127,8 @@ func TestReconcileComparesEveryWalletsBalanceWithItsSubLedger(t *testing.T) {
 		postTransfer(t, pool, withdrawal, "withdrawal", "1010", "2010", "bob", "bank", 500)
 		out, _, err := runGL(t, env(glURL), "reconcile")
 		require.Error(t, err, out)
-		require.Contains(t, out, "BALANCE   wallet bank USD balance: balance 0 in the wallet, 500 USD in the GL (its sub-accounts of the wallet control accounts)")
-		require.Contains(t, out, "BALANCE   wallet bob USD balance: balance 2050 in the wallet, 2550 USD in the GL (its sub-accounts of the wallet control accounts)")
+		require.Contains(t, out, "BALANCE   wallet bank USD balance: balance 0.00 in the wallet, 5.00 USD in the GL (its sub-accounts of the wallet control accounts)")
+		require.Contains(t, out, "BALANCE   wallet bob USD balance: balance 20.50 in the wallet, 25.50 USD in the GL (its sub-accounts of the wallet control accounts)")
 	})
 
 	t.Run("a fabricated entry names the wallet it credits", func(t *testing.T) {
@@ -178,6 +178,6 @@ func TestReconcileComparesEveryWalletsBalanceWithItsSubLedger(t *testing.T) {
 		require.NoError(t, err)
 		out, _, err := runGL(t, env(glURL), "reconcile")
 		require.ErrorContains(t, err, "1 differences", out)
-		require.Contains(t, out, "BALANCE   wallet bob USD balance: balance 2051 in the wallet, 2050 USD in the GL")
+		require.Contains(t, out, "BALANCE   wallet bob USD balance: balance 20.51 in the wallet, 20.50 USD in the GL")
 	})
 }

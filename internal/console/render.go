@@ -13,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"walletgl/internal/money"
 	"walletgl/internal/web"
 )
 
@@ -64,6 +65,19 @@ var funcs = template.FuncMap{
 	"inc":      func(i int) int { return i + 1 },
 	"contains": func(list []string, s string) bool { return contains(list, s) },
 	"pathOnly": func(s string) string { p, _, _ := strings.Cut(s, "?"); return p },
+	"money":    formatMoney,
+}
+
+// formatMoney renders an amount in minor units (an int64, or a total that prints its digits,
+// such as gl.Sum) in the major units of currency: USD 500 is 5.00, JPY 500 is 500.
+func formatMoney(amount any, currency string) string {
+	switch a := amount.(type) {
+	case int64:
+		return money.Format(a, currency)
+	case fmt.Stringer:
+		return money.FormatDigits(a.String(), currency)
+	}
+	return fmt.Sprint(amount)
 }
 
 func parseViews() (*views, error) {

@@ -2,7 +2,6 @@ package e2e_test
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -118,7 +117,7 @@ func TestTheConsoleInARealBrowser(t *testing.T) {
 		require.Contains(t, pageHTML(t, bctx), "balanced")
 		shoot(t, bctx, shots, "gl-trial-balance")
 		require.NoError(t, chromedp.Do(bctx, chromedp.Navigate(gl+"/console/accounts?code=2010&currency=USD"), chromedp.WaitVisible(chromedp.CSS(`[data-field=balance]`))))
-		requireText(t, bctx, `[data-field=balance]`, fmt.Sprint(700+2550))
+		requireText(t, bctx, `[data-field=balance]`, "32.50") // 700 + 2550 cents, in dollars
 		shoot(t, bctx, shots, "gl-account")
 		require.NoError(t, chromedp.Do(bctx, chromedp.Navigate(gl+"/console/inbox?status=processed"), chromedp.WaitVisible(chromedp.CSS(`table.rows`))))
 		shoot(t, bctx, shots, "gl-inbox")

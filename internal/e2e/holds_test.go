@@ -290,7 +290,7 @@ func TestHoldsArePlacedCapturedVoidedExpiredPostedAndReconciled(t *testing.T) {
 
 	glEnv := []string{"GL_DATABASE_URL=" + s.glDBURL, "WALLET_URL=http://" + s.walletAddr}
 	const reconciled = "verdict: RECONCILED — 2 transfers, 2 entries"
-	const holds = "holds USD  3 placed, 0 open totalling 0; account 2020 0 (equal)"
+	const holds = "holds USD  3 placed, 0 open totalling 0.00; account 2020 0.00 (equal)"
 	out, err := s.command(t, s.bins.GL, glEnv, "reconcile")
 	require.NoError(t, err, out)
 	require.Contains(t, out, reconciled, "read through the wallet's API; hold entries are no unmatched transfers")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"walletgl/internal/money"
 	"walletgl/internal/problem"
 )
 
@@ -110,10 +111,12 @@ type Adjuster interface {
 	Adjust(ctx context.Context, req AdjustmentRequest) (a Adjustment, replayed bool, err error)
 }
 
-var (
-	currencyPattern = regexp.MustCompile(`^[A-Z]{3}$`)
-	walletPattern   = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-)
+// walletIDPattern is the wallet service's wallet id syntax, the one journal_lines.wallet_id
+// takes.
+var walletIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// ValidWalletID reports whether id has the syntax of a wallet id.
+func ValidWalletID(id string) bool { return walletIDPattern.MatchString(id) }
 
 // Validate checks what a request says on its own: its key, reason, currency, the lines'
 // syntax and amounts, and that debits equal credits (ErrEntryUnbalanced). The accounts are
@@ -130,8 +133,8 @@ func (r AdjustmentRequest) Validate() error {
 		return problem.Newf(ErrInvalidAdjustment, "reason is over %d characters", MaxAdjustmentReason)
 	case !utf8.ValidString(r.Reason) || strings.ContainsFunc(r.Reason, unicode.IsControl):
 		return problem.Newf(ErrInvalidAdjustment, "reason must be UTF-8 text without control characters")
-	case !currencyPattern.MatchString(r.Currency):
-		return problem.Newf(ErrInvalidAdjustment, "currency must be a three-letter upper-case code such as USD, got %q", r.Currency)
+	case !money.Valid(r.Currency):
+		return problem.Newf(money.ErrInvalidCurrency, "currency %q is not an upper-case ISO 4217 currency code", r.Currency)
 	case len(r.Lines) < 2 || len(r.Lines) > MaxAdjustmentLines:
 		return problem.Newf(ErrInvalidAdjustment, "an adjustment has 2 to %d lines, got %d", MaxAdjustmentLines, len(r.Lines))
 	}
@@ -144,7 +147,7 @@ func (r AdjustmentRequest) Validate() error {
 			return problem.Newf(ErrInvalidAdjustment, "lines[%d]: an amount is a positive number of minor units", i)
 		case (l.Debit > 0) == (l.Credit > 0):
 			return problem.Newf(ErrInvalidAdjustment, "lines[%d] needs exactly one of debit and credit, a positive number of minor units", i)
-		case l.WalletID != "" && !walletPattern.MatchString(l.WalletID):
+		case l.WalletID != "" && !ValidWalletID(l.WalletID):
 			return problem.Newf(ErrInvalidAdjustment, "lines[%d].wallet_id must be 1 to 64 letters, digits, '_' or '-'", i)
 		case debits > math.MaxInt64-l.Debit || credits > math.MaxInt64-l.Credit:
 			return problem.Newf(ErrInvalidAdjustment, "the lines' amounts total more than %d", int64(math.MaxInt64))

@@ -207,8 +207,8 @@ type Accounts interface {
 type AccountBalance struct {
 	AccountCode   string
 	Currency      string
-	WalletID      string // the wallet whose sub-account this is; "": the whole account
-	NormalBalance Direction
+	WalletID      string     // the wallet whose sub-account this is; "": the whole account
+	NormalBalance Direction  // the account's: the side Balance is positive on
 	AsOf          *time.Time // nil: every line posted so far
 	Debits        Sum
 	Credits       Sum

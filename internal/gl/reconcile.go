@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"walletgl/internal/events/contract"
+	"walletgl/internal/money"
 )
 
 // SourceTransfer is a transfer as the wallet recorded it: what the GL must hold an entry for.
@@ -284,7 +285,7 @@ func reconcile(rules Rules, transfers []SourceTransfer, entries []Entry, holds [
 		posted := byTransfer[t.ID]
 		switch {
 		case len(posted) == 0:
-			r.add(DiffMissing, t.ID, nil, "transfer of %d %s has no GL entry", t.Amount, t.Currency)
+			r.add(DiffMissing, t.ID, nil, "transfer of %s %s has no GL entry", money.Format(t.Amount, t.Currency), t.Currency)
 		case len(posted) > 1:
 			r.add(DiffDuplicate, t.ID, entryIDs(posted), "transfer posted %d times", len(posted))
 		default:

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+
+	"walletgl/internal/money"
 )
 
 // Hold statuses as the wallet publishes them (its holds table, the view reconcile_holds_v1,
@@ -126,7 +128,7 @@ func ReconcileHolds(rules HoldRules, holds []SourceHold, entries []Entry) []Diff
 			posted := byKey[key]
 			switch {
 			case len(posted) == 0:
-				add(DiffMissing, key, h.ID, nil, "%s hold of %d %s on wallet %s has no GL %s", h.Status, h.Amount, h.Currency, h.WalletID, what)
+				add(DiffMissing, key, h.ID, nil, "%s hold of %s %s on wallet %s has no GL %s", h.Status, money.Format(h.Amount, h.Currency), h.Currency, h.WalletID, what)
 			case len(posted) > 1:
 				add(DiffDuplicate, key, h.ID, posted, "hold %s posted %d times", what, len(posted))
 			default:

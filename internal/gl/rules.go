@@ -3,12 +3,12 @@ package gl
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"slices"
 	"sort"
 	"time"
 
 	"walletgl/internal/events/contract"
+	"walletgl/internal/money"
 	"walletgl/internal/problem"
 )
 
@@ -51,8 +51,8 @@ func (r Rule) ValidateKey() error {
 		return problem.Newf(ErrInvalidRule, "event type %q is not posted by rule (known: %s)", r.EventType, ruleEventTypes())
 	case !slices.Contains(kinds, r.Kind):
 		return problem.Newf(ErrInvalidRule, "kind %q is not a kind of %s (known: %v)", r.Kind, r.EventType, kinds)
-	case r.Currency != "" && !currencyCode.MatchString(r.Currency):
-		return problem.Newf(ErrInvalidRule, "currency %q is not three upper-case letters (an ISO 4217 code)", r.Currency)
+	case r.Currency != "" && !money.Valid(r.Currency):
+		return problem.Newf(money.ErrInvalidCurrency, "currency %q is not an upper-case ISO 4217 currency code", r.Currency)
 	}
 	return nil
 }
@@ -108,8 +108,6 @@ func (r Rule) Key() string {
 	}
 	return fmt.Sprintf("%s/%s/%s@%s", r.EventType, r.Kind, currency, from)
 }
-
-var currencyCode = regexp.MustCompile(`^[A-Z]{3}$`)
 
 func ruleEventTypes() []string {
 	types := make([]string, 0, len(RuleKinds))

@@ -8,6 +8,7 @@ import (
 
 	"walletgl/internal/events/contract"
 	"walletgl/internal/gl"
+	"walletgl/internal/money"
 )
 
 func rule(eventType, kind string, from time.Time, debit, credit string) gl.Rule {
@@ -106,7 +107,6 @@ func TestRuleValidate(t *testing.T) {
 		{"one account outside wallet to wallet", rule(contract.TypeTransferCompletedV2, contract.KindDeposit, time.Time{}, "1010", "1010"), false},
 		{"a missing account", rule(contract.TypeTransferCompletedV2, contract.KindDeposit, time.Time{}, "", "2010"), false},
 		{"a currency's rule", withCurrency(rule(contract.TypeTransferCompletedV2, contract.KindDeposit, time.Time{}, "1010", "2010"), "EUR"), true},
-		{"a currency that is no ISO code", withCurrency(rule(contract.TypeTransferCompletedV2, contract.KindDeposit, time.Time{}, "1010", "2010"), "eur"), false},
 	} {
 		err := tc.rule.Validate()
 		if tc.ok {
@@ -114,5 +114,10 @@ func TestRuleValidate(t *testing.T) {
 			continue
 		}
 		require.ErrorIs(t, err, gl.ErrInvalidRule, tc.name)
+	}
+	// A currency is refused with the problem type of every unknown currency of the GL.
+	for _, code := range []string{"eur", "ZZZ"} {
+		err := withCurrency(rule(contract.TypeTransferCompletedV2, contract.KindDeposit, time.Time{}, "1010", "2010"), code).Validate()
+		require.ErrorIs(t, err, money.ErrInvalidCurrency, "currency %q", code)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+
+	"walletgl/internal/money"
 )
 
 // Per-wallet sub-ledgers. The control accounts of wallets (accounts.wallet_control: 2010 and
@@ -198,7 +200,8 @@ func CompareBalances(subs []SubLedger, holdAccount string, snap WalletSnapshot, 
 			}
 			cmp.Differences = append(cmp.Differences, BalanceDifference{
 				WalletID: k.wallet, Currency: k.currency, Figure: fig.name, Wallet: fig.wallet, GL: fig.gl,
-				Detail: fmt.Sprintf("%s %s in the wallet, %s %s in the GL (%s)", fig.walletMeaning, fig.wallet, fig.gl, k.currency, fig.glAccounts),
+				Detail: fmt.Sprintf("%s %s in the wallet, %s %s in the GL (%s)", fig.walletMeaning,
+					money.FormatDigits(fig.wallet.String(), k.currency), money.FormatDigits(fig.gl.String(), k.currency), k.currency, fig.glAccounts),
 			})
 		}
 	}

@@ -72,11 +72,11 @@ func TestCompareBalancesNamesEachWalletThatDiffers(t *testing.T) {
 		cmp := gl.CompareBalances(subs, "2020", gl.WalletSnapshot{Wallets: changed, Movements: moves}, posted)
 		require.Equal(t, []gl.BalanceDifference{
 			{WalletID: "alice", Currency: "USD", Figure: gl.FigureBalance, Wallet: gl.SumOf(70), GL: gl.SumOf(77),
-				Detail: "balance 70 in the wallet, 77 USD in the GL (its sub-accounts of the wallet control accounts)"},
+				Detail: "balance 0.70 in the wallet, 0.77 USD in the GL (its sub-accounts of the wallet control accounts)"},
 			{WalletID: "bank", Currency: "USD", Figure: gl.FigureBalance, Wallet: gl.SumOf(0), GL: gl.SumOf(10),
-				Detail: "balance 0 in the wallet, 10 USD in the GL (its sub-accounts of the wallet control accounts)"},
+				Detail: "balance 0.00 in the wallet, 0.10 USD in the GL (its sub-accounts of the wallet control accounts)"},
 			{WalletID: "bob", Currency: "USD", Figure: gl.FigureBalance, Wallet: gl.SumOf(21), GL: gl.SumOf(30),
-				Detail: "balance 21 in the wallet, 30 USD in the GL (its sub-accounts of the wallet control accounts)"},
+				Detail: "balance 0.21 in the wallet, 0.30 USD in the GL (its sub-accounts of the wallet control accounts)"},
 		}, cmp.Differences)
 	})
 

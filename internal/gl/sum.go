@@ -47,6 +47,9 @@ func (s Sum) Sub(t Sum) Sum { return sum(new(big.Int).Sub(s.big(), t.big())) }
 // Cmp compares s and t: -1, 0 or +1 as s is less than, equal to or greater than t.
 func (s Sum) Cmp(t Sum) int { return s.big().Cmp(t.big()) }
 
+// Sign is -1, 0 or +1 as s is negative, zero or positive.
+func (s Sum) Sign() int { return s.big().Sign() }
+
 // Equal reports whether s and t are the same amount.
 func (s Sum) Equal(t Sum) bool { return s.Cmp(t) == 0 }
 

@@ -1,12 +1,17 @@
 package wallet
 
-import "walletgl/internal/problem"
+import (
+	"walletgl/internal/money"
+	"walletgl/internal/problem"
+)
 
 // The application errors of the wallet service. Their slugs are the stable part of the
 // problem type clients match on; problem.Newf gives one a specific detail and errors.Is still
 // matches it against the sentinel.
 var (
-	ErrInvalid           = problem.New(problem.Invalid, "invalid-request", "the request is invalid")
+	ErrInvalid = problem.New(problem.Invalid, "invalid-request", "the request is invalid")
+	// ErrInvalidCurrency: a currency code that is not ISO 4217 (the GL refuses it alike).
+	ErrInvalidCurrency   = money.ErrInvalidCurrency
 	ErrInvalidCursor     = problem.New(problem.Invalid, "invalid-cursor", "the cursor is not one this API returned")
 	ErrWalletExists      = problem.New(problem.Conflict, "wallet-exists", "a wallet with this id exists")
 	ErrWalletNotFound    = problem.New(problem.NotFound, "wallet-not-found", "the wallet does not exist")

@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"walletgl/internal/events/contract"
+	"walletgl/internal/money"
 	"walletgl/internal/problem"
 )
 
@@ -260,10 +261,7 @@ type CurrencyTotal struct {
 	Wallets  int64
 }
 
-var (
-	walletIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-	currencyPattern = regexp.MustCompile(`^[A-Z]{3}$`)
-)
+var walletIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 func validateWalletID(field, id string) error {
 	if !walletIDPattern.MatchString(id) {
@@ -272,11 +270,10 @@ func validateWalletID(field, id string) error {
 	return nil
 }
 
+// validateCurrency refuses a code that is not an ISO 4217 currency (money.ErrInvalidCurrency).
 func validateCurrency(c string) error {
-	if !currencyPattern.MatchString(c) {
-		return problem.Newf(ErrInvalid, "currency must be a three-letter upper-case code such as USD, got %q", c)
-	}
-	return nil
+	_, err := money.Parse(c)
+	return err
 }
 
 func validateIdempotencyKey(k string) error {

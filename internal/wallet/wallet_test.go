@@ -27,7 +27,9 @@ func TestTransferRequestValidate(t *testing.T) {
 		{"a wallet id of 65 characters is invalid", func(r *wallet.TransferRequest) { r.ToWalletID = strings.Repeat("b", 65) }, wallet.ErrInvalid},
 		{"a wallet id with a dot is invalid", func(r *wallet.TransferRequest) { r.FromWalletID = "a.b" }, wallet.ErrInvalid},
 		{"a zero amount is invalid", func(r *wallet.TransferRequest) { r.Amount = 0 }, wallet.ErrInvalid},
-		{"a two-letter currency is invalid", func(r *wallet.TransferRequest) { r.Currency = "US" }, wallet.ErrInvalid},
+		{"a two-letter currency is invalid", func(r *wallet.TransferRequest) { r.Currency = "US" }, wallet.ErrInvalidCurrency},
+		{"three letters that name no ISO 4217 currency are invalid", func(r *wallet.TransferRequest) { r.Currency = "ZZZ" }, wallet.ErrInvalidCurrency},
+		{"a currency without minor units passes", func(r *wallet.TransferRequest) { r.Currency = "JPY" }, nil},
 		{"one wallet on both sides is refused", func(r *wallet.TransferRequest) { r.ToWalletID = "a" }, wallet.ErrSameWallet},
 	}
 	for _, tt := range tests {

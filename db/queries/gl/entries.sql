@@ -145,7 +145,8 @@ SELECT EXISTS (SELECT FROM journal_lines WHERE id = @id AND account_code = @acco
 SELECT EXISTS (SELECT FROM journal_entries WHERE id = @id);
 
 -- name: TrialBalance :many
--- Every account's totals per currency over the lines posted at or before @as_of (NULL: every
+-- Every account's totals per currency, with its normal balance (the side its balance is
+-- positive on), over the lines posted at or before @as_of (NULL: every
 -- line so far): the latest balance checkpoint at or before it plus the lines posted after that
 -- checkpoint and at or before @as_of (through the index on posted_at), independent of the
 -- ledger's size. The lines' bound is a range on posted_at, from the checkpoint's through (a
@@ -168,10 +169,11 @@ WITH totals AS (
       AND l.posted_at <= coalesce(sqlc.narg('as_of')::timestamptz, 'infinity')
     GROUP BY l.account_code, l.currency
 )
-SELECT account_code, currency, sum(debits)::numeric AS debits, sum(credits)::numeric AS credits
-FROM totals
-GROUP BY account_code, currency
-ORDER BY currency, account_code;
+SELECT t.account_code, t.currency, a.normal_balance, sum(t.debits)::numeric AS debits, sum(t.credits)::numeric AS credits
+FROM totals t
+JOIN accounts a ON a.code = t.account_code
+GROUP BY t.account_code, t.currency, a.normal_balance
+ORDER BY t.currency, t.account_code;
 
 -- name: CheckpointMark :one
 -- A time a balance checkpoint may cover once every transaction id below @xid has ended: the
@@ -377,3 +379,27 @@ ORDER BY 2, 3, 1;
 -- name: PostedMovements :many
 -- Which of these movement keys (transfer, reversal or hold movement ids) have an entry.
 SELECT transfer_id FROM journal_entries WHERE transfer_id = ANY (@transfer_ids::text[]);
+
+-- name: WalletsOnControlAccountsOfCustomers :many
+-- The wallets of @wallet_ids that a line of a wallet control account names in an entry of a
+-- transfer or a withdrawal (a reversal of one included): there the control account's lines
+-- name only customers' wallets, which may not go negative. Each wallet is an index seek on
+-- (wallet_id, account_code) per control account, and stops at its first such line.
+SELECT w.id::text AS wallet_id
+FROM unnest(@wallet_ids::text[]) AS w(id)
+WHERE EXISTS (
+    SELECT FROM accounts a
+    JOIN journal_lines l ON l.wallet_id = w.id AND l.account_code = a.code
+    JOIN journal_entries e ON e.id = l.entry_id
+    WHERE a.wallet_control AND e.kind IN ('transfer', 'withdrawal'));
+
+-- name: WalletsOnOtherAccounts :many
+-- The wallets of @wallet_ids that a line of an account that is not a wallet control account
+-- names: the external side of a movement (where a deposit's money came from, where a
+-- withdrawal's went). An index seek per account, stopping at the first line.
+SELECT w.id::text AS wallet_id
+FROM unnest(@wallet_ids::text[]) AS w(id)
+WHERE EXISTS (
+    SELECT FROM accounts a
+    JOIN journal_lines l ON l.wallet_id = w.id AND l.account_code = a.code
+    WHERE NOT a.wallet_control);

@@ -4,9 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"time"
 	"unicode/utf8"
+
+	"walletgl/internal/money"
 )
 
 // Event types, with their version. The subject of a message ends in its type.
@@ -79,7 +80,9 @@ func (e Envelope) DecodeData(v any) error {
 	return nil
 }
 
-var currencyCode = regexp.MustCompile(`^[A-Z]{3}$`)
+// knownCurrency reports whether c is an upper-case ISO 4217 code: an event in any other
+// currency can never be posted (the GL's reports could not say what its amounts mean).
+func knownCurrency(c string) bool { return money.Valid(c) }
 
 // Kinds of a transfer (TransferCompleted.v2), from the allow_negative flags of its wallets:
 // an allow-negative wallet stands for money outside the system.
@@ -176,8 +179,8 @@ func (t TransferCompleted) Validate() error {
 		return Permanent(errors.New("wallet ids are empty"))
 	case t.Amount <= 0:
 		return Permanent(fmt.Errorf("amount %d is not positive", t.Amount))
-	case !currencyCode.MatchString(t.Currency):
-		return Permanent(fmt.Errorf("currency %q is not a three-letter code", t.Currency))
+	case !knownCurrency(t.Currency):
+		return Permanent(fmt.Errorf("currency %q is not an ISO 4217 currency code", t.Currency))
 	case t.CreatedAt.IsZero():
 		return Permanent(errors.New("created_at is missing"))
 	case utf8.RuneCountInString(t.Reference) > MaxReferenceLength:

@@ -39,8 +39,8 @@ func (h HoldPlaced) Validate() error {
 		return Permanent(errors.New("hold_id or wallet_id is empty"))
 	case h.Amount <= 0:
 		return Permanent(fmt.Errorf("amount %d is not positive", h.Amount))
-	case !currencyCode.MatchString(h.Currency):
-		return Permanent(fmt.Errorf("currency %q is not a three-letter code", h.Currency))
+	case !knownCurrency(h.Currency):
+		return Permanent(fmt.Errorf("currency %q is not an ISO 4217 currency code", h.Currency))
 	case h.CreatedAt.IsZero() || h.ExpiresAt.IsZero():
 		return Permanent(errors.New("created_at or expires_at is missing"))
 	}
@@ -69,8 +69,8 @@ func (h HoldCaptured) Validate() error {
 		return Permanent(errors.New("hold_id, transfer_id or a wallet id is empty"))
 	case h.Amount <= 0 || h.CapturedAmount <= 0 || h.CapturedAmount > h.Amount:
 		return Permanent(fmt.Errorf("captured %d of %d: want 0 < captured ≤ held", h.CapturedAmount, h.Amount))
-	case !currencyCode.MatchString(h.Currency):
-		return Permanent(fmt.Errorf("currency %q is not a three-letter code", h.Currency))
+	case !knownCurrency(h.Currency):
+		return Permanent(fmt.Errorf("currency %q is not an ISO 4217 currency code", h.Currency))
 	case h.CreatedAt.IsZero():
 		return Permanent(errors.New("created_at is missing"))
 	}
@@ -95,8 +95,8 @@ func (h HoldVoided) Validate() error {
 		return Permanent(errors.New("hold_id or wallet_id is empty"))
 	case h.Amount <= 0:
 		return Permanent(fmt.Errorf("amount %d is not positive", h.Amount))
-	case !currencyCode.MatchString(h.Currency):
-		return Permanent(fmt.Errorf("currency %q is not a three-letter code", h.Currency))
+	case !knownCurrency(h.Currency):
+		return Permanent(fmt.Errorf("currency %q is not an ISO 4217 currency code", h.Currency))
 	case h.Reason != VoidRequested && h.Reason != VoidExpired:
 		return Permanent(fmt.Errorf("reason %q is neither %q nor %q", h.Reason, VoidRequested, VoidExpired))
 	case h.CreatedAt.IsZero():

@@ -12,6 +12,7 @@ import (
 	"walletgl/internal/auth"
 	"walletgl/internal/console"
 	"walletgl/internal/gl"
+	"walletgl/internal/money"
 	"walletgl/internal/problem"
 	"walletgl/internal/web"
 )
@@ -75,8 +76,8 @@ func (b Books) account(ctx context.Context, req *console.Request) (console.View,
 	if d.Code == "" {
 		return view, nil
 	}
-	if !currencyCode.MatchString(d.Currency) {
-		return console.View{}, problem.Newf(console.ErrInvalid, "the currency must be three upper-case letters, got %q", d.Currency)
+	if _, err := money.Parse(d.Currency); err != nil {
+		return console.View{}, err
 	}
 	asOf, err := parseAsOf(d.AsOf)
 	if err != nil {

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
-	"regexp"
 	"time"
 
 	"github.com/google/uuid"
 
 	"walletgl/internal/gl"
+	"walletgl/internal/money"
 	"walletgl/internal/problem"
 	"walletgl/internal/web"
 )
@@ -20,7 +20,6 @@ var (
 	errInvalidTransferID = problem.New(problem.Invalid, "invalid-transfer-id", "the transfer_id query parameter is not valid")
 	errInvalidEventID    = problem.New(problem.Invalid, "invalid-event-id", "the event_id query parameter is not valid")
 	errInvalidTime       = problem.New(problem.Invalid, "invalid-time", "a timestamp parameter is not RFC 3339")
-	errInvalidCurrency   = problem.New(problem.Invalid, "invalid-currency", "the currency query parameter must be a three-letter upper-case code")
 )
 
 // isUUID reports whether s is a UUID in its canonical 36-character form, as every transfer
@@ -30,17 +29,25 @@ func isUUID(s string) bool {
 	return err == nil && len(s) == 36
 }
 
-var currencyCode = regexp.MustCompile(`^[A-Z]{3}$`)
-
-// walletID is the wallet service's wallet id syntax, the one journal_lines.wallet_id takes.
-var walletID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+// queryCurrency reads the required currency query parameter: an upper-case ISO 4217 code, or
+// money.ErrInvalidCurrency.
+func queryCurrency(query url.Values) (string, error) {
+	c := query.Get("currency")
+	if !query.Has("currency") {
+		return "", problem.Newf(money.ErrInvalidCurrency, "the currency query parameter is required: an ISO 4217 code such as USD")
+	}
+	if _, err := money.Parse(c); err != nil {
+		return "", err
+	}
+	return c, nil
+}
 
 var errInvalidWalletID = problem.New(problem.Invalid, "invalid-wallet-id", "the wallet_id query parameter must be 1 to 64 letters, digits, '_' or '-'")
 
 // optionalWalletID reads the wallet_id query parameter: "" when absent.
 func optionalWalletID(query url.Values) (string, error) {
 	id := query.Get("wallet_id")
-	if _, given := query["wallet_id"]; given && !walletID.MatchString(id) {
+	if _, given := query["wallet_id"]; given && !gl.ValidWalletID(id) {
 		return "", errInvalidWalletID
 	}
 	return id, nil
@@ -178,12 +185,13 @@ func handleAccountBalance(ledger gl.Reader) http.Handler {
 	type response struct {
 		AccountCode   string       `json:"account_code"`
 		Currency      string       `json:"currency"`
+		MinorUnits    int          `json:"minor_units"`
 		WalletID      string       `json:"wallet_id,omitempty"` // absent: the whole account
 		NormalBalance gl.Direction `json:"normal_balance"`
 		AsOf          *time.Time   `json:"as_of"` // null: everything posted so far
 		Debits        gl.Sum       `json:"debits"`
 		Credits       gl.Sum       `json:"credits"`
-		Balance       gl.Sum       `json:"balance"` // in the normal-balance sign
+		Balance       gl.Sum       `json:"balance"` // in the normal-balance sign: positive on the account's normal side
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		query, err := web.Query(r)
@@ -192,11 +200,12 @@ func handleAccountBalance(ledger gl.Reader) http.Handler {
 			return
 		}
 		code := r.PathValue("code")
-		currency := query.Get("currency")
-		if !currencyCode.MatchString(currency) {
-			web.WriteProblem(w, r, errInvalidCurrency)
+		currency, err := queryCurrency(query)
+		if err != nil {
+			web.WriteProblem(w, r, err)
 			return
 		}
+		minor, _ := money.Parse(currency) // queryCurrency checked it
 		asOf, err := parseTime(query, "as_of")
 		if err != nil {
 			web.WriteProblem(w, r, err)
@@ -222,7 +231,7 @@ func handleAccountBalance(ledger gl.Reader) http.Handler {
 			return
 		}
 		resp := response{
-			AccountCode: balance.AccountCode, Currency: balance.Currency, NormalBalance: balance.NormalBalance,
+			AccountCode: balance.AccountCode, Currency: balance.Currency, MinorUnits: minor.MinorUnits, NormalBalance: balance.NormalBalance,
 			Debits: balance.Debits, Credits: balance.Credits, Balance: balance.Balance(),
 		}
 		if wallet != "" {
@@ -251,6 +260,7 @@ func handleAccountStatement(ledger gl.Reader) http.Handler {
 	type response struct {
 		AccountCode   string       `json:"account_code"`
 		Currency      string       `json:"currency"`
+		MinorUnits    int          `json:"minor_units"`
 		WalletID      string       `json:"wallet_id,omitempty"` // absent: the whole account
 		NormalBalance gl.Direction `json:"normal_balance"`
 		Lines         []line       `json:"lines"`
@@ -262,9 +272,9 @@ func handleAccountStatement(ledger gl.Reader) http.Handler {
 			web.WriteProblem(w, r, err)
 			return
 		}
-		q := gl.StatementQuery{AccountCode: r.PathValue("code"), Currency: query.Get("currency"), After: query.Get("after")}
-		if !currencyCode.MatchString(q.Currency) {
-			web.WriteProblem(w, r, errInvalidCurrency)
+		q := gl.StatementQuery{AccountCode: r.PathValue("code"), After: query.Get("after")}
+		if q.Currency, err = queryCurrency(query); err != nil {
+			web.WriteProblem(w, r, err)
 			return
 		}
 		if q.From, q.To, err = parseRange(query); err != nil {
@@ -279,6 +289,7 @@ func handleAccountStatement(ledger gl.Reader) http.Handler {
 			web.WriteProblem(w, r, err)
 			return
 		}
+		minor, _ := money.Parse(q.Currency) // queryCurrency checked it
 		st, err := ledger.Statement(r.Context(), q)
 		if errors.Is(err, gl.ErrAccountNotFound) {
 			web.WriteProblem(w, r, problem.Newf(gl.ErrAccountNotFound, "account %q is not in the chart of accounts", q.AccountCode))
@@ -290,7 +301,7 @@ func handleAccountStatement(ledger gl.Reader) http.Handler {
 		}
 		resp := response{
 			AccountCode: st.Account.Code, Currency: st.Currency, NormalBalance: st.Account.NormalBalance,
-			Lines: make([]line, 0, len(st.Lines)),
+			MinorUnits: minor.MinorUnits, Lines: make([]line, 0, len(st.Lines)),
 		}
 		if q.WalletID != "" {
 			resp.WalletID = q.WalletID
@@ -335,16 +346,19 @@ func parseTime(query url.Values, name string) (*time.Time, error) {
 
 func handleTrialBalance(ledger gl.Reader) http.Handler {
 	type account struct {
-		AccountCode string `json:"account_code"`
-		Currency    string `json:"currency"`
-		Debits      gl.Sum `json:"debits"`
-		Credits     gl.Sum `json:"credits"`
+		AccountCode   string       `json:"account_code"`
+		Currency      string       `json:"currency"`
+		NormalBalance gl.Direction `json:"normal_balance"`
+		Debits        gl.Sum       `json:"debits"`
+		Credits       gl.Sum       `json:"credits"`
+		Balance       gl.Sum       `json:"balance"` // as handleAccountBalance's: positive on the normal side
 	}
 	type currency struct {
-		Currency string `json:"currency"`
-		Debits   gl.Sum `json:"debits"`
-		Credits  gl.Sum `json:"credits"`
-		Balanced bool   `json:"balanced"`
+		Currency   string `json:"currency"`
+		MinorUnits *int   `json:"minor_units"` // null: a code that is no ISO 4217 currency
+		Debits     gl.Sum `json:"debits"`
+		Credits    gl.Sum `json:"credits"`
+		Balanced   bool   `json:"balanced"`
 	}
 	type response struct {
 		AsOf       *time.Time `json:"as_of"` // null: everything posted so far
@@ -378,10 +392,17 @@ func handleTrialBalance(ledger gl.Reader) http.Handler {
 			resp.AsOf = &t
 		}
 		for _, a := range tb.Accounts {
-			resp.Accounts = append(resp.Accounts, account{AccountCode: a.AccountCode, Currency: a.Currency, Debits: a.Debits, Credits: a.Credits})
+			resp.Accounts = append(resp.Accounts, account{
+				AccountCode: a.AccountCode, Currency: a.Currency, NormalBalance: a.NormalBalance,
+				Debits: a.Debits, Credits: a.Credits, Balance: a.Balance(),
+			})
 		}
 		for _, c := range tb.Currencies {
-			resp.Currencies = append(resp.Currencies, currency(c))
+			out := currency{Currency: c.Currency, Debits: c.Debits, Credits: c.Credits, Balanced: c.Balanced}
+			if m, err := money.Parse(c.Currency); err == nil {
+				out.MinorUnits = &m.MinorUnits
+			}
+			resp.Currencies = append(resp.Currencies, out)
 		}
 		web.Encode(w, r, http.StatusOK, resp)
 	})

@@ -57,7 +57,7 @@ func TestTheOpenAPICheckCatchesDrift(t *testing.T) {
 	require.NoError(t, err)
 	line := `{"line_id":2,"entry_id":"0190b3c2-7a4e-7c5e-9d1a-2b3c4d5e6f70","event_id":"e","transfer_id":"t","direction":"credit","amount":10,"posted_at":"2026-01-02T15:04:05.123456Z","running_balance":RB}`
 	statement := func(runningBalance, nextCursor string) string {
-		return `{"account_code":"2010","currency":"USD","normal_balance":"credit","lines":[` +
+		return `{"account_code":"2010","currency":"USD","minor_units":2,"normal_balance":"credit","lines":[` +
 			strings.Replace(line, "RB", runningBalance, 1) + `],"next_cursor":` + nextCursor + `}`
 	}
 	const path = "/v1/accounts/2010/statement?currency=USD"

@@ -294,17 +294,17 @@ func TestAccountBalance(t *testing.T) {
 		want string
 	}{
 		{"a debit account sums its debits", "/v1/accounts/1010/balance?currency=USD",
-			`{"account_code":"1010","currency":"USD","normal_balance":"debit","as_of":null,"debits":150,"credits":0,"balance":150}`},
+			`{"account_code":"1010","currency":"USD","minor_units":2,"normal_balance":"debit","as_of":null,"debits":150,"credits":0,"balance":150}`},
 		{"a credit account sums its credits in the currency asked", "/v1/accounts/2010/balance?currency=EUR",
-			`{"account_code":"2010","currency":"EUR","normal_balance":"credit","as_of":null,"debits":0,"credits":9,"balance":9}`},
+			`{"account_code":"2010","currency":"EUR","minor_units":2,"normal_balance":"credit","as_of":null,"debits":0,"credits":9,"balance":9}`},
 		{"a currency without lines gives zeros", "/v1/accounts/2010/balance?currency=JPY",
-			`{"account_code":"2010","currency":"JPY","normal_balance":"credit","as_of":null,"debits":0,"credits":0,"balance":0}`},
+			`{"account_code":"2010","currency":"JPY","minor_units":0,"normal_balance":"credit","as_of":null,"debits":0,"credits":0,"balance":0}`},
 		{"a balance as of a time before any posting is zero", "/v1/accounts/1010/balance?currency=USD&as_of=2000-01-01T00:00:00Z",
-			`{"account_code":"1010","currency":"USD","normal_balance":"debit","as_of":"2000-01-01T00:00:00Z","debits":0,"credits":0,"balance":0}`},
+			`{"account_code":"1010","currency":"USD","minor_units":2,"normal_balance":"debit","as_of":"2000-01-01T00:00:00Z","debits":0,"credits":0,"balance":0}`},
 		{"a balance as of the zero time (year 1) is zero as of that time", "/v1/accounts/1010/balance?currency=USD&as_of=0001-01-01T00:00:00Z",
-			`{"account_code":"1010","currency":"USD","normal_balance":"debit","as_of":"0001-01-01T00:00:00Z","debits":0,"credits":0,"balance":0}`},
+			`{"account_code":"1010","currency":"USD","minor_units":2,"normal_balance":"debit","as_of":"0001-01-01T00:00:00Z","debits":0,"credits":0,"balance":0}`},
 		{"an as_of with an offset is echoed in UTC", "/v1/accounts/2010/balance?currency=USD&as_of=" + url.QueryEscape("0001-01-01T02:00:00+02:00"),
-			`{"account_code":"2010","currency":"USD","normal_balance":"credit","as_of":"0001-01-01T00:00:00Z","debits":0,"credits":0,"balance":0}`},
+			`{"account_code":"2010","currency":"USD","minor_units":2,"normal_balance":"credit","as_of":"0001-01-01T00:00:00Z","debits":0,"credits":0,"balance":0}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -328,6 +328,7 @@ func TestAccountBalance(t *testing.T) {
 		{"a missing currency is a bad request", "/v1/accounts/1010/balance", http.StatusBadRequest, "invalid-currency", true},
 		{"a lower-case currency is a bad request", "/v1/accounts/1010/balance?currency=usd", http.StatusBadRequest, "invalid-currency", true},
 		{"a long currency is a bad request", "/v1/accounts/1010/balance?currency=" + url.QueryEscape("USDX"), http.StatusBadRequest, "invalid-currency", true},
+		{"three letters that name no ISO 4217 currency are a bad request", "/v1/accounts/1010/balance?currency=ZZZ", http.StatusBadRequest, "invalid-currency", false},
 		{"a malformed as_of is a bad request", "/v1/accounts/1010/balance?currency=USD&as_of=2026-13-01", http.StatusBadRequest, "invalid-time", true},
 	}
 	for _, tt := range problems {
@@ -390,6 +391,7 @@ func TestAccountStatement(t *testing.T) {
 	}{
 		{"an unknown account is not found", "/v1/accounts/9999/statement?currency=USD", http.StatusNotFound, "account-not-found", false},
 		{"a missing currency is a bad request", "/v1/accounts/1010/statement", http.StatusBadRequest, "invalid-currency", true},
+		{"a currency that is no ISO 4217 code is a bad request", "/v1/accounts/1010/statement?currency=ZZZ", http.StatusBadRequest, "invalid-currency", false},
 		{"a malformed cursor is a bad request", "/v1/accounts/1010/statement?currency=USD&after=abc", http.StatusBadRequest, "invalid-cursor", false},
 		{"a cursor past the last line is a bad request", "/v1/accounts/1010/statement?currency=USD&after=999999999", http.StatusBadRequest, "invalid-cursor", false},
 		{"a cursor of another currency's line is a bad request", "/v1/accounts/2010/statement?currency=EUR&after=1", http.StatusBadRequest, "invalid-cursor", false},
@@ -422,9 +424,12 @@ func TestTrialBalance(t *testing.T) {
 		require.JSONEq(t, `{"as_of":null,"accounts":[],"currencies":[],"balanced":true}`, string(body))
 	})
 
-	t.Run("accounts and totals are per currency", func(t *testing.T) {
+	// Every account's balance is positive on its normal side, as the balance and the
+	// statement answer it: a deposit shows cash (1010, an asset) and what is owed to the
+	// wallets (2010, a liability) both at its amount.
+	t.Run("accounts and totals are per currency, balances positive on the normal side", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, entry("t-1", "USD", 100), entry("t-2", "EUR", 9))
+		b := setup(t, entry("t-1", "USD", 100), entry("t-2", "EUR", 9), entry("t-3", "JPY", 500), entry("t-4", "BHD", 500))
 		var body json.RawMessage
 		status, contentType := b.get(t, "/v1/trial-balance", &body)
 		require.Equal(t, http.StatusOK, status)
@@ -432,14 +437,20 @@ func TestTrialBalance(t *testing.T) {
 		require.JSONEq(t, `{
 			"as_of": null,
 			"accounts": [
-				{"account_code":"1010","currency":"EUR","debits":9,"credits":0},
-				{"account_code":"2010","currency":"EUR","debits":0,"credits":9},
-				{"account_code":"1010","currency":"USD","debits":100,"credits":0},
-				{"account_code":"2010","currency":"USD","debits":0,"credits":100}
+				{"account_code":"1010","currency":"BHD","normal_balance":"debit","debits":500,"credits":0,"balance":500},
+				{"account_code":"2010","currency":"BHD","normal_balance":"credit","debits":0,"credits":500,"balance":500},
+				{"account_code":"1010","currency":"EUR","normal_balance":"debit","debits":9,"credits":0,"balance":9},
+				{"account_code":"2010","currency":"EUR","normal_balance":"credit","debits":0,"credits":9,"balance":9},
+				{"account_code":"1010","currency":"JPY","normal_balance":"debit","debits":500,"credits":0,"balance":500},
+				{"account_code":"2010","currency":"JPY","normal_balance":"credit","debits":0,"credits":500,"balance":500},
+				{"account_code":"1010","currency":"USD","normal_balance":"debit","debits":100,"credits":0,"balance":100},
+				{"account_code":"2010","currency":"USD","normal_balance":"credit","debits":0,"credits":100,"balance":100}
 			],
 			"currencies": [
-				{"currency":"EUR","debits":9,"credits":9,"balanced":true},
-				{"currency":"USD","debits":100,"credits":100,"balanced":true}
+				{"currency":"BHD","minor_units":3,"debits":500,"credits":500,"balanced":true},
+				{"currency":"EUR","minor_units":2,"debits":9,"credits":9,"balanced":true},
+				{"currency":"JPY","minor_units":0,"debits":500,"credits":500,"balanced":true},
+				{"currency":"USD","minor_units":2,"debits":100,"credits":100,"balanced":true}
 			],
 			"balanced": true
 		}`, string(body))
@@ -463,23 +474,23 @@ func TestReportsAnswerExactlyWhenSumsLeaveInt64(t *testing.T) {
 		want string
 	}{
 		{"an account's balance", "/v1/accounts/1010/balance?currency=USD",
-			`{"account_code":"1010","currency":"USD","normal_balance":"debit","as_of":null,
+			`{"account_code":"1010","currency":"USD","minor_units":2,"normal_balance":"debit","as_of":null,
 			  "debits":9223372036854775817,"credits":0,"balance":9223372036854775817}`},
 		{"an account's balance as of a time", "/v1/accounts/2010/balance?currency=USD&as_of=" + url.QueryEscape(secondPosted),
-			`{"account_code":"2010","currency":"USD","normal_balance":"credit","as_of":"` + secondPosted + `",
+			`{"account_code":"2010","currency":"USD","minor_units":2,"normal_balance":"credit","as_of":"` + secondPosted + `",
 			  "debits":0,"credits":9223372036854775812,"balance":9223372036854775812}`},
 		{"the balance of the other side, in its own sign", "/v1/accounts/2010/balance?currency=USD",
-			`{"account_code":"2010","currency":"USD","normal_balance":"credit","as_of":null,
+			`{"account_code":"2010","currency":"USD","minor_units":2,"normal_balance":"credit","as_of":null,
 			  "debits":0,"credits":9223372036854775817,"balance":9223372036854775817}`},
 		{"the trial balance, which still balances", "/v1/trial-balance",
 			`{"as_of":null,"accounts":[
-				{"account_code":"1010","currency":"EUR","debits":9,"credits":0},
-				{"account_code":"2010","currency":"EUR","debits":0,"credits":9},
-				{"account_code":"1010","currency":"USD","debits":9223372036854775817,"credits":0},
-				{"account_code":"2010","currency":"USD","debits":0,"credits":9223372036854775817}],
+				{"account_code":"1010","currency":"EUR","normal_balance":"debit","debits":9,"credits":0,"balance":9},
+				{"account_code":"2010","currency":"EUR","normal_balance":"credit","debits":0,"credits":9,"balance":9},
+				{"account_code":"1010","currency":"USD","normal_balance":"debit","debits":9223372036854775817,"credits":0,"balance":9223372036854775817},
+				{"account_code":"2010","currency":"USD","normal_balance":"credit","debits":0,"credits":9223372036854775817,"balance":9223372036854775817}],
 			  "currencies":[
-				{"currency":"EUR","debits":9,"credits":9,"balanced":true},
-				{"currency":"USD","debits":9223372036854775817,"credits":9223372036854775817,"balanced":true}],
+				{"currency":"EUR","minor_units":2,"debits":9,"credits":9,"balanced":true},
+				{"currency":"USD","minor_units":2,"debits":9223372036854775817,"credits":9223372036854775817,"balanced":true}],
 			  "balanced":true}`},
 	}
 	for _, tt := range tests {
@@ -700,10 +711,10 @@ func TestTrialBalanceAsOfATime(t *testing.T) {
 	require.JSONEq(t, `{
 		"as_of": "`+first.UTC().Format(time.RFC3339Nano)+`",
 		"accounts": [
-			{"account_code":"1010","currency":"USD","debits":100,"credits":0},
-			{"account_code":"2010","currency":"USD","debits":0,"credits":100}
+			{"account_code":"1010","currency":"USD","normal_balance":"debit","debits":100,"credits":0,"balance":100},
+			{"account_code":"2010","currency":"USD","normal_balance":"credit","debits":0,"credits":100,"balance":100}
 		],
-		"currencies": [{"currency":"USD","debits":100,"credits":100,"balanced":true}],
+		"currencies": [{"currency":"USD","minor_units":2,"debits":100,"credits":100,"balanced":true}],
 		"balanced": true
 	}`, string(body))
 

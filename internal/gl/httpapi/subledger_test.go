@@ -23,15 +23,15 @@ func TestAControlAccountAnswersPerWallet(t *testing.T) {
 		want string
 	}{
 		{"a wallet's balance sums its lines of the account", "/v1/accounts/2010/balance?currency=USD&wallet_id=w-to",
-			`{"account_code":"2010","currency":"USD","wallet_id":"w-to","normal_balance":"credit","as_of":null,"debits":0,"credits":150,"balance":150}`},
+			`{"account_code":"2010","currency":"USD","minor_units":2,"wallet_id":"w-to","normal_balance":"credit","as_of":null,"debits":0,"credits":150,"balance":150}`},
 		{"another wallet's sub-account is its own", "/v1/accounts/2010/balance?currency=USD&wallet_id=bob",
-			`{"account_code":"2010","currency":"USD","wallet_id":"bob","normal_balance":"credit","as_of":null,"debits":0,"credits":30,"balance":30}`},
+			`{"account_code":"2010","currency":"USD","minor_units":2,"wallet_id":"bob","normal_balance":"credit","as_of":null,"debits":0,"credits":30,"balance":30}`},
 		{"a wallet without lines on the account has zeros", "/v1/accounts/2010/balance?currency=USD&wallet_id=w-from",
-			`{"account_code":"2010","currency":"USD","wallet_id":"w-from","normal_balance":"credit","as_of":null,"debits":0,"credits":0,"balance":0}`},
+			`{"account_code":"2010","currency":"USD","minor_units":2,"wallet_id":"w-from","normal_balance":"credit","as_of":null,"debits":0,"credits":0,"balance":0}`},
 		{"a wallet's balance as of a time before any posting is zero", "/v1/accounts/2010/balance?currency=USD&wallet_id=w-to&as_of=2000-01-01T00:00:00Z",
-			`{"account_code":"2010","currency":"USD","wallet_id":"w-to","normal_balance":"credit","as_of":"2000-01-01T00:00:00Z","debits":0,"credits":0,"balance":0}`},
+			`{"account_code":"2010","currency":"USD","minor_units":2,"wallet_id":"w-to","normal_balance":"credit","as_of":"2000-01-01T00:00:00Z","debits":0,"credits":0,"balance":0}`},
 		{"without wallet_id the whole account answers", "/v1/accounts/2010/balance?currency=USD",
-			`{"account_code":"2010","currency":"USD","normal_balance":"credit","as_of":null,"debits":0,"credits":180,"balance":180}`},
+			`{"account_code":"2010","currency":"USD","minor_units":2,"normal_balance":"credit","as_of":null,"debits":0,"credits":180,"balance":180}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -332,7 +332,8 @@ func (l *Ledger) TrialBalanceAsOf(ctx context.Context, asOf *time.Time) (gl.Tria
 			return gl.TrialBalance{}, fmt.Errorf("trial balance of account %q in %s: %w", row.AccountCode, row.Currency, err)
 		}
 		accounts = append(accounts, gl.AccountBalance{
-			AccountCode: row.AccountCode, Currency: row.Currency, Debits: debits, Credits: credits,
+			AccountCode: row.AccountCode, Currency: row.Currency, NormalBalance: gl.Direction(row.NormalBalance),
+			Debits: debits, Credits: credits,
 		})
 	}
 	tb := gl.NewTrialBalance(accounts)

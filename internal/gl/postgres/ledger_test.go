@@ -298,11 +298,16 @@ func TestLedgerReads(t *testing.T) {
 		tb, err := b.ledger.TrialBalance(ctx)
 		require.NoError(t, err)
 		require.Equal(t, []gl.AccountBalance{
-			{AccountCode: "1010", Currency: "EUR", Debits: gl.SumOf(7)},
-			{AccountCode: "2010", Currency: "EUR", Credits: gl.SumOf(7)},
-			{AccountCode: "1010", Currency: "USD", Debits: gl.SumOf(150)},
-			{AccountCode: "2010", Currency: "USD", Credits: gl.SumOf(150)},
+			{AccountCode: "1010", Currency: "EUR", NormalBalance: gl.Debit, Debits: gl.SumOf(7)},
+			{AccountCode: "2010", Currency: "EUR", NormalBalance: gl.Credit, Credits: gl.SumOf(7)},
+			{AccountCode: "1010", Currency: "USD", NormalBalance: gl.Debit, Debits: gl.SumOf(150)},
+			{AccountCode: "2010", Currency: "USD", NormalBalance: gl.Credit, Credits: gl.SumOf(150)},
 		}, tb.Accounts)
+		// Each account's balance is positive on its normal side: cash received (an asset,
+		// debit normal) and what is owed to the wallets (a liability, credit normal) alike.
+		for _, a := range tb.Accounts {
+			require.Equal(t, 1, a.Balance().Sign(), "%s %s", a.AccountCode, a.Currency)
+		}
 		require.Equal(t, []gl.CurrencyTotal{
 			{Currency: "EUR", Debits: gl.SumOf(7), Credits: gl.SumOf(7), Balanced: true},
 			{Currency: "USD", Debits: gl.SumOf(150), Credits: gl.SumOf(150), Balanced: true},

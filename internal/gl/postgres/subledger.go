@@ -68,3 +68,32 @@ func (s *subLedgerSnapshot) Posted(ctx context.Context, ids []string) (map[strin
 func (s *subLedgerSnapshot) Close(ctx context.Context) {
 	_ = s.tx.Rollback(context.WithoutCancel(ctx))
 }
+
+// WalletsSeen reads, in tx, what the ledger's lines say of each of walletIDs (gl.WalletSeen);
+// a wallet no line names is absent from the map.
+func (l *Ledger) WalletsSeen(ctx context.Context, tx pgx.Tx, walletIDs []string) (map[string]gl.WalletSeen, error) {
+	seen := make(map[string]gl.WalletSeen, len(walletIDs))
+	if len(walletIDs) == 0 {
+		return seen, nil
+	}
+	q := l.queries.WithTx(tx)
+	customers, err := q.WalletsOnControlAccountsOfCustomers(ctx, walletIDs)
+	if err != nil {
+		return nil, fmt.Errorf("read customers' wallets among %d: %w", len(walletIDs), interpretError(err))
+	}
+	for _, id := range customers {
+		s := seen[id]
+		s.Customer = true
+		seen[id] = s
+	}
+	external, err := q.WalletsOnOtherAccounts(ctx, walletIDs)
+	if err != nil {
+		return nil, fmt.Errorf("read external wallets among %d: %w", len(walletIDs), interpretError(err))
+	}
+	for _, id := range external {
+		s := seen[id]
+		s.External = true
+		seen[id] = s
+	}
+	return seen, nil
+}

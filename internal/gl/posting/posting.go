@@ -113,6 +113,13 @@ func (h *Handler) post(ctx context.Context, tx pgx.Tx, envs []contract.Envelope,
 	if err != nil {
 		return err
 	}
+	if !answering {
+		// A duplicate's entry stands whatever the ledger learnt since; only a first posting
+		// is checked.
+		if err := h.checkDepositsV1(ctx, tx, envs); err != nil {
+			return err
+		}
+	}
 	// Transfers first: a reversal of the batch may reverse one of them.
 	if err := h.postSome(ctx, tx, b, b.transfers); err != nil {
 		return err
@@ -179,6 +186,25 @@ func (h *Handler) prepare(ctx context.Context, tx pgx.Tx, envs []contract.Envelo
 		b.transfers = append(b.transfers, i)
 	}
 	return b, nil
+}
+
+// checkDepositsV1 refuses, as a conflict, a TransferCompleted.v1 of envs the ledger knows is
+// not a deposit (gl.CheckDepositV1), reading in tx what the ledger has seen of its wallets.
+func (h *Handler) checkDepositsV1(ctx context.Context, tx pgx.Tx, envs []contract.Envelope) error {
+	ids := gl.DepositV1Wallets(envs)
+	if len(ids) == 0 {
+		return nil
+	}
+	seen, err := h.ledger.WalletsSeen(ctx, tx, ids)
+	if err != nil {
+		return err
+	}
+	for _, env := range envs {
+		if err := gl.CheckDepositV1(env, seen); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // postingRules are the rules the handler posts transfers by: its fixed set, or the ledger's

@@ -47,7 +47,7 @@ func TestHoldPlaceCapturePartOfItAndReplay(t *testing.T) {
 	require.JSONEq(t, res.Body, again.Body)
 
 	res = b.do(t, http.MethodGet, "/v1/wallets/alice", nil, "")
-	require.JSONEq(t, `{"id":"alice","currency":"USD","balance":1000,"held":600,"available":400,"allow_negative":false,"owner":null}`, res.Body)
+	require.JSONEq(t, `{"id":"alice","currency":"USD","minor_units":2,"balance":1000,"held":600,"available":400,"allow_negative":false,"owner":null}`, res.Body)
 	b.transfer(t, "t-1", `{"from_wallet_id":"alice","to_wallet_id":"bob","amount":401,"currency":"USD"}`).
 		RequireProblem(t, 422, "insufficient-funds")
 
@@ -75,7 +75,7 @@ func TestHoldPlaceCapturePartOfItAndReplay(t *testing.T) {
 	res = b.do(t, http.MethodGet, "/v1/holds/"+h.ID, nil, "")
 	require.Equal(t, http.StatusOK, res.Status, res.Body)
 	res = b.do(t, http.MethodGet, "/v1/wallets/alice", nil, "")
-	require.JSONEq(t, `{"id":"alice","currency":"USD","balance":750,"held":0,"available":750,"allow_negative":false,"owner":null}`, res.Body)
+	require.JSONEq(t, `{"id":"alice","currency":"USD","minor_units":2,"balance":750,"held":0,"available":750,"allow_negative":false,"owner":null}`, res.Body)
 }
 
 func TestHoldRefusalsAndVoid(t *testing.T) {
@@ -98,6 +98,7 @@ func TestHoldRefusalsAndVoid(t *testing.T) {
 		{"an unknown wallet", "/v1/holds", "h-4", `{"wallet_id":"nobody","amount":1}`, 404, "wallet-not-found", false},
 		{"the same key with another amount", "/v1/holds", "h-1", `{"wallet_id":"alice","amount":101,"currency":"USD"}`, 422, "idempotency-key-reused", false},
 		{"a zero amount", "/v1/holds", "h-5", `{"wallet_id":"alice","amount":0}`, 400, "invalid-request", true},
+		{"a currency that is no ISO 4217 code", "/v1/holds", "h-7", `{"wallet_id":"alice","amount":1,"currency":"ZZZ"}`, 400, "invalid-currency", false},
 		{"both expiries", "/v1/holds", "h-6", `{"wallet_id":"alice","amount":1,"expires_in":60,"expires_at":"2099-01-01T00:00:00Z"}`, 400, "invalid-request", false},
 		{"a capture beyond the hold", "/v1/holds/" + h.ID + "/capture", "c-1", `{"to_wallet_id":"bob","amount":101}`, 422, "capture-exceeds-hold", false},
 		{"a capture to the hold's wallet", "/v1/holds/" + h.ID + "/capture", "c-2", `{"to_wallet_id":"alice"}`, 422, "same-wallet", false},
@@ -140,7 +141,7 @@ func TestHoldRefusalsAndVoid(t *testing.T) {
 	b.hold(t, http.MethodPost, "/v1/holds/"+late.ID+"/capture", "c-5", `{"to_wallet_id":"bob"}`).RequireProblem(t, 409, "hold-expired")
 
 	res = b.do(t, http.MethodGet, "/v1/wallets/alice", nil, "")
-	require.JSONEq(t, `{"id":"alice","currency":"USD","balance":1000,"held":10,"available":990,"allow_negative":false,"owner":null}`, res.Body)
+	require.JSONEq(t, `{"id":"alice","currency":"USD","minor_units":2,"balance":1000,"held":10,"available":990,"allow_negative":false,"owner":null}`, res.Body)
 }
 
 // TestHoldsListPagesEveryHold lists holds as the GL's reconcile does: every status, oldest

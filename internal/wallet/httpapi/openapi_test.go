@@ -45,7 +45,7 @@ func TestTheOpenAPICheckCatchesDrift(t *testing.T) {
 	doc, err := document()
 	require.NoError(t, err)
 	const (
-		alice    = `{"id":"alice","currency":"USD","balance":1000,"held":0,"available":1000,"allow_negative":false,"owner":null}`
+		alice    = `{"id":"alice","currency":"USD","minor_units":2,"balance":1000,"held":0,"available":1000,"allow_negative":false,"owner":null}`
 		notFound = `{"type":"https://walletgl.dev/problems/wallet-not-found","title":"Not Found","status":404,"detail":"no alice","instance":"/v1/wallets/alice"}`
 		transfer = `{"id":"0190b3c2-7a4e-7c5e-9d1a-2b3c4d5e6f70","idempotency_key":"k","from_wallet_id":"a","to_wallet_id":"b","amount":1,"currency":"USD","status":"completed","created_at":"2026-01-02T15:04:05Z","outbox_status":"pending"}`
 	)
@@ -63,7 +63,7 @@ func TestTheOpenAPICheckCatchesDrift(t *testing.T) {
 		{"a renamed field", "GET", "/v1/wallets/alice", key, 200, "application/json",
 			`{"id":"alice","currency":"USD","balanse":1000,"allow_negative":false}`, []string{"answer does not conform", "balanse"}},
 		{"a balance in a string", "GET", "/v1/wallets/alice", key, 200, "application/json",
-			`{"id":"alice","currency":"USD","balance":"1000","held":0,"available":1000,"allow_negative":false}`, []string{"answer does not conform", "balance"}},
+			`{"id":"alice","currency":"USD","minor_units":2,"balance":"1000","held":0,"available":1000,"allow_negative":false}`, []string{"answer does not conform", "balance"}},
 		{"a list without its next_cursor", "GET", "/v1/transfers", key, 200, "application/json",
 			`{"transfers":[` + transfer + `]}`, []string{"answer does not conform", "next_cursor"}},
 		{"a list as documented conforms", "GET", "/v1/transfers", key, 200, "application/json",

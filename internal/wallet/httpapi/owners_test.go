@@ -256,7 +256,7 @@ func TestARefusalIsKeptUnderItsKey(t *testing.T) {
 	// A 400 keeps nothing: the key is free for a valid request.
 	invalid := openapitest.Invalid(http.Header{"Idempotency-Key": {"t-3"}}, "a lower-case currency")
 	b.do(t, "POST", "/v1/transfers", invalid, `{"from_wallet_id":"alice","to_wallet_id":"bob","amount":10,"currency":"usd"}`).
-		RequireProblem(t, http.StatusBadRequest, "invalid-request")
+		RequireProblem(t, http.StatusBadRequest, "invalid-currency")
 	res = b.as(t, b.key, "t-3", "POST", "/v1/transfers", `{"from_wallet_id":"alice","to_wallet_id":"bob","amount":10,"currency":"USD"}`)
 	require.Equal(t, http.StatusCreated, res.status, res.body)
 

@@ -144,11 +144,19 @@ func TestWallets(t *testing.T) {
 	res := b.do(t, http.MethodPost, "/v1/wallets", nil, `{"id":"carol","currency":"GBP","allow_negative":false}`)
 	require.Equal(t, http.StatusCreated, res.Status, res.Body)
 	require.Equal(t, "application/json", res.ContentType())
-	require.JSONEq(t, `{"id":"carol","currency":"GBP","balance":0,"held":0,"available":0,"allow_negative":false,"owner":null}`, res.Body)
+	require.JSONEq(t, `{"id":"carol","currency":"GBP","minor_units":2,"balance":0,"held":0,"available":0,"allow_negative":false,"owner":null}`, res.Body)
 
 	res = b.do(t, http.MethodGet, "/v1/wallets/alice", nil, "")
 	require.Equal(t, http.StatusOK, res.Status, res.Body)
-	require.JSONEq(t, `{"id":"alice","currency":"USD","balance":1000,"held":0,"available":1000,"allow_negative":false,"owner":null}`, res.Body)
+	require.JSONEq(t, `{"id":"alice","currency":"USD","minor_units":2,"balance":1000,"held":0,"available":1000,"allow_negative":false,"owner":null}`, res.Body)
+
+	// A wallet answer says how many minor units its currency has: none for the yen, three for
+	// the Bahraini dinar.
+	for code, minor := range map[string]int{"JPY": 0, "BHD": 3} {
+		res = b.do(t, http.MethodPost, "/v1/wallets", nil, `{"id":"in-`+code+`","currency":"`+code+`"}`)
+		require.Equal(t, http.StatusCreated, res.Status, res.Body)
+		require.JSONEq(t, fmt.Sprintf(`{"id":"in-%s","currency":"%s","minor_units":%d,"balance":0,"held":0,"available":0,"allow_negative":false,"owner":null}`, code, code, minor), res.Body)
+	}
 
 	tests := []struct {
 		name    string
@@ -161,8 +169,9 @@ func TestWallets(t *testing.T) {
 	}{
 		{"an existing id is a conflict", "POST", "/v1/wallets", `{"id":"alice","currency":"USD"}`, 409, "wallet-exists", false},
 		{"an id with a space is invalid", "POST", "/v1/wallets", `{"id":"a b","currency":"USD"}`, 400, "invalid-request", true},
-		{"a lower-case currency is invalid", "POST", "/v1/wallets", `{"id":"x","currency":"usd"}`, 400, "invalid-request", true},
-		{"a balance cannot be given", "POST", "/v1/wallets", `{"id":"x","currency":"USD","balance":5}`, 400, "invalid-request", true},
+		{"a lower-case currency is invalid", "POST", "/v1/wallets", `{"id":"x","currency":"usd"}`, 400, "invalid-currency", true},
+		{"three letters that name no ISO 4217 currency are invalid", "POST", "/v1/wallets", `{"id":"x","currency":"ZZZ"}`, 400, "invalid-currency", false},
+		{"a balance cannot be given", "POST", "/v1/wallets", `{"id":"x","currency":"USD","minor_units":2,"balance":5}`, 400, "invalid-request", true},
 		{"malformed JSON is invalid", "POST", "/v1/wallets", `{"id":`, 400, "invalid-request", true},
 		{"a JSON array is invalid", "POST", "/v1/wallets", `[]`, 400, "invalid-request", true},
 		{"an empty body is invalid", "POST", "/v1/wallets", ``, 400, "invalid-request", true},
@@ -260,7 +269,7 @@ func TestCreateTransferAndReplay(t *testing.T) {
 	require.Equal(t, created, got)
 
 	res = b.do(t, http.MethodGet, "/v1/wallets/alice", nil, "")
-	require.JSONEq(t, `{"id":"alice","currency":"USD","balance":750,"held":0,"available":750,"allow_negative":false,"owner":null}`, res.Body)
+	require.JSONEq(t, `{"id":"alice","currency":"USD","minor_units":2,"balance":750,"held":0,"available":750,"allow_negative":false,"owner":null}`, res.Body)
 
 	res = b.transfer(t, "order-1", `{"from_wallet_id":"alice","to_wallet_id":"bob","amount":251,"currency":"USD"}`)
 	res.RequireProblem(t, http.StatusUnprocessableEntity, "idempotency-key-reused")
@@ -295,6 +304,8 @@ func TestCreateTransferRefusals(t *testing.T) {
 			`{"from_wallet_id":"alice","to_wallet_id":"bob","amount":0,"currency":"USD"}`, 400, "invalid-request", true},
 		{"a negative amount is invalid", nil,
 			`{"from_wallet_id":"alice","to_wallet_id":"bob","amount":-5,"currency":"USD"}`, 400, "invalid-request", true},
+		{"three letters that name no ISO 4217 currency are invalid", nil,
+			`{"from_wallet_id":"alice","to_wallet_id":"bob","amount":1,"currency":"ZZZ"}`, 400, "invalid-currency", false},
 		{"trailing data is invalid", nil, valid + `{}`, 400, "invalid-request", true},
 		{"an unknown source wallet is not found", nil,
 			`{"from_wallet_id":"nobody","to_wallet_id":"bob","amount":1,"currency":"USD"}`, 404, "wallet-not-found", false},
@@ -323,7 +334,7 @@ func TestCreateTransferRefusals(t *testing.T) {
 		})
 	}
 	res := b.do(t, http.MethodGet, "/v1/wallets/alice", nil, "")
-	require.JSONEq(t, `{"id":"alice","currency":"USD","balance":1000,"held":0,"available":1000,"allow_negative":false,"owner":null}`, res.Body)
+	require.JSONEq(t, `{"id":"alice","currency":"USD","minor_units":2,"balance":1000,"held":0,"available":1000,"allow_negative":false,"owner":null}`, res.Body)
 }
 
 func TestGetTransferNotFound(t *testing.T) {
@@ -586,5 +597,5 @@ func TestReverseTransferInPartsWithReplayAndRefusals(t *testing.T) {
 	b.do(t, http.MethodGet, "/v1/transfers/0190b3c2-7a4e-7c5e-9d1a-2b3c4d5e6f70/reversals", nil, "").RequireProblem(t, 404, "transfer-not-found")
 
 	res = b.do(t, http.MethodGet, "/v1/wallets/bob", nil, "")
-	require.JSONEq(t, `{"id":"bob","currency":"USD","balance":0,"held":0,"available":0,"allow_negative":false,"owner":null}`, res.Body)
+	require.JSONEq(t, `{"id":"bob","currency":"USD","minor_units":2,"balance":0,"held":0,"available":0,"allow_negative":false,"owner":null}`, res.Body)
 }

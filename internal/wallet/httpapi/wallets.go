@@ -6,6 +6,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"walletgl/internal/auth"
+	"walletgl/internal/money"
 	"walletgl/internal/problem"
 	"walletgl/internal/wallet"
 	"walletgl/internal/web"
@@ -14,6 +15,7 @@ import (
 type walletJSON struct {
 	ID            string  `json:"id"`
 	Currency      string  `json:"currency"`
+	MinorUnits    *int    `json:"minor_units"` // null: a currency code the service no longer knows
 	Balance       int64   `json:"balance"`
 	Held          int64   `json:"held"`      // the total of the wallet's pending holds
 	Available     int64   `json:"available"` // balance − held: what it may spend or hold
@@ -28,6 +30,9 @@ func toWalletJSON(w wallet.Wallet) walletJSON {
 	}
 	if w.Owner != "" {
 		out.Owner = &w.Owner
+	}
+	if c, err := money.Parse(w.Currency); err == nil {
+		out.MinorUnits = &c.MinorUnits
 	}
 	return out
 }

@@ -558,11 +558,13 @@ func TestWallets(t *testing.T) {
 		{ID: "", Currency: "USD"},
 		{ID: "has space", Currency: "USD"},
 		{ID: string(make([]byte, 65)), Currency: "USD"},
-		{ID: "ok", Currency: "usd"},
-		{ID: "ok", Currency: "USDT"},
 	} {
 		_, err := store.CreateWallet(ctx, invalid)
 		require.ErrorIs(t, err, wallet.ErrInvalid, "%+v", invalid)
+	}
+	for _, code := range []string{"usd", "USDT", "ZZZ"} {
+		_, err := store.CreateWallet(ctx, wallet.Wallet{ID: "ok", Currency: code})
+		require.ErrorIs(t, err, wallet.ErrInvalidCurrency, "currency %q", code)
 	}
 }
 

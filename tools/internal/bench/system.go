@@ -389,9 +389,9 @@ func writeBacklog(ctx context.Context, pool *pgxpool.Pool, n int) error {
 						id, transfer := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
 						now := time.Now().UTC()
 						if _, err := box.Add(ctx, tx, outbox.Event{
-							ID: id, Type: contract.TypeTransferCompleted, AggregateID: transfer.String(), Time: now,
+							ID: id, Type: contract.TypeTransferCompletedV2, AggregateID: transfer.String(), Time: now,
 							Data: contract.TransferCompleted{TransferID: transfer.String(), FromWalletID: "u1", ToWalletID: "u2",
-								Amount: 1, Currency: "USD", CreatedAt: now},
+								Amount: 1, Currency: "USD", Kind: contract.KindTransfer, CreatedAt: now},
 						}); err != nil {
 							return err
 						}

@@ -949,20 +949,23 @@ WITH totals AS (
       AND l.posted_at <= coalesce($1::timestamptz, 'infinity')
     GROUP BY l.account_code, l.currency
 )
-SELECT account_code, currency, sum(debits)::numeric AS debits, sum(credits)::numeric AS credits
-FROM totals
-GROUP BY account_code, currency
-ORDER BY currency, account_code
+SELECT t.account_code, t.currency, a.normal_balance, sum(t.debits)::numeric AS debits, sum(t.credits)::numeric AS credits
+FROM totals t
+JOIN accounts a ON a.code = t.account_code
+GROUP BY t.account_code, t.currency, a.normal_balance
+ORDER BY t.currency, t.account_code
 `
 
 type TrialBalanceRow struct {
-	AccountCode string
-	Currency    string
-	Debits      pgtype.Numeric
-	Credits     pgtype.Numeric
+	AccountCode   string
+	Currency      string
+	NormalBalance string
+	Debits        pgtype.Numeric
+	Credits       pgtype.Numeric
 }
 
-// Every account's totals per currency over the lines posted at or before @as_of (NULL: every
+// Every account's totals per currency, with its normal balance (the side its balance is
+// positive on), over the lines posted at or before @as_of (NULL: every
 // line so far): the latest balance checkpoint at or before it plus the lines posted after that
 // checkpoint and at or before @as_of (through the index on posted_at), independent of the
 // ledger's size. The lines' bound is a range on posted_at, from the checkpoint's through (a
@@ -983,6 +986,7 @@ func (q *Queries) TrialBalance(ctx context.Context, asOf *time.Time) ([]TrialBal
 		if err := rows.Scan(
 			&i.AccountCode,
 			&i.Currency,
+			&i.NormalBalance,
 			&i.Debits,
 			&i.Credits,
 		); err != nil {
@@ -1186,6 +1190,72 @@ func (q *Queries) WalletSubLedgers(ctx context.Context) ([]WalletSubLedgersRow, 
 			return nil, err
 		}
 		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const walletsOnControlAccountsOfCustomers = `-- name: WalletsOnControlAccountsOfCustomers :many
+SELECT w.id::text AS wallet_id
+FROM unnest($1::text[]) AS w(id)
+WHERE EXISTS (
+    SELECT FROM accounts a
+    JOIN journal_lines l ON l.wallet_id = w.id AND l.account_code = a.code
+    JOIN journal_entries e ON e.id = l.entry_id
+    WHERE a.wallet_control AND e.kind IN ('transfer', 'withdrawal'))
+`
+
+// The wallets of @wallet_ids that a line of a wallet control account names in an entry of a
+// transfer or a withdrawal (a reversal of one included): there the control account's lines
+// name only customers' wallets, which may not go negative. Each wallet is an index seek on
+// (wallet_id, account_code) per control account, and stops at its first such line.
+func (q *Queries) WalletsOnControlAccountsOfCustomers(ctx context.Context, walletIds []string) ([]string, error) {
+	rows, err := q.db.Query(ctx, walletsOnControlAccountsOfCustomers, walletIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var wallet_id string
+		if err := rows.Scan(&wallet_id); err != nil {
+			return nil, err
+		}
+		items = append(items, wallet_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const walletsOnOtherAccounts = `-- name: WalletsOnOtherAccounts :many
+SELECT w.id::text AS wallet_id
+FROM unnest($1::text[]) AS w(id)
+WHERE EXISTS (
+    SELECT FROM accounts a
+    JOIN journal_lines l ON l.wallet_id = w.id AND l.account_code = a.code
+    WHERE NOT a.wallet_control)
+`
+
+// The wallets of @wallet_ids that a line of an account that is not a wallet control account
+// names: the external side of a movement (where a deposit's money came from, where a
+// withdrawal's went). An index seek per account, stopping at the first line.
+func (q *Queries) WalletsOnOtherAccounts(ctx context.Context, walletIds []string) ([]string, error) {
+	rows, err := q.db.Query(ctx, walletsOnOtherAccounts, walletIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var wallet_id string
+		if err := rows.Scan(&wallet_id); err != nil {
+			return nil, err
+		}
+		items = append(items, wallet_id)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
