@@ -19,6 +19,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"walletgl/internal/metadata"
 	"walletgl/internal/problem"
 )
 
@@ -62,6 +63,9 @@ type Entry struct {
 	// adjustment and why it was made, where the ledger reads entries (uuid.Nil and "" otherwise).
 	AdjustmentID uuid.UUID
 	Reason       string
+	// Metadata are the client's key-value pairs of the transfer the entry posts, as its
+	// TransferCompleted.v2 event carried them (empty for every other entry).
+	Metadata metadata.Metadata
 }
 
 // Line is one amount on one account, in the entry's currency and in minor units. WalletID is
@@ -262,6 +266,8 @@ type EntryQuery struct {
 	From, To *time.Time
 	After    string // the cursor: "" for the first page, else a page's NextCursor
 	Limit    int
+	// Metadata: only the entries whose metadata holds every pair of it (empty: any entry).
+	Metadata metadata.Metadata
 }
 
 // EntryPage is one page of entries with their lines, in posting order.

@@ -2,6 +2,7 @@ package gl
 
 import (
 	"fmt"
+	"maps"
 
 	"github.com/google/uuid"
 
@@ -38,6 +39,7 @@ func TransferEntry(env contract.Envelope, rules Rules) (Entry, error) {
 		Lines:       WalletLines(rule.lines(data.Amount), data.FromWalletID, data.ToWalletID),
 		EventType:   env.Type,
 		Kind:        data.Kind,
+		Metadata:    data.Metadata,
 	}, nil
 }
 
@@ -74,7 +76,8 @@ func CheckPosting(e Entry, posting Posting) (PostedAs, error) {
 	switch {
 	case posting.Created:
 		return PostedNew, nil
-	case stored.Currency != e.Currency || !posting.Amount.Equal(SumOf(e.Debits())) || stored.Description != e.Description:
+	case stored.Currency != e.Currency || !posting.Amount.Equal(SumOf(e.Debits())) || stored.Description != e.Description ||
+		!maps.Equal(stored.Metadata, e.Metadata):
 		return 0, contract.Conflict(fmt.Errorf("transfer %s was posted as %s %s (%s) by event %s; event %s says %d %s (%s)",
 			e.TransferID, posting.Amount, stored.Currency, stored.Description, stored.EventID,
 			e.EventID, e.Debits(), e.Currency, e.Description))

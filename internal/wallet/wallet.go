@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"walletgl/internal/events/contract"
+	"walletgl/internal/metadata"
 	"walletgl/internal/money"
 	"walletgl/internal/problem"
 )
@@ -61,7 +62,10 @@ type Transfer struct {
 	Amount         int64
 	Currency       string
 	Reference      string // the payer's, "" when none was given
-	Status         string
+	// Metadata are the client's key-value pairs (empty when none were given; a reversal's
+	// and a capture's transfer have none).
+	Metadata metadata.Metadata
+	Status   string
 	// OutboxStatus is where the transfer's event is on its way to the general ledger: pending,
 	// dispatching, dispatched, failed, dead_letter, or acknowledged once the GL posted it.
 	OutboxStatus string
@@ -96,6 +100,9 @@ type TransferRequest struct {
 	// Reference is the payer's free text, optional ("" when not given), at most
 	// MaxReferenceLength characters; part of the request, so a replay must repeat it.
 	Reference string
+	// Metadata are the client's key-value pairs, optional (metadata.Validate); part of the
+	// request, so a replay must repeat them.
+	Metadata metadata.Metadata
 	// KeyID is the API key that asks (recorded with the transfer; uuid.Nil: none). It is not
 	// part of the request: a replay by another key is still the same transfer.
 	KeyID uuid.UUID
@@ -124,6 +131,9 @@ func (r TransferRequest) Validate() error {
 	}
 	if n := utf8.RuneCountInString(r.Reference); n > contract.MaxReferenceLength || !utf8.ValidString(r.Reference) {
 		return problem.Newf(ErrInvalid, "reference must be valid UTF-8 of at most %d characters, got %d", contract.MaxReferenceLength, n)
+	}
+	if err := r.Metadata.Validate(); err != nil {
+		return err
 	}
 	if r.FromWalletID == r.ToWalletID {
 		return problem.Newf(ErrSameWallet, "wallet %q cannot transfer to itself", r.FromWalletID)
@@ -181,12 +191,14 @@ type Service interface {
 }
 
 // TransferQuery asks for one page of the transfer list: up to Limit transfers after the
-// cursor, those from or to WalletID and those whose Reference it is, when set.
+// cursor, those from or to WalletID, those whose Reference it is and those whose metadata
+// holds every pair of Metadata, when set.
 type TransferQuery struct {
 	After     Cursor
 	Limit     int
-	WalletID  string // "": any wallet
-	Reference string // "": any reference
+	WalletID  string            // "": any wallet
+	Reference string            // "": any reference
+	Metadata  metadata.Metadata // empty: any metadata
 }
 
 // Validate reports why q can never be answered.
@@ -199,7 +211,7 @@ func (q TransferQuery) Validate() error {
 	if n := utf8.RuneCountInString(q.Reference); n > contract.MaxReferenceLength || !utf8.ValidString(q.Reference) {
 		return problem.Newf(ErrInvalid, "reference must be valid UTF-8 of at most %d characters, got %d", contract.MaxReferenceLength, n)
 	}
-	return nil
+	return q.Metadata.Validate()
 }
 
 // Page is one slice of the transfer list.

@@ -22,7 +22,8 @@ type Mux interface {
 // a parameter the handler would not read is an error the client should hear of, not a filter
 // silently dropped. The document is the one list of each route's parameters, so the two
 // cannot drift. A route the document does not describe (the console's HTML) is registered as
-// it is.
+// it is. A parameter of style deepObject (`metadata`) is a family of names, `metadata[<key>]`
+// for any key: the check takes each of them, and the handler reads and checks the keys.
 type Routes struct {
 	mux    *http.ServeMux
 	params map[string][]string // "GET /v1/transfers" → the query parameters, sorted
@@ -80,6 +81,11 @@ func checkQueryNames(r *http.Request, allowed []string) error {
 		if _, found := slices.BinarySearch(allowed, name); found {
 			continue
 		}
+		if base, ok := deepObjectBase(name); ok {
+			if _, found := slices.BinarySearch(allowed, base+deepObjectKey); found {
+				continue
+			}
+		}
 		if len(allowed) == 0 {
 			return problem.Newf(ErrInvalidQuery, "%s takes no query parameters, got %q", r.URL.Path, name)
 		}
@@ -88,14 +94,34 @@ func checkQueryNames(r *http.Request, allowed []string) error {
 	return nil
 }
 
+// deepObjectKey follows the name of a deepObject parameter in the names QueryParameters
+// returns: "metadata[<key>]" stands for every "metadata[k]".
+const deepObjectKey = "[<key>]"
+
+// deepObjectBase is the parameter a name of the form "base[key]" belongs to (key not empty,
+// no bracket in either part); ok is false for any other name.
+func deepObjectBase(name string) (base string, ok bool) {
+	base, rest, found := strings.Cut(name, "[")
+	if !found || base == "" {
+		return "", false
+	}
+	key, found := strings.CutSuffix(rest, "]")
+	if !found || key == "" || strings.ContainsAny(key, "[]") {
+		return "", false
+	}
+	return base, true
+}
+
 // QueryParameters reads doc, an OpenAPI 3.1 document (JSON), into the query parameters of
 // each operation, keyed by the mux pattern of its route ("GET /v1/transfers/{id}"): those of
-// its path item and its own, a "$ref" resolved in components.parameters.
+// its path item and its own, a "$ref" resolved in components.parameters. A parameter of style
+// deepObject is named with deepObjectKey after it ("metadata[<key>]").
 func QueryParameters(doc []byte) (map[string][]string, error) {
 	type parameter struct {
-		Ref  string `json:"$ref"`
-		Name string `json:"name"`
-		In   string `json:"in"`
+		Ref   string `json:"$ref"`
+		Name  string `json:"name"`
+		In    string `json:"in"`
+		Style string `json:"style"`
 	}
 	var d struct {
 		Paths      map[string]map[string]json.RawMessage `json:"paths"`
@@ -127,7 +153,10 @@ func QueryParameters(doc []byte) (map[string][]string, error) {
 			if err != nil {
 				return nil, err
 			}
-			if p.In == "query" {
+			switch {
+			case p.In == "query" && p.Style == "deepObject":
+				into = append(into, p.Name+deepObjectKey)
+			case p.In == "query":
 				into = append(into, p.Name)
 			}
 		}

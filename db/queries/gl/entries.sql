@@ -46,6 +46,35 @@ WHERE (e.posted_at, e.id) > (SELECT posted_at, id FROM start)
 ORDER BY e.posted_at, e.id
 LIMIT @row_limit;
 
+-- name: ListEntriesByMetadata :many
+-- ListEntriesPosted of the entries whose metadata contains @metadata (every pair of it). The
+-- matches are found first, in a bitmap scan of journal_entries_metadata_idx (db/schema/gl/00016),
+-- then bounded by the range and the cursor and sorted: left to itself, a generic plan walks
+-- posting order and filters every entry (the GIN index keeps no order), which reads the whole
+-- ledger for a rare pair, or ANDs the bitmap with the whole range of journal_entries_posted_at_idx.
+-- A page costs what the filter matches, not the ledger's size.
+WITH cursor_entry AS (
+    SELECT c.posted_at, c.id FROM journal_entries c WHERE c.id = sqlc.narg('after_id')::uuid
+), start AS (
+    SELECT b.posted_at, b.id FROM (
+        SELECT coalesce(sqlc.narg('posted_from')::timestamptz, '-infinity') AS posted_at, '00000000-0000-0000-0000-000000000000'::uuid AS id
+        UNION ALL
+        SELECT posted_at, id FROM cursor_entry
+    ) b
+    WHERE sqlc.narg('after_id')::uuid IS NULL OR EXISTS (SELECT FROM cursor_entry)
+    ORDER BY b.posted_at DESC, b.id DESC
+    LIMIT 1
+), matched AS MATERIALIZED (
+    SELECT m.id, m.posted_at FROM journal_entries m
+    WHERE m.metadata @> @metadata::jsonb AND m.metadata <> '{}' -- the index's predicate: @metadata is never {}
+)
+SELECT e.* FROM matched m
+JOIN journal_entries e ON e.id = m.id
+WHERE (m.posted_at, m.id) > (SELECT posted_at, id FROM start)
+  AND m.posted_at < coalesce(sqlc.narg('posted_before')::timestamptz, 'infinity')
+ORDER BY m.posted_at, m.id
+LIMIT @row_limit;
+
 -- name: ListLinesByEntries :many
 SELECT * FROM journal_lines WHERE entry_id = ANY (@entry_ids::uuid[]) ORDER BY entry_id, id;
 
@@ -268,15 +297,16 @@ RETURNING *;
 -- InsertEntry for a whole batch; rows that conflict (event or transfer already posted, also
 -- earlier in the same batch) are skipped and missing from the result.
 -- A reverses_entry_id of the zero uuid stands for none (NULL), as does a hold_id of ''.
-INSERT /* fixed plan */ INTO journal_entries (id, event_id, transfer_id, currency, description, occurred_at, reverses_entry_id, hold_id, event_type, kind)
+INSERT /* fixed plan */ INTO journal_entries (id, event_id, transfer_id, currency, description, occurred_at, reverses_entry_id, hold_id, event_type, kind, metadata)
 SELECT e.id, e.event_id, e.transfer_id, e.currency, e.description, e.occurred_at,
        nullif(e.reverses_entry_id, '00000000-0000-0000-0000-000000000000'::uuid), nullif(e.hold_id, ''),
-       e.event_type, e.kind
+       e.event_type, e.kind, e.metadata::jsonb
 FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@event_ids::text[]) AS event_id,
              unnest(@transfer_ids::text[]) AS transfer_id, unnest(@currencies::text[]) AS currency,
              unnest(@descriptions::text[]) AS description, unnest(@occurred_ats::timestamptz[]) AS occurred_at,
              unnest(@reverses_entry_ids::uuid[]) AS reverses_entry_id, unnest(@hold_ids::text[]) AS hold_id,
-             unnest(@entry_event_types::text[]) AS event_type, unnest(@kinds::text[]) AS kind) AS e
+             unnest(@entry_event_types::text[]) AS event_type, unnest(@kinds::text[]) AS kind,
+             unnest(@metadata::text[]) AS metadata) AS e
 ON CONFLICT DO NOTHING
 RETURNING *;
 
@@ -284,7 +314,7 @@ RETURNING *;
 -- The entries holding these transfers' postings, each with the total of its debit lines (the
 -- transfer's amount), to compare with an event that names the same transfer.
 SELECT e.id, e.event_id, e.transfer_id, e.currency, e.description, e.occurred_at, e.posted_at, e.reverses_entry_id, e.hold_id,
-       e.event_type, e.kind,
+       e.event_type, e.kind, e.metadata,
        (SELECT coalesce(sum(l.amount), 0) FROM journal_lines l
         WHERE l.entry_id = e.id AND l.direction = 'debit')::numeric AS debits
 FROM journal_entries e

@@ -1,8 +1,8 @@
 -- name: InsertTransfer :one
 -- InsertTransfer claims the idempotency key. A conflict returns no row: the key was used before
 -- (or is being used right now by a transaction this one waited for).
-INSERT INTO transfers (id, idempotency_owner, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key, reference)
-VALUES (@id, @idempotency_owner, @idempotency_key, @request_hash, @from_wallet_id, @to_wallet_id, @amount, @currency, @event_id, sqlc.narg('created_by_key')::uuid, @reference)
+INSERT INTO transfers (id, idempotency_owner, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key, reference, metadata)
+VALUES (@id, @idempotency_owner, @idempotency_key, @request_hash, @from_wallet_id, @to_wallet_id, @amount, @currency, @event_id, sqlc.narg('created_by_key')::uuid, @reference, @metadata)
 ON CONFLICT (idempotency_owner, idempotency_key) DO NOTHING
 RETURNING *;
 
@@ -11,11 +11,11 @@ RETURNING *;
 -- sorts them by key, so two batches claim their keys in the same order). A key that another
 -- transaction holds or committed comes back missing: ON CONFLICT DO NOTHING. created_at stays
 -- clock_timestamp(), per row.
-INSERT /* fixed plan */ INTO transfers (id, idempotency_owner, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key, reference)
+INSERT /* fixed plan */ INTO transfers (id, idempotency_owner, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key, reference, metadata)
 SELECT unnest(@ids::uuid[]), unnest(@idempotency_owners::text[]), unnest(@idempotency_keys::text[]), unnest(@request_hashes::bytea[]),
        unnest(@from_wallet_ids::text[]), unnest(@to_wallet_ids::text[]), unnest(@amounts::bigint[]),
        unnest(@currencies::text[]), unnest(@event_ids::uuid[]), nullif(unnest(@created_by_keys::uuid[]), '00000000-0000-0000-0000-000000000000'::uuid),
-       unnest(@transfer_references::text[])
+       unnest(@transfer_references::text[]), unnest(@metadata::text[])::jsonb
 ON CONFLICT (idempotency_owner, idempotency_key) DO NOTHING
 RETURNING *;
 
@@ -96,6 +96,31 @@ WHERE t.reference = @reference AND t.reference <> ''
   AND (sqlc.narg('owner')::text IS NULL
        OR EXISTS (SELECT 1 FROM wallets w WHERE w.id IN (t.from_wallet_id, t.to_wallet_id) AND w.owner = sqlc.narg('owner')::text))
 ORDER BY t.created_at, t.id
+LIMIT @row_limit;
+
+-- name: ListTransfersByMetadata :many
+-- The transfers whose metadata contains @metadata (every pair of it) after the cursor, oldest
+-- first. The matches are found first, in a bitmap scan of transfers_metadata_idx
+-- (db/schema/wallet/00014), then bounded by the cursor and the other filters and sorted: left
+-- to itself, a generic plan walks transfers_created_at_idx and filters every transfer (the
+-- GIN index keeps no order), which reads them all for a rare pair. A page costs what the
+-- filter matches, not the number of transfers. With @wallet_id or @reference ('' for any),
+-- only those from or to that wallet or of that reference; with an owner, only those the
+-- owner may see, as in ListTransfers.
+WITH matched AS MATERIALIZED (
+    SELECT m.id, m.created_at FROM transfers m
+    WHERE m.metadata @> @metadata::jsonb AND m.metadata <> '{}' -- the index's predicate: @metadata is never {}
+)
+SELECT sqlc.embed(t), coalesce(o.status, 'acknowledged')::text AS outbox_status
+FROM matched m
+JOIN transfers t ON t.id = m.id
+LEFT JOIN outbox o ON o.id = t.event_id
+WHERE (m.created_at, m.id) > (@after_created_at::timestamptz, @after_id::uuid)
+  AND (@wallet_id::text = '' OR @wallet_id::text IN (t.from_wallet_id, t.to_wallet_id))
+  AND (@reference::text = '' OR t.reference = @reference::text)
+  AND (sqlc.narg('owner')::text IS NULL
+       OR EXISTS (SELECT 1 FROM wallets w WHERE w.id IN (t.from_wallet_id, t.to_wallet_id) AND w.owner = sqlc.narg('owner')::text))
+ORDER BY m.created_at, m.id
 LIMIT @row_limit;
 
 -- name: TransferCursorExists :one

@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"walletgl/internal/metadata"
 	"walletgl/internal/money"
 )
 
@@ -113,21 +114,24 @@ const MaxReferenceLength = 140
 // TransferCompleted.v2; a v1 is the same without Kind and Reference (omitted when empty), and
 // decodes with Kind KindUnspecified (DecodeTransferCompleted).
 type TransferCompleted struct {
-	TransferID   string    `json:"transfer_id"`
-	FromWalletID string    `json:"from_wallet_id"`
-	ToWalletID   string    `json:"to_wallet_id"`
-	Amount       int64     `json:"amount"`
-	Currency     string    `json:"currency"`
-	Kind         string    `json:"kind,omitempty"`
-	Reference    string    `json:"reference,omitempty"`
-	CreatedAt    time.Time `json:"created_at"`
+	TransferID   string `json:"transfer_id"`
+	FromWalletID string `json:"from_wallet_id"`
+	ToWalletID   string `json:"to_wallet_id"`
+	Amount       int64  `json:"amount"`
+	Currency     string `json:"currency"`
+	Kind         string `json:"kind,omitempty"`
+	Reference    string `json:"reference,omitempty"`
+	// Metadata are the client's key-value pairs (internal/metadata), optional: absent when
+	// the transfer has none, so a v2 event without them reads as before.
+	Metadata  metadata.Metadata `json:"metadata,omitempty"`
+	CreatedAt time.Time         `json:"created_at"`
 }
 
-// AsVersion is the data of t as event type TypeTransferCompleted (v1: without kind and
-// reference) or TypeTransferCompletedV2 (as it is).
+// AsVersion is the data of t as event type TypeTransferCompleted (v1: without kind, reference
+// and metadata) or TypeTransferCompletedV2 (as it is).
 func (t TransferCompleted) AsVersion(eventType string) TransferCompleted {
 	if eventType == TypeTransferCompleted {
-		t.Kind, t.Reference = "", ""
+		t.Kind, t.Reference, t.Metadata = "", "", nil
 	}
 	return t
 }
@@ -153,7 +157,7 @@ func DecodeTransferCompleted(env Envelope) (TransferCompleted, error) {
 		if err := env.DecodeData(&data); err != nil {
 			return data, err
 		}
-		data.Kind, data.Reference = KindUnspecified, ""
+		data.Kind, data.Reference, data.Metadata = KindUnspecified, "", nil
 	case TypeTransferCompletedV2:
 		if err := env.DecodeData(&data); err != nil {
 			return data, err
@@ -185,6 +189,9 @@ func (t TransferCompleted) Validate() error {
 		return Permanent(errors.New("created_at is missing"))
 	case utf8.RuneCountInString(t.Reference) > MaxReferenceLength:
 		return Permanent(fmt.Errorf("reference of %d characters exceeds %d", utf8.RuneCountInString(t.Reference), MaxReferenceLength))
+	}
+	if err := t.Metadata.Validate(); err != nil {
+		return Permanent(fmt.Errorf("metadata: %w", err))
 	}
 	return nil
 }

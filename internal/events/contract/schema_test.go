@@ -52,14 +52,15 @@ func TestProducedEventsMatchTheirSchema(t *testing.T) {
 	at := time.Date(2026, 11, 30, 12, 0, 0, 123456789, time.UTC)
 	transfer := contract.TransferCompleted{
 		TransferID: "01a22e0f-2372-76a7-a215-8cada9317c9a", FromWalletID: "w-1", ToWalletID: "w-2",
-		Amount: 1250, Currency: "EUR", Kind: contract.KindWithdrawal, Reference: "invoice 2026-114 ✓", CreatedAt: at,
+		Amount: 1250, Currency: "EUR", Kind: contract.KindWithdrawal, Reference: "invoice 2026-114 ✓",
+		Metadata: map[string]string{"order_id": "123", "shop.region": "eu-1 ✓"}, CreatedAt: at,
 	}
 	posted := contract.TransferPosted{TransferID: "t-1", SourceEventID: "e-1", EntryID: "01a22e0f-2372-76a7-a215-8cada9317c9a", PostedAt: at}
 	valid := map[string][]any{
 		contract.TypeTransferCompleted: {transfer.AsVersion(contract.TypeTransferCompleted)},
 		contract.TypeTransferCompletedV2: {transfer, func() any {
 			noRef := transfer
-			noRef.Reference, noRef.Kind = "", contract.KindTransfer
+			noRef.Reference, noRef.Kind, noRef.Metadata = "", contract.KindTransfer, nil
 			return noRef
 		}()},
 		contract.TypeTransferReversed: {contract.TransferReversed{ReversalID: "r-1", TransferID: "t-1", FromWalletID: "w-2", ToWalletID: "w-1", Amount: 5, Currency: "EUR", CreatedAt: at}},
@@ -93,6 +94,9 @@ func TestSchemasRefuseInvalidEvents(t *testing.T) {
 		{contract.TypeTransferCompletedV2, `{"transfer_id":"t","from_wallet_id":"a","to_wallet_id":"b","amount":1,"currency":"EUR","created_at":"2026-11-30T12:00:00Z"}`},
 		{contract.TypeTransferCompletedV2, `{"transfer_id":"t","from_wallet_id":"a","to_wallet_id":"b","amount":1,"currency":"EUR","created_at":"2026-11-30T12:00:00Z","kind":"unspecified"}`},
 		{contract.TypeTransferCompletedV2, `{"transfer_id":"t","from_wallet_id":"a","to_wallet_id":"b","amount":1,"currency":"EUR","created_at":"2026-11-30T12:00:00Z","kind":"deposit","reference":"` + strings.Repeat("x", contract.MaxReferenceLength+1) + `"}`},
+		{contract.TypeTransferCompletedV2, `{"transfer_id":"t","from_wallet_id":"a","to_wallet_id":"b","amount":1,"currency":"EUR","created_at":"2026-11-30T12:00:00Z","kind":"deposit","metadata":{"order id":"1"}}`},
+		{contract.TypeTransferCompletedV2, `{"transfer_id":"t","from_wallet_id":"a","to_wallet_id":"b","amount":1,"currency":"EUR","created_at":"2026-11-30T12:00:00Z","kind":"deposit","metadata":{"order_id":1}}`},
+		{contract.TypeTransferCompletedV2, `{"transfer_id":"t","from_wallet_id":"a","to_wallet_id":"b","amount":1,"currency":"EUR","created_at":"2026-11-30T12:00:00Z","kind":"deposit","metadata":{"k":"` + strings.Repeat("x", 257) + `"}}`},
 		{contract.TypeTransferReversed, `{"reversal_id":"r","transfer_id":"t","from_wallet_id":"a","to_wallet_id":"b","amount":1,"currency":"EUR"}`},
 		{contract.TypeTransferPosted, `{"transfer_id":"t","source_event_id":"e","entry_id":"not-a-uuid","posted_at":"2026-11-30T12:00:00Z"}`},
 		{contract.TypeTransferPostedV2, `{"postings":[]}`},

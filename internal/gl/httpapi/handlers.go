@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"walletgl/internal/gl"
+	"walletgl/internal/metadata"
 	"walletgl/internal/money"
 	"walletgl/internal/problem"
 	"walletgl/internal/web"
@@ -71,10 +72,12 @@ type entryJSON struct {
 	HoldID string `json:"hold_id,omitempty"`
 	// Adjustment, AdjustmentID and Reason are set on a manual adjustment's entry (POST
 	// /v1/adjustments).
-	Adjustment   bool       `json:"adjustment,omitempty"`
-	AdjustmentID string     `json:"adjustment_id,omitempty"`
-	Reason       string     `json:"reason,omitempty"`
-	Lines        []lineJSON `json:"lines"`
+	Adjustment   bool   `json:"adjustment,omitempty"`
+	AdjustmentID string `json:"adjustment_id,omitempty"`
+	Reason       string `json:"reason,omitempty"`
+	// Metadata are the client's key-value pairs of the transfer the entry posts; {} when none.
+	Metadata metadata.Metadata `json:"metadata"`
+	Lines    []lineJSON        `json:"lines"`
 }
 
 type lineJSON struct {
@@ -90,7 +93,10 @@ func entriesJSON(entries []gl.Entry) []entryJSON {
 		j := entryJSON{
 			ID: e.ID.String(), EventID: e.EventID, TransferID: e.TransferID, Currency: e.Currency,
 			OccurredAt: e.OccurredAt.UTC(), PostedAt: e.PostedAt.UTC(), HoldID: e.HoldID, EventType: e.EventType, Kind: e.Kind,
-			Lines: make([]lineJSON, 0, len(e.Lines)),
+			Metadata: e.Metadata, Lines: make([]lineJSON, 0, len(e.Lines)),
+		}
+		if j.Metadata == nil {
+			j.Metadata = metadata.Metadata{}
 		}
 		for _, l := range e.Lines {
 			j.Lines = append(j.Lines, lineJSON{AccountCode: l.AccountCode, Direction: l.Direction, Amount: l.Amount, WalletID: l.WalletID})
@@ -146,10 +152,15 @@ func handleEntries(ledger gl.Reader) http.Handler {
 			return
 		}
 		transferID, eventID := query.Get("transfer_id"), query.Get("event_id")
-		ranged := query.Has("from") || query.Has("to") || query.Has("after") || query.Has("limit")
+		filter, err := metadata.FromQuery(query)
+		if err != nil {
+			web.WriteProblem(w, r, err)
+			return
+		}
+		ranged := query.Has("from") || query.Has("to") || query.Has("after") || query.Has("limit") || len(filter) > 0
 		switch {
 		case query.Has("transfer_id") && (query.Has("event_id") || ranged), query.Has("event_id") && ranged:
-			web.WriteProblem(w, r, problem.Newf(web.ErrInvalidQuery, "use transfer_id, event_id, or from/to/after/limit; not several"))
+			web.WriteProblem(w, r, problem.Newf(web.ErrInvalidQuery, "use transfer_id, event_id, or from/to/after/limit/metadata[...]; not several"))
 			return
 		case query.Has("transfer_id"):
 			entriesOf(w, r, "transfer_id", transferID, errInvalidTransferID, ledger.EntriesByTransfer)
@@ -167,7 +178,7 @@ func handleEntries(ledger gl.Reader) http.Handler {
 			web.WriteProblem(w, r, err)
 			return
 		}
-		q.After = query.Get("after")
+		q.After, q.Metadata = query.Get("after"), filter
 		page, err := ledger.Entries(r.Context(), q)
 		if err != nil {
 			web.WriteProblem(w, r, err)

@@ -733,3 +733,13 @@ func TestEntriesRefuseACursorThatNamesNoEntry(t *testing.T) {
 	b.requireProblem(t, "/v1/entries?after="+uuid.Must(uuid.NewV7()).String(), http.StatusBadRequest, "invalid-cursor")
 	b.requireProblem(t, "/v1/entries?after=not-a-cursor", http.StatusBadRequest, "invalid-cursor")
 }
+
+// requireProblemWith is requireProblem with header's marks (openapitest.Invalid, Unchecked).
+func (b *testBundle) requireProblemWith(t *testing.T, path string, header http.Header, status int, slug string) web.Problem {
+	t.Helper()
+	header = header.Clone()
+	for k, v := range authtest.Bearer(b.key) {
+		header[k] = v
+	}
+	return webtest.Do(t, http.MethodGet, b.server.URL+path, header, "").RequireProblem(t, status, slug)
+}

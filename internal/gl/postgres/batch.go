@@ -34,6 +34,7 @@ func (l *Ledger) PostBatch(ctx context.Context, tx pgx.Tx, entries []gl.Entry) (
 		eventType, kind := ruleKey(e)
 		params.EntryEventTypes = append(params.EntryEventTypes, eventType)
 		params.Kinds = append(params.Kinds, kind)
+		params.Metadata = append(params.Metadata, string(e.Metadata.JSON()))
 	}
 	rows, err := q.InsertEntriesBatch(ctx, params)
 	if err != nil {
@@ -68,6 +69,7 @@ func (l *Ledger) PostBatch(ctx context.Context, tx pgx.Tx, entries []gl.Entry) (
 			ID: row.ID, EventID: row.EventID, TransferID: row.TransferID, Currency: row.Currency,
 			Description: row.Description, OccurredAt: row.OccurredAt, PostedAt: row.PostedAt,
 			ReversesEntryID: row.ReversesEntryID, HoldID: row.HoldID, EventType: row.EventType, Kind: row.Kind,
+			Metadata: row.Metadata,
 		}), Amount: amount}
 	}
 	return postings, nil

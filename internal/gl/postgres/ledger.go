@@ -16,6 +16,7 @@ import (
 	"walletgl/internal/database"
 	"walletgl/internal/gl"
 	"walletgl/internal/gl/postgres/internal/gldb"
+	"walletgl/internal/metadata"
 	"walletgl/internal/problem"
 )
 
@@ -101,7 +102,16 @@ func (l *Ledger) Entries(ctx context.Context, q gl.EntryQuery) (gl.EntryPage, er
 		}
 		params.AfterID = uuid.NullUUID{UUID: id, Valid: true}
 	}
-	rows, err := l.queries.ListEntriesPosted(ctx, params)
+	var rows []gldb.JournalEntry
+	var err error
+	if len(q.Metadata) > 0 {
+		rows, err = l.queries.ListEntriesByMetadata(ctx, gldb.ListEntriesByMetadataParams{
+			Metadata: q.Metadata.JSON(), AfterID: params.AfterID, PostedFrom: params.PostedFrom,
+			PostedBefore: params.PostedBefore, RowLimit: params.RowLimit,
+		})
+	} else {
+		rows, err = l.queries.ListEntriesPosted(ctx, params)
+	}
 	if err != nil {
 		return gl.EntryPage{}, fmt.Errorf("list entries: %w", interpretError(err))
 	}
@@ -408,7 +418,18 @@ func entryFromRow(row gldb.JournalEntry) gl.Entry {
 		ID: row.ID, EventID: row.EventID, TransferID: row.TransferID, Currency: row.Currency,
 		Description: row.Description, OccurredAt: row.OccurredAt, PostedAt: row.PostedAt,
 		ReversesEntryID: row.ReversesEntryID.UUID, HoldID: deref(row.HoldID), EventType: row.EventType, Kind: row.Kind,
+		Metadata: mustMetadata(row.Metadata),
 	}
+}
+
+// mustMetadata reads a journal_entries.metadata column, a JSON object of strings by its check
+// (db/schema/gl/00016): one that does not parse is a bug.
+func mustMetadata(b []byte) metadata.Metadata {
+	m, err := metadata.Parse(b)
+	if err != nil {
+		panic(fmt.Sprintf("journal_entries.metadata: %v", err))
+	}
+	return m
 }
 
 // deref is *s, or "" for nil (a NULL text column).

@@ -47,7 +47,7 @@ func TestTheOpenAPICheckCatchesDrift(t *testing.T) {
 	const (
 		alice    = `{"id":"alice","currency":"USD","minor_units":2,"balance":1000,"held":0,"available":1000,"allow_negative":false,"owner":null}`
 		notFound = `{"type":"https://walletgl.dev/problems/wallet-not-found","title":"Not Found","status":404,"detail":"no alice","instance":"/v1/wallets/alice"}`
-		transfer = `{"id":"0190b3c2-7a4e-7c5e-9d1a-2b3c4d5e6f70","idempotency_key":"k","from_wallet_id":"a","to_wallet_id":"b","amount":1,"currency":"USD","status":"completed","created_at":"2026-01-02T15:04:05Z","outbox_status":"pending"}`
+		transfer = `{"id":"0190b3c2-7a4e-7c5e-9d1a-2b3c4d5e6f70","idempotency_key":"k","from_wallet_id":"a","to_wallet_id":"b","amount":1,"currency":"USD","metadata":{},"status":"completed","created_at":"2026-01-02T15:04:05Z","outbox_status":"pending"}`
 	)
 	key := authtest.Bearer("wgl_whatever")
 	tests := []struct {

@@ -249,7 +249,7 @@ func TestCreateTransferAndReplay(t *testing.T) {
 	}, created)
 	var fields map[string]any
 	res.Decode(t, &fields)
-	require.Len(t, fields, 8, "the creation answer has exactly the contract's fields: %s", res.Body)
+	require.Len(t, fields, 9, "the creation answer has exactly the contract's fields: %s", res.Body)
 
 	require.Empty(t, res.Header.Get("Idempotency-Replayed"), "a first answer is no replay")
 	res = b.transfer(t, "order-1", body)

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"walletgl/internal/auth"
+	"walletgl/internal/metadata"
 	"walletgl/internal/metrics"
 	"walletgl/internal/problem"
 	"walletgl/internal/wallet"
@@ -17,15 +19,17 @@ import (
 )
 
 type transferJSON struct {
-	ID             string    `json:"id"`
-	IdempotencyKey string    `json:"idempotency_key"`
-	FromWalletID   string    `json:"from_wallet_id"`
-	ToWalletID     string    `json:"to_wallet_id"`
-	Amount         int64     `json:"amount"`
-	Currency       string    `json:"currency"`
-	Reference      string    `json:"reference,omitempty"`
-	Status         string    `json:"status"`
-	CreatedAt      time.Time `json:"created_at"`
+	ID             string `json:"id"`
+	IdempotencyKey string `json:"idempotency_key"`
+	FromWalletID   string `json:"from_wallet_id"`
+	ToWalletID     string `json:"to_wallet_id"`
+	Amount         int64  `json:"amount"`
+	Currency       string `json:"currency"`
+	Reference      string `json:"reference,omitempty"`
+	// Metadata are the client's key-value pairs; {} when none were given.
+	Metadata  metadata.Metadata `json:"metadata"`
+	Status    string            `json:"status"`
+	CreatedAt time.Time         `json:"created_at"`
 	// OutboxStatus is shown where a transfer is read, not where it is created.
 	OutboxStatus *string `json:"outbox_status,omitempty"`
 	// ReversesTransferID is set on a reversal: the transfer it reverses.
@@ -51,7 +55,10 @@ func toTransferJSON(t wallet.Transfer, withOutbox bool) transferJSON {
 	out := transferJSON{
 		ID: t.ID.String(), IdempotencyKey: t.IdempotencyKey,
 		FromWalletID: t.FromWalletID, ToWalletID: t.ToWalletID,
-		Amount: t.Amount, Currency: t.Currency, Reference: t.Reference, Status: t.Status, CreatedAt: t.CreatedAt.UTC(),
+		Amount: t.Amount, Currency: t.Currency, Reference: t.Reference, Metadata: t.Metadata, Status: t.Status, CreatedAt: t.CreatedAt.UTC(),
+	}
+	if out.Metadata == nil {
+		out.Metadata = metadata.Metadata{}
 	}
 	if withOutbox {
 		out.OutboxStatus = &t.OutboxStatus
@@ -116,10 +123,18 @@ func handleCreateTransfer(service wallet.Service, m *metrics.Wallet) http.Handle
 		Amount       int64  `json:"amount"`
 		Currency     string `json:"currency"`
 		Reference    string `json:"reference"`
+		// Metadata is read by metadata.FromJSON, which names what is wrong with it.
+		Metadata json.RawMessage `json:"metadata"`
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		req, err := web.Decode[request](w, r)
 		if err != nil {
+			web.WriteProblem(w, r, err)
+			return
+		}
+		meta, err := metadata.FromJSON(req.Metadata)
+		if err != nil {
+			m.Transfer(transferResult(err))
 			web.WriteProblem(w, r, err)
 			return
 		}
@@ -137,7 +152,7 @@ func handleCreateTransfer(service wallet.Service, m *metrics.Wallet) http.Handle
 		t, replayed, err := service.CreateTransfer(r.Context(), wallet.TransferRequest{
 			IdempotencyKey: key,
 			FromWalletID:   req.FromWalletID, ToWalletID: req.ToWalletID,
-			Amount: req.Amount, Currency: req.Currency, Reference: req.Reference, KeyID: p.KeyID,
+			Amount: req.Amount, Currency: req.Currency, Reference: req.Reference, Metadata: meta, KeyID: p.KeyID,
 		})
 		if err != nil {
 			m.Transfer(transferResult(err))
@@ -297,7 +312,12 @@ func handleListTransfers(service wallet.Service) http.Handler {
 			return
 		}
 		query, _ := web.Query(r) // pageQuery parsed it
-		q := wallet.TransferQuery{After: after, Limit: limit, WalletID: query.Get("wallet_id"), Reference: query.Get("reference")}
+		filter, err := metadata.FromQuery(query)
+		if err != nil {
+			web.WriteProblem(w, r, err)
+			return
+		}
+		q := wallet.TransferQuery{After: after, Limit: limit, WalletID: query.Get("wallet_id"), Reference: query.Get("reference"), Metadata: filter}
 		for _, name := range []string{"wallet_id", "reference"} {
 			if query.Has(name) && query.Get(name) == "" {
 				web.WriteProblem(w, r, problem.Newf(web.ErrInvalidQuery, "%s must not be empty; leave it out to list every transfer", name))

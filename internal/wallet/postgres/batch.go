@@ -393,7 +393,7 @@ func (w *batchTx) insertTransfers(ctx context.Context, accepted []int) ([]wallet
 		Ids: make([]uuid.UUID, n), IdempotencyOwners: make([]string, n), IdempotencyKeys: make([]string, n), RequestHashes: make([][]byte, n),
 		FromWalletIds: make([]string, n), ToWalletIds: make([]string, n), Amounts: make([]int64, n),
 		Currencies: make([]string, n), EventIds: make([]uuid.UUID, n), CreatedByKeys: make([]uuid.UUID, n),
-		TransferReferences: make([]string, n),
+		TransferReferences: make([]string, n), Metadata: make([]string, n),
 	}
 	for j, i := range accepted {
 		p := w.batch[i]
@@ -403,6 +403,7 @@ func (w *batchTx) insertTransfers(ctx context.Context, accepted []int) ([]wallet
 		ins.Amounts[j], ins.Currencies[j], ins.EventIds[j] = p.req.Amount, p.req.Currency, p.eventID
 		ins.CreatedByKeys[j] = p.req.KeyID // uuid.Nil: none (stored NULL)
 		ins.TransferReferences[j] = p.req.Reference
+		ins.Metadata[j] = string(p.req.Metadata.JSON())
 	}
 	rows, err := w.q.InsertTransfers(ctx, ins)
 	if err != nil {

@@ -24,6 +24,7 @@ import (
 	"walletgl/internal/events/contract"
 	"walletgl/internal/events/outbox"
 	"walletgl/internal/faults"
+	"walletgl/internal/metadata"
 	"walletgl/internal/metrics"
 	"walletgl/internal/problem"
 	"walletgl/internal/wallet"
@@ -239,6 +240,7 @@ func (s *Store) writeOne(ctx context.Context, tx pgx.Tx, p *pendingTransfer) (tr
 		Amount: req.Amount, Currency: req.Currency, EventID: p.eventID,
 		CreatedByKey: uuid.NullUUID{UUID: req.KeyID, Valid: req.KeyID != uuid.Nil},
 		Reference:    req.Reference,
+		Metadata:     req.Metadata.JSON(),
 	})
 	switch err := interpretError(err); {
 	case errors.Is(err, errNoRow): // ON CONFLICT DO NOTHING: the key is taken
@@ -322,6 +324,7 @@ func transferCompleted(row walletdb.Transfer, traceParent, kind, published strin
 			Currency:     row.Currency,
 			Kind:         kind,
 			Reference:    row.Reference,
+			Metadata:     mustMetadata(row.Metadata),
 			CreatedAt:    row.CreatedAt.UTC(),
 		}.AsVersion(eventType),
 	}
@@ -444,6 +447,14 @@ func (s *Store) ListTransfers(ctx context.Context, q wallet.TransferQuery) (wall
 // listTransferRows runs the listing query that fits q's filters, each bounded by its index.
 func (s *Store) listTransferRows(ctx context.Context, q wallet.TransferQuery, owner *string, rowLimit int32) ([]walletdb.ListTransfersRow, error) {
 	switch {
+	case len(q.Metadata) > 0:
+		rows, err := s.queries.ListTransfersByMetadata(ctx, walletdb.ListTransfersByMetadataParams{
+			Metadata: q.Metadata.JSON(), WalletID: q.WalletID, Reference: q.Reference,
+			AfterCreatedAt: q.After.CreatedAt, AfterID: q.After.ID, RowLimit: rowLimit, Owner: owner,
+		})
+		return convertRows(rows, func(r walletdb.ListTransfersByMetadataRow) walletdb.ListTransfersRow {
+			return walletdb.ListTransfersRow(r)
+		}), err
 	case q.Reference != "":
 		rows, err := s.queries.ListTransfersByReference(ctx, walletdb.ListTransfersByReferenceParams{
 			Reference: q.Reference, WalletID: q.WalletID,
@@ -514,6 +525,10 @@ func requestHash(req wallet.TransferRequest) []byte {
 	if req.Reference != "" { // appended only when given: a request without one hashes as before
 		fields = append(fields, "reference", req.Reference)
 	}
+	if len(req.Metadata) > 0 { // likewise: a request without metadata hashes as before
+		fields = append(fields, "metadata", strconv.Itoa(len(req.Metadata)))
+		fields = append(fields, req.Metadata.Fields()...)
+	}
 	for _, field := range fields {
 		fmt.Fprintf(h, "%d:%s;", len(field), field)
 	}
@@ -534,6 +549,16 @@ func toTransfer(t walletdb.Transfer, outboxStatus string) wallet.Transfer {
 		Amount: t.Amount, Currency: t.Currency, Reference: t.Reference, Status: t.Status,
 		OutboxStatus: outboxStatus, EventID: t.EventID, CreatedAt: t.CreatedAt.UTC(),
 		ReversesTransferID: t.ReversesTransferID.UUID, ReversedAmount: t.ReversedAmount,
-		HoldID: t.HoldID.UUID,
+		HoldID: t.HoldID.UUID, Metadata: mustMetadata(t.Metadata),
 	}
+}
+
+// mustMetadata reads a transfers.metadata column, a JSON object of strings by its check and
+// by what the store writes (metadata.Metadata.JSON): one that does not parse is a bug.
+func mustMetadata(b []byte) metadata.Metadata {
+	m, err := metadata.Parse(b)
+	if err != nil {
+		panic(fmt.Sprintf("transfers.metadata: %v", err))
+	}
+	return m
 }

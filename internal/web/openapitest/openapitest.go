@@ -193,6 +193,12 @@ func (d *Document) checkQuery(req *http.Request) []string {
 	}
 	for _, name := range slices.Sorted(maps.Keys(values)) {
 		p, ok := declared[name]
+		if base, _, found := strings.Cut(name, "["); !ok && found && strings.HasSuffix(name, "]") {
+			// A deepObject parameter's member: "metadata[order_id]" of "metadata".
+			if d, declaredBase := declared[base]; declaredBase && d.Style == "deepObject" {
+				p, ok = d, true
+			}
+		}
 		switch {
 		case !ok:
 			problems = append(problems, fmt.Sprintf("query parameter %q is not one of the operation's", name))

@@ -88,6 +88,10 @@ func (d *Document) querySamples(op Operation) map[string]string {
 		if p.In != "query" {
 			continue
 		}
+		if p.Style == "deepObject" { // a member of the object: "metadata[x]=x"
+			samples[p.Name+"[x]"] = "x"
+			continue
+		}
 		samples[p.Name] = "x"
 		if p.Schema == nil || p.Schema.Schema() == nil {
 			continue

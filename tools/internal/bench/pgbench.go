@@ -136,6 +136,7 @@ func WalletScript(fsys fs.FS, users int, payload string) (Script, error) {
 		{"wallet", "InsertTransfer", map[string]string{
 			"id": tid, "idempotency_owner": "''", "idempotency_key": "'k' || :n", "request_hash": "sha256(('h' || :n)::bytea)",
 			"from_wallet_id": from, "to_wallet_id": to, "amount": ":amount::bigint", "currency": "'USD'", "event_id": eid, "created_by_key": "NULL", "reference": "''",
+			"metadata": "'{}'::jsonb",
 		}},
 		{"wallet", "LockWallets", map[string]string{"ids": "ARRAY[" + from + ", " + to + "]"}},
 		{"wallet", "AddToBalances", map[string]string{
@@ -205,6 +206,7 @@ func GLScript(fsys fs.FS, batch int, payload string) (Script, error) {
 			"occurred_ats": each("now()"), "reverses_entry_ids": each("'00000000-0000-0000-0000-000000000000'::uuid"),
 			"hold_ids":          each("''"),
 			"entry_event_types": each("'" + contract.TypeTransferCompleted + "'"), "kinds": each("'" + contract.KindUnspecified + "'"),
+			"metadata": each("'{}'"),
 		}},
 		{"gl", "InsertLinesBatch", map[string]string{
 			"entry_ids": line(entry), "account_codes": line("(ARRAY['1010', '2010'])[k]"),

@@ -49,7 +49,7 @@ func TestWalletScriptRunsTheTransfersStatements(t *testing.T) {
 	for _, want := range []string{
 		"\\set from random(1, :users)",
 		"BEGIN;",
-		"INSERT INTO transfers (id, idempotency_owner, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key, reference)",
+		"INSERT INTO transfers (id, idempotency_owner, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key, reference, metadata)",
 		"ON CONFLICT (idempotency_owner, idempotency_key) DO NOTHING",
 		"FOR NO KEY UPDATE;",
 		"UPDATE wallets w",

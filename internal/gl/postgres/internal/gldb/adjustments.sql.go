@@ -31,7 +31,7 @@ func (q *Queries) GetAdjustmentByKey(ctx context.Context, idempotencyKey string)
 }
 
 const getEntry = `-- name: GetEntry :one
-SELECT id, event_id, transfer_id, currency, description, occurred_at, posted_at, reverses_entry_id, hold_id, event_type, kind FROM journal_entries WHERE id = $1
+SELECT id, event_id, transfer_id, currency, description, occurred_at, posted_at, reverses_entry_id, hold_id, event_type, kind, metadata FROM journal_entries WHERE id = $1
 `
 
 func (q *Queries) GetEntry(ctx context.Context, id uuid.UUID) (JournalEntry, error) {
@@ -49,6 +49,7 @@ func (q *Queries) GetEntry(ctx context.Context, id uuid.UUID) (JournalEntry, err
 		&i.HoldID,
 		&i.EventType,
 		&i.Kind,
+		&i.Metadata,
 	)
 	return i, err
 }

@@ -7,6 +7,7 @@ package gldb
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/google/uuid"
@@ -258,7 +259,7 @@ func (q *Queries) GetAccount(ctx context.Context, code string) (Account, error) 
 
 const getEntriesByTransfers = `-- name: GetEntriesByTransfers :many
 SELECT e.id, e.event_id, e.transfer_id, e.currency, e.description, e.occurred_at, e.posted_at, e.reverses_entry_id, e.hold_id,
-       e.event_type, e.kind,
+       e.event_type, e.kind, e.metadata,
        (SELECT coalesce(sum(l.amount), 0) FROM journal_lines l
         WHERE l.entry_id = e.id AND l.direction = 'debit')::numeric AS debits
 FROM journal_entries e
@@ -277,6 +278,7 @@ type GetEntriesByTransfersRow struct {
 	HoldID          *string
 	EventType       string
 	Kind            string
+	Metadata        json.RawMessage
 	Debits          pgtype.Numeric
 }
 
@@ -303,6 +305,7 @@ func (q *Queries) GetEntriesByTransfers(ctx context.Context, transferIds []strin
 			&i.HoldID,
 			&i.EventType,
 			&i.Kind,
+			&i.Metadata,
 			&i.Debits,
 		); err != nil {
 			return nil, err
@@ -316,7 +319,7 @@ func (q *Queries) GetEntriesByTransfers(ctx context.Context, transferIds []strin
 }
 
 const getEntryByTransfer = `-- name: GetEntryByTransfer :one
-SELECT id, event_id, transfer_id, currency, description, occurred_at, posted_at, reverses_entry_id, hold_id, event_type, kind FROM journal_entries WHERE transfer_id = $1
+SELECT id, event_id, transfer_id, currency, description, occurred_at, posted_at, reverses_entry_id, hold_id, event_type, kind, metadata FROM journal_entries WHERE transfer_id = $1
 `
 
 func (q *Queries) GetEntryByTransfer(ctx context.Context, transferID string) (JournalEntry, error) {
@@ -334,6 +337,7 @@ func (q *Queries) GetEntryByTransfer(ctx context.Context, transferID string) (Jo
 		&i.HoldID,
 		&i.EventType,
 		&i.Kind,
+		&i.Metadata,
 	)
 	return i, err
 }
@@ -373,17 +377,18 @@ func (q *Queries) InsertAccount(ctx context.Context, arg InsertAccountParams) (A
 }
 
 const insertEntriesBatch = `-- name: InsertEntriesBatch :many
-INSERT /* fixed plan */ INTO journal_entries (id, event_id, transfer_id, currency, description, occurred_at, reverses_entry_id, hold_id, event_type, kind)
+INSERT /* fixed plan */ INTO journal_entries (id, event_id, transfer_id, currency, description, occurred_at, reverses_entry_id, hold_id, event_type, kind, metadata)
 SELECT e.id, e.event_id, e.transfer_id, e.currency, e.description, e.occurred_at,
        nullif(e.reverses_entry_id, '00000000-0000-0000-0000-000000000000'::uuid), nullif(e.hold_id, ''),
-       e.event_type, e.kind
+       e.event_type, e.kind, e.metadata::jsonb
 FROM (SELECT unnest($1::uuid[]) AS id, unnest($2::text[]) AS event_id,
              unnest($3::text[]) AS transfer_id, unnest($4::text[]) AS currency,
              unnest($5::text[]) AS description, unnest($6::timestamptz[]) AS occurred_at,
              unnest($7::uuid[]) AS reverses_entry_id, unnest($8::text[]) AS hold_id,
-             unnest($9::text[]) AS event_type, unnest($10::text[]) AS kind) AS e
+             unnest($9::text[]) AS event_type, unnest($10::text[]) AS kind,
+             unnest($11::text[]) AS metadata) AS e
 ON CONFLICT DO NOTHING
-RETURNING id, event_id, transfer_id, currency, description, occurred_at, posted_at, reverses_entry_id, hold_id, event_type, kind
+RETURNING id, event_id, transfer_id, currency, description, occurred_at, posted_at, reverses_entry_id, hold_id, event_type, kind, metadata
 `
 
 type InsertEntriesBatchParams struct {
@@ -397,6 +402,7 @@ type InsertEntriesBatchParams struct {
 	HoldIds          []string
 	EntryEventTypes  []string
 	Kinds            []string
+	Metadata         []string
 }
 
 // InsertEntry for a whole batch; rows that conflict (event or transfer already posted, also
@@ -414,6 +420,7 @@ func (q *Queries) InsertEntriesBatch(ctx context.Context, arg InsertEntriesBatch
 		arg.HoldIds,
 		arg.EntryEventTypes,
 		arg.Kinds,
+		arg.Metadata,
 	)
 	if err != nil {
 		return nil, err
@@ -434,6 +441,7 @@ func (q *Queries) InsertEntriesBatch(ctx context.Context, arg InsertEntriesBatch
 			&i.HoldID,
 			&i.EventType,
 			&i.Kind,
+			&i.Metadata,
 		); err != nil {
 			return nil, err
 		}
@@ -449,7 +457,7 @@ const insertEntry = `-- name: InsertEntry :one
 INSERT INTO journal_entries (id, event_id, transfer_id, currency, description, occurred_at)
 VALUES ($1, $2, $3, $4, $5, $6)
 ON CONFLICT DO NOTHING
-RETURNING id, event_id, transfer_id, currency, description, occurred_at, posted_at, reverses_entry_id, hold_id, event_type, kind
+RETURNING id, event_id, transfer_id, currency, description, occurred_at, posted_at, reverses_entry_id, hold_id, event_type, kind, metadata
 `
 
 type InsertEntryParams struct {
@@ -485,6 +493,7 @@ func (q *Queries) InsertEntry(ctx context.Context, arg InsertEntryParams) (Journ
 		&i.HoldID,
 		&i.EventType,
 		&i.Kind,
+		&i.Metadata,
 	)
 	return i, err
 }
@@ -582,7 +591,7 @@ func (q *Queries) ListAccounts(ctx context.Context) ([]Account, error) {
 }
 
 const listEntriesByEvent = `-- name: ListEntriesByEvent :many
-SELECT id, event_id, transfer_id, currency, description, occurred_at, posted_at, reverses_entry_id, hold_id, event_type, kind FROM journal_entries WHERE event_id = $1 ORDER BY posted_at, id
+SELECT id, event_id, transfer_id, currency, description, occurred_at, posted_at, reverses_entry_id, hold_id, event_type, kind, metadata FROM journal_entries WHERE event_id = $1 ORDER BY posted_at, id
 `
 
 func (q *Queries) ListEntriesByEvent(ctx context.Context, eventID string) ([]JournalEntry, error) {
@@ -606,6 +615,84 @@ func (q *Queries) ListEntriesByEvent(ctx context.Context, eventID string) ([]Jou
 			&i.HoldID,
 			&i.EventType,
 			&i.Kind,
+			&i.Metadata,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listEntriesByMetadata = `-- name: ListEntriesByMetadata :many
+WITH cursor_entry AS (
+    SELECT c.posted_at, c.id FROM journal_entries c WHERE c.id = $3::uuid
+), start AS (
+    SELECT b.posted_at, b.id FROM (
+        SELECT coalesce($4::timestamptz, '-infinity') AS posted_at, '00000000-0000-0000-0000-000000000000'::uuid AS id
+        UNION ALL
+        SELECT posted_at, id FROM cursor_entry
+    ) b
+    WHERE $3::uuid IS NULL OR EXISTS (SELECT FROM cursor_entry)
+    ORDER BY b.posted_at DESC, b.id DESC
+    LIMIT 1
+), matched AS MATERIALIZED (
+    SELECT m.id, m.posted_at FROM journal_entries m
+    WHERE m.metadata @> $5::jsonb AND m.metadata <> '{}' -- the index's predicate: @metadata is never {}
+)
+SELECT e.id, e.event_id, e.transfer_id, e.currency, e.description, e.occurred_at, e.posted_at, e.reverses_entry_id, e.hold_id, e.event_type, e.kind, e.metadata FROM matched m
+JOIN journal_entries e ON e.id = m.id
+WHERE (m.posted_at, m.id) > (SELECT posted_at, id FROM start)
+  AND m.posted_at < coalesce($1::timestamptz, 'infinity')
+ORDER BY m.posted_at, m.id
+LIMIT $2
+`
+
+type ListEntriesByMetadataParams struct {
+	PostedBefore *time.Time
+	RowLimit     int32
+	AfterID      uuid.NullUUID
+	PostedFrom   *time.Time
+	Metadata     json.RawMessage
+}
+
+// ListEntriesPosted of the entries whose metadata contains @metadata (every pair of it). The
+// matches are found first, in a bitmap scan of journal_entries_metadata_idx (db/schema/gl/00016),
+// then bounded by the range and the cursor and sorted: left to itself, a generic plan walks
+// posting order and filters every entry (the GIN index keeps no order), which reads the whole
+// ledger for a rare pair, or ANDs the bitmap with the whole range of journal_entries_posted_at_idx.
+// A page costs what the filter matches, not the ledger's size.
+func (q *Queries) ListEntriesByMetadata(ctx context.Context, arg ListEntriesByMetadataParams) ([]JournalEntry, error) {
+	rows, err := q.db.Query(ctx, listEntriesByMetadata,
+		arg.PostedBefore,
+		arg.RowLimit,
+		arg.AfterID,
+		arg.PostedFrom,
+		arg.Metadata,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []JournalEntry
+	for rows.Next() {
+		var i JournalEntry
+		if err := rows.Scan(
+			&i.ID,
+			&i.EventID,
+			&i.TransferID,
+			&i.Currency,
+			&i.Description,
+			&i.OccurredAt,
+			&i.PostedAt,
+			&i.ReversesEntryID,
+			&i.HoldID,
+			&i.EventType,
+			&i.Kind,
+			&i.Metadata,
 		); err != nil {
 			return nil, err
 		}
@@ -618,7 +705,7 @@ func (q *Queries) ListEntriesByEvent(ctx context.Context, eventID string) ([]Jou
 }
 
 const listEntriesByTransfer = `-- name: ListEntriesByTransfer :many
-SELECT id, event_id, transfer_id, currency, description, occurred_at, posted_at, reverses_entry_id, hold_id, event_type, kind FROM journal_entries WHERE transfer_id = $1 ORDER BY posted_at, id
+SELECT id, event_id, transfer_id, currency, description, occurred_at, posted_at, reverses_entry_id, hold_id, event_type, kind, metadata FROM journal_entries WHERE transfer_id = $1 ORDER BY posted_at, id
 `
 
 func (q *Queries) ListEntriesByTransfer(ctx context.Context, transferID string) ([]JournalEntry, error) {
@@ -642,6 +729,7 @@ func (q *Queries) ListEntriesByTransfer(ctx context.Context, transferID string) 
 			&i.HoldID,
 			&i.EventType,
 			&i.Kind,
+			&i.Metadata,
 		); err != nil {
 			return nil, err
 		}
@@ -666,7 +754,7 @@ WITH cursor_entry AS (
     ORDER BY b.posted_at DESC, b.id DESC
     LIMIT 1
 )
-SELECT e.id, e.event_id, e.transfer_id, e.currency, e.description, e.occurred_at, e.posted_at, e.reverses_entry_id, e.hold_id, e.event_type, e.kind FROM journal_entries e
+SELECT e.id, e.event_id, e.transfer_id, e.currency, e.description, e.occurred_at, e.posted_at, e.reverses_entry_id, e.hold_id, e.event_type, e.kind, e.metadata FROM journal_entries e
 WHERE (e.posted_at, e.id) > (SELECT posted_at, id FROM start)
   AND e.posted_at < coalesce($1::timestamptz, 'infinity')
 ORDER BY e.posted_at, e.id
@@ -712,6 +800,7 @@ func (q *Queries) ListEntriesPosted(ctx context.Context, arg ListEntriesPostedPa
 			&i.HoldID,
 			&i.EventType,
 			&i.Kind,
+			&i.Metadata,
 		); err != nil {
 			return nil, err
 		}

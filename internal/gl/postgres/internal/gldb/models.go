@@ -109,6 +109,7 @@ type JournalEntry struct {
 	HoldID          *string
 	EventType       string
 	Kind            string
+	Metadata        json.RawMessage
 }
 
 type JournalLine struct {

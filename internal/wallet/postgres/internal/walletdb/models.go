@@ -178,6 +178,7 @@ type Transfer struct {
 	HoldID             uuid.NullUUID
 	Reference          string
 	IdempotencyOwner   string
+	Metadata           json.RawMessage
 }
 
 type Wallet struct {

@@ -7,6 +7,7 @@ package walletdb
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/google/uuid"
@@ -32,7 +33,7 @@ func (q *Queries) AddReversedAmount(ctx context.Context, arg AddReversedAmountPa
 }
 
 const getTransfer = `-- name: GetTransfer :one
-SELECT id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, hold_id, reference, idempotency_owner FROM transfers WHERE id = $1
+SELECT id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, hold_id, reference, idempotency_owner, metadata FROM transfers WHERE id = $1
 `
 
 // The transfer a reversal names, read before its wallets are locked: its wallets, amount and
@@ -57,12 +58,13 @@ func (q *Queries) GetTransfer(ctx context.Context, id uuid.UUID) (Transfer, erro
 		&i.HoldID,
 		&i.Reference,
 		&i.IdempotencyOwner,
+		&i.Metadata,
 	)
 	return i, err
 }
 
 const getTransferByIdempotencyKey = `-- name: GetTransferByIdempotencyKey :one
-SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, coalesce(o.status, 'acknowledged')::text AS outbox_status
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, t.metadata, coalesce(o.status, 'acknowledged')::text AS outbox_status
 FROM transfers t
 LEFT JOIN outbox o ON o.id = t.event_id
 WHERE t.idempotency_owner = $1 AND t.idempotency_key = $2
@@ -99,13 +101,14 @@ func (q *Queries) GetTransferByIdempotencyKey(ctx context.Context, arg GetTransf
 		&i.Transfer.HoldID,
 		&i.Transfer.Reference,
 		&i.Transfer.IdempotencyOwner,
+		&i.Transfer.Metadata,
 		&i.OutboxStatus,
 	)
 	return i, err
 }
 
 const getTransferWithOutbox = `-- name: GetTransferWithOutbox :one
-SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, coalesce(o.status, 'acknowledged')::text AS outbox_status
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, t.metadata, coalesce(o.status, 'acknowledged')::text AS outbox_status
 FROM transfers t
 LEFT JOIN outbox o ON o.id = t.event_id
 WHERE t.id = $1
@@ -145,13 +148,14 @@ func (q *Queries) GetTransferWithOutbox(ctx context.Context, arg GetTransferWith
 		&i.Transfer.HoldID,
 		&i.Transfer.Reference,
 		&i.Transfer.IdempotencyOwner,
+		&i.Transfer.Metadata,
 		&i.OutboxStatus,
 	)
 	return i, err
 }
 
 const getTransfersByIdempotencyKeys = `-- name: GetTransfersByIdempotencyKeys :many
-SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, coalesce(o.status, 'acknowledged')::text AS outbox_status
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, t.metadata, coalesce(o.status, 'acknowledged')::text AS outbox_status
 FROM transfers t
 LEFT JOIN outbox o ON o.id = t.event_id
 JOIN (SELECT unnest($1::text[]) AS owner, unnest($2::text[]) AS key) AS k
@@ -195,6 +199,7 @@ func (q *Queries) GetTransfersByIdempotencyKeys(ctx context.Context, arg GetTran
 			&i.Transfer.HoldID,
 			&i.Transfer.Reference,
 			&i.Transfer.IdempotencyOwner,
+			&i.Transfer.Metadata,
 			&i.OutboxStatus,
 		); err != nil {
 			return nil, err
@@ -212,7 +217,7 @@ INSERT INTO transfers (id, idempotency_owner, idempotency_key, request_hash, fro
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,
         $10::uuid, $11)
 ON CONFLICT (idempotency_owner, idempotency_key) DO NOTHING
-RETURNING id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, hold_id, reference, idempotency_owner
+RETURNING id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, hold_id, reference, idempotency_owner, metadata
 `
 
 type InsertReversalParams struct {
@@ -262,15 +267,16 @@ func (q *Queries) InsertReversal(ctx context.Context, arg InsertReversalParams) 
 		&i.HoldID,
 		&i.Reference,
 		&i.IdempotencyOwner,
+		&i.Metadata,
 	)
 	return i, err
 }
 
 const insertTransfer = `-- name: InsertTransfer :one
-INSERT INTO transfers (id, idempotency_owner, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key, reference)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::uuid, $11)
+INSERT INTO transfers (id, idempotency_owner, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key, reference, metadata)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::uuid, $11, $12)
 ON CONFLICT (idempotency_owner, idempotency_key) DO NOTHING
-RETURNING id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, hold_id, reference, idempotency_owner
+RETURNING id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, hold_id, reference, idempotency_owner, metadata
 `
 
 type InsertTransferParams struct {
@@ -285,6 +291,7 @@ type InsertTransferParams struct {
 	EventID          uuid.UUID
 	CreatedByKey     uuid.NullUUID
 	Reference        string
+	Metadata         json.RawMessage
 }
 
 // InsertTransfer claims the idempotency key. A conflict returns no row: the key was used before
@@ -302,6 +309,7 @@ func (q *Queries) InsertTransfer(ctx context.Context, arg InsertTransferParams) 
 		arg.EventID,
 		arg.CreatedByKey,
 		arg.Reference,
+		arg.Metadata,
 	)
 	var i Transfer
 	err := row.Scan(
@@ -321,18 +329,19 @@ func (q *Queries) InsertTransfer(ctx context.Context, arg InsertTransferParams) 
 		&i.HoldID,
 		&i.Reference,
 		&i.IdempotencyOwner,
+		&i.Metadata,
 	)
 	return i, err
 }
 
 const insertTransfers = `-- name: InsertTransfers :many
-INSERT /* fixed plan */ INTO transfers (id, idempotency_owner, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key, reference)
+INSERT /* fixed plan */ INTO transfers (id, idempotency_owner, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key, reference, metadata)
 SELECT unnest($1::uuid[]), unnest($2::text[]), unnest($3::text[]), unnest($4::bytea[]),
        unnest($5::text[]), unnest($6::text[]), unnest($7::bigint[]),
        unnest($8::text[]), unnest($9::uuid[]), nullif(unnest($10::uuid[]), '00000000-0000-0000-0000-000000000000'::uuid),
-       unnest($11::text[])
+       unnest($11::text[]), unnest($12::text[])::jsonb
 ON CONFLICT (idempotency_owner, idempotency_key) DO NOTHING
-RETURNING id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, hold_id, reference, idempotency_owner
+RETURNING id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, hold_id, reference, idempotency_owner, metadata
 `
 
 type InsertTransfersParams struct {
@@ -347,6 +356,7 @@ type InsertTransfersParams struct {
 	EventIds           []uuid.UUID
 	CreatedByKeys      []uuid.UUID
 	TransferReferences []string
+	Metadata           []string
 }
 
 // InsertTransfers writes a batch of transfers in one statement, in the order given (the caller
@@ -366,6 +376,7 @@ func (q *Queries) InsertTransfers(ctx context.Context, arg InsertTransfersParams
 		arg.EventIds,
 		arg.CreatedByKeys,
 		arg.TransferReferences,
+		arg.Metadata,
 	)
 	if err != nil {
 		return nil, err
@@ -391,6 +402,7 @@ func (q *Queries) InsertTransfers(ctx context.Context, arg InsertTransfersParams
 			&i.HoldID,
 			&i.Reference,
 			&i.IdempotencyOwner,
+			&i.Metadata,
 		); err != nil {
 			return nil, err
 		}
@@ -403,7 +415,7 @@ func (q *Queries) InsertTransfers(ctx context.Context, arg InsertTransfersParams
 }
 
 const listReversals = `-- name: ListReversals :many
-SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, coalesce(o.status, 'acknowledged')::text AS outbox_status
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, t.metadata, coalesce(o.status, 'acknowledged')::text AS outbox_status
 FROM transfers t
 LEFT JOIN outbox o ON o.id = t.event_id
 WHERE t.reverses_transfer_id = $1
@@ -442,6 +454,7 @@ func (q *Queries) ListReversals(ctx context.Context, transferID uuid.NullUUID) (
 			&i.Transfer.HoldID,
 			&i.Transfer.Reference,
 			&i.Transfer.IdempotencyOwner,
+			&i.Transfer.Metadata,
 			&i.OutboxStatus,
 		); err != nil {
 			return nil, err
@@ -455,7 +468,7 @@ func (q *Queries) ListReversals(ctx context.Context, transferID uuid.NullUUID) (
 }
 
 const listTransfers = `-- name: ListTransfers :many
-SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, coalesce(o.status, 'acknowledged')::text AS outbox_status
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, t.metadata, coalesce(o.status, 'acknowledged')::text AS outbox_status
 FROM transfers t
 LEFT JOIN outbox o ON o.id = t.event_id
 WHERE (t.created_at, t.id) > ($1::timestamptz, $2::uuid)
@@ -509,6 +522,95 @@ func (q *Queries) ListTransfers(ctx context.Context, arg ListTransfersParams) ([
 			&i.Transfer.HoldID,
 			&i.Transfer.Reference,
 			&i.Transfer.IdempotencyOwner,
+			&i.Transfer.Metadata,
+			&i.OutboxStatus,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listTransfersByMetadata = `-- name: ListTransfersByMetadata :many
+WITH matched AS MATERIALIZED (
+    SELECT m.id, m.created_at FROM transfers m
+    WHERE m.metadata @> $7::jsonb AND m.metadata <> '{}' -- the index's predicate: @metadata is never {}
+)
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, t.metadata, coalesce(o.status, 'acknowledged')::text AS outbox_status
+FROM matched m
+JOIN transfers t ON t.id = m.id
+LEFT JOIN outbox o ON o.id = t.event_id
+WHERE (m.created_at, m.id) > ($1::timestamptz, $2::uuid)
+  AND ($3::text = '' OR $3::text IN (t.from_wallet_id, t.to_wallet_id))
+  AND ($4::text = '' OR t.reference = $4::text)
+  AND ($5::text IS NULL
+       OR EXISTS (SELECT 1 FROM wallets w WHERE w.id IN (t.from_wallet_id, t.to_wallet_id) AND w.owner = $5::text))
+ORDER BY m.created_at, m.id
+LIMIT $6
+`
+
+type ListTransfersByMetadataParams struct {
+	AfterCreatedAt time.Time
+	AfterID        uuid.UUID
+	WalletID       string
+	Reference      string
+	Owner          *string
+	RowLimit       int32
+	Metadata       json.RawMessage
+}
+
+type ListTransfersByMetadataRow struct {
+	Transfer     Transfer
+	OutboxStatus string
+}
+
+// The transfers whose metadata contains @metadata (every pair of it) after the cursor, oldest
+// first. The matches are found first, in a bitmap scan of transfers_metadata_idx
+// (db/schema/wallet/00014), then bounded by the cursor and the other filters and sorted: left
+// to itself, a generic plan walks transfers_created_at_idx and filters every transfer (the
+// GIN index keeps no order), which reads them all for a rare pair. A page costs what the
+// filter matches, not the number of transfers. With @wallet_id or @reference (” for any),
+// only those from or to that wallet or of that reference; with an owner, only those the
+// owner may see, as in ListTransfers.
+func (q *Queries) ListTransfersByMetadata(ctx context.Context, arg ListTransfersByMetadataParams) ([]ListTransfersByMetadataRow, error) {
+	rows, err := q.db.Query(ctx, listTransfersByMetadata,
+		arg.AfterCreatedAt,
+		arg.AfterID,
+		arg.WalletID,
+		arg.Reference,
+		arg.Owner,
+		arg.RowLimit,
+		arg.Metadata,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListTransfersByMetadataRow
+	for rows.Next() {
+		var i ListTransfersByMetadataRow
+		if err := rows.Scan(
+			&i.Transfer.ID,
+			&i.Transfer.IdempotencyKey,
+			&i.Transfer.RequestHash,
+			&i.Transfer.FromWalletID,
+			&i.Transfer.ToWalletID,
+			&i.Transfer.Amount,
+			&i.Transfer.Currency,
+			&i.Transfer.Status,
+			&i.Transfer.EventID,
+			&i.Transfer.CreatedAt,
+			&i.Transfer.CreatedByKey,
+			&i.Transfer.ReversesTransferID,
+			&i.Transfer.ReversedAmount,
+			&i.Transfer.HoldID,
+			&i.Transfer.Reference,
+			&i.Transfer.IdempotencyOwner,
+			&i.Transfer.Metadata,
 			&i.OutboxStatus,
 		); err != nil {
 			return nil, err
@@ -522,7 +624,7 @@ func (q *Queries) ListTransfers(ctx context.Context, arg ListTransfersParams) ([
 }
 
 const listTransfersByReference = `-- name: ListTransfersByReference :many
-SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, coalesce(o.status, 'acknowledged')::text AS outbox_status
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, t.metadata, coalesce(o.status, 'acknowledged')::text AS outbox_status
 FROM transfers t
 LEFT JOIN outbox o ON o.id = t.event_id
 WHERE t.reference = $1 AND t.reference <> ''
@@ -584,6 +686,7 @@ func (q *Queries) ListTransfersByReference(ctx context.Context, arg ListTransfer
 			&i.Transfer.HoldID,
 			&i.Transfer.Reference,
 			&i.Transfer.IdempotencyOwner,
+			&i.Transfer.Metadata,
 			&i.OutboxStatus,
 		); err != nil {
 			return nil, err
@@ -612,7 +715,7 @@ WITH page AS (
      ORDER BY r.created_at, r.id
      LIMIT $1)
 )
-SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, coalesce(o.status, 'acknowledged')::text AS outbox_status
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, t.metadata, coalesce(o.status, 'acknowledged')::text AS outbox_status
 FROM page p
 JOIN transfers t ON t.id = p.id
 LEFT JOIN outbox o ON o.id = t.event_id
@@ -670,6 +773,7 @@ func (q *Queries) ListTransfersOfWallet(ctx context.Context, arg ListTransfersOf
 			&i.Transfer.HoldID,
 			&i.Transfer.Reference,
 			&i.Transfer.IdempotencyOwner,
+			&i.Transfer.Metadata,
 			&i.OutboxStatus,
 		); err != nil {
 			return nil, err
@@ -683,7 +787,7 @@ func (q *Queries) ListTransfersOfWallet(ctx context.Context, arg ListTransfersOf
 }
 
 const lockTransferForReversal = `-- name: LockTransferForReversal :one
-SELECT id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, hold_id, reference, idempotency_owner FROM transfers WHERE id = $1 FOR NO KEY UPDATE
+SELECT id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, hold_id, reference, idempotency_owner, metadata FROM transfers WHERE id = $1 FOR NO KEY UPDATE
 `
 
 // Every reversal of a transfer locks it after the wallets (the order all writers take), so
@@ -709,6 +813,7 @@ func (q *Queries) LockTransferForReversal(ctx context.Context, id uuid.UUID) (Tr
 		&i.HoldID,
 		&i.Reference,
 		&i.IdempotencyOwner,
+		&i.Metadata,
 	)
 	return i, err
 }
