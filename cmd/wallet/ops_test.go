@@ -396,7 +396,7 @@ func TestVerify(t *testing.T) {
 		for _, sql := range []string{
 			`DELETE FROM outbox WHERE id = '` + b.transfers[1].EventID.String() + `'`,
 			`INSERT INTO outbox (id, event_type, aggregate_id, payload) VALUES ('` + orphan.String() + `', 'TransferCompleted.v1', 'no-such-transfer', '{}')`,
-			`ALTER TABLE wallets DROP CONSTRAINT wallets_balance_floor, DROP CONSTRAINT wallets_available_floor`,
+			`ALTER TABLE wallets DROP CONSTRAINT wallets_floor`,
 			`UPDATE wallets SET balance = -7 WHERE id = 'bob'`,
 		} {
 			_, err := b.pool.Exec(ctx, sql)

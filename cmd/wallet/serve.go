@@ -50,6 +50,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 		TransferEventType: eventType,
 		Batch:             postgres.BatchConfig{MaxSize: cfg.BatchMax, Workers: cfg.BatchWorkers}, Log: log, Faults: fs,
 		Metrics: deps.Metrics.Wallet, Tracer: deps.Tracing.Tracer("walletgl/internal/wallet/postgres"),
+		Audit: httpapi.AuditByKey, // the API key of the request that changes limits or forces a reversal
 	}
 	if cfg.Events.Relay.PublishOnCommit {
 		opts.PublishOnCommit = relay

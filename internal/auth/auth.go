@@ -32,7 +32,7 @@ const MetricsRead Scope = "metrics:read"
 
 // The scopes of each service.
 var (
-	WalletScopes = []Scope{"wallets:read", "wallets:write", "wallets:admin", "transfers:read", "transfers:write", "outbox:admin", "inbox:admin", MetricsRead, Admin}
+	WalletScopes = []Scope{"wallets:read", "wallets:write", "wallets:admin", "transfers:read", "transfers:write", "transfers:admin", "outbox:admin", "inbox:admin", MetricsRead, Admin}
 	GLScopes     = []Scope{"ledger:read", "ledger:write", "inbox:admin", MetricsRead, Admin}
 )
 

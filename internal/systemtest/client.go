@@ -79,6 +79,13 @@ func (c *Client) Reverse(ctx context.Context, key, id string, amount int64) (Res
 		map[string]string{"Idempotency-Key": key})
 }
 
+// ForceReverse posts a forced reversal (a chargeback, which needs transfers:admin) of amount of
+// transfer id.
+func (c *Client) ForceReverse(ctx context.Context, key, id string, amount int64) (Response, error) {
+	return c.Do(ctx, http.MethodPost, "/v1/transfers/"+id+"/reversal", map[string]any{"amount": amount, "force": true},
+		map[string]string{"Idempotency-Key": key})
+}
+
 // TransferRequest is the body of POST /v1/transfers.
 type TransferRequest struct {
 	FromWalletID string `json:"from_wallet_id"`
@@ -104,6 +111,21 @@ type Transfer struct {
 func (c *Client) CreateWallet(ctx context.Context, id, currency string, allowNegative bool) error {
 	resp, err := c.Do(ctx, http.MethodPost, "/v1/wallets",
 		map[string]any{"id": id, "currency": currency, "allow_negative": allowNegative}, nil)
+	if err != nil {
+		return err
+	}
+	if resp.Status != http.StatusCreated && resp.Status != http.StatusConflict {
+		return fmt.Errorf("create wallet %s: %d %s", id, resp.Status, resp.Body)
+	}
+	return nil
+}
+
+// CreateLimitedWallet creates a wallet that may not go negative with limits: minBalance (≤ 0;
+// below 0 needs wallets:admin) and maxBalance (nil: none). A wallet that exists already is
+// no error, as for CreateWallet.
+func (c *Client) CreateLimitedWallet(ctx context.Context, id, currency string, minBalance int64, maxBalance *int64) error {
+	resp, err := c.Do(ctx, http.MethodPost, "/v1/wallets",
+		map[string]any{"id": id, "currency": currency, "min_balance": minBalance, "max_balance": maxBalance}, nil)
 	if err != nil {
 		return err
 	}

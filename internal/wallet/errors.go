@@ -18,6 +18,10 @@ var (
 	ErrTransferNotFound  = problem.New(problem.NotFound, "transfer-not-found", "the transfer does not exist")
 	ErrInsufficientFunds = problem.New(problem.Unprocessable, "insufficient-funds",
 		"the source wallet's balance does not cover the amount")
+	ErrBalanceBelowMinimum = problem.New(problem.Unprocessable, "balance-below-minimum",
+		"the movement would take the wallet's available balance below its minimum (min_balance)")
+	ErrBalanceAboveMaximum = problem.New(problem.Unprocessable, "balance-above-maximum",
+		"the movement would take the wallet's balance above its maximum (max_balance)")
 	ErrCurrencyMismatch = problem.New(problem.Unprocessable, "currency-mismatch",
 		"the transfer's currency differs from a wallet's currency")
 	ErrSameWallet        = problem.New(problem.Unprocessable, "same-wallet", "a wallet cannot transfer to itself")

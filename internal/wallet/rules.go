@@ -15,27 +15,65 @@ import (
 
 // CheckTransfer applies a transfer's rules to its wallets as locked for it; a nil wallet does
 // not exist. Money enters only through a wallet that may go negative; any other wallet spends
-// at most what is available (its balance less its pending holds).
+// down to its minimum at most (checkDebit), and no wallet receives past its maximum.
 func CheckTransfer(req TransferRequest, from, to *Wallet) error {
+	_, err := checkMove(req, from, to, false)
+	return err
+}
+
+// CheckForcedReversal applies the rules of a forced reversal's movement (a chargeback): those
+// of CheckTransfer, except that the original's receiver (from) may go below its minimum, by at
+// most the reversal's amount: it must stand at or above its minimum before. It returns how far
+// below its minimum the movement takes from (0: the force was not needed).
+func CheckForcedReversal(move TransferRequest, from, to *Wallet) (shortfall int64, err error) {
+	return checkMove(move, from, to, true)
+}
+
+func checkMove(req TransferRequest, from, to *Wallet, force bool) (shortfall int64, err error) {
 	switch {
 	case from == nil:
-		return problem.Newf(ErrWalletNotFound, "from_wallet_id %q does not exist", req.FromWalletID)
+		return 0, problem.Newf(ErrWalletNotFound, "from_wallet_id %q does not exist", req.FromWalletID)
 	case to == nil:
-		return problem.Newf(ErrWalletNotFound, "to_wallet_id %q does not exist", req.ToWalletID)
+		return 0, problem.Newf(ErrWalletNotFound, "to_wallet_id %q does not exist", req.ToWalletID)
 	case from.Currency != req.Currency:
-		return problem.Newf(ErrCurrencyMismatch,
+		return 0, problem.Newf(ErrCurrencyMismatch,
 			"wallet %q holds %s, the transfer is in %s", from.ID, from.Currency, req.Currency)
 	case to.Currency != req.Currency:
-		return problem.Newf(ErrCurrencyMismatch,
+		return 0, problem.Newf(ErrCurrencyMismatch,
 			"wallet %q holds %s, the transfer is in %s", to.ID, to.Currency, req.Currency)
-	case !from.AllowNegative && from.Available() < req.Amount: // balance ≥ held ≥ 0: no overflow
-		return insufficientFunds(from.ID, "transfer", req.Amount, from.Currency)
-	case to.Balance > math.MaxInt64-req.Amount:
-		return problem.Newf(ErrBalanceOutOfRange, "wallet %q would hold more than %d", to.ID, int64(math.MaxInt64))
-	case from.Balance < math.MinInt64+req.Amount:
-		return problem.Newf(ErrBalanceOutOfRange, "wallet %q would hold less than %d", from.ID, int64(math.MinInt64))
 	}
-	return nil
+	if err := checkDebit(*from, "transfer", req.Amount); err != nil {
+		if !force || from.Available() < from.MinBalance {
+			return 0, err
+		}
+		shortfall = from.MinBalance + req.Amount - from.Available()
+	}
+	switch {
+	case to.Balance > math.MaxInt64-req.Amount:
+		return 0, problem.Newf(ErrBalanceOutOfRange, "wallet %q would hold more than %d", to.ID, int64(math.MaxInt64))
+	case from.Balance < math.MinInt64+req.Amount:
+		return 0, problem.Newf(ErrBalanceOutOfRange, "wallet %q would hold less than %d", from.ID, int64(math.MinInt64))
+	case to.MaxBalance != nil && to.Balance > *to.MaxBalance-req.Amount: // max ≥ 0, amount > 0: no overflow
+		return 0, problem.Newf(ErrBalanceAboveMaximum, "wallet %q cannot receive %d %s: its balance may not exceed %d",
+			to.ID, req.Amount, to.Currency, *to.MaxBalance)
+	}
+	return shortfall, nil
+}
+
+// checkDebit refuses a movement of amount out of w that takes its available balance below its
+// minimum; a wallet that may go negative has none. A wallet whose minimum is 0 answers
+// insufficient-funds, as it always has; one with a credit line (a minimum below 0),
+// balance-below-minimum. Neither names a balance (see insufficientFunds).
+func checkDebit(w Wallet, movement string, amount int64) error {
+	// MinBalance ≥ MinLimit and amount ≤ MaxAmount: no overflow.
+	if w.AllowNegative || w.Available() >= w.MinBalance+amount {
+		return nil
+	}
+	if w.MinBalance == 0 {
+		return insufficientFunds(w.ID, movement, amount, w.Currency)
+	}
+	return problem.Newf(ErrBalanceBelowMinimum, "wallet %q cannot spend %d %s for the %s without going below its minimum",
+		w.ID, amount, w.Currency, movement)
 }
 
 // insufficientFunds refuses a movement of amount from wallet id. It names no balance: the key
@@ -70,15 +108,13 @@ func Replay(key string, hash, ownerHash []byte, owner Transfer) (Transfer, error
 }
 
 // CheckHold applies the rules of a new hold of amount in currency to its locked wallet w: the
-// wallet's currency, and its available balance covers the amount unless it may go negative.
+// wallet's currency, and the hold leaves its available balance at or above its minimum
+// (checkDebit).
 func CheckHold(amount int64, currency string, w Wallet) error {
-	switch {
-	case w.Currency != currency:
+	if w.Currency != currency {
 		return problem.Newf(ErrCurrencyMismatch, "wallet %q holds %s, the hold is in %s", w.ID, w.Currency, currency)
-	case !w.AllowNegative && w.Available() < amount: // balance ≥ held ≥ 0: no overflow
-		return insufficientFunds(w.ID, "hold", amount, w.Currency)
 	}
-	return nil
+	return checkDebit(w, "hold", amount)
 }
 
 // CheckCapture applies a capture's rules to its locked hold h at now: the hold is pending and

@@ -36,6 +36,11 @@ type Wallet struct {
 	// AllowNegative marks a funding source: its balance may go below zero, which is how money
 	// enters the system (every transfer keeps the per-currency sum unchanged).
 	AllowNegative bool
+	// Limits bound the balance; a wallet that may go negative has no minimum.
+	Limits
+	// ForcedDebit is how far below its minimum forced reversals have taken the wallet, in
+	// total: the floor the database keeps it to is MinBalance − ForcedDebit.
+	ForcedDebit int64
 	// Owner is the owner of the key that created the wallet; "" for the platform's.
 	Owner     string
 	CreatedAt time.Time
@@ -44,12 +49,82 @@ type Wallet struct {
 // Available is what w may spend: its balance less its pending holds.
 func (w Wallet) Available() int64 { return w.Balance - w.Held }
 
+// BelowMinimum is how far w's available balance is below its minimum: 0 unless a forced
+// reversal took it there (or, for a funding wallet, ever).
+func (w Wallet) BelowMinimum() int64 {
+	if w.AllowNegative || w.Available() >= w.MinBalance {
+		return 0
+	}
+	return w.MinBalance - w.Available()
+}
+
+// Limits bound a wallet's balance. MinBalance (≤ 0) is the lowest its available balance
+// (balance − held) may go: 0 by default, below 0 for a credit line; a wallet that may go
+// negative (AllowNegative) has none and keeps 0 here. MaxBalance, when set (≥ 0), is the
+// highest its balance may go.
+type Limits struct {
+	MinBalance int64
+	MaxBalance *int64
+}
+
+// MinLimit is the lowest minimum a wallet may have: far enough from the edge of a 64-bit
+// balance that no check on it overflows.
+const MinLimit = -1_000_000_000_000_000_000
+
+// validate reports why l cannot be the limits of a wallet with allowNegative.
+func (l Limits) validate(allowNegative bool) error {
+	switch {
+	case l.MinBalance > 0 || l.MinBalance < MinLimit:
+		return problem.Newf(ErrInvalid, "min_balance must be from %d to 0, got %d", int64(MinLimit), l.MinBalance)
+	case allowNegative && l.MinBalance != 0:
+		return problem.Newf(ErrInvalid, "a wallet with allow_negative has no minimum: min_balance must be null")
+	case l.MaxBalance != nil && *l.MaxBalance < 0:
+		return problem.Newf(ErrInvalid, "max_balance must be 0 or more, got %d", *l.MaxBalance)
+	}
+	return nil
+}
+
+// LimitsChange is a change of a wallet's limits: each Set field replaces its limit (a
+// MinBalance of 0 is the default minimum, a nil MaxBalance no maximum); the others stay.
+type LimitsChange struct {
+	SetMin, SetMax bool
+	Limits
+}
+
+// ApplyLimits is w, locked, with the limits ch asks for: refused when they are invalid for it
+// (400) or when its balance already lies outside them (422: a limit never puts a wallet in
+// breach; a forced reversal alone takes one below its minimum).
+func ApplyLimits(w Wallet, ch LimitsChange) (Wallet, error) {
+	if ch.SetMin {
+		if w.AllowNegative && ch.MinBalance != 0 {
+			return w, problem.Newf(ErrInvalid, "wallet %q has allow_negative, so no minimum: min_balance must be null", w.ID)
+		}
+		w.MinBalance = ch.MinBalance
+	}
+	if ch.SetMax {
+		w.MaxBalance = ch.MaxBalance
+	}
+	if err := w.Limits.validate(w.AllowNegative); err != nil {
+		return w, err
+	}
+	switch {
+	case ch.SetMin && !w.AllowNegative && w.Available() < w.MinBalance:
+		return w, problem.Newf(ErrBalanceBelowMinimum, "wallet %q has %d %s available, below the minimum %d asked for", w.ID, w.Available(), w.Currency, w.MinBalance)
+	case ch.SetMax && w.MaxBalance != nil && w.Balance > *w.MaxBalance:
+		return w, problem.Newf(ErrBalanceAboveMaximum, "wallet %q holds %d %s, above the maximum %d asked for", w.ID, w.Balance, w.Currency, *w.MaxBalance)
+	}
+	return w, nil
+}
+
 // Validate reports whether w can be created. Balance and CreatedAt are set by the store.
 func (w Wallet) Validate() error {
 	if err := validateWalletID("id", w.ID); err != nil {
 		return err
 	}
-	return validateCurrency(w.Currency)
+	if err := validateCurrency(w.Currency); err != nil {
+		return err
+	}
+	return w.Limits.validate(w.AllowNegative)
 }
 
 // Transfer moves Amount from one wallet to another; it is stored with its TransferCompleted
@@ -78,6 +153,8 @@ type Transfer struct {
 	ReversedAmount int64
 	// HoldID is, for a capture's transfer, the hold it completes (uuid.Nil otherwise).
 	HoldID uuid.UUID
+	// Forced marks a reversal that took its from-wallet below its minimum (ReversalRequest.Force).
+	Forced bool
 	// Reversals are the transfer's reversals, oldest first, where a transfer is read alone
 	// (GetTransfer); nil elsewhere.
 	Reversals []Transfer
@@ -149,7 +226,11 @@ type ReversalRequest struct {
 	TransferID     uuid.UUID // the transfer to reverse
 	Amount         int64     // in minor units; the reversals of a transfer total at most its amount
 	Rest           bool      // reverse the rest (Amount left 0): the amount not reversed yet, read under the transfer's lock
-	KeyID          uuid.UUID // the API key that asks (uuid.Nil: none), as in TransferRequest
+	// Force (a chargeback) lets the reversal take the receiver's wallet below its minimum, by
+	// at most the reversal's amount (CheckForcedReversal); the HTTP API gives it to keys with
+	// transfers:admin alone, and the store audits each reversal it forced.
+	Force bool
+	KeyID uuid.UUID // the API key that asks (uuid.Nil: none), as in TransferRequest
 }
 
 // Validate reports why r can never succeed, whatever the state of the transfer and wallets.
@@ -173,6 +254,8 @@ func (r ReversalRequest) Validate() error {
 type Service interface {
 	CreateWallet(ctx context.Context, w Wallet) (Wallet, error)
 	GetWallet(ctx context.Context, id string) (Wallet, error)
+	// SetLimits changes a wallet's limits (ApplyLimits), audited in the same transaction.
+	SetLimits(ctx context.Context, id string, ch LimitsChange) (Wallet, error)
 	// CreateTransfer moves the money, or returns the transfer an earlier request with the same
 	// key created (replayed is then true).
 	CreateTransfer(ctx context.Context, req TransferRequest) (t Transfer, replayed bool, err error)

@@ -36,6 +36,8 @@ type transferJSON struct {
 	ReversesTransferID *string `json:"reverses_transfer_id,omitempty"`
 	// HoldID is set on a capture's transfer: the hold it completes.
 	HoldID *string `json:"hold_id,omitempty"`
+	// Forced is set on a reversal that took its from-wallet below its minimum.
+	Forced bool `json:"forced,omitempty"`
 	// ReversedAmount is the total of the transfer's reversals, shown where a transfer (not a
 	// reversal) is read.
 	ReversedAmount *int64 `json:"reversed_amount,omitempty"`
@@ -56,6 +58,7 @@ func toTransferJSON(t wallet.Transfer, withOutbox bool) transferJSON {
 		ID: t.ID.String(), IdempotencyKey: t.IdempotencyKey,
 		FromWalletID: t.FromWalletID, ToWalletID: t.ToWalletID,
 		Amount: t.Amount, Currency: t.Currency, Reference: t.Reference, Metadata: t.Metadata, Status: t.Status, CreatedAt: t.CreatedAt.UTC(),
+		Forced: t.Forced,
 	}
 	if out.Metadata == nil {
 		out.Metadata = metadata.Metadata{}
@@ -182,6 +185,7 @@ func handleReverseTransfer(service wallet.Service) http.Handler {
 	keys := newInFlight()
 	type request struct {
 		Amount *int64 `json:"amount"` // nil: the rest
+		Force  bool   `json:"force"`  // a chargeback: needs transfers:admin
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		transferID, err := wallet.ParseTransferID(r.PathValue("id"))
@@ -194,6 +198,14 @@ func handleReverseTransfer(service wallet.Service) http.Handler {
 			web.WriteProblem(w, r, err)
 			return
 		}
+		if p, _ := auth.FromContext(r.Context()); req.Force && !p.Has(ScopeTransfersAdmin) {
+			web.WriteProblem(w, r, problem.Newf(auth.ErrForbidden, "a forced reversal needs an API key with the scope %s", ScopeTransfersAdmin))
+			return
+		}
+		if p, _ := auth.FromContext(r.Context()); req.Force && !p.Has(ScopeTransfersAdmin) {
+			web.WriteProblem(w, r, problem.Newf(auth.ErrForbidden, "a forced reversal needs an API key with the scope %s", ScopeTransfersAdmin))
+			return
+		}
 		key := r.Header.Get("Idempotency-Key")
 		if key != "" { // a missing key is the store's invalid request
 			release, ok := keys.claim(actorOf(r).Owner + "\x00" + key) // keys are per owner
@@ -204,7 +216,7 @@ func handleReverseTransfer(service wallet.Service) http.Handler {
 			defer release()
 		}
 		p, _ := auth.FromContext(r.Context())
-		rev := wallet.ReversalRequest{IdempotencyKey: key, TransferID: transferID, Rest: req.Amount == nil, KeyID: p.KeyID}
+		rev := wallet.ReversalRequest{IdempotencyKey: key, TransferID: transferID, Rest: req.Amount == nil, Force: req.Force, KeyID: p.KeyID}
 		if req.Amount != nil {
 			rev.Amount = *req.Amount
 		}

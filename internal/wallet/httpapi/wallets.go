@@ -1,11 +1,15 @@
 package httpapi
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"net/http"
 
 	"github.com/rs/zerolog"
 
 	"walletgl/internal/auth"
+	"walletgl/internal/database"
 	"walletgl/internal/money"
 	"walletgl/internal/problem"
 	"walletgl/internal/wallet"
@@ -20,13 +24,19 @@ type walletJSON struct {
 	Held          int64   `json:"held"`      // the total of the wallet's pending holds
 	Available     int64   `json:"available"` // balance − held: what it may spend or hold
 	AllowNegative bool    `json:"allow_negative"`
-	Owner         *string `json:"owner"` // null: a wallet of the platform
+	MinBalance    *int64  `json:"min_balance"`   // null: none (allow_negative)
+	MaxBalance    *int64  `json:"max_balance"`   // null: none
+	BelowMinimum  int64   `json:"below_minimum"` // how far available is below min_balance: > 0 only after a forced reversal
+	Owner         *string `json:"owner"`         // null: a wallet of the platform
 }
 
 func toWalletJSON(w wallet.Wallet) walletJSON {
 	out := walletJSON{
 		ID: w.ID, Currency: w.Currency, Balance: w.Balance, Held: w.Held, Available: w.Available(),
-		AllowNegative: w.AllowNegative,
+		AllowNegative: w.AllowNegative, MaxBalance: w.MaxBalance, BelowMinimum: w.BelowMinimum(),
+	}
+	if !w.AllowNegative {
+		out.MinBalance = &w.MinBalance
 	}
 	if w.Owner != "" {
 		out.Owner = &w.Owner
@@ -42,6 +52,8 @@ func handleCreateWallet(service wallet.Service) http.Handler {
 		ID            string `json:"id"`
 		Currency      string `json:"currency"`
 		AllowNegative bool   `json:"allow_negative"`
+		MinBalance    *int64 `json:"min_balance"` // nil: 0, or none with allow_negative
+		MaxBalance    *int64 `json:"max_balance"` // nil: none
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		req, err := web.Decode[request](w, r)
@@ -54,8 +66,21 @@ func handleCreateWallet(service wallet.Service) http.Handler {
 			web.WriteProblem(w, r, problem.Newf(auth.ErrForbidden, "a wallet with allow_negative needs an API key with the scope %s", ScopeWalletsAdmin))
 			return
 		}
+		if req.AllowNegative && req.MinBalance != nil {
+			web.WriteProblem(w, r, problem.Newf(wallet.ErrInvalid, "a wallet with allow_negative has no minimum: min_balance must be null or absent"))
+			return
+		}
+		if p, _ := auth.FromContext(r.Context()); req.MinBalance != nil && *req.MinBalance < 0 && !p.Has(ScopeWalletsAdmin) {
+			// A credit line lets the wallet spend money it does not hold, as a funding wallet does.
+			web.WriteProblem(w, r, problem.Newf(auth.ErrForbidden, "a wallet with a min_balance below 0 needs an API key with the scope %s", ScopeWalletsAdmin))
+			return
+		}
+		limits := wallet.Limits{MaxBalance: req.MaxBalance}
+		if req.MinBalance != nil {
+			limits.MinBalance = *req.MinBalance
+		}
 		created, err := service.CreateWallet(r.Context(), wallet.Wallet{
-			ID: req.ID, Currency: req.Currency, AllowNegative: req.AllowNegative,
+			ID: req.ID, Currency: req.Currency, AllowNegative: req.AllowNegative, Limits: limits,
 		})
 		if err != nil {
 			web.WriteProblem(w, r, err)
@@ -76,4 +101,68 @@ func handleGetWallet(service wallet.Service) http.Handler {
 		}
 		web.Encode(w, r, http.StatusOK, toWalletJSON(found))
 	})
+}
+
+// optionalLimit is a limit of a PATCH body: absent (set false) leaves it, null (value nil)
+// resets it to its default, a number sets it.
+type optionalLimit struct {
+	set   bool
+	value *int64
+}
+
+func (o *optionalLimit) UnmarshalJSON(b []byte) error {
+	o.set = true
+	if string(b) == "null" {
+		return nil
+	}
+	var n int64
+	if err := json.Unmarshal(b, &n); err != nil {
+		return err
+	}
+	o.value = &n
+	return nil
+}
+
+// handleSetLimits changes a wallet's limits: each field given replaces its limit (null: the
+// default, a minimum of 0 or no maximum), the others stay. The change is audited.
+func handleSetLimits(service wallet.Service) http.Handler {
+	type request struct {
+		MinBalance optionalLimit `json:"min_balance"`
+		MaxBalance optionalLimit `json:"max_balance"`
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		req, err := web.Decode[request](w, r)
+		if err != nil {
+			web.WriteProblem(w, r, err)
+			return
+		}
+		if !req.MinBalance.set && !req.MaxBalance.set {
+			web.WriteProblem(w, r, problem.Newf(wallet.ErrInvalid, "the body must name min_balance, max_balance or both"))
+			return
+		}
+		ch := wallet.LimitsChange{SetMin: req.MinBalance.set, SetMax: req.MaxBalance.set}
+		if req.MinBalance.value != nil {
+			ch.MinBalance = *req.MinBalance.value
+		}
+		ch.MaxBalance = req.MaxBalance.value
+		changed, err := service.SetLimits(r.Context(), r.PathValue("id"), ch)
+		if err != nil {
+			web.WriteProblem(w, r, err)
+			return
+		}
+		zerolog.Ctx(r.Context()).Info().Str("wallet_id", changed.ID).Int64("min_balance", changed.MinBalance).
+			Any("max_balance", changed.MaxBalance).Msg("wallet limits changed")
+		web.Encode(w, r, http.StatusOK, toWalletJSON(changed))
+	})
+}
+
+// AuditByKey records an action in the audit trail as the API key of the request ctx belongs
+// to, in db (the transaction of the change): what postgres.Options.Audit takes for the changes
+// this API makes. A context without a key records nothing and fails the change.
+func AuditByKey(ctx context.Context, db database.Executor, action, target string, detail any) error {
+	p, ok := auth.FromContext(ctx)
+	if !ok {
+		return errors.New("audit " + action + ": the request has no API key")
+	}
+	return auth.Audit(ctx, db, auth.ActorOf(p), action, target, detail)
 }

@@ -32,6 +32,9 @@ func (s *Store) ReverseTransfer(ctx context.Context, req wallet.ReversalRequest)
 	if err := req.Validate(); err != nil {
 		return wallet.Transfer{}, false, err
 	}
+	if req.Force && s.audit == nil {
+		return wallet.Transfer{}, false, fmt.Errorf("reverse transfer %s by force: %w", req.TransferID, errUnaudited)
+	}
 	reversalID, err := uuid.NewV7()
 	if err != nil {
 		return wallet.Transfer{}, false, fmt.Errorf("generate reversal id: %w", err)
@@ -102,13 +105,29 @@ func (s *Store) writeReversal(ctx context.Context, tx pgx.Tx, p pendingReversal)
 	}
 	move = wallet.ReversalMove(req, toTransfer(orig, ""))
 
-	// (c) Claim the key: a replay answers before any rule is applied.
+	// (c) The rules, before the key is claimed: the forced flag and the audit depend on them.
+	// A reversal is not reversed, the reversals stay within the original, the receiver keeps
+	// its minimum (a forced reversal may take it below, by at most its amount) and the sender
+	// its maximum. A refusal is kept under the key once this transaction rolled back, unless
+	// the key already holds an answer (a replay answers before any rule).
+	refusal := wallet.CheckReversal(req, toTransfer(orig, ""))
+	var shortfall int64
+	if refusal == nil {
+		if req.Force {
+			shortfall, refusal = wallet.CheckForcedReversal(move, wallets[move.FromWalletID], wallets[move.ToWalletID])
+		} else {
+			refusal = wallet.CheckTransfer(move, wallets[move.FromWalletID], wallets[move.ToWalletID])
+		}
+	}
+
+	// (d) Claim the key: a replay answers with the key's earlier answer.
 	row, err := q.InsertReversal(ctx, walletdb.InsertReversalParams{
 		ID: p.reversalID, IdempotencyOwner: p.actor.Owner, IdempotencyKey: req.IdempotencyKey, RequestHash: p.hash,
 		FromWalletID: move.FromWalletID, ToWalletID: move.ToWalletID,
 		Amount: req.Amount, Currency: orig.Currency, EventID: p.eventID,
 		CreatedByKey:       uuid.NullUUID{UUID: req.KeyID, Valid: req.KeyID != uuid.Nil},
 		ReversesTransferID: uuid.NullUUID{UUID: orig.ID, Valid: true},
+		Forced:             shortfall > 0,
 	})
 	switch err := interpretError(err); {
 	case errors.Is(err, errNoRow):
@@ -120,16 +139,13 @@ func (s *Store) writeReversal(ctx context.Context, tx pgx.Tx, p pendingReversal)
 	if err := checkRefusal(ctx, q, spaceTransfer, key, p.hash); err != nil {
 		return transferResult{}, err
 	}
-
-	// (d) The rules: a reversal is not reversed, the reversals stay within the original, and
-	// the receiver holds the money unless its wallet may go negative. A refusal is kept under
-	// the key once this transaction rolled back.
-	refusal := wallet.CheckReversal(req, toTransfer(orig, ""))
-	if refusal == nil {
-		refusal = wallet.CheckTransfer(move, wallets[move.FromWalletID], wallets[move.ToWalletID])
-	}
 	if refusal != nil {
 		return transferResult{}, refuse(refusal)
+	}
+	if shortfall > 0 {
+		if err := s.forceBelowMinimum(ctx, tx, q, row, shortfall); err != nil {
+			return transferResult{}, err
+		}
 	}
 
 	// (e) The running total, which the database keeps within the amount (its CHECK), then both
@@ -152,6 +168,26 @@ func (s *Store) writeReversal(ctx context.Context, tx pgx.Tx, p pendingReversal)
 		return transferResult{}, err
 	}
 	return transferResult{transfer: toTransfer(row, status)}, nil
+}
+
+// forceBelowMinimum records that reversal row takes its from-wallet shortfall below its
+// minimum: the wallet's allowance below it (forced_debit) and the audit trail, in tx.
+func (s *Store) forceBelowMinimum(ctx context.Context, tx pgx.Tx, q *walletdb.Queries, row walletdb.Transfer, shortfall int64) error {
+	n, err := q.AddForcedDebit(ctx, walletdb.AddForcedDebitParams{ID: row.FromWalletID, Amount: shortfall})
+	if err != nil {
+		return fmt.Errorf("add forced debit: %w", err)
+	}
+	if n != 1 {
+		return fmt.Errorf("add forced debit: %d wallets changed, want 1", n)
+	}
+	detail := struct {
+		TransferID   string `json:"transfer_id"`
+		WalletID     string `json:"wallet_id"`
+		Amount       int64  `json:"amount"`
+		Currency     string `json:"currency"`
+		BelowMinimum int64  `json:"below_minimum"`
+	}{row.ReversesTransferID.UUID.String(), row.FromWalletID, row.Amount, row.Currency, shortfall}
+	return s.audit(ctx, tx, ActionForcedReversal, row.ID.String(), detail)
 }
 
 // answerNothingLeft answers a reversal of the rest of a transfer reversed in full: the
@@ -247,7 +283,11 @@ func reversalHash(req wallet.ReversalRequest) []byte {
 	if req.Rest {
 		amount = "rest"
 	}
-	for _, field := range []string{"reversal.v1", req.TransferID.String(), amount} {
+	fields := []string{"reversal.v1", req.TransferID.String(), amount}
+	if req.Force {
+		fields = append(fields, "force") // absent unless forced: the fingerprints of earlier requests stand
+	}
+	for _, field := range fields {
 		fmt.Fprintf(h, "%d:%s;", len(field), field)
 	}
 	return h.Sum(nil)

@@ -46,8 +46,23 @@ type Store struct {
 	// lookupFirst: the last batch held a replay or a refusal, so the next one looks its keys
 	// up first instead of trying the optimistic path.
 	lookupFirst atomic.Bool
-	eventType   string // Options.TransferEventType
+	eventType   string    // Options.TransferEventType
+	audit       AuditFunc // Options.Audit
 }
+
+// AuditFunc records an action in the audit trail, in db (the transaction of the change), as
+// whoever the request of ctx acts for (httpapi.AuditByKey: its API key).
+type AuditFunc func(ctx context.Context, db database.Executor, action, target string, detail any) error
+
+// The audit trail's actions of the store: a change of a wallet's limits (target: the wallet)
+// and a reversal that took its from-wallet below its minimum (target: the reversal).
+const (
+	ActionWalletLimits   = "wallet.limits"
+	ActionForcedReversal = "transfer.reversal.forced"
+)
+
+// errUnaudited refuses a change the store must audit when it has no audit trail (Options.Audit).
+var errUnaudited = errors.New("the store has no audit trail (Options.Audit)")
 
 var _ wallet.Service = (*Store)(nil)
 
@@ -74,6 +89,9 @@ type Options struct {
 	// Tracer makes the commit span of each traced transfer request, whose traceparent its
 	// outbox row stores (nil: a no-op tracer; the row still stores the request's trace context).
 	Tracer trace.Tracer
+	// Audit records the changes the store audits (SetLimits, a forced reversal) in their own
+	// transaction; nil refuses them.
+	Audit AuditFunc
 }
 
 // NewStore returns a Store on pool, whose database has the "wallet" migrations applied.
@@ -81,7 +99,7 @@ func NewStore(pool *pgxpool.Pool, opts Options) *Store {
 	s := &Store{
 		pool: pool, queries: walletdb.New(pool), outbox: outbox.New(contract.SourceWallet),
 		faults: opts.Faults, log: opts.Log, metrics: opts.Metrics, tracer: opts.Tracer,
-		eventType: opts.TransferEventType,
+		eventType: opts.TransferEventType, audit: opts.Audit,
 	}
 	if s.eventType == "" {
 		s.eventType = contract.TypeTransferCompletedV2
@@ -109,6 +127,7 @@ func (s *Store) CreateWallet(ctx context.Context, w wallet.Wallet) (wallet.Walle
 	}
 	row, err := s.queries.CreateWallet(ctx, walletdb.CreateWalletParams{
 		ID: w.ID, Currency: w.Currency, AllowNegative: w.AllowNegative, Owner: wallet.ActorOf(ctx).OwnerFilter(),
+		MinBalance: w.MinBalance, MaxBalance: w.MaxBalance,
 	})
 	switch err := interpretError(err); {
 	case errors.Is(err, errNoRow): // ON CONFLICT DO NOTHING: the id is taken
@@ -129,6 +148,59 @@ func (s *Store) GetWallet(ctx context.Context, id string) (wallet.Wallet, error)
 		return wallet.Wallet{}, fmt.Errorf("get wallet %s: %w", id, err)
 	}
 	return toWallet(row), nil
+}
+
+// SetLimits changes the limits of wallet id under its lock (wallet.ApplyLimits) and audits the
+// change in the same transaction; another owner's wallet is not found.
+func (s *Store) SetLimits(ctx context.Context, id string, ch wallet.LimitsChange) (wallet.Wallet, error) {
+	if s.audit == nil {
+		return wallet.Wallet{}, fmt.Errorf("set limits of wallet %s: %w", id, errUnaudited)
+	}
+	w, err := database.WithTxV(ctx, s.pool, func(tx pgx.Tx) (wallet.Wallet, error) {
+		q := s.queries.WithTx(tx)
+		row, err := q.LockWallet(ctx, walletdb.LockWalletParams{ID: id, Owner: wallet.ActorOf(ctx).OwnerFilter()})
+		switch err := interpretError(err); {
+		case errors.Is(err, errNoRow):
+			return wallet.Wallet{}, problem.Newf(wallet.ErrWalletNotFound, "wallet %q does not exist", id)
+		case err != nil:
+			return wallet.Wallet{}, fmt.Errorf("lock wallet: %w", err)
+		}
+		before := toWallet(row)
+		after, err := wallet.ApplyLimits(before, ch)
+		if err != nil {
+			return wallet.Wallet{}, err
+		}
+		row, err = q.SetWalletLimits(ctx, walletdb.SetWalletLimitsParams{ID: id, MinBalance: after.MinBalance, MaxBalance: after.MaxBalance})
+		if err != nil {
+			return wallet.Wallet{}, fmt.Errorf("update limits: %w", err)
+		}
+		detail := struct {
+			Before limitsDetail `json:"before"`
+			After  limitsDetail `json:"after"`
+		}{limitsOf(before), limitsOf(after)}
+		if err := s.audit(ctx, tx, ActionWalletLimits, id, detail); err != nil {
+			return wallet.Wallet{}, err
+		}
+		return toWallet(row), nil
+	})
+	if err != nil {
+		return wallet.Wallet{}, fmt.Errorf("set limits of wallet %s: %w", id, interpretError(err))
+	}
+	return w, nil
+}
+
+// limitsDetail is a wallet's limits as the audit trail records them.
+type limitsDetail struct {
+	MinBalance *int64 `json:"min_balance"` // null: none (a wallet that may go negative)
+	MaxBalance *int64 `json:"max_balance"`
+}
+
+func limitsOf(w wallet.Wallet) limitsDetail {
+	d := limitsDetail{MaxBalance: w.MaxBalance}
+	if !w.AllowNegative {
+		d.MinBalance = &w.MinBalance
+	}
+	return d
 }
 
 // CreateTransfer moves the money and records the transfer and its TransferCompleted event, all
@@ -355,7 +427,8 @@ func lockedWallets(rows []walletdb.LockWalletsRow) map[string]*wallet.Wallet {
 	for _, r := range rows {
 		wallets[r.ID] = &wallet.Wallet{
 			ID: r.ID, Currency: r.Currency, Balance: r.Balance, Held: r.Held, AllowNegative: r.AllowNegative,
-			Owner: ownerOf(r.Owner),
+			Limits:      wallet.Limits{MinBalance: r.MinBalance, MaxBalance: r.MaxBalance},
+			ForcedDebit: r.ForcedDebit, Owner: ownerOf(r.Owner),
 		}
 	}
 	return wallets
@@ -539,6 +612,8 @@ func toWallet(w walletdb.Wallet) wallet.Wallet {
 	return wallet.Wallet{
 		ID: w.ID, Currency: w.Currency, Balance: w.Balance, Held: w.Held,
 		AllowNegative: w.AllowNegative, Owner: ownerOf(w.Owner), CreatedAt: w.CreatedAt.UTC(),
+		Limits:      wallet.Limits{MinBalance: w.MinBalance, MaxBalance: w.MaxBalance},
+		ForcedDebit: w.ForcedDebit,
 	}
 }
 
@@ -549,7 +624,7 @@ func toTransfer(t walletdb.Transfer, outboxStatus string) wallet.Transfer {
 		Amount: t.Amount, Currency: t.Currency, Reference: t.Reference, Status: t.Status,
 		OutboxStatus: outboxStatus, EventID: t.EventID, CreatedAt: t.CreatedAt.UTC(),
 		ReversesTransferID: t.ReversesTransferID.UUID, ReversedAmount: t.ReversedAmount,
-		HoldID: t.HoldID.UUID, Metadata: mustMetadata(t.Metadata),
+		HoldID: t.HoldID.UUID, Metadata: mustMetadata(t.Metadata), Forced: t.Forced,
 	}
 }
 

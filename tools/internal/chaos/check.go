@@ -379,12 +379,17 @@ func (c *checker) debitsEqualCredits() {
 }
 
 func (c *checker) balancesHold() {
-	const name = "balances: zero-sum per currency, each equals its transfers, none below its floor"
+	const name = "balances: zero-sum per currency, each equals its transfers, none past its limits"
 	var problems []string
+	// A wallet's floor is its minimum, less the forced reversals (chargebacks) out of it, each
+	// of which may take it below by at most its amount.
 	rows, err := c.wallet.Query(c.ctx, `
 		SELECT w.id, w.balance, w.allow_negative,
 		       coalesce((SELECT sum(amount) FROM transfers WHERE to_wallet_id = w.id), 0)
-		     - coalesce((SELECT sum(amount) FROM transfers WHERE from_wallet_id = w.id), 0)
+		     - coalesce((SELECT sum(amount) FROM transfers WHERE from_wallet_id = w.id), 0),
+		       w.balance - w.held,
+		       w.min_balance - coalesce((SELECT sum(amount) FROM transfers WHERE forced AND from_wallet_id = w.id), 0),
+		       coalesce(w.max_balance, 9223372036854775807)
 		FROM wallets w`)
 	if err != nil {
 		c.failed(name, err)
@@ -393,9 +398,9 @@ func (c *checker) balancesHold() {
 	var total int64
 	for rows.Next() {
 		var id string
-		var balance, net int64
+		var balance, net, available, floor, ceiling int64
 		var allowNegative bool
-		if err := rows.Scan(&id, &balance, &allowNegative, &net); err != nil {
+		if err := rows.Scan(&id, &balance, &allowNegative, &net, &available, &floor, &ceiling); err != nil {
 			c.failed(name, err)
 			return
 		}
@@ -403,8 +408,11 @@ func (c *checker) balancesHold() {
 		if balance != net {
 			problems = append(problems, fmt.Sprintf("wallet %s balance %d, transfers say %d", id, balance, net))
 		}
-		if balance < 0 && !allowNegative {
-			problems = append(problems, fmt.Sprintf("wallet %s below its floor: %d", id, balance))
+		if available < floor && !allowNegative {
+			problems = append(problems, fmt.Sprintf("wallet %s below its floor %d: %d available", id, floor, available))
+		}
+		if balance > ceiling {
+			problems = append(problems, fmt.Sprintf("wallet %s above its maximum %d: %d", id, ceiling, balance))
 		}
 	}
 	if err := rows.Err(); err != nil {

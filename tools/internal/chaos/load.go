@@ -57,6 +57,16 @@ func (r LoadResult) Statuses() map[int]int {
 // scenarios run.
 const reversalEvery = 8
 
+// forcedEvery makes one reversal in that many a forced one (a chargeback), which may take its
+// receiver below its minimum; limitsEvery gives one user in that many a credit line and another
+// one in that many a maximum, so refusals at both bounds are in the mix.
+const (
+	forcedEvery = 3
+	limitsEvery = 4
+	creditLine  = 500    // the users' credit line: a minimum of −creditLine
+	maxBalance  = 20_000 // the capped users' maximum
+)
+
 type loadGen struct {
 	targets []*systemtest.Client
 	users   []string
@@ -74,7 +84,17 @@ func setupWallets(ctx context.Context, c *systemtest.Client, users int) ([]strin
 	ids := make([]string, users)
 	for i := range ids {
 		ids[i] = fmt.Sprintf("user-%03d", i)
-		if err := c.CreateWallet(ctx, ids[i], currency, false); err != nil {
+		var err error
+		switch i % limitsEvery {
+		case 1:
+			err = c.CreateLimitedWallet(ctx, ids[i], currency, -creditLine, nil)
+		case 2:
+			capped := int64(maxBalance)
+			err = c.CreateLimitedWallet(ctx, ids[i], currency, 0, &capped)
+		default:
+			err = c.CreateWallet(ctx, ids[i], currency, false)
+		}
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -98,7 +118,8 @@ func runLoad(ctx context.Context, targets []*systemtest.Client, users []string, 
 				target--
 			}
 			amount := max(jobs[target].req.Amount/2, 1)
-			jobs[i] = job{key: key, reverses: jobs[target].key, req: systemtest.TransferRequest{Amount: amount}}
+			forced := g.rng.IntN(forcedEvery) == 0
+			jobs[i] = job{key: key, reverses: jobs[target].key, forced: forced, req: systemtest.TransferRequest{Amount: amount}}
 			g.res.Amounts[key], g.res.Reversals[key] = amount, jobs[target].key
 			continue
 		}
@@ -153,6 +174,7 @@ func runLoad(ctx context.Context, targets []*systemtest.Client, users []string, 
 type job struct {
 	key      string
 	reverses string
+	forced   bool // a forced reversal
 	hold     *holdPlan
 	req      systemtest.TransferRequest
 }
@@ -230,7 +252,10 @@ func (g *loadGen) untilAnswered(ctx context.Context, client int, do func(*system
 
 // post sends j once: a transfer, or a reversal of transfer reverseID.
 func (g *loadGen) post(ctx context.Context, target *systemtest.Client, j job, reverseID string) (systemtest.Response, error) {
-	if reverseID != "" {
+	switch {
+	case reverseID != "" && j.forced:
+		return target.ForceReverse(ctx, j.key, reverseID, j.req.Amount)
+	case reverseID != "":
 		return target.Reverse(ctx, j.key, reverseID, j.req.Amount)
 	}
 	return target.Transfer(ctx, j.key, j.req)

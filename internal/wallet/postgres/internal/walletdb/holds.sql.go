@@ -211,7 +211,7 @@ INSERT INTO transfers (id, idempotency_owner, idempotency_key, request_hash, fro
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,
         $10::uuid, $11)
 ON CONFLICT (idempotency_owner, idempotency_key) DO NOTHING
-RETURNING id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, hold_id, reference, idempotency_owner, metadata
+RETURNING id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, hold_id, reference, idempotency_owner, forced, metadata
 `
 
 type InsertCaptureTransferParams struct {
@@ -262,6 +262,7 @@ func (q *Queries) InsertCaptureTransfer(ctx context.Context, arg InsertCaptureTr
 		&i.HoldID,
 		&i.Reference,
 		&i.IdempotencyOwner,
+		&i.Forced,
 		&i.Metadata,
 	)
 	return i, err

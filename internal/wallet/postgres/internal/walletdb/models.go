@@ -178,6 +178,7 @@ type Transfer struct {
 	HoldID             uuid.NullUUID
 	Reference          string
 	IdempotencyOwner   string
+	Forced             bool
 	Metadata           json.RawMessage
 }
 
@@ -190,4 +191,7 @@ type Wallet struct {
 	UpdatedAt     time.Time
 	Held          int64
 	Owner         *string
+	MinBalance    int64
+	MaxBalance    *int64
+	ForcedDebit   int64
 }

@@ -144,7 +144,7 @@ func (q *Queries) RebuildHoldsPlaced(ctx context.Context, arg RebuildHoldsPlaced
 
 const rebuildTransfers = `-- name: RebuildTransfers :many
 
-SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, t.metadata, f.allow_negative AS from_allow_negative, w.allow_negative AS to_allow_negative
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, t.forced, t.metadata, f.allow_negative AS from_allow_negative, w.allow_negative AS to_allow_negative
 FROM transfers t
 JOIN wallets f ON f.id = t.from_wallet_id
 JOIN wallets w ON w.id = t.to_wallet_id
@@ -206,6 +206,7 @@ func (q *Queries) RebuildTransfers(ctx context.Context, arg RebuildTransfersPara
 			&i.Transfer.HoldID,
 			&i.Transfer.Reference,
 			&i.Transfer.IdempotencyOwner,
+			&i.Transfer.Forced,
 			&i.Transfer.Metadata,
 			&i.FromAllowNegative,
 			&i.ToAllowNegative,

@@ -33,7 +33,7 @@ func (q *Queries) AddReversedAmount(ctx context.Context, arg AddReversedAmountPa
 }
 
 const getTransfer = `-- name: GetTransfer :one
-SELECT id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, hold_id, reference, idempotency_owner, metadata FROM transfers WHERE id = $1
+SELECT id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, hold_id, reference, idempotency_owner, forced, metadata FROM transfers WHERE id = $1
 `
 
 // The transfer a reversal names, read before its wallets are locked: its wallets, amount and
@@ -58,13 +58,14 @@ func (q *Queries) GetTransfer(ctx context.Context, id uuid.UUID) (Transfer, erro
 		&i.HoldID,
 		&i.Reference,
 		&i.IdempotencyOwner,
+		&i.Forced,
 		&i.Metadata,
 	)
 	return i, err
 }
 
 const getTransferByIdempotencyKey = `-- name: GetTransferByIdempotencyKey :one
-SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, t.metadata, coalesce(o.status, 'acknowledged')::text AS outbox_status
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, t.forced, t.metadata, coalesce(o.status, 'acknowledged')::text AS outbox_status
 FROM transfers t
 LEFT JOIN outbox o ON o.id = t.event_id
 WHERE t.idempotency_owner = $1 AND t.idempotency_key = $2
@@ -101,6 +102,7 @@ func (q *Queries) GetTransferByIdempotencyKey(ctx context.Context, arg GetTransf
 		&i.Transfer.HoldID,
 		&i.Transfer.Reference,
 		&i.Transfer.IdempotencyOwner,
+		&i.Transfer.Forced,
 		&i.Transfer.Metadata,
 		&i.OutboxStatus,
 	)
@@ -108,7 +110,7 @@ func (q *Queries) GetTransferByIdempotencyKey(ctx context.Context, arg GetTransf
 }
 
 const getTransferWithOutbox = `-- name: GetTransferWithOutbox :one
-SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, t.metadata, coalesce(o.status, 'acknowledged')::text AS outbox_status
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, t.forced, t.metadata, coalesce(o.status, 'acknowledged')::text AS outbox_status
 FROM transfers t
 LEFT JOIN outbox o ON o.id = t.event_id
 WHERE t.id = $1
@@ -148,6 +150,7 @@ func (q *Queries) GetTransferWithOutbox(ctx context.Context, arg GetTransferWith
 		&i.Transfer.HoldID,
 		&i.Transfer.Reference,
 		&i.Transfer.IdempotencyOwner,
+		&i.Transfer.Forced,
 		&i.Transfer.Metadata,
 		&i.OutboxStatus,
 	)
@@ -155,7 +158,7 @@ func (q *Queries) GetTransferWithOutbox(ctx context.Context, arg GetTransferWith
 }
 
 const getTransfersByIdempotencyKeys = `-- name: GetTransfersByIdempotencyKeys :many
-SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, t.metadata, coalesce(o.status, 'acknowledged')::text AS outbox_status
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, t.forced, t.metadata, coalesce(o.status, 'acknowledged')::text AS outbox_status
 FROM transfers t
 LEFT JOIN outbox o ON o.id = t.event_id
 JOIN (SELECT unnest($1::text[]) AS owner, unnest($2::text[]) AS key) AS k
@@ -199,6 +202,7 @@ func (q *Queries) GetTransfersByIdempotencyKeys(ctx context.Context, arg GetTran
 			&i.Transfer.HoldID,
 			&i.Transfer.Reference,
 			&i.Transfer.IdempotencyOwner,
+			&i.Transfer.Forced,
 			&i.Transfer.Metadata,
 			&i.OutboxStatus,
 		); err != nil {
@@ -213,11 +217,11 @@ func (q *Queries) GetTransfersByIdempotencyKeys(ctx context.Context, arg GetTran
 }
 
 const insertReversal = `-- name: InsertReversal :one
-INSERT INTO transfers (id, idempotency_owner, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key, reverses_transfer_id)
+INSERT INTO transfers (id, idempotency_owner, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key, reverses_transfer_id, forced)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,
-        $10::uuid, $11)
+        $10::uuid, $11, $12)
 ON CONFLICT (idempotency_owner, idempotency_key) DO NOTHING
-RETURNING id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, hold_id, reference, idempotency_owner, metadata
+RETURNING id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, hold_id, reference, idempotency_owner, forced, metadata
 `
 
 type InsertReversalParams struct {
@@ -232,6 +236,7 @@ type InsertReversalParams struct {
 	EventID            uuid.UUID
 	CreatedByKey       uuid.NullUUID
 	ReversesTransferID uuid.NullUUID
+	Forced             bool
 }
 
 // InsertReversal claims the idempotency key as InsertTransfer does: a conflict returns no row.
@@ -248,6 +253,7 @@ func (q *Queries) InsertReversal(ctx context.Context, arg InsertReversalParams) 
 		arg.EventID,
 		arg.CreatedByKey,
 		arg.ReversesTransferID,
+		arg.Forced,
 	)
 	var i Transfer
 	err := row.Scan(
@@ -267,6 +273,7 @@ func (q *Queries) InsertReversal(ctx context.Context, arg InsertReversalParams) 
 		&i.HoldID,
 		&i.Reference,
 		&i.IdempotencyOwner,
+		&i.Forced,
 		&i.Metadata,
 	)
 	return i, err
@@ -276,7 +283,7 @@ const insertTransfer = `-- name: InsertTransfer :one
 INSERT INTO transfers (id, idempotency_owner, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key, reference, metadata)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::uuid, $11, $12)
 ON CONFLICT (idempotency_owner, idempotency_key) DO NOTHING
-RETURNING id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, hold_id, reference, idempotency_owner, metadata
+RETURNING id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, hold_id, reference, idempotency_owner, forced, metadata
 `
 
 type InsertTransferParams struct {
@@ -329,6 +336,7 @@ func (q *Queries) InsertTransfer(ctx context.Context, arg InsertTransferParams) 
 		&i.HoldID,
 		&i.Reference,
 		&i.IdempotencyOwner,
+		&i.Forced,
 		&i.Metadata,
 	)
 	return i, err
@@ -341,7 +349,7 @@ SELECT unnest($1::uuid[]), unnest($2::text[]), unnest($3::text[]), unnest($4::by
        unnest($8::text[]), unnest($9::uuid[]), nullif(unnest($10::uuid[]), '00000000-0000-0000-0000-000000000000'::uuid),
        unnest($11::text[]), unnest($12::text[])::jsonb
 ON CONFLICT (idempotency_owner, idempotency_key) DO NOTHING
-RETURNING id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, hold_id, reference, idempotency_owner, metadata
+RETURNING id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, hold_id, reference, idempotency_owner, forced, metadata
 `
 
 type InsertTransfersParams struct {
@@ -402,6 +410,7 @@ func (q *Queries) InsertTransfers(ctx context.Context, arg InsertTransfersParams
 			&i.HoldID,
 			&i.Reference,
 			&i.IdempotencyOwner,
+			&i.Forced,
 			&i.Metadata,
 		); err != nil {
 			return nil, err
@@ -415,7 +424,7 @@ func (q *Queries) InsertTransfers(ctx context.Context, arg InsertTransfersParams
 }
 
 const listReversals = `-- name: ListReversals :many
-SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, t.metadata, coalesce(o.status, 'acknowledged')::text AS outbox_status
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, t.forced, t.metadata, coalesce(o.status, 'acknowledged')::text AS outbox_status
 FROM transfers t
 LEFT JOIN outbox o ON o.id = t.event_id
 WHERE t.reverses_transfer_id = $1
@@ -454,6 +463,7 @@ func (q *Queries) ListReversals(ctx context.Context, transferID uuid.NullUUID) (
 			&i.Transfer.HoldID,
 			&i.Transfer.Reference,
 			&i.Transfer.IdempotencyOwner,
+			&i.Transfer.Forced,
 			&i.Transfer.Metadata,
 			&i.OutboxStatus,
 		); err != nil {
@@ -468,7 +478,7 @@ func (q *Queries) ListReversals(ctx context.Context, transferID uuid.NullUUID) (
 }
 
 const listTransfers = `-- name: ListTransfers :many
-SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, t.metadata, coalesce(o.status, 'acknowledged')::text AS outbox_status
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, t.forced, t.metadata, coalesce(o.status, 'acknowledged')::text AS outbox_status
 FROM transfers t
 LEFT JOIN outbox o ON o.id = t.event_id
 WHERE (t.created_at, t.id) > ($1::timestamptz, $2::uuid)
@@ -522,6 +532,7 @@ func (q *Queries) ListTransfers(ctx context.Context, arg ListTransfersParams) ([
 			&i.Transfer.HoldID,
 			&i.Transfer.Reference,
 			&i.Transfer.IdempotencyOwner,
+			&i.Transfer.Forced,
 			&i.Transfer.Metadata,
 			&i.OutboxStatus,
 		); err != nil {
@@ -540,7 +551,7 @@ WITH matched AS MATERIALIZED (
     SELECT m.id, m.created_at FROM transfers m
     WHERE m.metadata @> $7::jsonb AND m.metadata <> '{}' -- the index's predicate: @metadata is never {}
 )
-SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, t.metadata, coalesce(o.status, 'acknowledged')::text AS outbox_status
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, t.forced, t.metadata, coalesce(o.status, 'acknowledged')::text AS outbox_status
 FROM matched m
 JOIN transfers t ON t.id = m.id
 LEFT JOIN outbox o ON o.id = t.event_id
@@ -610,6 +621,7 @@ func (q *Queries) ListTransfersByMetadata(ctx context.Context, arg ListTransfers
 			&i.Transfer.HoldID,
 			&i.Transfer.Reference,
 			&i.Transfer.IdempotencyOwner,
+			&i.Transfer.Forced,
 			&i.Transfer.Metadata,
 			&i.OutboxStatus,
 		); err != nil {
@@ -624,7 +636,7 @@ func (q *Queries) ListTransfersByMetadata(ctx context.Context, arg ListTransfers
 }
 
 const listTransfersByReference = `-- name: ListTransfersByReference :many
-SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, t.metadata, coalesce(o.status, 'acknowledged')::text AS outbox_status
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, t.forced, t.metadata, coalesce(o.status, 'acknowledged')::text AS outbox_status
 FROM transfers t
 LEFT JOIN outbox o ON o.id = t.event_id
 WHERE t.reference = $1 AND t.reference <> ''
@@ -686,6 +698,7 @@ func (q *Queries) ListTransfersByReference(ctx context.Context, arg ListTransfer
 			&i.Transfer.HoldID,
 			&i.Transfer.Reference,
 			&i.Transfer.IdempotencyOwner,
+			&i.Transfer.Forced,
 			&i.Transfer.Metadata,
 			&i.OutboxStatus,
 		); err != nil {
@@ -715,7 +728,7 @@ WITH page AS (
      ORDER BY r.created_at, r.id
      LIMIT $1)
 )
-SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, t.metadata, coalesce(o.status, 'acknowledged')::text AS outbox_status
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, t.forced, t.metadata, coalesce(o.status, 'acknowledged')::text AS outbox_status
 FROM page p
 JOIN transfers t ON t.id = p.id
 LEFT JOIN outbox o ON o.id = t.event_id
@@ -773,6 +786,7 @@ func (q *Queries) ListTransfersOfWallet(ctx context.Context, arg ListTransfersOf
 			&i.Transfer.HoldID,
 			&i.Transfer.Reference,
 			&i.Transfer.IdempotencyOwner,
+			&i.Transfer.Forced,
 			&i.Transfer.Metadata,
 			&i.OutboxStatus,
 		); err != nil {
@@ -787,7 +801,7 @@ func (q *Queries) ListTransfersOfWallet(ctx context.Context, arg ListTransfersOf
 }
 
 const lockTransferForReversal = `-- name: LockTransferForReversal :one
-SELECT id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, hold_id, reference, idempotency_owner, metadata FROM transfers WHERE id = $1 FOR NO KEY UPDATE
+SELECT id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, hold_id, reference, idempotency_owner, forced, metadata FROM transfers WHERE id = $1 FOR NO KEY UPDATE
 `
 
 // Every reversal of a transfer locks it after the wallets (the order all writers take), so
@@ -813,6 +827,7 @@ func (q *Queries) LockTransferForReversal(ctx context.Context, id uuid.UUID) (Tr
 		&i.HoldID,
 		&i.Reference,
 		&i.IdempotencyOwner,
+		&i.Forced,
 		&i.Metadata,
 	)
 	return i, err

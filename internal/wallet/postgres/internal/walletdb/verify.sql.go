@@ -10,8 +10,13 @@ import (
 )
 
 const verifyBalanceFloors = `-- name: VerifyBalanceFloors :one
-WITH bad AS (
-    SELECT id FROM wallets WHERE NOT allow_negative AND balance < 0
+WITH forced AS (
+    SELECT from_wallet_id AS id, sum(amount) AS total FROM transfers WHERE forced GROUP BY from_wallet_id
+), bad AS (
+    SELECT w.id FROM wallets w LEFT JOIN forced f ON f.id = w.id
+    WHERE (NOT w.allow_negative AND w.balance - w.held < w.min_balance - w.forced_debit)
+       OR w.forced_debit > coalesce(f.total, 0)
+       OR w.balance > w.max_balance
 )
 SELECT (SELECT count(*) FROM wallets)::bigint AS checked,
        (SELECT count(*) FROM bad)::bigint AS failed,
@@ -26,7 +31,9 @@ type VerifyBalanceFloorsRow struct {
 	Sample  []string
 }
 
-// No balance below its floor: only a funding wallet (allow_negative) may go below zero.
+// No balance below its floor: a wallet that may not go negative keeps its available balance
+// at or above its minimum, less what forced reversals took it below (forced_debit, itself at
+// most the total of its forced reversals), and its balance at or below its maximum.
 func (q *Queries) VerifyBalanceFloors(ctx context.Context, sampleSize int32) (VerifyBalanceFloorsRow, error) {
 	row := q.db.QueryRow(ctx, verifyBalanceFloors, sampleSize)
 	var i VerifyBalanceFloorsRow

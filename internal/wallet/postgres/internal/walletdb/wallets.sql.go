@@ -9,6 +9,25 @@ import (
 	"context"
 )
 
+const addForcedDebit = `-- name: AddForcedDebit :execrows
+UPDATE wallets SET forced_debit = forced_debit + $1 WHERE id = $2
+`
+
+type AddForcedDebitParams struct {
+	Amount int64
+	ID     string
+}
+
+// AddForcedDebit widens a wallet's allowance below its minimum (the wallets_floor CHECK) by
+// what a forced reversal takes it below.
+func (q *Queries) AddForcedDebit(ctx context.Context, arg AddForcedDebitParams) (int64, error) {
+	result, err := q.db.Exec(ctx, addForcedDebit, arg.Amount, arg.ID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const addToBalances = `-- name: AddToBalances :execrows
 UPDATE wallets w
 SET balance = w.balance + d.delta, updated_at = clock_timestamp()
@@ -68,10 +87,10 @@ func (q *Queries) BalanceTotals(ctx context.Context) ([]BalanceTotalsRow, error)
 }
 
 const createWallet = `-- name: CreateWallet :one
-INSERT INTO wallets (id, currency, allow_negative, owner)
-VALUES ($1, $2, $3, $4::text)
+INSERT INTO wallets (id, currency, allow_negative, owner, min_balance, max_balance)
+VALUES ($1, $2, $3, $4::text, $5, $6::bigint)
 ON CONFLICT (id) DO NOTHING
-RETURNING id, currency, balance, allow_negative, created_at, updated_at, held, owner
+RETURNING id, currency, balance, allow_negative, created_at, updated_at, held, owner, min_balance, max_balance, forced_debit
 `
 
 type CreateWalletParams struct {
@@ -79,6 +98,8 @@ type CreateWalletParams struct {
 	Currency      string
 	AllowNegative bool
 	Owner         *string
+	MinBalance    int64
+	MaxBalance    *int64
 }
 
 func (q *Queries) CreateWallet(ctx context.Context, arg CreateWalletParams) (Wallet, error) {
@@ -87,6 +108,8 @@ func (q *Queries) CreateWallet(ctx context.Context, arg CreateWalletParams) (Wal
 		arg.Currency,
 		arg.AllowNegative,
 		arg.Owner,
+		arg.MinBalance,
+		arg.MaxBalance,
 	)
 	var i Wallet
 	err := row.Scan(
@@ -98,12 +121,15 @@ func (q *Queries) CreateWallet(ctx context.Context, arg CreateWalletParams) (Wal
 		&i.UpdatedAt,
 		&i.Held,
 		&i.Owner,
+		&i.MinBalance,
+		&i.MaxBalance,
+		&i.ForcedDebit,
 	)
 	return i, err
 }
 
 const getWallet = `-- name: GetWallet :one
-SELECT id, currency, balance, allow_negative, created_at, updated_at, held, owner FROM wallets
+SELECT id, currency, balance, allow_negative, created_at, updated_at, held, owner, min_balance, max_balance, forced_debit FROM wallets
 WHERE id = $1 AND ($2::text IS NULL OR owner = $2::text)
 `
 
@@ -125,12 +151,47 @@ func (q *Queries) GetWallet(ctx context.Context, arg GetWalletParams) (Wallet, e
 		&i.UpdatedAt,
 		&i.Held,
 		&i.Owner,
+		&i.MinBalance,
+		&i.MaxBalance,
+		&i.ForcedDebit,
+	)
+	return i, err
+}
+
+const lockWallet = `-- name: LockWallet :one
+SELECT id, currency, balance, allow_negative, created_at, updated_at, held, owner, min_balance, max_balance, forced_debit FROM wallets
+WHERE id = $1 AND ($2::text IS NULL OR owner = $2::text)
+FOR NO KEY UPDATE
+`
+
+type LockWalletParams struct {
+	ID    string
+	Owner *string
+}
+
+// LockWallet takes one wallet, as LockWallets does, to change its limits; with an owner, only
+// the owner's wallet is found.
+func (q *Queries) LockWallet(ctx context.Context, arg LockWalletParams) (Wallet, error) {
+	row := q.db.QueryRow(ctx, lockWallet, arg.ID, arg.Owner)
+	var i Wallet
+	err := row.Scan(
+		&i.ID,
+		&i.Currency,
+		&i.Balance,
+		&i.AllowNegative,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.Held,
+		&i.Owner,
+		&i.MinBalance,
+		&i.MaxBalance,
+		&i.ForcedDebit,
 	)
 	return i, err
 }
 
 const lockWallets = `-- name: LockWallets :many
-SELECT id, currency, balance, held, allow_negative, owner
+SELECT id, currency, balance, held, allow_negative, owner, min_balance, max_balance, forced_debit
 FROM wallets
 WHERE id = ANY ($1::text[])
 ORDER BY id
@@ -144,6 +205,9 @@ type LockWalletsRow struct {
 	Held          int64
 	AllowNegative bool
 	Owner         *string
+	MinBalance    int64
+	MaxBalance    *int64
+	ForcedDebit   int64
 }
 
 // LockWallets takes the wallets of a transfer, or of a whole batch of transfers, in one
@@ -165,6 +229,9 @@ func (q *Queries) LockWallets(ctx context.Context, ids []string) ([]LockWalletsR
 			&i.Held,
 			&i.AllowNegative,
 			&i.Owner,
+			&i.MinBalance,
+			&i.MaxBalance,
+			&i.ForcedDebit,
 		); err != nil {
 			return nil, err
 		}
@@ -174,4 +241,36 @@ func (q *Queries) LockWallets(ctx context.Context, ids []string) ([]LockWalletsR
 		return nil, err
 	}
 	return items, nil
+}
+
+const setWalletLimits = `-- name: SetWalletLimits :one
+UPDATE wallets
+SET min_balance = $1, max_balance = $2::bigint, updated_at = clock_timestamp()
+WHERE id = $3
+RETURNING id, currency, balance, allow_negative, created_at, updated_at, held, owner, min_balance, max_balance, forced_debit
+`
+
+type SetWalletLimitsParams struct {
+	MinBalance int64
+	MaxBalance *int64
+	ID         string
+}
+
+func (q *Queries) SetWalletLimits(ctx context.Context, arg SetWalletLimitsParams) (Wallet, error) {
+	row := q.db.QueryRow(ctx, setWalletLimits, arg.MinBalance, arg.MaxBalance, arg.ID)
+	var i Wallet
+	err := row.Scan(
+		&i.ID,
+		&i.Currency,
+		&i.Balance,
+		&i.AllowNegative,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.Held,
+		&i.Owner,
+		&i.MinBalance,
+		&i.MaxBalance,
+		&i.ForcedDebit,
+	)
+	return i, err
 }
