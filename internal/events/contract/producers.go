@@ -2,14 +2,16 @@ package contract
 
 // producers names the one service that may publish each event type.
 var producers = map[string]string{
-	TypeTransferCompleted:   SourceWallet,
-	TypeTransferCompletedV2: SourceWallet,
-	TypeTransferReversed:    SourceWallet,
-	TypeHoldPlaced:          SourceWallet,
-	TypeHoldCaptured:        SourceWallet,
-	TypeHoldVoided:          SourceWallet,
-	TypeTransferPosted:      SourceGL,
-	TypeTransferPostedV2:    SourceGL,
+	TypeTransferCompleted:      SourceWallet,
+	TypeTransferCompletedV2:    SourceWallet,
+	TypeTransferReversed:       SourceWallet,
+	TypeHoldPlaced:             SourceWallet,
+	TypeHoldCaptured:           SourceWallet,
+	TypeHoldVoided:             SourceWallet,
+	TypeTransferBatchCompleted: SourceWallet,
+	TypeTransferBatchReversed:  SourceWallet,
+	TypeTransferPosted:         SourceGL,
+	TypeTransferPostedV2:       SourceGL,
 }
 
 // Producer is the service that alone may publish events of eventType; "" for a type nobody

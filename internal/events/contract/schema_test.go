@@ -55,6 +55,14 @@ func TestProducedEventsMatchTheirSchema(t *testing.T) {
 		Amount: 1250, Currency: "EUR", Kind: contract.KindWithdrawal, Reference: "invoice 2026-114 ✓",
 		Metadata: map[string]string{"order_id": "123", "shop.region": "eu-1 ✓"}, CreatedAt: at,
 	}
+	batch := contract.TransferBatchCompleted{BatchID: "b-1", Metadata: map[string]string{"order_id": "123"}, CreatedAt: at, Transfers: []contract.BatchLeg{
+		{TransferID: "t-1", FromWalletID: "w-1", ToWalletID: "w-2", Amount: 1000, Currency: "EUR", Kind: contract.KindTransfer, Reference: "order 123"},
+		{TransferID: "t-2", FromWalletID: "w-1", ToWalletID: "fees", Amount: 25, Currency: "EUR", Kind: contract.KindTransfer},
+		{TransferID: "t-3", FromWalletID: "bank-usd", ToWalletID: "w-1", Amount: 700, Currency: "USD", Kind: contract.KindDeposit},
+	}}
+	batchReversal := contract.TransferBatchReversed{BatchReversalID: "br-1", BatchID: "b-1", CreatedAt: at, Reversals: []contract.BatchLegReversal{
+		{ReversalID: "r-1", TransferID: "t-1", FromWalletID: "w-2", ToWalletID: "w-1", Amount: 1000, Currency: "EUR"},
+	}}
 	posted := contract.TransferPosted{TransferID: "t-1", SourceEventID: "e-1", EntryID: "01a22e0f-2372-76a7-a215-8cada9317c9a", PostedAt: at}
 	valid := map[string][]any{
 		contract.TypeTransferCompleted: {transfer.AsVersion(contract.TypeTransferCompleted)},
@@ -70,6 +78,12 @@ func TestProducedEventsMatchTheirSchema(t *testing.T) {
 		contract.TypeHoldCaptured: {contract.HoldCaptured{HoldID: "h-1", TransferID: "t-2", WalletID: "w-1", ToWalletID: "w-3",
 			Amount: 9, CapturedAmount: 7, Currency: "EUR", CreatedAt: at}},
 		contract.TypeHoldVoided: {contract.HoldVoided{HoldID: "h-1", WalletID: "w-1", Amount: 9, Currency: "EUR", Reason: contract.VoidExpired, CreatedAt: at}},
+		contract.TypeTransferBatchCompleted: {batch, func() any {
+			bare := batch
+			bare.Metadata = nil
+			return bare
+		}()},
+		contract.TypeTransferBatchReversed: {batchReversal},
 	}
 	require.ElementsMatch(t, contract.EventTypes(), keys(valid), "a valid example of every produced type")
 	for typ, examples := range valid {
@@ -103,6 +117,10 @@ func TestSchemasRefuseInvalidEvents(t *testing.T) {
 		{contract.TypeHoldPlaced, `{"hold_id":"h","wallet_id":"w","amount":-3,"currency":"EUR","expires_at":"2026-11-30T12:00:00Z","created_at":"2026-11-30T12:00:00Z"}`},
 		{contract.TypeHoldCaptured, `{"hold_id":"h","wallet_id":"w","amount":3,"currency":"EUR","created_at":"2026-11-30T12:00:00Z"}`},
 		{contract.TypeHoldVoided, `{"hold_id":"h","wallet_id":"w","amount":3,"currency":"EUR","reason":"bored","created_at":"2026-11-30T12:00:00Z"}`},
+		{contract.TypeTransferBatchCompleted, `{"batch_id":"b","transfers":[],"created_at":"2026-11-30T12:00:00Z"}`},
+		{contract.TypeTransferBatchCompleted, `{"batch_id":"b","transfers":[{"transfer_id":"t","from_wallet_id":"a","to_wallet_id":"b","amount":1,"currency":"EUR"}],"created_at":"2026-11-30T12:00:00Z"}`},
+		{contract.TypeTransferBatchCompleted, `{"batch_id":"b","transfers":[{"transfer_id":"t","from_wallet_id":"a","to_wallet_id":"b","amount":1,"currency":"EUR","kind":"transfer","metadata":{"k":"v"}}],"created_at":"2026-11-30T12:00:00Z"}`},
+		{contract.TypeTransferBatchReversed, `{"batch_reversal_id":"r","batch_id":"b","reversals":[{"reversal_id":"r1","transfer_id":"t","from_wallet_id":"a","to_wallet_id":"b","amount":0,"currency":"EUR"}],"created_at":"2026-11-30T12:00:00Z"}`},
 	} {
 		require.Error(t, validateJSON(t, compileSchema(t, tc.typ), []byte(tc.data)), "%s %s", tc.typ, tc.data)
 	}
