@@ -6,12 +6,17 @@ GO       ?= go
 BIN      := bin
 PACKAGES := ./... ./tools/...
 
-.PHONY: docs run test test-race vulncheck fuzz chaos chaos-short soak soak-short bench peer-watermill build generate check-generate vet check-deploy fmt-check ci clean
+.PHONY: docs run test test-race vulncheck fuzz chaos chaos-short soak soak-short bench peer-watermill build generate check-generate vet check-deploy lint-openapi fmt-check ci clean
 
 ## run: both services in the foreground against the local PostgreSQL and NATS (starts a
-## JetStream server of its own when none answers); Ctrl-C stops them gracefully.
-run: build
-	$(GO) run ./tools/cmd/devrun $(BIN)/wallet $(BIN)/gl
+## JetStream server of its own when none answers); Ctrl-C stops them gracefully. It says what it
+## does: the first build downloads and compiles every dependency, which takes minutes.
+run:
+	@echo "make run: building wallet, gl and devrun into $(BIN)/ (the first build takes a couple of minutes)…"
+	@$(MAKE) --no-print-directory build
+	@$(GO) build -o $(BIN)/devrun ./tools/cmd/devrun
+	@echo "make run: starting devrun, which runs both services"
+	@$(BIN)/devrun $(BIN)/wallet $(BIN)/gl
 
 ## test: every test of both modules against the real PostgreSQL and JetStream (TEST_DATABASE_URL,
 ## TEST_NATS_URL), including the slow ones a plain `go test ./...` leaves out (build tag slow).
@@ -99,6 +104,13 @@ check-deploy:
 	$(PROMTOOL) check config --syntax-only deploy/prometheus/prometheus.yml
 	PROMTOOL=$(PROMTOOL) $(GO) test -count=1 -run 'Dashboard|AlertRules|CheckOfNames' ./internal/metrics
 
+## lint-openapi: both OpenAPI documents with Redocly CLI (npm, pinned; needs Node.js 20 or later
+## and the npm registry or its cache): its recommended rules as errors (redocly.yaml).
+REDOCLY ?= npx --yes @redocly/cli@2.77.0
+OPENAPI := internal/wallet/httpapi/openapi.json internal/gl/httpapi/openapi.json
+lint-openapi:
+	$(REDOCLY) lint $(OPENAPI)
+
 ## vulncheck: known vulnerabilities in the code's call graph (govulncheck, a Go tool in go.mod).
 ## It needs the vulnerability database at vuln.go.dev (or VULNDB=file:///path to a local copy);
 ## where neither answers it says so and passes, since it cannot give a verdict.
@@ -119,7 +131,7 @@ fmt-check:
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; test -z "$$out" || (echo "not gofmt-formatted:" >&2; echo "$$out" >&2; exit 1)
 
 ## ci: what .ci/run runs.
-ci: check-generate fmt-check vet check-deploy test chaos-short
+ci: check-generate fmt-check vet check-deploy lint-openapi test chaos-short
 
 clean:
 	rm -rf $(BIN) .run

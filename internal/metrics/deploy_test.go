@@ -42,6 +42,8 @@ func exposed(t *testing.T) map[string]map[string]bool {
 	// every family; the check below makes sure none was forgotten.
 	m.Relay.Published(2, 1, time.Millisecond)
 	m.Relay.PublishError("broker")
+	m.Relay.Stream(StreamState{Name: "WALLET_EVENTS", Messages: 5, Bytes: 5120, MaxMessages: -1, MaxBytes: 1 << 30},
+		[]ReaderState{{Name: "gl", Pending: 2, AckPending: 1, Redelivered: 1}})
 	m.Consumer.Processed("TransferCompleted.v1", 1, 1)
 	m.Consumer.Failed("malformed")
 	m.Consumer.Pending(3)
@@ -109,6 +111,8 @@ var (
 	selector   = regexp.MustCompile(`(walletgl_[a-zA-Z0-9_]*)\s*\{([^}]*)\}`)
 	matcher    = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)\s*(?:=~|!~|!=|=)`)
 	grouping   = regexp.MustCompile(`\b(?:by|without)\s*\(([^)]*)\)`)
+	// instanceScoped is every use of a walletgl_ metric, with its matchers when it has any.
+	instanceScoped = regexp.MustCompile(`(walletgl_[a-zA-Z0-9_]*)(\{[^}]*\})?`)
 )
 
 // problems lists what expr names that the services do not expose: a walletgl_ name, a label
@@ -218,9 +222,11 @@ func TestDashboard(t *testing.T) {
 	d := readDashboard(t)
 	require.GreaterOrEqual(t, d.SchemaVersion, 36)
 	require.NotEmpty(t, d.UID)
-	require.Len(t, d.Templating.List, 1)
+	require.Len(t, d.Templating.List, 2)
 	require.Equal(t, []string{"datasource", "datasource", "prometheus"},
 		[]string{d.Templating.List[0].Name, d.Templating.List[0].Type, d.Templating.List[0].Query}, "a Prometheus data source variable")
+	require.Equal(t, []string{"instance", "query"}, []string{d.Templating.List[1].Name, d.Templating.List[1].Type}, "an instance variable")
+	require.Empty(t, problems(d.Templating.List[1].Query, known), "the instance variable's query")
 
 	ids := map[int]bool{}
 	var walk func([]panel)
@@ -249,6 +255,9 @@ func TestDashboard(t *testing.T) {
 		for _, expr := range exprs {
 			n++
 			require.Empty(t, problems(expr, known), "panel %q: %s", title, expr)
+			for _, sel := range instanceScoped.FindAllStringSubmatch(expr, -1) {
+				require.Contains(t, sel[2], `instance=~"$instance"`, "panel %q: %s is narrowed to the chosen instances", title, sel[1])
+			}
 			for _, name := range metricName.FindAllString(expr, -1) {
 				used[name] = true
 			}
@@ -260,6 +269,9 @@ func TestDashboard(t *testing.T) {
 		"walletgl_outbox_rows", "walletgl_outbox_oldest_pending_seconds", "walletgl_outbox_oldest_unacknowledged_seconds",
 		"walletgl_consumer_pending_messages", "walletgl_consumer_failed_total", "walletgl_inbox_duplicates_total",
 		"walletgl_relay_publish_errors_total", "walletgl_http_requests_total", "walletgl_http_request_seconds_bucket",
+		"walletgl_stream_messages", "walletgl_stream_max_messages", "walletgl_stream_bytes", "walletgl_stream_max_bytes",
+		"walletgl_stream_consumer_pending_messages", "walletgl_stream_consumer_ack_pending_messages",
+		"walletgl_stream_consumer_redelivered_messages", "walletgl_relay_held_back",
 	} {
 		require.True(t, used[name], "the dashboard shows %s", name)
 	}

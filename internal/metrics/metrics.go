@@ -109,6 +109,43 @@ type Relay struct {
 	seconds     *prometheus.HistogramVec
 	republished *prometheus.CounterVec
 	heldBack    *prometheus.GaugeVec
+	stream      streamGauges
+}
+
+// streamGauges are the broker's figures of a relay's stream and of the durable consumers that
+// read it, as the relay's last look at its room read them.
+type streamGauges struct {
+	messages, bytes, maxMessages, maxBytes *prometheus.GaugeVec // by stream
+	pending, ackPending, redelivered       *prometheus.GaugeVec // by stream and consumer
+}
+
+func newStreamGauges(f factory) streamGauges {
+	return streamGauges{
+		messages:    f.gauge("walletgl_stream_messages", "Messages the relay's stream holds (JetStream state.messages).", "stream"),
+		bytes:       f.gauge("walletgl_stream_bytes", "Bytes the relay's stream holds (JetStream state.bytes).", "stream"),
+		maxMessages: f.gauge("walletgl_stream_max_messages", "The relay's stream's message limit (-1: none).", "stream"),
+		maxBytes:    f.gauge("walletgl_stream_max_bytes", "The relay's stream's byte limit, EVENTS_STREAM_MAX_BYTES (-1: none).", "stream"),
+		pending: f.gauge("walletgl_stream_consumer_pending_messages",
+			"Messages of the relay's stream a durable consumer reading it has not been delivered yet (num_pending).", "stream", "consumer"),
+		ackPending: f.gauge("walletgl_stream_consumer_ack_pending_messages",
+			"Messages of the relay's stream delivered to a durable consumer and not acknowledged yet (num_ack_pending).", "stream", "consumer"),
+		redelivered: f.gauge("walletgl_stream_consumer_redelivered_messages",
+			"Messages of the relay's stream delivered to a durable consumer more than once and not acknowledged yet (num_redelivered).", "stream", "consumer"),
+	}
+}
+
+// StreamState is what the broker said of a relay's stream at one look.
+type StreamState struct {
+	Name                  string
+	Messages, Bytes       uint64
+	MaxMessages, MaxBytes int64 // -1: no limit
+}
+
+// ReaderState is what the broker said of one durable consumer reading a relay's stream.
+type ReaderState struct {
+	Name                    string
+	Pending                 uint64
+	AckPending, Redelivered int
 }
 
 func newRelay(f factory) *Relay {
@@ -118,6 +155,7 @@ func newRelay(f factory) *Relay {
 		seconds:     f.histogram("walletgl_relay_publish_seconds", "Time of a publish round, from the first send to the last PubAck.", latencyBuckets),
 		republished: f.counter("walletgl_relay_republished_total", "Re-publishes of rows whose message the stream no longer held (aged out, pushed out, purged, lost)."),
 		heldBack:    f.gauge("walletgl_relay_held_back", "1 while the relay holds rows back in the outbox because the events its stream's consumer has not read fill their share of EVENTS_STREAM_MAX_BYTES, else 0."),
+		stream:      newStreamGauges(f),
 	}
 	r.heldBack.WithLabelValues().Set(0)
 	zero(r.errors, "message", "broker", "timeout")
@@ -153,6 +191,24 @@ func (r *Relay) HeldBack(held bool) {
 		v = 1
 	}
 	r.heldBack.WithLabelValues().Set(v)
+}
+
+// Stream records the broker's figures of the relay's stream and of the durable consumers that
+// read it (a reader the broker does not know is left out).
+func (r *Relay) Stream(st StreamState, readers []ReaderState) {
+	if r == nil {
+		return
+	}
+	g := r.stream
+	g.messages.WithLabelValues(st.Name).Set(float64(st.Messages))
+	g.bytes.WithLabelValues(st.Name).Set(float64(st.Bytes))
+	g.maxMessages.WithLabelValues(st.Name).Set(float64(st.MaxMessages))
+	g.maxBytes.WithLabelValues(st.Name).Set(float64(st.MaxBytes))
+	for _, c := range readers {
+		g.pending.WithLabelValues(st.Name, c.Name).Set(float64(c.Pending))
+		g.ackPending.WithLabelValues(st.Name, c.Name).Set(float64(c.AckPending))
+		g.redelivered.WithLabelValues(st.Name, c.Name).Set(float64(c.Redelivered))
+	}
 }
 
 // PublishError records a failed publish.

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"walletgl/internal/metrics"
 )
 
 // UnreadShare is the share of a stream's byte limit (EVENTS_STREAM_MAX_BYTES) that events no
@@ -101,7 +103,8 @@ func (s *streamRoom) refund(n int) {
 // readRoom looks at the relay's stream and at each durable consumer that reads it: the
 // stream's byte limit, its mean message size, and how many messages the slowest reader has
 // not acknowledged yet (delivered and unacknowledged, and not yet delivered). A reader the
-// broker does not know has read nothing: every message in the stream is unread to it.
+// broker does not know has read nothing: every message in the stream is unread to it. What it
+// read is the broker's figures in /metrics (walletgl_stream_*).
 func (r *Relay) readRoom(ctx context.Context) (roomState, error) {
 	name := r.topo.StreamName(r.cfg.Source)
 	stream, err := r.js.Stream(ctx, name)
@@ -113,6 +116,7 @@ func (r *Relay) readRoom(ctx context.Context) (roomState, error) {
 	if info.State.Msgs > 0 {
 		st.perMsg = max(int64(info.State.Bytes/info.State.Msgs), 1)
 	}
+	var readers []metrics.ReaderState
 	for _, reader := range r.topo.Readers(r.cfg.Source) {
 		cons, err := stream.Consumer(ctx, reader)
 		switch {
@@ -123,8 +127,11 @@ func (r *Relay) readRoom(ctx context.Context) (roomState, error) {
 		default:
 			ci := cons.CachedInfo()
 			st.unread = max(st.unread, ci.NumPending+uint64(ci.NumAckPending))
+			readers = append(readers, metrics.ReaderState{Name: reader, Pending: ci.NumPending, AckPending: ci.NumAckPending, Redelivered: ci.NumRedelivered})
 		}
 	}
+	r.cfg.Metrics.Stream(metrics.StreamState{Name: name, Messages: info.State.Msgs, Bytes: info.State.Bytes,
+		MaxMessages: info.Config.MaxMsgs, MaxBytes: info.Config.MaxBytes}, readers)
 	return st, nil
 }
 

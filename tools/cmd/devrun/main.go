@@ -1,5 +1,6 @@
 // Command devrun is `make run`: both services in the foreground against the local PostgreSQL
-// and NATS, their logs interleaved and labelled. Where no NATS server answers, it runs a
+// and NATS, their logs interleaved and labelled, with a line of its own for each step (migrate
+// and keys, start, ready at which URLs). Where no NATS server answers, it runs a
 // JetStream server of its own (store under .run/nats) for as long as it runs. Before the
 // services start, it migrates their databases and makes (or reuses) a local API key with admin
 // for each, printing them as one line: export WALLET_API_KEY=… GL_API_KEY=…, a GL key with
@@ -11,9 +12,11 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -63,6 +66,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		env = append(env, "LOG_FORMAT="+consoleFormat(stdout))
 	}
 	bins := map[string]string{"wallet": args[0], "gl": args[1]}
+	out.say("migrating the databases and making the local API and event signing keys…")
 	keys, err := ensureKeys(ctx, bins, env)
 	if err != nil {
 		return fmt.Errorf("set up local API keys: %w", err)
@@ -78,6 +82,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	// The wallet's console traces transfers through the GL's API with a GL key of its own,
 	// which only reads.
 	serviceEnv := map[string][]string{"wallet": {"GL_API_KEY=" + keys[walletGLKey]}}
+	out.say("starting wallet (%s serve) and gl (%s serve)…", args[0], args[1])
+	out.say("%s", devMachineWarnings)
+	urls := serviceURLs(getenv)
 	g, gctx := errgroup.WithContext(ctx)
 	for i, bin := range args {
 		service := []string{"wallet", "gl"}[i]
@@ -86,11 +93,28 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			return runService(gctx, bin, label, slices.Concat(env, eventKeys[service], serviceEnv[service]), out)
 		})
 	}
+	g.Go(func() error {
+		if waitReady(gctx, urls...) {
+			out.say("ready at %s (wallet) and %s (gl); Ctrl-C stops both", urls[0], urls[1])
+		}
+		return nil
+	})
 	return g.Wait()
 }
 
-// printConsoles prints where each service's operator console is and which key opens it.
-func printConsoles(stdout io.Writer, getenv func(string) string) {
+// devMachineWarnings explains the warnings both services log at start on a developer machine,
+// where make run's defaults meet a local PostgreSQL.
+const devMachineWarnings = "the services warn below of one database role for migrations and service, of a superuser and of " +
+	"autovacuum off: expected on a developer machine, harmless here, and what to set in production " +
+	"(docs/development.md#the-warnings-of-make-run)"
+
+// say prints a line of devrun's own, labelled as the services' lines are.
+func (l *labelledWriter) say(format string, args ...any) {
+	l.line("devrun", fmt.Sprintf(format, args...))
+}
+
+// serviceURLs are the base URLs of the wallet's and the GL's HTTP APIs.
+func serviceURLs(getenv func(string) string) []string {
 	addr := func(name, def string) string {
 		if a := getenv(name); a != "" {
 			return a
@@ -103,8 +127,56 @@ func printConsoles(stdout io.Writer, getenv func(string) string) {
 		}
 		return "http"
 	}
-	fmt.Fprintf(stdout, "console: %s://%s/console/ (wallet: log in with $WALLET_API_KEY)  %s://%s/console/ (gl: log in with $GL_API_KEY)\n",
-		scheme("WALLET_TLS_CERT"), addr("WALLET_HTTP_ADDR", "127.0.0.1:8080"), scheme("GL_TLS_CERT"), addr("GL_HTTP_ADDR", "127.0.0.1:8081"))
+	return []string{
+		scheme("WALLET_TLS_CERT") + "://" + addr("WALLET_HTTP_ADDR", "127.0.0.1:8080"),
+		scheme("GL_TLS_CERT") + "://" + addr("GL_HTTP_ADDR", "127.0.0.1:8081"),
+	}
+}
+
+// readyPoll is how often waitReady asks each service's /readyz.
+const readyPoll = 200 * time.Millisecond
+
+// waitReady polls each URL's /readyz until every one answers 200, and reports whether they all
+// did before ctx ended.
+func waitReady(ctx context.Context, urls ...string) bool {
+	// A local probe of a local service, whose development certificate is self-signed.
+	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // a local probe, no data
+	}}
+	defer client.CloseIdleConnections()
+	ticker := time.NewTicker(readyPoll)
+	defer ticker.Stop()
+	for _, u := range urls {
+		for !ready(ctx, client, u+"/readyz") {
+			select {
+			case <-ctx.Done():
+				return false
+			case <-ticker.C:
+			}
+		}
+	}
+	return true
+}
+
+// ready reports whether url answers 200.
+func ready(ctx context.Context, client *http.Client, url string) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false
+	}
+	res, err := client.Do(req)
+	if err != nil {
+		return false
+	}
+	_, _ = io.Copy(io.Discard, res.Body)
+	_ = res.Body.Close()
+	return res.StatusCode == http.StatusOK
+}
+
+// printConsoles prints where each service's operator console is and which key opens it.
+func printConsoles(stdout io.Writer, getenv func(string) string) {
+	urls := serviceURLs(getenv)
+	fmt.Fprintf(stdout, "console: %s/console/ (wallet: log in with $WALLET_API_KEY)  %s/console/ (gl: log in with $GL_API_KEY)\n", urls[0], urls[1])
 }
 
 // consoleFormat is the log format for the services' output as devrun shows it on stdout:
