@@ -81,7 +81,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 		replicaWorkers = append(replicaWorkers, serve.Worker{Name: "replica staleness", Run: measure.Run})
 		log.Info().Dur("max_staleness", cfg.ReadMaxStaleness).Msg("ledger reads go to GL_READ_DATABASE_URL while it is within the bound")
 	}
-	cons, err := glConsole(deps, httpapi.Routed(ledger, replica), poster, guard, keys)
+	cons, err := glConsole(deps, httpapi.Routed(ledger, replica), poster, guard, keys, relay.MaxAttempts())
 	if err != nil {
 		return err
 	}
@@ -108,15 +108,16 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 
 // glConsole is the GL's operator console: its inbox (retry with the consumer's own poster), its
 // outbox of acknowledgments (to look at), and the ledger's reads.
-func glConsole(deps *serve.Deps, ledger httpapi.Ledger, poster inbox.Handler, guard *auth.Guard, keys *auth.Keys) (*console.Console, error) {
+func glConsole(deps *serve.Deps, ledger httpapi.Ledger, poster inbox.Handler, guard *auth.Guard, keys *auth.Keys, maxAttempts int) (*console.Console, error) {
 	in := inbox.New(events.ConsumerGL, poster)
+	ops := admin.New(deps.Pool)
 	ev := console.Events{
-		Admin: admin.New(deps.Pool), Audit: keys,
+		Admin: ops, Audit: keys,
 		Retry: func(ctx context.Context, ids ...string) []inbox.Retried { return in.Retry(ctx, deps.Pool, ids...) },
-		View:  httpapi.ScopeLedgerRead, RetryScope: httpapi.ScopeInboxAdmin,
+		View:  httpapi.ScopeLedgerRead, RetryScope: httpapi.ScopeInboxAdmin, MaxAttempts: maxAttempts,
 	}
 	books := httpapi.Books{Ledger: ledger, Scope: httpapi.ScopeLedgerRead}
-	return console.New(console.Config{Service: "gl", Guard: guard, Metrics: deps.Metrics, Pages: slices.Concat(ev.Pages(), books.Pages())})
+	return console.New(console.Config{Service: "gl", Guard: guard, Metrics: deps.Metrics, Pages: slices.Concat(ev.Pages(), books.Pages()), Health: ops.Health})
 }
 
 func migrateCmd(ctx context.Context, env cli.Env, args []string) error {

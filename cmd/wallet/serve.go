@@ -69,7 +69,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}
-	cons, err := walletConsole(cfg, deps, store, guard, keys)
+	cons, err := walletConsole(cfg, deps, store, guard, keys, relay.MaxAttempts())
 	if err != nil {
 		return err
 	}
@@ -97,7 +97,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 // walletConsole is the wallet's operator console: its outbox and inbox (requeue, retry), and
 // its transfers traced through the GL's API (GL_URL, GL_API_KEY), whose metrics also give the
 // pipeline header its commit → posted latency.
-func walletConsole(cfg *Config, deps *serve.Deps, store *postgres.Store, guard *auth.Guard, keys *auth.Keys) (*console.Console, error) {
+func walletConsole(cfg *Config, deps *serve.Deps, store *postgres.Store, guard *auth.Guard, keys *auth.Keys, maxAttempts int) (*console.Console, error) {
 	glAPI := glapi.New(cfg.GLURL, cfg.GLAPIKey)
 	in := inbox.New(events.ConsumerWallet, postgres.NewAcknowledgments())
 	ops := admin.New(deps.Pool)
@@ -105,11 +105,13 @@ func walletConsole(cfg *Config, deps *serve.Deps, store *postgres.Store, guard *
 		Admin: ops, Audit: keys,
 		Retry: func(ctx context.Context, ids ...string) []inbox.Retried { return in.Retry(ctx, deps.Pool, ids...) },
 		View:  httpapi.ScopeOutboxAdmin, Requeue: httpapi.ScopeOutboxAdmin, RetryScope: httpapi.ScopeInboxAdmin,
+		MaxAttempts: maxAttempts, TracePath: "/console/transfers/",
 	}
-	trace := httpapi.Trace{Transfers: store, Admin: ops, GL: glAPI, Stream: deps.Topology.StreamName(contract.SourceWallet), Scope: httpapi.ScopeTransfersRead}
+	trace := httpapi.Trace{Transfers: store, Admin: ops, GL: glAPI, Stream: deps.Topology.StreamName(contract.SourceWallet), Scope: httpapi.ScopeTransfersRead,
+		Requeue: httpapi.ScopeOutboxAdmin, MaxAttempts: maxAttempts}
 	return console.New(console.Config{
 		Service: "wallet", Guard: guard, Metrics: deps.Metrics, Pages: slices.Concat(ev.Pages(), trace.Pages()),
-		RemoteTotals: glAPI.Totals,
+		RemoteTotals: glAPI.Totals, Health: ops.Health,
 	})
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"walletgl/internal/auth"
+	"walletgl/internal/events/admin"
 	"walletgl/internal/metrics"
 	"walletgl/internal/problem"
 	"walletgl/internal/web"
@@ -41,6 +42,9 @@ type Config struct {
 	// RemoteTotals, when set, reads the other service's metrics for the pipeline header's
 	// commit→posted latency (the wallet asks the GL, which records it).
 	RemoteTotals func(ctx context.Context) (metrics.Totals, error)
+	// Health, when set, counts the rows that need a look for every page's header (admin.Admin's
+	// Health on the service's database).
+	Health func(ctx context.Context) (admin.Health, error)
 }
 
 // Page is one route of the console: its pattern on the mux ("GET /console/outbox"), the scope

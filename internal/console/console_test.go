@@ -48,8 +48,9 @@ func setup(t *testing.T) *testBundle {
 		Admin: admin.New(pool), Audit: keys,
 		Retry: func(ctx context.Context, ids ...string) []inbox.Retried { return in.Retry(ctx, pool, ids...) },
 		View:  "outbox:admin", Requeue: "outbox:admin", RetryScope: "inbox:admin",
+		MaxAttempts: 10, TracePath: "/console/transfers/",
 	}
-	c, err := console.New(console.Config{Service: "wallet", Guard: guard, Metrics: metrics.New("wallet"), Pages: ev.Pages()})
+	c, err := console.New(console.Config{Service: "wallet", Guard: guard, Metrics: metrics.New("wallet"), Pages: ev.Pages(), Health: ev.Admin.Health})
 	require.NoError(t, err)
 	mux := http.NewServeMux()
 	mux.Handle("/console/", c)
@@ -249,7 +250,7 @@ func TestARequeueNeedsTheSessionsTokenAndAConfirmation(t *testing.T) {
 	done := b.post(t, c, "/console/outbox/requeue", url.Values{"csrf": {token}, "id": {id.String()}, "confirm": {"yes"},
 		"back": {"https://evil.example/"}}, "Origin", b.srv.URL)
 	require.Equal(t, http.StatusSeeOther, done.status)
-	require.Equal(t, "/console/outbox?status=dead_letter", done.header.Get("Location"), "a form returns only within the console")
+	require.Equal(t, "/console/outbox", done.header.Get("Location"), "a form returns only within the console")
 	requireStatus(t, b.pool, id, "pending")
 	after := b.get(t, c, "/console/outbox?status=dead_letter")
 	require.Contains(t, after.body, "Requeued 1 of 1 outbox rows.")

@@ -27,6 +27,11 @@ type Events struct {
 	Audit Auditor
 	// The scopes: to look, to requeue outbox rows ("": no requeue offered), to retry inbox rows.
 	View, Requeue, RetryScope auth.Scope
+	// MaxAttempts is the relay's EVENTS_MAX_ATTEMPTS: a row's attempts are shown "4 of 10".
+	MaxAttempts int
+	// TracePath, when set, is the page that traces an outbox row's aggregate (its id appended):
+	// every row links there, whatever its event type.
+	TracePath string
 }
 
 // Auditor records an administrative action (auth.Keys does, in the audit trail).
@@ -41,7 +46,7 @@ const PageSize = 50
 func (e Events) Pages() []Page {
 	pages := []Page{
 		{Pattern: "GET /console/{$}", Scope: e.View, Nav: "Overview", Path: "/console/", Func: e.home},
-		{Pattern: "GET /console/outbox", Scope: e.View, Nav: "Outbox", Path: "/console/outbox?status=dead_letter", Func: e.outboxList},
+		{Pattern: "GET /console/outbox", Scope: e.View, Nav: "Outbox", Path: "/console/outbox", Func: e.outboxList},
 		{Pattern: "GET /console/outbox/{id}", Scope: e.View, Func: e.outboxRow},
 		{Pattern: "GET /console/inbox", Scope: e.View, Nav: "Inbox", Path: "/console/inbox?status=failed", Func: e.inboxList},
 		{Pattern: "GET /console/inbox/{id}", Scope: e.View, Func: e.inboxRow},
@@ -55,6 +60,8 @@ func (e Events) Pages() []Page {
 
 // overview is the counts of both tables, the home page's and the lists' live part.
 type overview struct {
+	Rows          rowLinks
+	MaxAttempts   int
 	Outbox        admin.OutboxStats
 	OutboxStatus  []string
 	Inbox         admin.InboxStats
@@ -67,7 +74,7 @@ type overview struct {
 }
 
 func (e Events) overview(ctx context.Context) (overview, error) {
-	o := overview{OutboxStatus: contract.OutboxStatuses, InboxStatus: contract.InboxStatuses, Reasons: contract.FailureReasons,
+	o := overview{Rows: e.rowLinks(), MaxAttempts: e.MaxAttempts, OutboxStatus: contract.OutboxStatuses, InboxStatus: contract.InboxStatuses, Reasons: contract.FailureReasons,
 		CanRequeue: e.Requeue != "", RequeueStatus: contract.RequeueStatuses}
 	var err error
 	if o.Outbox, err = e.Admin.OutboxStats(ctx); err != nil {
@@ -115,10 +122,55 @@ type listData struct {
 	NextURL    string
 	FirstURL   string
 	Action     bool // rows of this status can be requeued / retried
+	// Filters are the outbox page's status links: every row not acknowledged, each status, all.
+	Filters []filterLink
+}
+
+// filterLink is one status filter of the outbox page.
+type filterLink struct {
+	Status, URL string
+	Current     bool
+}
+
+// outboxFilters are the outbox page's status links, keeping the text filter.
+func outboxFilters(b admin.Browse) []filterLink {
+	out := make([]filterLink, 0, len(admin.OutboxBrowseStatuses))
+	for _, s := range admin.OutboxBrowseStatuses {
+		q := url.Values{"status": {s}}
+		if b.Filter != "" {
+			q.Set("q", b.Filter)
+		}
+		out = append(out, filterLink{Status: s, URL: "/console/outbox?" + q.Encode(), Current: s == b.Status})
+	}
+	return out
+}
+
+// rowLinks is how a page links an outbox row's aggregate to its trace.
+type rowLinks struct {
+	TracePath string // "": the service has no trace page
+}
+
+// Trace is the trace page of an aggregate id, or "" when there is none.
+func (l rowLinks) Trace(aggregateID string) string {
+	if l.TracePath == "" || aggregateID == "" {
+		return ""
+	}
+	return l.TracePath + url.PathEscape(aggregateID)
+}
+
+func (e Events) rowLinks() rowLinks { return rowLinks{TracePath: e.TracePath} }
+
+// actionable says whether the outbox rows a page lists may carry requeue checkboxes: a
+// requeue is offered and the page can hold failed or dead_letter rows.
+func (e Events) actionable(status string) bool {
+	if e.Requeue == "" {
+		return false
+	}
+	return contains(contract.RequeueStatuses, status) || status == admin.BrowseUnacknowledged || status == admin.BrowseAll
 }
 
 func (e Events) outboxList(ctx context.Context, req *Request) (View, error) {
-	b, err := browseOf(req, "dead_letter")
+	b, err := browseOf(req, admin.BrowseUnacknowledged)
 	if err != nil {
 		return View{}, err
 	}
@@ -130,7 +182,7 @@ func (e Events) outboxList(ctx context.Context, req *Request) (View, error) {
 	if err != nil {
 		return View{}, adminError(err)
 	}
-	d := listData{overview: o, Browse: b, OutboxRows: page.Rows, Action: e.Requeue != "" && contains(contract.RequeueStatuses, b.Status)}
+	d := listData{overview: o, Browse: b, OutboxRows: page.Rows, Action: e.actionable(b.Status), Filters: outboxFilters(b)}
 	d.NextURL, d.FirstURL = pageURLs("/console/outbox", b, page.Next)
 	return View{Template: "outbox", Title: "Outbox: " + b.Status, Data: d}, nil
 }
@@ -168,9 +220,14 @@ func pageURLs(path string, b admin.Browse, next string) (string, string) {
 }
 
 type outboxRowData struct {
-	Row        admin.OutboxRow
-	CanRequeue bool
+	Row         admin.OutboxRow
+	CanRequeue  bool
+	MaxAttempts int
+	Rows        rowLinks
 }
+
+// Requeuable says whether an outbox row in status may be requeued.
+func Requeuable(status string) bool { return contains(contract.RequeueStatuses, status) }
 
 func (e Events) outboxRow(ctx context.Context, req *Request) (View, error) {
 	id, err := uuid.Parse(req.PathValue("id"))
@@ -182,7 +239,7 @@ func (e Events) outboxRow(ctx context.Context, req *Request) (View, error) {
 		return View{}, adminError(err)
 	}
 	return View{Template: "outbox_row", Title: "Outbox row " + id.String(), Data: outboxRowData{
-		Row: row, CanRequeue: e.Requeue != "" && contains(contract.RequeueStatuses, row.Status),
+		Row: row, CanRequeue: e.Requeue != "" && Requeuable(row.Status), MaxAttempts: e.MaxAttempts, Rows: e.rowLinks(),
 	}}, nil
 }
 
@@ -235,11 +292,11 @@ func (e Events) requeue(ctx context.Context, req *Request) (View, error) {
 	if err != nil {
 		return View{}, problem.Newf(errInvalid, "%s", err.Error())
 	}
-	back := backTo(req.Form.Get("back"), "/console/outbox?status=dead_letter")
+	back := backTo(req.Form.Get("back"), "/console/outbox")
 	if req.Form.Get("confirm") != "yes" {
 		return View{Template: "confirm", Title: "Requeue outbox rows", Data: confirmData{
 			Action: "/console/outbox/requeue", Verb: "Requeue", What: "outbox rows", IDs: raw, Back: back,
-			Explain: "Each row goes back to pending with its attempts reset; the relay publishes it again under the same id, and the consumer's inbox makes sure it is applied once. Rows that are not failed or dead_letter are refused.",
+			Explain: "Each row goes back to pending with its attempts reset (its attempt history keeps every error); the relay publishes it again under the same id, and the consumer's inbox makes sure it is applied once. Rows that are not failed or dead_letter are refused.",
 		}}, nil
 	}
 	out, err := e.Admin.RequeueOutbox(ctx, ids...)

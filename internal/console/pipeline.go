@@ -22,21 +22,22 @@ type pipeline struct {
 
 	mu           sync.Mutex
 	older, newer metrics.Totals // readings at least rateWindow apart, for the rates
-	remoteOlder  metrics.Totals
-	remoteNewer  metrics.Totals
 	remoteLast   metrics.Totals
+	latencies    []metrics.Totals // readings of the latency's source over the last latencyWindow, oldest first
 }
 
 // pipelineView is the header as shown.
 type pipelineView struct {
 	Published  string // events this service's relay had the broker store, per second
 	Processed  string // events this service's consumer applied, per second
-	Latency    string // commit → posted, mean over the window (or since start)
-	LatencyFor string // what the latency covers
+	Latency    string // commit → posted, latencyQuantile over the window
+	LatencyFor string // what the latency covers, shown beside it: "p99 over the last 5m0s"
 	Pending    string // messages the consumer has not been delivered yet
 	Oldest     string // the oldest unacknowledged outbox row's age
-	Stale      bool   // the metrics could not be read
+	OldestAge  time.Duration
+	Stale      bool // the metrics could not be read
 	At         string
+	Health     *healthView // the rows that need a look; nil for a key that may not see them
 }
 
 func newPipeline(m *metrics.Metrics, remote func(context.Context) (metrics.Totals, error)) *pipeline {
@@ -59,9 +60,10 @@ func (p *pipeline) read(ctx context.Context) pipelineView {
 		Processed: perSecond(cur.Processed-older.Processed, cur.At.Sub(older.At)),
 		Pending:   fmt.Sprintf("%.0f", cur.Pending),
 		Oldest:    formatAge(cur.OldestUnacked),
+		OldestAge: cur.OldestUnacked,
 		At:        cur.At.UTC().Format("15:04:05Z"),
 	}
-	latencySource, latencyOlder := cur, older
+	latencySource := cur
 	if p.remote != nil {
 		remote, err := p.readRemote(ctx)
 		if err != nil {
@@ -69,10 +71,32 @@ func (p *pipeline) read(ctx context.Context) pipelineView {
 			v.Latency, v.LatencyFor = "—", "the GL's metrics cannot be read with GL_API_KEY (needs metrics:read)"
 			return v
 		}
-		latencySource, latencyOlder = remote, p.advance(&p.remoteOlder, &p.remoteNewer, remote)
+		latencySource = remote
 	}
-	v.Latency, v.LatencyFor = latency(latencySource, latencyOlder)
+	v.Latency, v.LatencyFor = latency(latencySource, p.windowStart(latencySource))
 	return v
+}
+
+// latencyWindow is the span the header's commit → posted quantile covers, and latencyQuantile
+// the quantile.
+const (
+	latencyWindow   = 5 * time.Minute
+	latencyQuantile = 0.99
+)
+
+// windowStart records cur among the latency's readings (one per rateWindow at most, none older
+// than latencyWindow) and returns the oldest: the window's start (cur itself at the first).
+func (p *pipeline) windowStart(cur metrics.Totals) metrics.Totals {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if n := len(p.latencies); n == 0 || cur.At.Sub(p.latencies[n-1].At) >= rateWindow {
+		p.latencies = append(p.latencies, cur)
+	}
+	// Keep the newest reading at least latencyWindow old as the start, drop the ones before it.
+	for len(p.latencies) > 1 && cur.At.Sub(p.latencies[1].At) >= latencyWindow {
+		p.latencies = p.latencies[1:]
+	}
+	return p.latencies[0]
 }
 
 // advance records cur and returns the reading to measure rates from: the older of two kept at
@@ -97,18 +121,58 @@ func perSecond(delta float64, over time.Duration) string {
 	return fmt.Sprintf("%.1f/s", delta/over.Seconds())
 }
 
-// latency is the mean commit → posted time of the postings between the two readings, or of
-// all since the GL started when there were none.
-func latency(cur, older metrics.Totals) (string, string) {
-	if n := cur.PostedCount - older.PostedCount; n > 0 && cur.At.After(older.At) {
-		mean := time.Duration((cur.PostedSeconds - older.PostedSeconds) / float64(n) * float64(time.Second))
-		return formatAge(mean), fmt.Sprintf("mean of %d postings in the last %s", n, cur.At.Sub(older.At).Round(time.Second))
+// latency is the latencyQuantile of the commit → posted times of the postings between start
+// and cur (the histogram's buckets, interpolated within a bucket as Prometheus's
+// histogram_quantile does), with what it covers. No posting in the window says so: never a
+// figure of another span.
+func latency(cur, start metrics.Totals) (string, string) {
+	over := cur.At.Sub(start.At)
+	window := fmt.Sprintf("the last %s", over.Round(time.Second))
+	if over >= latencyWindow-rateWindow {
+		window = fmt.Sprintf("the last %s", latencyWindow)
 	}
-	if cur.PostedCount > 0 {
-		mean := time.Duration(cur.PostedSeconds / float64(cur.PostedCount) * float64(time.Second))
-		return formatAge(mean), fmt.Sprintf("mean of all %d postings since the GL started", cur.PostedCount)
+	label := fmt.Sprintf("p%.0f over %s", latencyQuantile*100, window)
+	if over <= 0 {
+		return "—", fmt.Sprintf("p%.0f over the last %s: from the next reading on", latencyQuantile*100, latencyWindow)
 	}
-	return "—", "no posting since the GL started"
+	n := cur.PostedCount - start.PostedCount
+	if n == 0 || cur.PostedCount < start.PostedCount {
+		return "—", fmt.Sprintf("no posting in %s", window)
+	}
+	q, ok := quantile(latencyQuantile, windowBuckets(cur.PostedBuckets, start.PostedBuckets), n)
+	if !ok {
+		return "—", label + ": above every bucket"
+	}
+	return formatAge(q), label
+}
+
+// windowBuckets are the cumulative bucket counts of the samples recorded between two readings.
+func windowBuckets(cur, start []metrics.Bucket) []metrics.Bucket {
+	out := make([]metrics.Bucket, len(cur))
+	for i, b := range cur {
+		out[i] = b
+		for _, s := range start {
+			if s.UpperBound == b.UpperBound && s.Count <= b.Count {
+				out[i].Count = b.Count - s.Count
+			}
+		}
+	}
+	return out
+}
+
+// quantile is the q-quantile of total samples in cumulative buckets, interpolated linearly
+// within its bucket; false when it lies above the highest bound.
+func quantile(q float64, buckets []metrics.Bucket, total uint64) (time.Duration, bool) {
+	rank := q * float64(total)
+	lower, below := 0.0, uint64(0)
+	for _, b := range buckets {
+		if float64(b.Count) >= rank && b.Count > below {
+			share := (rank - float64(below)) / float64(b.Count-below)
+			return time.Duration((lower + (b.UpperBound-lower)*share) * float64(time.Second)), true
+		}
+		lower, below = b.UpperBound, b.Count
+	}
+	return 0, false
 }
 
 // remoteEvery is how often the other service's metrics are read at most, whatever the number

@@ -66,6 +66,22 @@ var funcs = template.FuncMap{
 	"contains": func(list []string, s string) bool { return contains(list, s) },
 	"pathOnly": func(s string) string { p, _, _ := strings.Cut(s, "?"); return p },
 	"money":    formatMoney,
+	// requeuable: an outbox row of this status may be requeued.
+	"requeuable": Requeuable,
+	// attemptOf: a row's attempts against the relay's maximum, "attempt 4 of 10".
+	"attemptOf": attemptOf,
+}
+
+// attemptOf says how many of its publish attempts an outbox row used: "attempt 4 of 10", or
+// "no attempt yet"; without a known maximum, the count alone.
+func attemptOf(attempts int32, max int) string {
+	switch {
+	case attempts == 0:
+		return "no attempt yet"
+	case max > 0:
+		return fmt.Sprintf("attempt %d of %d", attempts, max)
+	}
+	return fmt.Sprintf("attempt %d", attempts)
 }
 
 // formatMoney renders an amount in minor units (an int64, or a total that prints its digits,
@@ -81,7 +97,7 @@ func formatMoney(amount any, currency string) string {
 }
 
 func parseViews() (*views, error) {
-	base, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/pipeline.html")
+	base, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/pipeline.html", "templates/health.html", "templates/history.html")
 	if err != nil {
 		return nil, fmt.Errorf("parse console layout: %w", err)
 	}
@@ -92,7 +108,7 @@ func parseViews() (*views, error) {
 	v := &views{byName: map[string]*template.Template{}}
 	for _, p := range pages {
 		name := strings.TrimSuffix(strings.TrimPrefix(p, "templates/"), ".html")
-		if name == "layout" || name == "pipeline" {
+		if name == "layout" || name == "pipeline" || name == "health" || name == "history" {
 			continue
 		}
 		t, err := template.Must(base.Clone()).ParseFS(templateFS, p)
@@ -138,7 +154,7 @@ func (c *Console) layout(r *http.Request, sess *session, v View) layoutData {
 	d := layoutData{Service: c.cfg.Service, Title: v.Title, Nav: c.nav, Path: r.URL.Path, Page: v.Data}
 	if sess != nil && sess.id != "" {
 		d.LoggedIn, d.User, d.CSRF, d.Flash = true, sess.keyName, sess.csrf, c.flashOf(sess)
-		d.Pipeline = c.pipeline.read(r.Context())
+		d.Pipeline = c.header(r.Context())
 	}
 	return d
 }

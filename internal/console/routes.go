@@ -31,7 +31,7 @@ func (c *Console) logout(_ context.Context, req *Request) (View, error) {
 
 // pipelineFragment is the pipeline header alone, which the script polls.
 func (c *Console) pipelineFragment(ctx context.Context, _ *Request) (View, error) {
-	return View{Template: "pipeline", Data: c.pipeline.read(ctx)}, nil
+	return View{Template: "pipeline", Data: c.header(ctx)}, nil
 }
 
 // handleLoginPage shows the login form, or goes to the console when the session is live.

@@ -69,7 +69,9 @@ func TestTheConsoleInARealBrowser(t *testing.T) {
 		shoot(t, bctx, shots, "wallet-overview")
 
 		row := chromedp.CSS(`table.rows a[href="/console/outbox/` + deadID + `"]`)
-		require.NoError(t, chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`nav a[href="/console/outbox?status=dead_letter"]`)), chromedp.WaitVisible(row)))
+		// The header's verdict counts the dead letter, coloured, and links to it.
+		require.NoError(t, chromedp.Do(bctx, chromedp.WaitVisible(chromedp.CSS(`a.hb.alert[data-health="outbox-dead_letter"]`))))
+		require.NoError(t, chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`a[data-health="outbox-dead_letter"]`)), chromedp.WaitVisible(row)))
 		shoot(t, bctx, shots, "wallet-outbox-dead-letter")
 		require.NoError(t, chromedp.Do(bctx, chromedp.Click(row), chromedp.WaitVisible(chromedp.CSS(`[data-field=status]`))))
 		requireText(t, bctx, `[data-field=status]`, "dead_letter")

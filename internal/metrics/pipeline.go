@@ -1,8 +1,11 @@
 package metrics
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"math"
+	"slices"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -20,6 +23,9 @@ type Totals struct {
 	// GL records it; zero in the wallet).
 	PostedCount   uint64
 	PostedSeconds float64
+	// PostedBuckets are its cumulative buckets, by upper bound (the +Inf one left out): what a
+	// quantile over a window is read from.
+	PostedBuckets []Bucket
 	Pending       float64       // walletgl_consumer_pending_messages
 	OldestUnacked time.Duration // walletgl_outbox_oldest_unacknowledged_seconds
 }
@@ -60,6 +66,7 @@ func TotalsOf(families []*dto.MetricFamily) Totals {
 			for _, m := range f.GetMetric() {
 				t.PostedCount += m.GetHistogram().GetSampleCount()
 				t.PostedSeconds += m.GetHistogram().GetSampleSum()
+				t.PostedBuckets = addBuckets(t.PostedBuckets, m.GetHistogram().GetBucket())
 			}
 		case "walletgl_consumer_pending_messages":
 			t.Pending = sumGauges(f)
@@ -84,4 +91,28 @@ func sumGauges(f *dto.MetricFamily) float64 {
 		n += m.GetGauge().GetValue()
 	}
 	return n
+}
+
+// Bucket is a histogram's cumulative bucket: the samples at or below UpperBound (seconds).
+type Bucket struct {
+	UpperBound float64
+	Count      uint64
+}
+
+// addBuckets adds a series' buckets to sum, bucket by bucket of the same bound (every series
+// of a histogram has the same bounds).
+func addBuckets(sum []Bucket, buckets []*dto.Bucket) []Bucket {
+	for _, b := range buckets {
+		if math.IsInf(b.GetUpperBound(), 1) {
+			continue
+		}
+		i := slices.IndexFunc(sum, func(s Bucket) bool { return s.UpperBound == b.GetUpperBound() })
+		if i < 0 {
+			sum = append(sum, Bucket{UpperBound: b.GetUpperBound()})
+			i = len(sum) - 1
+		}
+		sum[i].Count += b.GetCumulativeCount()
+	}
+	slices.SortFunc(sum, func(a, b Bucket) int { return cmp.Compare(a.UpperBound, b.UpperBound) })
+	return sum
 }

@@ -119,9 +119,16 @@ WHERE o.id = p.id
   AND o.lease_owner = @owner::text;
 
 -- name: MarkFailed :execrows
+-- MarkFailed records a refused publish: failed (retried at next_attempt_at) or, with the
+-- attempts used up, dead_letter, and the attempt with its error in the row's bounded history.
 UPDATE outbox
 SET status          = CASE WHEN attempts >= @max_attempts::int THEN 'dead_letter' ELSE 'failed' END,
     last_error      = @last_error::text,
+    attempt_history = outbox_history_push(attempt_history, jsonb_build_object(
+        'attempt', attempts,
+        'status', CASE WHEN attempts >= @max_attempts::int THEN 'dead_letter' ELSE 'failed' END,
+        'error', left(@last_error::text, 500),
+        'at', clock_timestamp())),
     next_attempt_at = @next_attempt_at::timestamptz,
     lease_owner     = NULL,
     lease_until     = NULL
@@ -149,6 +156,9 @@ WHERE o.id = locked.id
 UPDATE outbox
 SET status      = 'dead_letter',
     last_error  = 'lease expired with the maximum attempts used',
+    attempt_history = outbox_history_push(attempt_history, jsonb_build_object(
+        'attempt', attempts, 'status', 'dead_letter',
+        'error', 'lease expired with the maximum attempts used', 'at', clock_timestamp())),
     lease_owner = NULL,
     lease_until = NULL
 WHERE status = 'dispatching'
@@ -261,15 +271,21 @@ GROUP BY status
 ORDER BY status;
 
 -- name: RequeueOutbox :many
+-- RequeueOutbox and RequeueOutboxByStatus send rows back to pending with their attempts and last
+-- error reset; the history keeps what they were, with the requeue and the attempts it reset.
 UPDATE outbox
-SET status = 'pending', attempts = 0, last_error = NULL, next_attempt_at = NULL
+SET status = 'pending', attempts = 0, last_error = NULL, next_attempt_at = NULL,
+    attempt_history = outbox_history_push(attempt_history, jsonb_build_object(
+        'attempt', attempts, 'status', 'requeued', 'at', clock_timestamp()))
 WHERE id = ANY (@ids::uuid[])
   AND status IN ('failed', 'dead_letter')
 RETURNING id;
 
 -- name: RequeueOutboxByStatus :many
 UPDATE outbox
-SET status = 'pending', attempts = 0, last_error = NULL, next_attempt_at = NULL
+SET status = 'pending', attempts = 0, last_error = NULL, next_attempt_at = NULL,
+    attempt_history = outbox_history_push(attempt_history, jsonb_build_object(
+        'attempt', attempts, 'status', 'requeued', 'at', clock_timestamp()))
 WHERE status = @status
   AND status IN ('failed', 'dead_letter')
 RETURNING id;

@@ -21,3 +21,15 @@ FROM inbox
 WHERE status = 'failed'
 ORDER BY updated_at DESC, id DESC
 LIMIT 1;
+
+-- name: EventsHealth :one
+-- EventsHealth is the console header's verdict: the outbox's failed and dead_letter rows and
+-- the inbox's failed and waiting rows, each counted up to @cap (a count of @cap reads "at
+-- least"), each through its status's partial index (outbox_failed_idx, outbox_dead_letter_idx,
+-- inbox_failed_idx, inbox_waiting_idx), so that a header costs a few index pages however large
+-- the tables.
+SELECT
+    (SELECT count(*) FROM (SELECT 1 FROM outbox WHERE status = 'failed' LIMIT @cap::int) AS f)::bigint      AS outbox_failed,
+    (SELECT count(*) FROM (SELECT 1 FROM outbox WHERE status = 'dead_letter' LIMIT @cap::int) AS d)::bigint AS outbox_dead_letter,
+    (SELECT count(*) FROM (SELECT 1 FROM inbox WHERE status = 'failed' LIMIT @cap::int) AS i)::bigint       AS inbox_failed,
+    (SELECT count(*) FROM (SELECT 1 FROM inbox WHERE status = 'waiting' LIMIT @cap::int) AS w)::bigint      AS inbox_waiting;

@@ -67,6 +67,39 @@ type OutboxRow struct {
 	// TraceContext is the W3C traceparent of the span that wrote the row: its trace is the
 	// transfer's (docs/operations.md#traces). Empty when the row was written untraced.
 	TraceContext string `json:"trace_context,omitempty"`
+	// History is the row's refused publishes and requeues, oldest first (the newest
+	// MaxHistory): a requeue resets Attempts and LastError, never this.
+	History []Attempt `json:"attempt_history"`
+}
+
+// Attempt is one entry of an outbox row's history: a publish the broker refused (Status the one
+// it moved the row to, failed or dead_letter, with the Error) or an operator's requeue (Status
+// "requeued", Attempt the attempts it reset).
+type Attempt struct {
+	Attempt int32     `json:"attempt"`
+	Status  string    `json:"status"`
+	Error   string    `json:"error,omitempty"`
+	At      time.Time `json:"at"`
+}
+
+// MaxHistory is how many entries an outbox row's history keeps, the newest
+// (db/schema/events/00010).
+const MaxHistory = 20
+
+// StatusRequeued is the status of a requeue's entry in a row's history.
+const StatusRequeued = "requeued"
+
+// historyOf reads a row's attempt_history; a history that cannot be read is shown empty
+// rather than hiding the row.
+func historyOf(raw json.RawMessage) []Attempt {
+	out := []Attempt{}
+	if len(raw) == 0 {
+		return out
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return []Attempt{}
+	}
+	return out
 }
 
 // Refusal names an id that was not moved and why: its status, or "" when no such row exists.
@@ -411,6 +444,7 @@ func toOutboxRow(r eventsdb.Outbox) OutboxRow {
 		NextAttemptAt: r.NextAttemptAt, LeaseOwner: deref(r.LeaseOwner), LeaseUntil: r.LeaseUntil,
 		StreamSeq: r.StreamSeq, CreatedAt: r.CreatedAt, DispatchedAt: r.DispatchedAt,
 		AcknowledgedAt: r.AcknowledgedAt, UpdatedAt: r.UpdatedAt, Payload: r.Payload, TraceContext: deref(r.TraceContext),
+		History: historyOf(r.AttemptHistory),
 	}
 }
 

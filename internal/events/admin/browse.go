@@ -35,9 +35,21 @@ type InboxPage struct {
 	Next string
 }
 
-// BrowseOutbox returns a page of the outbox rows of b.Status.
+// The outbox browse's statuses beside the six of contract.OutboxStatuses: every row not
+// acknowledged (whatever its status), and every row.
+const (
+	BrowseUnacknowledged = "unacknowledged"
+	BrowseAll            = "all"
+)
+
+// OutboxBrowseStatuses are what Browse.Status may be for the outbox, in the order the console
+// offers them: the rows that need attention first, then each status, then all.
+var OutboxBrowseStatuses = append(append([]string{BrowseUnacknowledged}, contract.OutboxStatuses...), BrowseAll)
+
+// BrowseOutbox returns a page of the outbox rows of b.Status: one status, every row not
+// acknowledged (BrowseUnacknowledged) or every row (BrowseAll).
 func (a *Admin) BrowseOutbox(ctx context.Context, b Browse) (OutboxPage, error) {
-	if err := checkStatus(b.Status, contract.OutboxStatuses); err != nil {
+	if err := checkStatus(b.Status, OutboxBrowseStatuses); err != nil {
 		return OutboxPage{}, err
 	}
 	after := uuid.Nil
@@ -48,9 +60,7 @@ func (a *Admin) BrowseOutbox(ctx context.Context, b Browse) (OutboxPage, error) 
 		}
 	}
 	limit := clampLimit(b.Limit)
-	rows, err := eventsdb.New(a.db).BrowseOutbox(ctx, eventsdb.BrowseOutboxParams{
-		Status: b.Status, After: after, Filter: b.Filter, RowLimit: limit + 1, // one more: is there a next page?
-	})
+	rows, err := a.browseOutboxRows(ctx, b.Status, after, b.Filter, limit+1) // one more: is there a next page?
 	if err != nil {
 		return OutboxPage{}, fmt.Errorf("browse %s outbox rows: %w", b.Status, interpretError(err))
 	}
@@ -59,6 +69,18 @@ func (a *Admin) BrowseOutbox(ctx context.Context, b Browse) (OutboxPage, error) 
 		page.Next = page.Rows[len(page.Rows)-1].ID.String()
 	}
 	return page, nil
+}
+
+// browseOutboxRows runs the query of status, each read through its own index.
+func (a *Admin) browseOutboxRows(ctx context.Context, status string, after uuid.UUID, filter string, limit int32) ([]eventsdb.Outbox, error) {
+	q := eventsdb.New(a.db)
+	switch status {
+	case BrowseUnacknowledged:
+		return q.BrowseOutboxUnacknowledged(ctx, eventsdb.BrowseOutboxUnacknowledgedParams{After: after, Filter: filter, RowLimit: limit})
+	case BrowseAll:
+		return q.BrowseOutboxAll(ctx, eventsdb.BrowseOutboxAllParams{After: after, Filter: filter, RowLimit: limit})
+	}
+	return q.BrowseOutbox(ctx, eventsdb.BrowseOutboxParams{Status: status, After: after, Filter: filter, RowLimit: limit})
 }
 
 // BrowseInbox returns a page of the inbox rows of b.Status.

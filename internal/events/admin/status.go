@@ -54,3 +54,44 @@ func (a *Admin) LastInboxFailure(ctx context.Context) (*InboxFailure, error) {
 	}
 	return &InboxFailure{ID: r.ID, EventType: r.EventType, Reason: r.Reason, Detail: r.Detail, At: r.UpdatedAt.UTC()}, nil
 }
+
+// Health is the verdict the console's header shows on every page: the rows that need a look,
+// each counted up to HealthCap.
+type Health struct {
+	OutboxFailed     Count // refused by the broker, retried after a backoff
+	OutboxDeadLetter Count // refused EVENTS_MAX_ATTEMPTS times: waiting for an operator
+	InboxFailed      Count // the inbox's dead letters: failed with a reason word
+	InboxWaiting     Count // parked until what they wait for posts
+}
+
+// Count is a number of rows counted up to a cap: AtLeast says there may be more than N.
+type Count struct {
+	N       int64
+	AtLeast bool
+}
+
+// String is the count as shown: "3", or "1000+" at the cap.
+func (c Count) String() string {
+	if c.AtLeast {
+		return fmt.Sprintf("%d+", c.N)
+	}
+	return fmt.Sprint(c.N)
+}
+
+// HealthCap bounds each of Health's counts: past it the header says "at least", and the page
+// of those rows has the rest.
+const HealthCap = 1000
+
+// Health counts the rows of the verdict, each through its status's partial index and at most
+// HealthCap of them.
+func (a *Admin) Health(ctx context.Context) (Health, error) {
+	r, err := eventsdb.New(a.db).EventsHealth(ctx, HealthCap)
+	if err != nil {
+		return Health{}, fmt.Errorf("count the rows that need a look: %w", interpretError(err))
+	}
+	capped := func(n int64) Count { return Count{N: n, AtLeast: n >= HealthCap} }
+	return Health{
+		OutboxFailed: capped(r.OutboxFailed), OutboxDeadLetter: capped(r.OutboxDeadLetter),
+		InboxFailed: capped(r.InboxFailed), InboxWaiting: capped(r.InboxWaiting),
+	}, nil
+}

@@ -188,6 +188,10 @@ func (r *Relay) Stats() RelayStats {
 	}
 }
 
+// MaxAttempts is the refusals of a message after which its row is dead_letter
+// (EVENTS_MAX_ATTEMPTS, defaulted).
+func (r *Relay) MaxAttempts() int { return r.cfg.MaxAttempts }
+
 // Run relays until ctx is cancelled. Hand-offs it has not published when it stops are released
 // for any relay to claim.
 func (r *Relay) Run(ctx context.Context) error {

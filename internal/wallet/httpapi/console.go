@@ -36,6 +36,10 @@ type Trace struct {
 	GL        *glapi.Client // GL_URL with GL_API_KEY (ledger:read)
 	Stream    string        // the stream the wallet's events go to (WALLET_EVENTS)
 	Scope     auth.Scope    // to look (transfers:read)
+	// Requeue is the scope of the outbox page's requeue (outbox:admin): a key that holds it, and
+	// acts for no owner, gets the same requeue on the trace of a failed or dead_letter row.
+	Requeue     auth.Scope
+	MaxAttempts int // the relay's EVENTS_MAX_ATTEMPTS, for "attempt 4 of 10"
 }
 
 // Pages are the transfer list and the trace.
@@ -105,6 +109,9 @@ type traceData struct {
 	Entries  []glapi.Entry
 	GLError  string // why the GL could not be asked (its API's answer, or no key)
 	Steps    []step
+	// CanRequeue offers the outbox page's requeue (its confirmation, its audit record) here.
+	CanRequeue  bool
+	MaxAttempts int
 }
 
 // step is one hop of the trace with its state: done, waiting or failed.
@@ -122,7 +129,7 @@ func (t Trace) trace(ctx context.Context, req *console.Request) (console.View, e
 	if err != nil {
 		return console.View{}, err
 	}
-	d := traceData{Transfer: tr, Stream: t.Stream}
+	d := traceData{Transfer: tr, Stream: t.Stream, MaxAttempts: t.MaxAttempts}
 	row, err := t.Admin.GetOutbox(ctx, tr.EventID)
 	switch {
 	case errors.Is(err, contract.ErrNotFound):
@@ -130,6 +137,7 @@ func (t Trace) trace(ctx context.Context, req *console.Request) (console.View, e
 		return console.View{}, console.EventsError(err)
 	default:
 		d.Outbox = &row
+		d.CanRequeue = t.Requeue != "" && req.Principal.Owner == "" && req.Principal.Has(t.Requeue) && console.Requeuable(row.Status)
 	}
 	if d.Entries, err = t.GL.EntriesOfTransfer(ctx, tr.ID.String()); err != nil {
 		zerolog.Ctx(ctx).Warn().Err(err).Msg("console: trace: ask the GL")
@@ -153,7 +161,8 @@ func steps(d traceData) []step {
 		out = append(out, step{"outbox row", "done", "removed by retention after its acknowledgment"},
 			step{"stored in the stream", "done", "(the row is gone; its sequence with it)"})
 	case row.Status == "failed" || row.Status == "dead_letter":
-		out = append(out, step{"outbox row", "failed", row.Status + ": " + clipped(row.LastError, 160)})
+		out = append(out, step{"outbox row", "failed", row.Status + ": " + clipped(row.LastError, 160)},
+			step{"stored in the stream", "waiting", "not stored: the broker refused the publish"})
 	case row.StreamSeq == nil && row.Status == "acknowledged":
 		// Acknowledged before the relay that published it recorded the publish (it stopped
 		// while it held the mark: EVENTS_MARK_DELAY).

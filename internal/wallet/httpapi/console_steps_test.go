@@ -26,3 +26,16 @@ func TestTheTraceTellsAHeldPublishFromAnAcknowledgedRowWithoutItsRecord(t *testi
 	require.Equal(t, step{"stored in the stream", "done", "its publish was not recorded"}, stored(&admin.OutboxRow{Status: "acknowledged"}))
 	require.Equal(t, step{"stored in the stream", "done", ""}, stored(&admin.OutboxRow{Status: "acknowledged", StreamSeq: &seq}))
 }
+
+// A step that has not happened yet reads waiting: after a refused publish, the stream, the GL
+// and the acknowledgment are each still to come.
+func TestTheTraceShowsTheStepsAfterARefusedPublishAsWaiting(t *testing.T) {
+	got := steps(traceData{Outbox: &admin.OutboxRow{Status: "dead_letter", LastError: "refused"}, Entries: nil})
+	require.Equal(t, []step{
+		{"transfer committed", "done", "with its outbox row, in one transaction"},
+		{"outbox row", "failed", "dead_letter: refused"},
+		{"stored in the stream", "waiting", "not stored: the broker refused the publish"},
+		{"posted by the GL", "waiting", "the GL has no entry for it yet"},
+		{"acknowledged", "waiting", "no acknowledgment yet"},
+	}, got)
+}

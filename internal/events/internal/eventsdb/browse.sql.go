@@ -76,7 +76,7 @@ func (q *Queries) BrowseInbox(ctx context.Context, arg BrowseInboxParams) ([]Inb
 
 const browseOutbox = `-- name: BrowseOutbox :many
 
-SELECT id, event_type, aggregate_id, payload, status, attempts, publish_count, last_error, next_attempt_at, lease_owner, lease_until, stream_seq, created_at, dispatched_at, acknowledged_at, updated_at, broker_duplicates, trace_context, checked_at FROM outbox
+SELECT id, event_type, aggregate_id, payload, status, attempts, publish_count, last_error, next_attempt_at, lease_owner, lease_until, stream_seq, created_at, dispatched_at, acknowledged_at, updated_at, broker_duplicates, trace_context, checked_at, attempt_history FROM outbox
 WHERE status = $1
   AND id > $2::uuid
   AND ($3::text = ''
@@ -132,6 +132,130 @@ func (q *Queries) BrowseOutbox(ctx context.Context, arg BrowseOutboxParams) ([]O
 			&i.BrokerDuplicates,
 			&i.TraceContext,
 			&i.CheckedAt,
+			&i.AttemptHistory,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const browseOutboxAll = `-- name: BrowseOutboxAll :many
+SELECT id, event_type, aggregate_id, payload, status, attempts, publish_count, last_error, next_attempt_at, lease_owner, lease_until, stream_seq, created_at, dispatched_at, acknowledged_at, updated_at, broker_duplicates, trace_context, checked_at, attempt_history FROM outbox
+WHERE id > $1::uuid
+  AND ($2::text = ''
+       OR id::text = $2::text
+       OR aggregate_id = $2::text
+       OR event_type = $2::text
+       OR strpos(lower(coalesce(last_error, '')), lower($2::text)) > 0)
+ORDER BY id
+LIMIT $3
+`
+
+type BrowseOutboxAllParams struct {
+	After    uuid.UUID
+	Filter   string
+	RowLimit int32
+}
+
+// BrowseOutboxAll is every outbox row, whatever its status, in id order after a cursor.
+func (q *Queries) BrowseOutboxAll(ctx context.Context, arg BrowseOutboxAllParams) ([]Outbox, error) {
+	rows, err := q.db.Query(ctx, browseOutboxAll, arg.After, arg.Filter, arg.RowLimit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Outbox
+	for rows.Next() {
+		var i Outbox
+		if err := rows.Scan(
+			&i.ID,
+			&i.EventType,
+			&i.AggregateID,
+			&i.Payload,
+			&i.Status,
+			&i.Attempts,
+			&i.PublishCount,
+			&i.LastError,
+			&i.NextAttemptAt,
+			&i.LeaseOwner,
+			&i.LeaseUntil,
+			&i.StreamSeq,
+			&i.CreatedAt,
+			&i.DispatchedAt,
+			&i.AcknowledgedAt,
+			&i.UpdatedAt,
+			&i.BrokerDuplicates,
+			&i.TraceContext,
+			&i.CheckedAt,
+			&i.AttemptHistory,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const browseOutboxUnacknowledged = `-- name: BrowseOutboxUnacknowledged :many
+SELECT id, event_type, aggregate_id, payload, status, attempts, publish_count, last_error, next_attempt_at, lease_owner, lease_until, stream_seq, created_at, dispatched_at, acknowledged_at, updated_at, broker_duplicates, trace_context, checked_at, attempt_history FROM outbox
+WHERE status <> 'acknowledged'
+  AND id > $1::uuid
+  AND ($2::text = ''
+       OR id::text = $2::text
+       OR aggregate_id = $2::text
+       OR event_type = $2::text
+       OR strpos(lower(coalesce(last_error, '')), lower($2::text)) > 0)
+ORDER BY id
+LIMIT $3
+`
+
+type BrowseOutboxUnacknowledgedParams struct {
+	After    uuid.UUID
+	Filter   string
+	RowLimit int32
+}
+
+// BrowseOutboxUnacknowledged is the console's default outbox page: every row not acknowledged
+// (whatever its status) in id order after a cursor, read through outbox_unacknowledged_idx,
+// never the acknowledged rows retention keeps.
+func (q *Queries) BrowseOutboxUnacknowledged(ctx context.Context, arg BrowseOutboxUnacknowledgedParams) ([]Outbox, error) {
+	rows, err := q.db.Query(ctx, browseOutboxUnacknowledged, arg.After, arg.Filter, arg.RowLimit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Outbox
+	for rows.Next() {
+		var i Outbox
+		if err := rows.Scan(
+			&i.ID,
+			&i.EventType,
+			&i.AggregateID,
+			&i.Payload,
+			&i.Status,
+			&i.Attempts,
+			&i.PublishCount,
+			&i.LastError,
+			&i.NextAttemptAt,
+			&i.LeaseOwner,
+			&i.LeaseUntil,
+			&i.StreamSeq,
+			&i.CreatedAt,
+			&i.DispatchedAt,
+			&i.AcknowledgedAt,
+			&i.UpdatedAt,
+			&i.BrokerDuplicates,
+			&i.TraceContext,
+			&i.CheckedAt,
+			&i.AttemptHistory,
 		); err != nil {
 			return nil, err
 		}

@@ -273,6 +273,9 @@ const deadLetterAbandoned = `-- name: DeadLetterAbandoned :execrows
 UPDATE outbox
 SET status      = 'dead_letter',
     last_error  = 'lease expired with the maximum attempts used',
+    attempt_history = outbox_history_push(attempt_history, jsonb_build_object(
+        'attempt', attempts, 'status', 'dead_letter',
+        'error', 'lease expired with the maximum attempts used', 'at', clock_timestamp())),
     lease_owner = NULL,
     lease_until = NULL
 WHERE status = 'dispatching'
@@ -314,7 +317,7 @@ func (q *Queries) DeleteAcknowledged(ctx context.Context, arg DeleteAcknowledged
 }
 
 const getOutbox = `-- name: GetOutbox :one
-SELECT id, event_type, aggregate_id, payload, status, attempts, publish_count, last_error, next_attempt_at, lease_owner, lease_until, stream_seq, created_at, dispatched_at, acknowledged_at, updated_at, broker_duplicates, trace_context, checked_at FROM outbox WHERE id = $1
+SELECT id, event_type, aggregate_id, payload, status, attempts, publish_count, last_error, next_attempt_at, lease_owner, lease_until, stream_seq, created_at, dispatched_at, acknowledged_at, updated_at, broker_duplicates, trace_context, checked_at, attempt_history FROM outbox WHERE id = $1
 `
 
 func (q *Queries) GetOutbox(ctx context.Context, id uuid.UUID) (Outbox, error) {
@@ -340,6 +343,7 @@ func (q *Queries) GetOutbox(ctx context.Context, id uuid.UUID) (Outbox, error) {
 		&i.BrokerDuplicates,
 		&i.TraceContext,
 		&i.CheckedAt,
+		&i.AttemptHistory,
 	)
 	return i, err
 }
@@ -456,7 +460,7 @@ func (q *Queries) ListDispatchedUpTo(ctx context.Context, arg ListDispatchedUpTo
 }
 
 const listOutbox = `-- name: ListOutbox :many
-SELECT id, event_type, aggregate_id, payload, status, attempts, publish_count, last_error, next_attempt_at, lease_owner, lease_until, stream_seq, created_at, dispatched_at, acknowledged_at, updated_at, broker_duplicates, trace_context, checked_at FROM outbox
+SELECT id, event_type, aggregate_id, payload, status, attempts, publish_count, last_error, next_attempt_at, lease_owner, lease_until, stream_seq, created_at, dispatched_at, acknowledged_at, updated_at, broker_duplicates, trace_context, checked_at, attempt_history FROM outbox
 WHERE status = $1
 ORDER BY id
 LIMIT $2
@@ -496,6 +500,7 @@ func (q *Queries) ListOutbox(ctx context.Context, arg ListOutboxParams) ([]Outbo
 			&i.BrokerDuplicates,
 			&i.TraceContext,
 			&i.CheckedAt,
+			&i.AttemptHistory,
 		); err != nil {
 			return nil, err
 		}
@@ -508,7 +513,7 @@ func (q *Queries) ListOutbox(ctx context.Context, arg ListOutboxParams) ([]Outbo
 }
 
 const listOutboxAfter = `-- name: ListOutboxAfter :many
-SELECT id, event_type, aggregate_id, payload, status, attempts, publish_count, last_error, next_attempt_at, lease_owner, lease_until, stream_seq, created_at, dispatched_at, acknowledged_at, updated_at, broker_duplicates, trace_context, checked_at FROM outbox
+SELECT id, event_type, aggregate_id, payload, status, attempts, publish_count, last_error, next_attempt_at, lease_owner, lease_until, stream_seq, created_at, dispatched_at, acknowledged_at, updated_at, broker_duplicates, trace_context, checked_at, attempt_history FROM outbox
 WHERE status = ANY ($1::text[])
   AND id > $2::uuid
 ORDER BY id
@@ -552,6 +557,7 @@ func (q *Queries) ListOutboxAfter(ctx context.Context, arg ListOutboxAfterParams
 			&i.BrokerDuplicates,
 			&i.TraceContext,
 			&i.CheckedAt,
+			&i.AttemptHistory,
 		); err != nil {
 			return nil, err
 		}
@@ -699,6 +705,11 @@ const markFailed = `-- name: MarkFailed :execrows
 UPDATE outbox
 SET status          = CASE WHEN attempts >= $1::int THEN 'dead_letter' ELSE 'failed' END,
     last_error      = $2::text,
+    attempt_history = outbox_history_push(attempt_history, jsonb_build_object(
+        'attempt', attempts,
+        'status', CASE WHEN attempts >= $1::int THEN 'dead_letter' ELSE 'failed' END,
+        'error', left($2::text, 500),
+        'at', clock_timestamp())),
     next_attempt_at = $3::timestamptz,
     lease_owner     = NULL,
     lease_until     = NULL
@@ -715,6 +726,8 @@ type MarkFailedParams struct {
 	Owner         string
 }
 
+// MarkFailed records a refused publish: failed (retried at next_attempt_at) or, with the
+// attempts used up, dead_letter, and the attempt with its error in the row's bounded history.
 func (q *Queries) MarkFailed(ctx context.Context, arg MarkFailedParams) (int64, error) {
 	result, err := q.db.Exec(ctx, markFailed,
 		arg.MaxAttempts,
@@ -963,12 +976,16 @@ func (q *Queries) RepublishOutboxIDs(ctx context.Context, ids []uuid.UUID) ([]uu
 
 const requeueOutbox = `-- name: RequeueOutbox :many
 UPDATE outbox
-SET status = 'pending', attempts = 0, last_error = NULL, next_attempt_at = NULL
+SET status = 'pending', attempts = 0, last_error = NULL, next_attempt_at = NULL,
+    attempt_history = outbox_history_push(attempt_history, jsonb_build_object(
+        'attempt', attempts, 'status', 'requeued', 'at', clock_timestamp()))
 WHERE id = ANY ($1::uuid[])
   AND status IN ('failed', 'dead_letter')
 RETURNING id
 `
 
+// RequeueOutbox and RequeueOutboxByStatus send rows back to pending with their attempts and last
+// error reset; the history keeps what they were, with the requeue and the attempts it reset.
 func (q *Queries) RequeueOutbox(ctx context.Context, ids []uuid.UUID) ([]uuid.UUID, error) {
 	rows, err := q.db.Query(ctx, requeueOutbox, ids)
 	if err != nil {
@@ -991,7 +1008,9 @@ func (q *Queries) RequeueOutbox(ctx context.Context, ids []uuid.UUID) ([]uuid.UU
 
 const requeueOutboxByStatus = `-- name: RequeueOutboxByStatus :many
 UPDATE outbox
-SET status = 'pending', attempts = 0, last_error = NULL, next_attempt_at = NULL
+SET status = 'pending', attempts = 0, last_error = NULL, next_attempt_at = NULL,
+    attempt_history = outbox_history_push(attempt_history, jsonb_build_object(
+        'attempt', attempts, 'status', 'requeued', 'at', clock_timestamp()))
 WHERE status = $1
   AND status IN ('failed', 'dead_letter')
 RETURNING id

@@ -12,6 +12,38 @@ import (
 	"github.com/google/uuid"
 )
 
+const eventsHealth = `-- name: EventsHealth :one
+SELECT
+    (SELECT count(*) FROM (SELECT 1 FROM outbox WHERE status = 'failed' LIMIT $1::int) AS f)::bigint      AS outbox_failed,
+    (SELECT count(*) FROM (SELECT 1 FROM outbox WHERE status = 'dead_letter' LIMIT $1::int) AS d)::bigint AS outbox_dead_letter,
+    (SELECT count(*) FROM (SELECT 1 FROM inbox WHERE status = 'failed' LIMIT $1::int) AS i)::bigint       AS inbox_failed,
+    (SELECT count(*) FROM (SELECT 1 FROM inbox WHERE status = 'waiting' LIMIT $1::int) AS w)::bigint      AS inbox_waiting
+`
+
+type EventsHealthRow struct {
+	OutboxFailed     int64
+	OutboxDeadLetter int64
+	InboxFailed      int64
+	InboxWaiting     int64
+}
+
+// EventsHealth is the console header's verdict: the outbox's failed and dead_letter rows and
+// the inbox's failed and waiting rows, each counted up to @cap (a count of @cap reads "at
+// least"), each through its status's partial index (outbox_failed_idx, outbox_dead_letter_idx,
+// inbox_failed_idx, inbox_waiting_idx), so that a header costs a few index pages however large
+// the tables.
+func (q *Queries) EventsHealth(ctx context.Context, cap int32) (EventsHealthRow, error) {
+	row := q.db.QueryRow(ctx, eventsHealth, cap)
+	var i EventsHealthRow
+	err := row.Scan(
+		&i.OutboxFailed,
+		&i.OutboxDeadLetter,
+		&i.InboxFailed,
+		&i.InboxWaiting,
+	)
+	return i, err
+}
+
 const lastInboxFailure = `-- name: LastInboxFailure :one
 SELECT id, event_type, reason::text AS reason, coalesce(detail, '')::text AS detail, updated_at
 FROM inbox

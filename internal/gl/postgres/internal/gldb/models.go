@@ -145,6 +145,8 @@ type Outbox struct {
 	TraceContext *string
 	// when the relay last published the row or saw its message stored at stream_seq
 	CheckedAt *time.Time
+	// the newest 20 failed publishes and requeues, oldest first; kept across requeues
+	AttemptHistory json.RawMessage
 }
 
 type PostingRule struct {

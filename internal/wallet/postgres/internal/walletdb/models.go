@@ -93,6 +93,8 @@ type Outbox struct {
 	TraceContext *string
 	// when the relay last published the row or saw its message stored at stream_seq
 	CheckedAt *time.Time
+	// the newest 20 failed publishes and requeues, oldest first; kept across requeues
+	AttemptHistory json.RawMessage
 }
 
 // Versioned read-only contract for the GL's reconciliation (gl reconcile): wallet balances; columns never change, see db/schema/wallet/00012_reconcile_balances_v1.sql
