@@ -6,7 +6,7 @@ GO       ?= go
 BIN      := bin
 PACKAGES := ./... ./tools/...
 
-.PHONY: docs run test test-race vulncheck fuzz chaos chaos-short soak soak-short bench peer-watermill build generate check-generate vet check-deploy lint-openapi fmt-check ci clean
+.PHONY: docs screenshots run test test-race vulncheck fuzz chaos chaos-short soak soak-short bench peer-watermill build generate check-generate vet check-deploy lint-openapi fmt-check ci clean
 
 ## run: both services in the foreground against the local PostgreSQL and NATS (starts a
 ## JetStream server of its own when none answers); Ctrl-C stops them gracefully. It says what it
@@ -77,6 +77,11 @@ peer-watermill:
 ## (make test fails when they differ).
 docs:
 	$(GO) test -count=1 -run TestTheSettingsTableIsTheHelp ./cmd/wallet ./cmd/gl -args -update-docs
+
+## screenshots: docs/img/console-*.png, taken by the real-browser test of the console (needs
+## chromium, PostgreSQL and NATS as the tests do).
+screenshots:
+	$(GO) test -tags slow -count=1 -run TestTheConsoleInARealBrowser ./internal/e2e/ -args -update-screenshots
 
 build:
 	$(GO) build -o $(BIN)/wallet ./cmd/wallet

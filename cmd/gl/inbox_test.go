@@ -69,7 +69,7 @@ func TestInboxCommands(t *testing.T) {
 
 	out, err = gl("inbox", "stats", "--json")
 	require.NoError(t, err)
-	require.JSONEq(t, `{"counts":{"processing":0,"waiting":0,"processed":1,"failed":1,"duplicate":0},"duplicates":0,`+
+	require.JSONEq(t, `{"counts":{"processing":0,"waiting":0,"processed":1,"failed":1,"duplicate":0,"resolved":0},"duplicates":0,`+
 		`"failed_by_reason":{"malformed":0,"conflict":0,"exhausted":1,"unauthenticated":0,"abandoned":0}}`, out)
 
 	_, err = gl("inbox", "retry", good)

@@ -86,7 +86,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 		return err
 	}
 	handler := httpapi.NewServer(log, httpapi.Deps{
-		Ledger: ledger, Replica: replica, Adjustments: ledger.WithAudit(httpapi.AuditByKey), Guard: guard, Health: health,
+		Ledger: ledger, Replica: replica, Adjustments: ledger.WithAudit(httpapi.AuditByKey), Inbox: deps.Pool, Guard: guard, Health: health,
 		Metrics: deps.Metrics, MetricsOnAPI: cfg.MetricsAddr == "",
 		Console: cons, Tracing: deps.Tracing,
 	})
@@ -114,7 +114,11 @@ func glConsole(deps *serve.Deps, ledger httpapi.Ledger, poster inbox.Handler, gu
 	ev := console.Events{
 		Admin: ops, Audit: keys,
 		Retry: func(ctx context.Context, ids ...string) []inbox.Retried { return in.Retry(ctx, deps.Pool, ids...) },
-		View:  httpapi.ScopeLedgerRead, RetryScope: httpapi.ScopeInboxAdmin, MaxAttempts: maxAttempts,
+		Resolve: func(ctx context.Context, by, resolution string, ids []string) (admin.Resolved, error) {
+			return admin.ResolveInboxAudited(ctx, deps.Pool, httpapi.AuditByKey, by, resolution, "console", ids...)
+		},
+		Broker: serve.BrokerPage(deps),
+		View:   httpapi.ScopeLedgerRead, RetryScope: httpapi.ScopeInboxAdmin, MaxAttempts: maxAttempts,
 	}
 	books := httpapi.Books{Ledger: ledger, Scope: httpapi.ScopeLedgerRead}
 	return console.New(console.Config{Service: "gl", Guard: guard, Metrics: deps.Metrics, Pages: slices.Concat(ev.Pages(), books.Pages()), Health: ops.Health})

@@ -104,7 +104,11 @@ func walletConsole(cfg *Config, deps *serve.Deps, store *postgres.Store, guard *
 	ev := console.Events{
 		Admin: ops, Audit: keys,
 		Retry: func(ctx context.Context, ids ...string) []inbox.Retried { return in.Retry(ctx, deps.Pool, ids...) },
-		View:  httpapi.ScopeOutboxAdmin, Requeue: httpapi.ScopeOutboxAdmin, RetryScope: httpapi.ScopeInboxAdmin,
+		Resolve: func(ctx context.Context, by, resolution string, ids []string) (admin.Resolved, error) {
+			return admin.ResolveInboxAudited(ctx, deps.Pool, httpapi.AuditByKey, by, resolution, "console", ids...)
+		},
+		Broker: serve.BrokerPage(deps),
+		View:   httpapi.ScopeOutboxAdmin, Requeue: httpapi.ScopeOutboxAdmin, RetryScope: httpapi.ScopeInboxAdmin,
 		MaxAttempts: maxAttempts, TracePath: "/console/transfers/",
 	}
 	trace := httpapi.Trace{Transfers: store, Admin: ops, GL: glAPI, Stream: deps.Topology.StreamName(contract.SourceWallet), Scope: httpapi.ScopeTransfersRead,

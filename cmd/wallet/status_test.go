@@ -27,7 +27,7 @@ func TestStatus(t *testing.T) {
 	require.Regexp(t, `(?m)^  last error\s+failed `+failed.String()+` at \S+: nats: no responders$`, out)
 	require.Regexp(t, `(?m)^consumer gl of t\w+_WALLET_EVENTS \(this outbox\)\s+2 pending, 0 unacknowledged, 0 redelivered$`, out)
 	require.Regexp(t, `(?m)^consumer wallet of t\w+_GL_EVENTS \(this inbox\)\s+0 pending, 0 unacknowledged, 0 redelivered$`, out)
-	require.Regexp(t, `(?m)^inbox\s+processing 0, waiting 0, processed 0, failed 0, duplicate 0; duplicates absorbed 0$`, out)
+	require.Regexp(t, `(?m)^inbox\s+processing 0, waiting 0, processed 0, failed 0, duplicate 0, resolved 0; duplicates absorbed 0$`, out)
 	require.Regexp(t, `(?m)^  last failure\s+none$`, out)
 	require.Contains(t, out, "attention:\n  1 dead_letter outbox rows wait for an operator: wallet outbox list --status dead_letter\n")
 

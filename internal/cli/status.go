@@ -2,15 +2,12 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
 	"walletgl/internal/config"
@@ -51,29 +48,11 @@ type Status struct {
 	Attention []string `json:"attention"`
 }
 
-// BrokerStatus is what the broker said of the pipeline's durable consumers.
-type BrokerStatus struct {
-	URL       string           `json:"url"` // NATS_URL, passwords redacted
-	Reachable bool             `json:"reachable"`
-	Error     string           `json:"error,omitempty"` // why it is unreachable
-	Consumers []ConsumerStatus `json:"consumers"`       // empty when unreachable
-}
-
-// ConsumerStatus is one durable consumer as the broker sees it.
-type ConsumerStatus struct {
-	Name   string `json:"name"`   // events.ConsumerGL, events.ConsumerWallet
-	Stream string `json:"stream"` // the stream it reads
-	// Side is "outbox" for the consumer of this service's events (the other service's), "inbox"
-	// for this service's own, which feeds its inbox.
-	Side   string `json:"side"`
-	Exists bool   `json:"exists"` // false: the stream or the consumer is not created yet
-	// Pending is the stream's messages not delivered to the consumer yet (num_pending);
-	// Unacknowledged those delivered and not acknowledged (num_ack_pending); Redelivered those
-	// delivered more than once and still not acknowledged.
-	Pending        uint64 `json:"pending"`
-	Unacknowledged int    `json:"unacknowledged"`
-	Redelivered    int    `json:"redelivered"`
-}
+// BrokerStatus and ConsumerStatus are the broker's part of the status (events.ReadBroker).
+type (
+	BrokerStatus   = events.BrokerStatus
+	ConsumerStatus = events.ConsumerStatus
+)
 
 // Status is the status command.
 func (svc Service[S]) Status(ctx context.Context, env Env, args []string) error {
@@ -115,68 +94,18 @@ func (svc Service[S]) Status(ctx context.Context, env Env, args []string) error 
 	})
 }
 
-// brokerStatus asks the broker for both durable consumers, the one reading this service's
-// outbox first, within timeout.
+// brokerStatus asks the broker for both streams and both durable consumers, the ones of this
+// service's events first, within timeout.
 func (svc Service[S]) brokerStatus(ctx context.Context, ev serve.Events, timeout time.Duration) BrokerStatus {
-	b := BrokerStatus{URL: events.RedactURL(ev.Broker.URL), Consumers: []ConsumerStatus{}}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	url := events.RedactURL(ev.Broker.URL)
+	connectCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	nc, err := ev.Broker.Connect(ctx, svc.Name+" status", events.OperatorUser, zerolog.Nop())
+	nc, err := ev.Broker.Connect(connectCtx, svc.Name+" status", events.OperatorUser, zerolog.Nop())
 	if err != nil {
-		b.Error = err.Error()
-		return b
+		return BrokerStatus{URL: url, Error: err.Error(), Streams: []events.StreamStatus{}, Consumers: []ConsumerStatus{}}
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		b.Error = err.Error()
-		return b
-	}
-	topo := ev.Topology
-	var consumers []ConsumerStatus
-	for _, name := range []string{events.ConsumerGL, events.ConsumerWallet} {
-		spec, err := topo.Consumer(name)
-		if err != nil {
-			b.Error = err.Error()
-			return b
-		}
-		cs := ConsumerStatus{Name: name, Stream: topo.StreamName(spec.Source), Side: "inbox"}
-		if spec.Source == svc.Name {
-			cs.Side = "outbox"
-		}
-		cons, err := js.Consumer(ctx, cs.Stream, name)
-		switch {
-		case errors.Is(err, jetstream.ErrStreamNotFound), errors.Is(err, jetstream.ErrConsumerNotFound):
-		case err != nil:
-			b.Error = unreachable(nc, err, timeout)
-			return b
-		default:
-			info := cons.CachedInfo()
-			cs.Exists, cs.Pending, cs.Unacknowledged, cs.Redelivered = true, info.NumPending, info.NumAckPending, info.NumRedelivered
-		}
-		if cs.Side == "outbox" {
-			consumers = append([]ConsumerStatus{cs}, consumers...)
-		} else {
-			consumers = append(consumers, cs)
-		}
-	}
-	b.Reachable, b.Consumers = true, consumers
-	return b
-}
-
-// unreachable says why the broker did not answer: no connection (with the client's last error),
-// or no answer in time.
-func unreachable(nc *nats.Conn, err error, timeout time.Duration) string {
-	if status := nc.Status(); status != nats.CONNECTED {
-		if last := nc.LastError(); last != nil {
-			return fmt.Sprintf("not connected within %s (%s): %v", timeout, strings.ToLower(status.String()), last)
-		}
-		return fmt.Sprintf("not connected within %s (%s)", timeout, strings.ToLower(status.String()))
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Sprintf("no answer within %s", timeout)
-	}
-	return err.Error()
+	return ev.Topology.ReadBroker(ctx, nc, svc.Name, url, timeout)
 }
 
 // attention lists what needs an operator, each with the command to start with.
@@ -194,7 +123,8 @@ func (svc Service[S]) attention(st Status) []string {
 			st.Outbox.OldestUnacknowledgedAge.Round(time.Second), other, other))
 	}
 	if n := st.Inbox.Counts["failed"]; n > 0 {
-		out = append(out, fmt.Sprintf("%d failed inbox events: %s inbox list, then %s inbox retry ID… once the cause is fixed", n, svc.Name, svc.Name))
+		out = append(out, fmt.Sprintf("%d failed inbox events: %s inbox list, then %s inbox retry ID… once the cause is fixed; "+
+			"one no retry can apply (malformed, conflict, unauthenticated) is resolved with a reason in the console", n, svc.Name, svc.Name))
 	}
 	if n := st.Inbox.Counts[contract.StatusWaiting]; n > 0 && len(st.InboxWaiting) > 0 {
 		if age := time.Since(st.InboxWaiting[0].ReceivedAt); age >= StuckAfter {
@@ -231,12 +161,11 @@ func writeStatus(w io.Writer, st Status) error {
 	if !st.Broker.Reachable {
 		rows = append(rows, []string{"broker", "broker unreachable at " + st.Broker.URL + ": " + st.Broker.Error})
 	}
+	for _, s := range st.Broker.Streams {
+		rows = append(rows, []string{fmt.Sprintf("stream %s (%s events)", s.Name, s.Source), s.Line()})
+	}
 	for _, c := range st.Broker.Consumers {
-		line := fmt.Sprintf("%d pending, %d unacknowledged, %d redelivered", c.Pending, c.Unacknowledged, c.Redelivered)
-		if !c.Exists {
-			line = "not created yet"
-		}
-		rows = append(rows, []string{fmt.Sprintf("consumer %s of %s (this %s)", c.Name, c.Stream, c.Side), line})
+		rows = append(rows, []string{fmt.Sprintf("consumer %s of %s (this %s)", c.Name, c.Stream, c.Side), c.Line()})
 	}
 	rows = append(rows,
 		[]string{"inbox", counts(contract.InboxStatuses, st.Inbox.Counts) + fmt.Sprintf("; duplicates absorbed %d", st.Inbox.Duplicates)},

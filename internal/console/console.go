@@ -77,7 +77,36 @@ type View struct {
 	Title    string
 	Data     any
 	Redirect string
-	Flash    string
+	Flash    Flash
+}
+
+// Flash is the message an action leaves for the page after it, with its kind: a banner never
+// shows a failure as a success.
+type Flash struct {
+	Kind FlashKind
+	Text string
+}
+
+// FlashKind is how a flash message is shown: FlashDone (everything asked was done),
+// FlashPartial (some of it was refused), FlashFailed (none of it was done).
+type FlashKind string
+
+const (
+	FlashDone    FlashKind = "done"
+	FlashPartial FlashKind = "partial"
+	FlashFailed  FlashKind = "failed"
+)
+
+// flashOfCount is the kind of an action's message: done when all n asked for were done, failed
+// when none was, partial otherwise.
+func flashOfCount(done, n int) FlashKind {
+	switch {
+	case done == n:
+		return FlashDone
+	case done == 0:
+		return FlashFailed
+	}
+	return FlashPartial
 }
 
 // Console is one service's console; it implements http.Handler for everything under Prefix.
@@ -205,7 +234,7 @@ func (c *Console) handle(p Page) http.Handler {
 			return
 		}
 		if v.Redirect != "" {
-			if v.Flash != "" {
+			if v.Flash.Text != "" {
 				c.sessions.setFlash(sess.id, v.Flash)
 			}
 			http.Redirect(w, r, v.Redirect, http.StatusSeeOther)
@@ -273,9 +302,9 @@ func isFragment(r *http.Request) bool { return r.Header.Get(fragmentHeader) != "
 const fragmentHeader = "X-Console-Fragment"
 
 // flashOf returns the session's message once (a page after a redirect).
-func (c *Console) flashOf(sess *session) string {
+func (c *Console) flashOf(sess *session) Flash {
 	if sess == nil {
-		return ""
+		return Flash{}
 	}
 	return c.sessions.popFlash(sess.id)
 }

@@ -26,6 +26,7 @@ import (
 	"walletgl/internal/events/admin"
 	"walletgl/internal/events/inbox"
 	"walletgl/internal/metrics"
+	whttpapi "walletgl/internal/wallet/httpapi"
 	"walletgl/internal/wallet/postgres"
 	"walletgl/internal/web"
 )
@@ -39,7 +40,7 @@ type testBundle struct {
 	admin string // a key with admin
 }
 
-func setup(t *testing.T) *testBundle {
+func setup(t *testing.T, opts ...func(*console.Events)) *testBundle {
 	t.Helper()
 	pool, _ := envtest.MigratedPool(t, "wallet")
 	keys, guard, secret := authtest.Key(t, pool, auth.WalletScopes)
@@ -47,8 +48,14 @@ func setup(t *testing.T) *testBundle {
 	ev := console.Events{
 		Admin: admin.New(pool), Audit: keys,
 		Retry: func(ctx context.Context, ids ...string) []inbox.Retried { return in.Retry(ctx, pool, ids...) },
-		View:  "outbox:admin", Requeue: "outbox:admin", RetryScope: "inbox:admin",
+		Resolve: func(ctx context.Context, by, resolution string, ids []string) (admin.Resolved, error) { // as wallet serve's
+			return admin.ResolveInboxAudited(ctx, pool, whttpapi.AuditByKey, by, resolution, "console", ids...)
+		},
+		View: "outbox:admin", Requeue: "outbox:admin", RetryScope: "inbox:admin",
 		MaxAttempts: 10, TracePath: "/console/transfers/",
+	}
+	for _, opt := range opts {
+		opt(&ev)
 	}
 	c, err := console.New(console.Config{Service: "wallet", Guard: guard, Metrics: metrics.New("wallet"), Pages: ev.Pages(), Health: ev.Admin.Health})
 	require.NoError(t, err)

@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"walletgl/internal/auth"
+	"walletgl/internal/events"
 	"walletgl/internal/events/admin"
 	"walletgl/internal/events/contract"
 	"walletgl/internal/events/inbox"
@@ -24,8 +25,16 @@ type Events struct {
 	// Retry processes failed inbox events again with the service's own handler
 	// (inbox.Inbox.Retry on the service's pool).
 	Retry func(ctx context.Context, ids ...string) []inbox.Retried
-	Audit Auditor
-	// The scopes: to look, to requeue outbox rows ("": no requeue offered), to retry inbox rows.
+	// Resolve closes failed inbox events as the key named by, with the operator's resolution,
+	// and records it in the audit trail in the same transaction (admin.ResolveInboxAudited);
+	// nil: no resolve offered. It needs RetryScope, as a retry does.
+	Resolve func(ctx context.Context, by, resolution string, ids []string) (admin.Resolved, error)
+	// Broker reads the broker's streams and durable consumers for the broker page
+	// (events.Topology.ReadBroker on the service's connection); nil: no broker page.
+	Broker func(ctx context.Context) events.BrokerStatus
+	Audit  Auditor
+	// The scopes: to look, to requeue outbox rows ("": no requeue offered), to retry and
+	// resolve inbox rows.
 	View, Requeue, RetryScope auth.Scope
 	// MaxAttempts is the relay's EVENTS_MAX_ATTEMPTS: a row's attempts are shown "4 of 10".
 	MaxAttempts int
@@ -54,6 +63,12 @@ func (e Events) Pages() []Page {
 	}
 	if e.Requeue != "" {
 		pages = append(pages, Page{Pattern: "POST /console/outbox/requeue", Scope: e.Requeue, Func: e.requeue})
+	}
+	if e.Resolve != nil {
+		pages = append(pages, Page{Pattern: "POST /console/inbox/resolve", Scope: e.RetryScope, Func: e.resolve})
+	}
+	if e.Broker != nil {
+		pages = append(pages, Page{Pattern: "GET /console/broker", Scope: e.View, Nav: "Broker", Path: "/console/broker", Func: e.broker})
 	}
 	return pages
 }
@@ -121,7 +136,9 @@ type listData struct {
 	InboxRows  []admin.InboxRow
 	NextURL    string
 	FirstURL   string
-	Action     bool // rows of this status can be requeued / retried
+	Action     bool // rows of this status can be requeued / retried / resolved
+	CanRetry   bool // Retry is offered for the selected rows
+	CanResolve bool // Resolve is offered for the selected rows
 	// Filters are the outbox page's status links: every row not acknowledged, each status, all.
 	Filters []filterLink
 }
@@ -200,7 +217,8 @@ func (e Events) inboxList(ctx context.Context, req *Request) (View, error) {
 	if err != nil {
 		return View{}, adminError(err)
 	}
-	d := listData{overview: o, Browse: b, InboxRows: page.Rows, Action: retryable(b.Status)}
+	d := listData{overview: o, Browse: b, InboxRows: page.Rows, CanRetry: retryable(b.Status), CanResolve: e.Resolve != nil && b.Status == contract.StatusFailed}
+	d.Action = d.CanRetry || d.CanResolve
 	d.NextURL, d.FirstURL = pageURLs("/console/inbox", b, page.Next)
 	return View{Template: "inbox", Title: "Inbox: " + b.Status, Data: d}, nil
 }
@@ -244,8 +262,9 @@ func (e Events) outboxRow(ctx context.Context, req *Request) (View, error) {
 }
 
 type inboxRowData struct {
-	Row      admin.InboxRow
-	CanRetry bool
+	Row        admin.InboxRow
+	CanRetry   bool
+	CanResolve bool
 }
 
 func (e Events) inboxRow(ctx context.Context, req *Request) (View, error) {
@@ -253,17 +272,23 @@ func (e Events) inboxRow(ctx context.Context, req *Request) (View, error) {
 	if err != nil {
 		return View{}, adminError(err)
 	}
-	return View{Template: "inbox_row", Title: "Inbox row " + row.ID, Data: inboxRowData{Row: row, CanRetry: retryable(row.Status)}}, nil
+	return View{Template: "inbox_row", Title: "Inbox row " + row.ID, Data: inboxRowData{
+		Row: row, CanRetry: retryableRow(row), CanResolve: e.Resolve != nil && row.Status == contract.StatusFailed,
+	}}, nil
 }
 
-// confirmData is the confirmation page of a requeue or a retry: what will be done to which rows.
+// confirmData is the confirmation page of a requeue, a retry or a resolve: what will be done to
+// which rows.
 type confirmData struct {
 	Action  string // the form's target
-	Verb    string // "Requeue", "Retry"
+	Verb    string // "Requeue", "Retry", "Resolve"
 	What    string
 	IDs     []string
 	Back    string
 	Explain string
+	// AskReason asks for the operator's reason (a resolve), required; Reason is what they gave.
+	AskReason bool
+	Reason    string
 }
 
 // maxActionIDs bounds the rows one form may act on: a page of a list.
@@ -306,18 +331,31 @@ func (e Events) requeue(ctx context.Context, req *Request) (View, error) {
 	e.record(ctx, req, "outbox.requeue", strings.Join(raw, ","), out)
 	msg := fmt.Sprintf("Requeued %d of %d outbox rows.", len(out.IDs), len(ids))
 	for _, r := range out.Refused {
-		status := r.Status
-		if status == "" {
-			status = "no such row"
-		}
-		msg += fmt.Sprintf(" Refused %s (%s).", r.ID, status)
+		msg += fmt.Sprintf(" Refused %s (%s).", r.ID, statusOrNone(r.Status))
 	}
-	return View{Redirect: back, Flash: msg}, nil
+	return View{Redirect: back, Flash: Flash{Kind: flashOfCount(len(out.IDs), len(ids)), Text: msg}}, nil
+}
+
+// statusOrNone is a refused row's status, or says there is no such row.
+func statusOrNone(status string) string {
+	if status == "" {
+		return "no such row"
+	}
+	return status
 }
 
 // retryable says whether inbox rows of status may be retried: failed ones, and waiting ones
 // (which post at once if what they wait for has posted).
-func retryable(status string) bool { return status == "failed" || status == contract.StatusWaiting }
+func retryable(status string) bool {
+	return status == contract.StatusFailed || status == contract.StatusWaiting
+}
+
+// retryableRow says whether a retry of row can succeed: a waiting row, or a failed one whose
+// reason a retry can cure (contract.Retryable). A malformed, conflicting or unauthenticated
+// event fails the same way every time: it is resolved instead.
+func retryableRow(row admin.InboxRow) bool {
+	return row.Status == contract.StatusWaiting || (row.Status == contract.StatusFailed && contract.Retryable(row.Reason))
+}
 
 // retry processes failed inbox events again with the service's handler, after a confirmation.
 func (e Events) retry(ctx context.Context, req *Request) (View, error) {
@@ -332,8 +370,15 @@ func (e Events) retry(ctx context.Context, req *Request) (View, error) {
 			Explain: "Each event is processed again from its stored payload with the service's own handler, in one transaction; one that fails again stays failed, one that still waits stays waiting. Events recorded unauthenticated are never retried.",
 		}}, nil
 	}
-	out := e.Retry(ctx, ids...)
-	e.record(ctx, req, "inbox.retry", strings.Join(ids, ","), out)
+	tryIDs, poison, err := e.splitRetryable(ctx, ids)
+	if err != nil {
+		return View{}, err
+	}
+	var out []inbox.Retried
+	if len(tryIDs) > 0 {
+		out = e.Retry(ctx, tryIDs...)
+		e.record(ctx, req, "inbox.retry", strings.Join(tryIDs, ","), out)
+	}
 	processed := 0
 	var failed []string
 	for _, r := range out {
@@ -343,11 +388,77 @@ func (e Events) retry(ctx context.Context, req *Request) (View, error) {
 			failed = append(failed, r.ID)
 		}
 	}
-	msg := fmt.Sprintf("Processed %d of %d events.", processed, len(out))
+	msg := fmt.Sprintf("Processed %d of %d events.", processed, len(ids))
 	if len(failed) > 0 {
 		msg += " Still failed: " + strings.Join(failed, ", ") + " (the service's log has why)."
 	}
-	return View{Redirect: back, Flash: msg}, nil
+	if len(poison) > 0 {
+		msg += " Not retried, as no retry can apply them (resolve them instead): " + strings.Join(poison, ", ") + "."
+	}
+	return View{Redirect: back, Flash: Flash{Kind: flashOfCount(processed, len(ids)), Text: msg}}, nil
+}
+
+// splitRetryable parts the ids of a retry into the rows a retry can apply and the others
+// (failed for a reason no retry cures, or not a failed or waiting row), named with why.
+func (e Events) splitRetryable(ctx context.Context, ids []string) (try, refused []string, err error) {
+	for _, id := range ids {
+		row, err := e.Admin.GetInbox(ctx, id)
+		switch {
+		case errors.Is(err, contract.ErrNotFound):
+			refused = append(refused, id+" (no such row)")
+		case err != nil:
+			return nil, nil, adminError(err)
+		case retryableRow(row):
+			try = append(try, id)
+		case row.Status == contract.StatusFailed:
+			refused = append(refused, id+" ("+row.Reason+")")
+		default:
+			refused = append(refused, id+" ("+row.Status+")")
+		}
+	}
+	return try, refused, nil
+}
+
+// resolveExplain is what the confirmation of a resolve says will happen.
+const resolveExplain = "Each failed event is closed without being applied: its row becomes resolved, keeps its failure and payload for the record, and names your key, the time and your reason. A redelivery of it is absorbed as a duplicate and never applied; it no longer counts as failed in the overview or the health checks. Rows that are not failed are refused. Recorded in the audit trail."
+
+// resolve closes failed inbox events with the operator's reason, after a confirmation page that
+// asks for it: without confirm=yes, or without a reason, the page is shown (again).
+func (e Events) resolve(ctx context.Context, req *Request) (View, error) {
+	ids, err := formIDs(req.Form)
+	if err != nil {
+		return View{}, err
+	}
+	back := backTo(req.Form.Get("back"), "/console/inbox?status=failed")
+	reason := strings.TrimSpace(req.Form.Get("reason"))
+	confirm := confirmData{
+		Action: "/console/inbox/resolve", Verb: "Resolve", What: "failed inbox events", IDs: ids, Back: back,
+		Explain: resolveExplain, AskReason: true, Reason: reason,
+	}
+	if req.Form.Get("confirm") != "yes" {
+		return View{Template: "confirm", Title: "Resolve inbox events", Data: confirm}, nil
+	}
+	if reason == "" {
+		return View{}, problem.Newf(errInvalid, "a resolve needs a reason: say why the events are closed without being applied")
+	}
+	out, err := e.Resolve(ctx, req.Principal.Name, reason, ids)
+	if errors.Is(err, admin.ErrNoResolution) {
+		return View{}, problem.Newf(errInvalid, "%s", err.Error())
+	}
+	if err != nil {
+		return View{}, adminError(err)
+	}
+	msg := fmt.Sprintf("Resolved %d of %d events.", len(out.IDs), len(ids))
+	for _, r := range out.Refused {
+		msg += fmt.Sprintf(" Refused %s (%s).", r.ID, statusOrNone(r.Status))
+	}
+	return View{Redirect: back, Flash: Flash{Kind: flashOfCount(len(out.IDs), len(ids)), Text: msg}}, nil
+}
+
+// broker shows what the broker says of both streams and both durable consumers, as the status
+// command prints it.
+func (e Events) broker(ctx context.Context, _ *Request) (View, error) {
+	return View{Template: "broker", Title: "Broker", Data: e.Broker(ctx)}, nil
 }
 
 // record writes an administrative action to the audit trail; a failure is logged, not shown:

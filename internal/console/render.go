@@ -13,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"walletgl/internal/events"
 	"walletgl/internal/money"
 	"walletgl/internal/web"
 )
@@ -49,7 +50,7 @@ type layoutData struct {
 	CSRF     string
 	Nav      []navLink
 	Path     string
-	Flash    string
+	Flash    Flash
 	Pipeline pipelineView
 	Page     any
 	LoggedIn bool
@@ -70,6 +71,12 @@ var funcs = template.FuncMap{
 	"requeuable": Requeuable,
 	// attemptOf: a row's attempts against the relay's maximum, "attempt 4 of 10".
 	"attemptOf": attemptOf,
+	// The broker page's figures, formatted as the status command prints them.
+	"bytes":      func(n uint64) string { return events.FormatBytes(int64(n)) },
+	"limitBytes": events.FormatByteLimit,
+	"limitCount": events.FormatCountLimit,
+	"maxAge":     events.FormatMaxAge,
+	"int64":      func(n int32) int64 { return int64(n) },
 }
 
 // attemptOf says how many of its publish attempts an outbox row used: "attempt 4 of 10", or
@@ -97,7 +104,7 @@ func formatMoney(amount any, currency string) string {
 }
 
 func parseViews() (*views, error) {
-	base, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/pipeline.html", "templates/health.html", "templates/history.html")
+	base, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/pipeline.html", "templates/health.html", "templates/history.html", "templates/flash.html")
 	if err != nil {
 		return nil, fmt.Errorf("parse console layout: %w", err)
 	}
@@ -108,7 +115,7 @@ func parseViews() (*views, error) {
 	v := &views{byName: map[string]*template.Template{}}
 	for _, p := range pages {
 		name := strings.TrimSuffix(strings.TrimPrefix(p, "templates/"), ".html")
-		if name == "layout" || name == "pipeline" || name == "health" || name == "history" {
+		if name == "layout" || name == "pipeline" || name == "health" || name == "history" || name == "flash" {
 			continue
 		}
 		t, err := template.Must(base.Clone()).ParseFS(templateFS, p)

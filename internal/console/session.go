@@ -26,7 +26,7 @@ type session struct {
 	csrf    string
 	idleEnd time.Time
 	end     time.Time
-	flash   string // a message for the next page, after a redirect
+	flash   Flash // a message for the next page, after a redirect
 }
 
 // sessions is a service's console sessions, in its memory: a restart logs everyone out.
@@ -79,7 +79,7 @@ func (s *sessions) get(id string) (session, bool) {
 }
 
 // setFlash leaves a message for the session's next page.
-func (s *sessions) setFlash(id, msg string) {
+func (s *sessions) setFlash(id string, msg Flash) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if sess, ok := s.byID[id]; ok {
@@ -88,15 +88,15 @@ func (s *sessions) setFlash(id, msg string) {
 }
 
 // popFlash returns the session's message once.
-func (s *sessions) popFlash(id string) string {
+func (s *sessions) popFlash(id string) Flash {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sess, ok := s.byID[id]
 	if !ok {
-		return ""
+		return Flash{}
 	}
 	msg := sess.flash
-	sess.flash = ""
+	sess.flash = Flash{}
 	return msg
 }
 

@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"flag"
 	"net/http"
 	"os"
 	"os/exec"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
@@ -18,11 +20,36 @@ import (
 	"walletgl/internal/systemtest"
 )
 
+// updateScreenshots writes the screenshots the docs show (docsShots) to docs/img as well:
+// go test -tags slow -run TestTheConsoleInARealBrowser ./internal/e2e/ -args -update-screenshots
+// (make screenshots).
+var updateScreenshots = flag.Bool("update-screenshots", false, "also write the console's screenshots that docs/console.md shows to docs/img")
+
+// docsShots are the screenshots docs/console.md shows, by the name the test gives them, with
+// their file under docs/img.
+var docsShots = map[string]string{
+	"wallet-overview-healthy":        "console-healthy.png",
+	"wallet-outbox-dead-letter":      "console-dead-letter.png",
+	"wallet-outbox-row":              "console-outbox-row.png",
+	"wallet-outbox-row-acknowledged": "console-requeued.png",
+	"wallet-trace":                   "console-trace.png",
+	"gl-inbox-waiting":               "console-waiting.png",
+	"gl-inbox-failed":                "console-failed.png",
+	"gl-inbox-poison":                "console-poison.png",
+	"gl-inbox-resolved":              "console-resolved.png",
+	"gl-broker":                      "console-broker.png",
+}
+
+// maxScreenshotBytes bounds a screenshot the docs keep.
+const maxScreenshotBytes = 150 << 10
+
 // TestTheConsoleInARealBrowser drives both services' consoles in headless Chromium as an
-// operator would: a wrong key is refused, a dead-lettered outbox row is found, requeued and
-// seen to reach acknowledged, and a transfer is traced end to end through the GL's API. Each
-// page it visits is written as a screenshot to the test artifacts (TEST_ARTIFACTS, or a
-// directory under the system's temporary directory).
+// operator would: a wrong key is refused; the healthy overview; a dead-lettered outbox row is
+// found, requeued and seen to reach acknowledged, which lets the reversal that waited for its
+// transfer post; a failed event no retry can apply is resolved with a reason; the broker page;
+// and a transfer is traced end to end through the GL's API. Each state it visits is written as
+// a screenshot to the test artifacts (TEST_ARTIFACTS, or a directory under the system's
+// temporary directory), and with -update-screenshots those docs/console.md shows to docs/img.
 func TestTheConsoleInARealBrowser(t *testing.T) {
 	t.Parallel()
 	browser := chromiumPath(t)
@@ -30,23 +57,17 @@ func TestTheConsoleInARealBrowser(t *testing.T) {
 	restartWalletWithGLKey(t, s)
 	ctx := context.Background()
 	shots := screenshotDir(t)
-
-	// A transfer whose event the broker refuses (larger than the stream allows, for the while
-	// of the test): with one attempt allowed, its row is dead-lettered at once.
-	require.NoError(t, s.walletAPI.CreateWallet(ctx, "bank", "USD", true))
-	require.NoError(t, s.walletAPI.CreateWallet(ctx, "alice", "USD", false))
-	setMaxMsgSize(t, s, 200)
-	refused := transfer(t, s, "console-refused-1", 700)
-	var deadID string
-	require.Eventually(t, func() bool {
-		err := s.walletDB.QueryRow(ctx, "SELECT id::text FROM outbox WHERE aggregate_id = $1 AND status = 'dead_letter'", refused).Scan(&deadID)
-		return err == nil
-	}, 30*time.Second, 100*time.Millisecond, "the refused transfer's row is dead-lettered")
-	setMaxMsgSize(t, s, -1)
-	traced := transfer(t, s, "console-traced-1", 2550)
-
 	bctx := newBrowser(t, browser)
 	wallet, gl := "http://"+s.walletAddr, "http://"+s.glAddr
+
+	require.NoError(t, s.walletAPI.CreateWallet(ctx, "bank", "USD", true))
+	require.NoError(t, s.walletAPI.CreateWallet(ctx, "alice", "USD", false))
+	traced := transfer(t, s, "console-traced-1", 2550)
+	require.Eventually(t, func() bool {
+		var n int
+		err := s.walletDB.QueryRow(ctx, "SELECT count(*) FROM outbox WHERE status <> 'acknowledged'").Scan(&n)
+		return err == nil && n == 0
+	}, 30*time.Second, 100*time.Millisecond, "every event is home")
 
 	t.Run("a wrong key is refused", func(t *testing.T) {
 		resp, err := chromedp.Run(bctx, chromedp.NavigateResponse(wallet+"/console/"))
@@ -63,11 +84,44 @@ func TestTheConsoleInARealBrowser(t *testing.T) {
 		shoot(t, bctx, shots, "wallet-login-refused")
 	})
 
-	t.Run("a dead-lettered row is requeued and reaches acknowledged", func(t *testing.T) {
+	t.Run("the overview of a healthy pipeline", func(t *testing.T) {
 		login(t, bctx, wallet, s.walletAPI.Key)
 		require.NotContains(t, pageHTML(t, bctx), s.walletAPI.Key, "the key is never in a page")
-		shoot(t, bctx, shots, "wallet-overview")
+		requireText(t, bctx, `[data-count=outbox-acknowledged]`, "1")
+		requireText(t, bctx, `[data-count=inbox-failed]`, "0")
+		shoot(t, bctx, shots, "wallet-overview-healthy")
+	})
 
+	// A transfer whose event the broker refuses (larger than the stream allows, for the while
+	// of the test): with one attempt allowed, its row is dead-lettered at once. A reversal of it
+	// reaches the GL, which parks it: it waits for the transfer to post.
+	setMaxMsgSize(t, s, 200)
+	refused := transfer(t, s, "console-refused-1", 700)
+	var deadID string
+	require.Eventually(t, func() bool {
+		err := s.walletDB.QueryRow(ctx, "SELECT id::text FROM outbox WHERE aggregate_id = $1 AND status = 'dead_letter'", refused).Scan(&deadID)
+		return err == nil
+	}, 30*time.Second, 100*time.Millisecond, "the refused transfer's row is dead-lettered")
+	setMaxMsgSize(t, s, -1)
+	resp, err := s.walletAPI.Reverse(ctx, "console-reversal-1", refused, 100)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusCreated, resp.Status, "%s", resp.Body)
+	var waitingID string
+	require.Eventually(t, func() bool {
+		err := s.glDB.QueryRow(ctx, "SELECT id FROM inbox WHERE status = 'waiting' AND waits_for = $1", "transfer:"+refused).Scan(&waitingID)
+		return err == nil
+	}, 30*time.Second, 100*time.Millisecond, "the reversal waits for its transfer")
+
+	t.Run("a waiting event says what it waits for", func(t *testing.T) {
+		login(t, bctx, gl, s.glAPI.Key)
+		require.NoError(t, chromedp.Do(bctx, chromedp.Navigate(gl+"/console/inbox/"+waitingID), chromedp.WaitVisible(chromedp.CSS(`[data-field=status]`))))
+		requireText(t, bctx, `[data-field=status]`, "waiting")
+		require.Contains(t, pageHTML(t, bctx), "transfer:"+refused)
+		shoot(t, bctx, shots, "gl-inbox-waiting")
+	})
+
+	t.Run("a dead-lettered row is requeued and reaches acknowledged", func(t *testing.T) {
+		require.NoError(t, chromedp.Do(bctx, chromedp.Navigate(wallet+"/console/")))
 		row := chromedp.CSS(`table.rows a[href="/console/outbox/` + deadID + `"]`)
 		// The header's verdict counts the dead letter, coloured, and links to it.
 		require.NoError(t, chromedp.Do(bctx, chromedp.WaitVisible(chromedp.CSS(`a.hb.alert[data-health="outbox-dead_letter"]`))))
@@ -82,7 +136,7 @@ func TestTheConsoleInARealBrowser(t *testing.T) {
 			chromedp.WaitVisible(chromedp.CSS(`form.confirm button.danger`))))
 		shoot(t, bctx, shots, "wallet-requeue-confirm")
 		require.NoError(t, chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`form.confirm button.danger`)), chromedp.WaitVisible(chromedp.CSS(`.flash`))))
-		requireText(t, bctx, `.flash`, "Requeued 1 of 1")
+		requireText(t, bctx, `.flash[data-flash=done]`, "Requeued 1 of 1")
 
 		// The page updates itself: no reload until the GL's acknowledgment has come back.
 		_, err := chromedp.Run(bctx, chromedp.Poll[bool](`document.querySelector('[data-field=status]').textContent === 'acknowledged'`,
@@ -93,6 +147,47 @@ func TestTheConsoleInARealBrowser(t *testing.T) {
 		var action string
 		require.NoError(t, s.walletDB.QueryRow(ctx, "SELECT action FROM audit_log WHERE target = $1", deadID).Scan(&action))
 		require.Equal(t, "outbox.requeue", action, "the console's requeue is in the audit trail")
+		require.Eventually(t, func() bool {
+			var status string
+			err := s.glDB.QueryRow(ctx, "SELECT status FROM inbox WHERE id = $1", waitingID).Scan(&status)
+			return err == nil && status == "processed"
+		}, 30*time.Second, 100*time.Millisecond, "the reversal that waited posts once its transfer has")
+	})
+
+	t.Run("a poison event is resolved, not retried", func(t *testing.T) {
+		poison := insertGLFailure(t, s, "malformed", "decode event: invalid character 'x' looking for beginning of value")
+		insertGLFailure(t, s, "exhausted", "handler failed on 10 deliveries: the database refused the posting")
+		require.NoError(t, chromedp.Do(bctx, chromedp.Navigate(gl+"/console/inbox?status=failed"), chromedp.WaitVisible(chromedp.CSS(`table.rows`))))
+		require.Contains(t, pageHTML(t, bctx), poison)
+		shoot(t, bctx, shots, "gl-inbox-failed")
+
+		require.NoError(t, chromedp.Do(bctx, chromedp.Navigate(gl+"/console/inbox/"+poison), chromedp.WaitVisible(chromedp.CSS(`[data-field=status]`))))
+		html := pageHTML(t, bctx)
+		require.NotContains(t, html, "Retry this event", "no retry can apply a malformed event")
+		require.Contains(t, html, "Resolve this event")
+		shoot(t, bctx, shots, "gl-inbox-poison")
+
+		require.NoError(t, chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`form[action="/console/inbox/resolve"] button`)),
+			chromedp.WaitVisible(chromedp.CSS(`form.confirm textarea[name=reason]`)),
+			chromedp.SendKeys(chromedp.CSS(`textarea[name=reason]`), "published by a load test against the wrong namespace; nothing to post"),
+			chromedp.Click(chromedp.CSS(`form.confirm button.danger`)), chromedp.WaitVisible(chromedp.CSS(`.flash`))))
+		requireText(t, bctx, `.flash[data-flash=done]`, "Resolved 1 of 1")
+		requireText(t, bctx, `[data-field=status]`, "resolved")
+		requireText(t, bctx, `[data-field=resolution]`, "nothing to post")
+		shoot(t, bctx, shots, "gl-inbox-resolved")
+
+		var status, action string
+		require.NoError(t, s.glDB.QueryRow(ctx, "SELECT status FROM inbox WHERE id = $1", poison).Scan(&status))
+		require.Equal(t, "resolved", status)
+		require.NoError(t, s.glDB.QueryRow(ctx, "SELECT action FROM audit_log WHERE target = $1", poison).Scan(&action))
+		require.Equal(t, "inbox.resolve", action)
+	})
+
+	t.Run("the broker page", func(t *testing.T) {
+		require.NoError(t, chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`nav a[href="/console/broker"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`[data-stream="`+s.namespace+`_WALLET_EVENTS"]`))))
+		requireText(t, bctx, `[data-consumer=gl] [data-field=pending]`, "0")
+		shoot(t, bctx, shots, "gl-broker")
 	})
 
 	t.Run("a transfer is traced end to end", func(t *testing.T) {
@@ -113,18 +208,48 @@ func TestTheConsoleInARealBrowser(t *testing.T) {
 	})
 
 	t.Run("the GL's console shows the ledger and its inbox", func(t *testing.T) {
-		login(t, bctx, gl, s.glAPI.Key)
+		require.NoError(t, chromedp.Do(bctx, chromedp.Navigate(gl+"/console/")))
 		shoot(t, bctx, shots, "gl-overview")
 		require.NoError(t, chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`nav a[href="/console/trial-balance"]`)), chromedp.WaitVisible(chromedp.CSS(`table.rows`))))
 		require.Contains(t, pageHTML(t, bctx), "balanced")
 		shoot(t, bctx, shots, "gl-trial-balance")
 		require.NoError(t, chromedp.Do(bctx, chromedp.Navigate(gl+"/console/accounts?code=2010&currency=USD"), chromedp.WaitVisible(chromedp.CSS(`[data-field=balance]`))))
-		requireText(t, bctx, `[data-field=balance]`, "32.50") // 700 + 2550 cents, in dollars
+		requireText(t, bctx, `[data-field=balance]`, "31.50") // 700 + 2550 - 100 cents, in dollars
 		shoot(t, bctx, shots, "gl-account")
 		require.NoError(t, chromedp.Do(bctx, chromedp.Navigate(gl+"/console/inbox?status=processed"), chromedp.WaitVisible(chromedp.CSS(`table.rows`))))
 		shoot(t, bctx, shots, "gl-inbox")
 	})
 	t.Logf("screenshots in %s", shots)
+	if *updateScreenshots {
+		writeDocsScreenshots(t, shots)
+	}
+}
+
+// insertGLFailure records a failed event in the GL's inbox as its consumer would (reason, the
+// error's text, the raw message) and returns its inbox id.
+func insertGLFailure(t *testing.T, s *system, reason, detail string) string {
+	t.Helper()
+	eventID := uuid.NewString()
+	id := "gl:" + eventID
+	_, err := s.glDB.Exec(context.Background(), `
+		INSERT INTO inbox (id, consumer, event_id, event_type, status, stream_seq, reason, detail, payload, attempts)
+		VALUES ($1, 'gl', $2, 'TransferCompleted.v1', 'failed', 42, $3, $4, $5, 1)`,
+		id, eventID, reason, detail, []byte(`{"specversion":"1.0","id":"`+eventID+`","type":"TransferCompleted.v1","data":x}`))
+	require.NoError(t, err)
+	return id
+}
+
+// writeDocsScreenshots copies the screenshots docs/console.md shows from dir to docs/img,
+// each small enough to keep.
+func writeDocsScreenshots(t *testing.T, dir string) {
+	t.Helper()
+	for shot, file := range docsShots {
+		png, err := os.ReadFile(filepath.Join(dir, shot+".png"))
+		require.NoError(t, err, "the test took %s", shot)
+		require.Less(t, len(png), maxScreenshotBytes, "%s is small enough for the docs", shot)
+		require.NoError(t, os.WriteFile(filepath.Join("..", "..", "docs", "img", file), png, 0o644))
+	}
+	t.Logf("docs/img updated: %d screenshots", len(docsShots))
 }
 
 // chromiumPath finds Debian's chromium. Without one the test is skipped, unless under CI,
@@ -147,7 +272,7 @@ func chromiumPath(t *testing.T) string {
 func newBrowser(t *testing.T, path string) context.Context {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.WindowSize(1366, 900), chromedp.Flag("disable-dev-shm-usage", true))
+		chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.WindowSize(1200, 800), chromedp.Flag("disable-dev-shm-usage", true))
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	bctx, cancelBrowser := chromedp.NewContext(actx)
 	tctx, cancelTimeout := context.WithTimeout(bctx, 3*time.Minute)

@@ -167,3 +167,14 @@ func (d *Deps) Close() {
 		d.Pool.Close()
 	}
 }
+
+// BrokerPageTimeout bounds how long the console's broker page waits for the broker.
+const BrokerPageTimeout = 2 * time.Second
+
+// BrokerPage reads the broker for the console's broker page on the service's own connection,
+// as the status command reads it on the operator's (events.Topology.ReadBroker).
+func BrokerPage(d *Deps) func(ctx context.Context) events.BrokerStatus {
+	return func(ctx context.Context) events.BrokerStatus {
+		return d.Topology.ReadBroker(ctx, d.NATS, d.Service, events.RedactURL(d.NATS.ConnectedUrlRedacted()), BrokerPageTimeout)
+	}
+}

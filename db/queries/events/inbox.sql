@@ -1,6 +1,7 @@
 -- name: RecordInboxFailure :exec
 -- RecordInboxFailure dead-letters an event in the inbox with its reason (a stable word), the
--- error's detail and its raw payload. It never overwrites an event that was processed.
+-- error's detail and its raw payload. It never overwrites an event that was processed, nor one
+-- an operator resolved (its record stands).
 INSERT INTO inbox (id, consumer, event_id, event_type, status, stream_seq, reason, detail, payload, attempts)
 VALUES (@id, @consumer, @event_id, @event_type, 'failed', @stream_seq::bigint, @reason::text, @detail::text, @payload, @attempts)
 ON CONFLICT (id) DO UPDATE
@@ -10,7 +11,7 @@ SET status     = 'failed',
     payload    = excluded.payload,
     attempts   = excluded.attempts,
     updated_at = clock_timestamp()
-WHERE inbox.status <> 'processed';
+WHERE inbox.status NOT IN ('processed', 'resolved');
 
 -- name: GetInbox :one
 SELECT * FROM inbox WHERE id = @id;
@@ -141,3 +142,20 @@ UPDATE inbox
 SET status = 'failed', reason = 'abandoned', detail = @detail::text, updated_at = clock_timestamp()
 WHERE id = @id AND status = 'waiting'
 RETURNING *;
+
+-- name: ResolveFailedInbox :one
+-- ResolveFailedInbox closes a failed event for an operator: it becomes resolved, its reason,
+-- detail and payload kept, with who resolved it, when and why. Only a failed row moves.
+UPDATE inbox
+SET status = 'resolved', resolved_at = clock_timestamp(), resolved_by = @resolved_by::text,
+    resolution = @resolution::text, updated_at = clock_timestamp()
+WHERE id = @id AND status = 'failed'
+RETURNING *;
+
+-- name: RecentUnauthenticatedInbox :one
+-- RecentUnauthenticatedInbox counts the consumer's failed (not resolved) unauthenticated events
+-- recorded since a time, and gives the newest one's time (now: none), from inbox_failed_idx.
+SELECT count(*)::bigint AS count, coalesce(max(updated_at), clock_timestamp())::timestamptz AS newest
+FROM inbox
+WHERE status = 'failed' AND reason = 'unauthenticated' AND consumer = @consumer::text
+  AND updated_at >= @since::timestamptz;

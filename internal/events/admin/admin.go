@@ -340,6 +340,10 @@ type InboxRow struct {
 	ReceivedAt  time.Time  `json:"received_at"`
 	ProcessedAt *time.Time `json:"processed_at,omitempty"`
 	UpdatedAt   time.Time  `json:"updated_at"`
+	// A resolved row's closing: when, by which key, and the operator's reason.
+	ResolvedAt *time.Time `json:"resolved_at,omitempty"`
+	ResolvedBy string     `json:"resolved_by,omitempty"`
+	Resolution string     `json:"resolution,omitempty"`
 }
 
 // InboxStats counts the inbox rows per status and the duplicates the inbox absorbed.
@@ -453,6 +457,7 @@ func toInboxRow(r eventsdb.Inbox) InboxRow {
 		ID: r.ID, Consumer: r.Consumer, EventID: r.EventID, EventType: r.EventType, Status: r.Status,
 		Attempts: r.Attempts, Duplicates: r.Duplicates, StreamSeq: r.StreamSeq, Reason: deref(r.Reason), Detail: deref(r.Detail),
 		WaitsFor: deref(r.WaitsFor), Payload: string(r.Payload), ReceivedAt: r.ReceivedAt, ProcessedAt: r.ProcessedAt, UpdatedAt: r.UpdatedAt,
+		ResolvedAt: r.ResolvedAt, ResolvedBy: deref(r.ResolvedBy), Resolution: deref(r.Resolution),
 	}
 }
 

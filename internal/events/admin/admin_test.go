@@ -269,7 +269,7 @@ func TestAdminInboxStatsAndList(t *testing.T) {
 
 	stats, err := a.InboxStats(ctx)
 	require.NoError(t, err)
-	require.Equal(t, map[string]int64{"processing": 0, "waiting": 0, "processed": 3, "failed": 1, "duplicate": 0}, stats.Counts)
+	require.Equal(t, map[string]int64{"processing": 0, "waiting": 0, "processed": 3, "failed": 1, "duplicate": 0, "resolved": 0}, stats.Counts)
 	require.Equal(t, int64(2), stats.Duplicates)
 	require.Equal(t, map[string]int64{"malformed": 1, "conflict": 0, "exhausted": 0, "unauthenticated": 0, "abandoned": 0}, stats.FailedByReason)
 

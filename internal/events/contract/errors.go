@@ -75,6 +75,14 @@ const (
 // FailureReasons are the reason words of failed inbox rows.
 var FailureReasons = []string{ReasonMalformed, ReasonConflict, ReasonExhausted, ReasonUnauthenticated, ReasonAbandoned}
 
+// Retryable reports whether a retry of a failed event with this reason can succeed: one that
+// exhausted its deliveries (the handler's cause may be gone) or that an operator abandoned while
+// it waited (what it waited for may have posted since). A malformed, conflicting or
+// unauthenticated event fails again the same way on every retry: an operator resolves it instead.
+func Retryable(reason string) bool {
+	return reason == ReasonExhausted || reason == ReasonAbandoned
+}
+
 // FailureReason is the reason word for a permanent failure.
 func FailureReason(err error) string {
 	switch {

@@ -9,17 +9,21 @@ const (
 	StatusDispatching = "dispatching"
 )
 
-// The inbox statuses the consumer acts on: processed, an event applied once and for all;
-// waiting, an event parked until what it waits for posts (its waits_for).
+// The inbox statuses the consumer and the operator act on: processed, an event applied once and
+// for all; waiting, an event parked until what it waits for posts (its waits_for); failed, an
+// event recorded with its reason; resolved, a failed event an operator closed with a reason of
+// their own, never applied.
 const (
 	StatusProcessed = "processed"
 	StatusWaiting   = "waiting"
+	StatusFailed    = "failed"
+	StatusResolved  = "resolved"
 )
 
 // The statuses of an outbox row and of an inbox row, in the order of their lifecycle.
 var (
 	OutboxStatuses = []string{StatusPending, StatusDispatching, "dispatched", "acknowledged", "failed", "dead_letter"}
-	InboxStatuses  = []string{"processing", StatusWaiting, StatusProcessed, "failed", "duplicate"}
+	InboxStatuses  = []string{"processing", StatusWaiting, StatusProcessed, StatusFailed, "duplicate", StatusResolved}
 	// RequeueStatuses are the statuses an operator may send back to pending.
 	RequeueStatuses = []string{"failed", "dead_letter"}
 )

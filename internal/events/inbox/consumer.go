@@ -25,6 +25,7 @@ import (
 	"walletgl/internal/database"
 	"walletgl/internal/events"
 	"walletgl/internal/events/contract"
+	"walletgl/internal/events/internal/eventsdb"
 	"walletgl/internal/events/internal/eventtrace"
 	"walletgl/internal/events/internal/loop"
 	"walletgl/internal/events/signing"
@@ -110,7 +111,6 @@ type Consumer struct {
 	unauthenticated atomic.Int64
 	waited          atomic.Int64
 	released        atomic.Int64
-	lastForged      atomic.Int64 // unix nanoseconds of the last event recorded unauthenticated
 }
 
 // NewConsumer returns a consumer of cfg's event type applying handler to pool's database.
@@ -184,23 +184,27 @@ func (c *Consumer) Unverified() error {
 }
 
 // UnauthenticatedWarnFor is how long after an event was recorded unauthenticated the consumer's
-// Unauthenticated check keeps failing.
+// Unauthenticated check keeps failing, unless an operator resolves it.
 const UnauthenticatedWarnFor = 15 * time.Minute
 
 // Unauthenticated reports events recorded failed as unauthenticated in the last
-// UnauthenticatedWarnFor: someone publishes on the producer's subject who is not the producer,
-// or a producer signs with a key the consumer does not trust. It is a warning, not a failure
-// of the service: whoever can publish would otherwise decide the service's health.
-func (c *Consumer) Unauthenticated(context.Context) error {
-	last := c.lastForged.Load()
-	if last == 0 {
+// UnauthenticatedWarnFor and not resolved: someone publishes on the producer's subject who is
+// not the producer, or a producer signs with a key the consumer does not trust. It reads the
+// inbox, so every instance of the service says the same and a restart forgets nothing. It is a
+// warning, not a failure of the service: whoever can publish would otherwise decide the
+// service's health.
+func (c *Consumer) Unauthenticated(ctx context.Context) error {
+	r, err := eventsdb.New(c.pool).RecentUnauthenticatedInbox(ctx, eventsdb.RecentUnauthenticatedInboxParams{
+		Consumer: c.inbox.name, Since: time.Now().Add(-UnauthenticatedWarnFor),
+	})
+	if err != nil {
+		return fmt.Errorf("consumer %s: count unauthenticated events: %w", c.cfg.Name, interpretError(err))
+	}
+	if r.Count == 0 {
 		return nil
 	}
-	if ago := time.Since(time.Unix(0, last)); ago < UnauthenticatedWarnFor {
-		return fmt.Errorf("consumer %s: %d events recorded failed as unauthenticated since start, the last %s ago (inbox list --status failed)",
-			c.cfg.Name, c.unauthenticated.Load(), ago.Round(time.Second))
-	}
-	return nil
+	return fmt.Errorf("consumer %s: %d events recorded failed as unauthenticated in the last %s and not resolved, the last %s ago (inbox list --status failed)",
+		c.cfg.Name, r.Count, UnauthenticatedWarnFor, max(time.Since(r.Newest), 0).Round(time.Second))
 }
 
 // consume is one fetch-commit-ack loop; Run runs Workers of them on the durable consumer.
@@ -827,7 +831,6 @@ func (c *Consumer) deadLetter(ctx context.Context, d delivery, reason string, ca
 	c.cfg.Metrics.Failed(reason)
 	if reason == contract.ReasonUnauthenticated {
 		c.unauthenticated.Add(1)
-		c.lastForged.Store(time.Now().UnixNano())
 	}
 	tracing.LogTraceID(c.log.Error(), d.traceID).Err(cause).Str("reason", reason).Str("event_id", d.EventID).Uint64("stream_seq", d.StreamSeq).Msg("event dead-lettered in the inbox")
 	if err := d.msg.Term(); err != nil {

@@ -25,6 +25,7 @@ func addRoutes(serveMux *http.ServeMux, d Deps) {
 	mux.Handle("GET /v1/accounts/{code}/statement", read(handleAccountStatement(ledger)))
 	mux.Handle("GET /v1/trial-balance", read(handleTrialBalance(ledger)))
 	mux.Handle("POST /v1/adjustments", d.Guard.Require(ScopeLedgerWrite, handleCreateAdjustment(d.Adjustments)))
+	mux.Handle("POST /v1/admin/inbox/resolve", d.Guard.Require(ScopeInboxAdmin, handleAdminResolveInbox(d.Inbox)))
 	if d.Console != nil {
 		mux.Handle("/console/", d.Console) // HTML for people, outside the OpenAPI document
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"walletgl/internal/auth"
+	"walletgl/internal/database"
 	"walletgl/internal/gl"
 	"walletgl/internal/metrics"
 	"walletgl/internal/tracing"
@@ -27,8 +28,12 @@ type Deps struct {
 	// in the audit trail as the key that asked (postgres.Ledger.WithAudit(AuditByKey)). Nil: the
 	// route answers 503.
 	Adjustments gl.Adjuster
-	Guard       *auth.Guard // who may call which route
-	Health      []web.Check // what the service needs to do its work; GET /readyz runs them
+	// Inbox is the database of the GL's inbox, where an operator resolves failed events
+	// (POST /v1/admin/inbox/resolve), each resolve recorded in the audit trail with it. Nil:
+	// the route answers 503.
+	Inbox  database.TxBeginner
+	Guard  *auth.Guard // who may call which route
+	Health []web.Check // what the service needs to do its work; GET /readyz runs them
 	// Metrics is served at GET /metrics (with metrics:read) when MetricsOnAPI, and counts the
 	// API's requests.
 	Metrics      *metrics.Metrics

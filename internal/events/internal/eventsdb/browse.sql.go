@@ -12,7 +12,7 @@ import (
 )
 
 const browseInbox = `-- name: BrowseInbox :many
-SELECT id, consumer, event_id, event_type, status, attempts, duplicates, stream_seq, detail, payload, received_at, processed_at, last_duplicate_at, updated_at, reason, waits_for FROM inbox
+SELECT id, consumer, event_id, event_type, status, attempts, duplicates, stream_seq, detail, payload, received_at, processed_at, last_duplicate_at, updated_at, reason, waits_for, resolved_at, resolved_by, resolution FROM inbox
 WHERE status = $1
   AND id > $2::text
   AND ($3::text = ''
@@ -63,6 +63,9 @@ func (q *Queries) BrowseInbox(ctx context.Context, arg BrowseInboxParams) ([]Inb
 			&i.UpdatedAt,
 			&i.Reason,
 			&i.WaitsFor,
+			&i.ResolvedAt,
+			&i.ResolvedBy,
+			&i.Resolution,
 		); err != nil {
 			return nil, err
 		}

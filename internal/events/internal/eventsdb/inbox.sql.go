@@ -14,7 +14,7 @@ const abandonWaitingInbox = `-- name: AbandonWaitingInbox :one
 UPDATE inbox
 SET status = 'failed', reason = 'abandoned', detail = $1::text, updated_at = clock_timestamp()
 WHERE id = $2 AND status = 'waiting'
-RETURNING id, consumer, event_id, event_type, status, attempts, duplicates, stream_seq, detail, payload, received_at, processed_at, last_duplicate_at, updated_at, reason, waits_for
+RETURNING id, consumer, event_id, event_type, status, attempts, duplicates, stream_seq, detail, payload, received_at, processed_at, last_duplicate_at, updated_at, reason, waits_for, resolved_at, resolved_by, resolution
 `
 
 type AbandonWaitingInboxParams struct {
@@ -44,6 +44,9 @@ func (q *Queries) AbandonWaitingInbox(ctx context.Context, arg AbandonWaitingInb
 		&i.UpdatedAt,
 		&i.Reason,
 		&i.WaitsFor,
+		&i.ResolvedAt,
+		&i.ResolvedBy,
+		&i.Resolution,
 	)
 	return i, err
 }
@@ -153,7 +156,7 @@ func (q *Queries) DeleteExpiredInbox(ctx context.Context, arg DeleteExpiredInbox
 }
 
 const getInbox = `-- name: GetInbox :one
-SELECT id, consumer, event_id, event_type, status, attempts, duplicates, stream_seq, detail, payload, received_at, processed_at, last_duplicate_at, updated_at, reason, waits_for FROM inbox WHERE id = $1
+SELECT id, consumer, event_id, event_type, status, attempts, duplicates, stream_seq, detail, payload, received_at, processed_at, last_duplicate_at, updated_at, reason, waits_for, resolved_at, resolved_by, resolution FROM inbox WHERE id = $1
 `
 
 func (q *Queries) GetInbox(ctx context.Context, id string) (Inbox, error) {
@@ -176,6 +179,9 @@ func (q *Queries) GetInbox(ctx context.Context, id string) (Inbox, error) {
 		&i.UpdatedAt,
 		&i.Reason,
 		&i.WaitsFor,
+		&i.ResolvedAt,
+		&i.ResolvedBy,
+		&i.Resolution,
 	)
 	return i, err
 }
@@ -269,7 +275,7 @@ func (q *Queries) InboxWaitingSummary(ctx context.Context, consumer string) (Inb
 }
 
 const listInbox = `-- name: ListInbox :many
-SELECT id, consumer, event_id, event_type, status, attempts, duplicates, stream_seq, detail, payload, received_at, processed_at, last_duplicate_at, updated_at, reason, waits_for FROM inbox
+SELECT id, consumer, event_id, event_type, status, attempts, duplicates, stream_seq, detail, payload, received_at, processed_at, last_duplicate_at, updated_at, reason, waits_for, resolved_at, resolved_by, resolution FROM inbox
 WHERE status = $1
 ORDER BY received_at, id
 LIMIT $2
@@ -306,6 +312,9 @@ func (q *Queries) ListInbox(ctx context.Context, arg ListInboxParams) ([]Inbox, 
 			&i.UpdatedAt,
 			&i.Reason,
 			&i.WaitsFor,
+			&i.ResolvedAt,
+			&i.ResolvedBy,
+			&i.Resolution,
 		); err != nil {
 			return nil, err
 		}
@@ -332,11 +341,37 @@ func (q *Queries) MarkInboxProcessedBatch(ctx context.Context, ids []string) (in
 	return result.RowsAffected(), nil
 }
 
+const recentUnauthenticatedInbox = `-- name: RecentUnauthenticatedInbox :one
+SELECT count(*)::bigint AS count, coalesce(max(updated_at), clock_timestamp())::timestamptz AS newest
+FROM inbox
+WHERE status = 'failed' AND reason = 'unauthenticated' AND consumer = $1::text
+  AND updated_at >= $2::timestamptz
+`
+
+type RecentUnauthenticatedInboxParams struct {
+	Consumer string
+	Since    time.Time
+}
+
+type RecentUnauthenticatedInboxRow struct {
+	Count  int64
+	Newest time.Time
+}
+
+// RecentUnauthenticatedInbox counts the consumer's failed (not resolved) unauthenticated events
+// recorded since a time, and gives the newest one's time (now: none), from inbox_failed_idx.
+func (q *Queries) RecentUnauthenticatedInbox(ctx context.Context, arg RecentUnauthenticatedInboxParams) (RecentUnauthenticatedInboxRow, error) {
+	row := q.db.QueryRow(ctx, recentUnauthenticatedInbox, arg.Consumer, arg.Since)
+	var i RecentUnauthenticatedInboxRow
+	err := row.Scan(&i.Count, &i.Newest)
+	return i, err
+}
+
 const reclaimFailedInbox = `-- name: ReclaimFailedInbox :one
 UPDATE inbox
 SET status = 'processing', attempts = attempts + 1, updated_at = clock_timestamp()
 WHERE id = $1 AND status IN ('failed', 'waiting')
-RETURNING id, consumer, event_id, event_type, status, attempts, duplicates, stream_seq, detail, payload, received_at, processed_at, last_duplicate_at, updated_at, reason, waits_for
+RETURNING id, consumer, event_id, event_type, status, attempts, duplicates, stream_seq, detail, payload, received_at, processed_at, last_duplicate_at, updated_at, reason, waits_for, resolved_at, resolved_by, resolution
 `
 
 // ReclaimFailedInbox moves a failed or waiting event back to processing for an operator's retry,
@@ -361,6 +396,9 @@ func (q *Queries) ReclaimFailedInbox(ctx context.Context, id string) (Inbox, err
 		&i.UpdatedAt,
 		&i.Reason,
 		&i.WaitsFor,
+		&i.ResolvedAt,
+		&i.ResolvedBy,
+		&i.Resolution,
 	)
 	return i, err
 }
@@ -369,7 +407,7 @@ const reclaimWaitingInbox = `-- name: ReclaimWaitingInbox :one
 UPDATE inbox
 SET status = 'processing', attempts = attempts + 1, updated_at = clock_timestamp()
 WHERE id = (SELECT w.id FROM inbox AS w WHERE w.id = $1 AND w.status = 'waiting' FOR UPDATE SKIP LOCKED)
-RETURNING id, consumer, event_id, event_type, status, attempts, duplicates, stream_seq, detail, payload, received_at, processed_at, last_duplicate_at, updated_at, reason, waits_for
+RETURNING id, consumer, event_id, event_type, status, attempts, duplicates, stream_seq, detail, payload, received_at, processed_at, last_duplicate_at, updated_at, reason, waits_for, resolved_at, resolved_by, resolution
 `
 
 // ReclaimWaitingInbox moves a waiting event to processing for the consumer's own retry, inside
@@ -395,6 +433,9 @@ func (q *Queries) ReclaimWaitingInbox(ctx context.Context, id string) (Inbox, er
 		&i.UpdatedAt,
 		&i.Reason,
 		&i.WaitsFor,
+		&i.ResolvedAt,
+		&i.ResolvedBy,
+		&i.Resolution,
 	)
 	return i, err
 }
@@ -409,7 +450,7 @@ SET status     = 'failed',
     payload    = excluded.payload,
     attempts   = excluded.attempts,
     updated_at = clock_timestamp()
-WHERE inbox.status <> 'processed'
+WHERE inbox.status NOT IN ('processed', 'resolved')
 `
 
 type RecordInboxFailureParams struct {
@@ -425,7 +466,8 @@ type RecordInboxFailureParams struct {
 }
 
 // RecordInboxFailure dead-letters an event in the inbox with its reason (a stable word), the
-// error's detail and its raw payload. It never overwrites an event that was processed.
+// error's detail and its raw payload. It never overwrites an event that was processed, nor one
+// an operator resolved (its record stands).
 func (q *Queries) RecordInboxFailure(ctx context.Context, arg RecordInboxFailureParams) error {
 	_, err := q.db.Exec(ctx, recordInboxFailure,
 		arg.ID,
@@ -480,6 +522,49 @@ func (q *Queries) RecordInboxWaiting(ctx context.Context, arg RecordInboxWaiting
 		arg.Attempts,
 	)
 	return err
+}
+
+const resolveFailedInbox = `-- name: ResolveFailedInbox :one
+UPDATE inbox
+SET status = 'resolved', resolved_at = clock_timestamp(), resolved_by = $1::text,
+    resolution = $2::text, updated_at = clock_timestamp()
+WHERE id = $3 AND status = 'failed'
+RETURNING id, consumer, event_id, event_type, status, attempts, duplicates, stream_seq, detail, payload, received_at, processed_at, last_duplicate_at, updated_at, reason, waits_for, resolved_at, resolved_by, resolution
+`
+
+type ResolveFailedInboxParams struct {
+	ResolvedBy string
+	Resolution string
+	ID         string
+}
+
+// ResolveFailedInbox closes a failed event for an operator: it becomes resolved, its reason,
+// detail and payload kept, with who resolved it, when and why. Only a failed row moves.
+func (q *Queries) ResolveFailedInbox(ctx context.Context, arg ResolveFailedInboxParams) (Inbox, error) {
+	row := q.db.QueryRow(ctx, resolveFailedInbox, arg.ResolvedBy, arg.Resolution, arg.ID)
+	var i Inbox
+	err := row.Scan(
+		&i.ID,
+		&i.Consumer,
+		&i.EventID,
+		&i.EventType,
+		&i.Status,
+		&i.Attempts,
+		&i.Duplicates,
+		&i.StreamSeq,
+		&i.Detail,
+		&i.Payload,
+		&i.ReceivedAt,
+		&i.ProcessedAt,
+		&i.LastDuplicateAt,
+		&i.UpdatedAt,
+		&i.Reason,
+		&i.WaitsFor,
+		&i.ResolvedAt,
+		&i.ResolvedBy,
+		&i.Resolution,
+	)
+	return i, err
 }
 
 const waitingInbox = `-- name: WaitingInbox :many

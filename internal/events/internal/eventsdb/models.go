@@ -28,6 +28,9 @@ type Inbox struct {
 	UpdatedAt       time.Time
 	Reason          *string
 	WaitsFor        *string
+	ResolvedAt      *time.Time
+	ResolvedBy      *string
+	Resolution      *string
 }
 
 type Outbox struct {

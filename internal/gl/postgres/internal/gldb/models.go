@@ -95,6 +95,9 @@ type Inbox struct {
 	UpdatedAt       time.Time
 	Reason          *string
 	WaitsFor        *string
+	ResolvedAt      *time.Time
+	ResolvedBy      *string
+	Resolution      *string
 }
 
 type JournalEntry struct {
