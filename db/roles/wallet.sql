@@ -1,7 +1,7 @@
 -- The wallet's own tables (db/queries/wallet).
 
--- Wallets are created, locked (SELECT … FOR NO KEY UPDATE needs UPDATE), their balances and
--- limits changed; never deleted.
+-- Wallets are created, locked (SELECT … FOR NO KEY UPDATE needs UPDATE), their balances,
+-- limits and metadata changed; never deleted.
 GRANT SELECT, INSERT, UPDATE ON wallets TO :"runtime_role";
 
 -- A transfer is written once; only the running total of its reversals changes after.

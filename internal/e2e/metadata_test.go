@@ -11,9 +11,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// A transfer's metadata travels through the real binaries: the wallet stores it, its
-// TransferCompleted.v2 carries it, the GL stores it on the transfer's entry, and the same
-// metadata filter lists the same transfers in both services.
+// A transfer's and a hold's metadata travel through the real binaries: the wallet stores
+// them, TransferCompleted.v2 and HoldPlaced.v1 carry them, the GL stores them on the transfer's
+// and the hold's placement entry (and the capture's transfer carries its hold's), and the same
+// metadata filter lists the same movements in both services.
 func TestMetadataReachesTheGLAndFiltersAlikeInBothServices(t *testing.T) {
 	t.Parallel()
 	s := startSystem(t)
@@ -50,6 +51,23 @@ func TestMetadataReachesTheGLAndFiltersAlikeInBothServices(t *testing.T) {
 		require.NoError(t, resp.Decode(&tr))
 		ids[i] = tr.ID
 	}
+	resp, err := s.walletAPI.Do(ctx, http.MethodPost, "/v1/holds",
+		map[string]any{"wallet_id": "alice", "amount": 50, "metadata": map[string]string{"order_id": "123", "shop": "eu", "channel": "app"}},
+		map[string]string{"Idempotency-Key": "meta-hold"})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusCreated, resp.Status, "%s", resp.Body)
+	var hold struct {
+		ID string `json:"id"`
+	}
+	require.NoError(t, resp.Decode(&hold))
+	resp, err = s.walletAPI.Do(ctx, http.MethodPost, "/v1/holds/"+hold.ID+"/capture", map[string]any{"to_wallet_id": "bob", "amount": 20},
+		map[string]string{"Idempotency-Key": "meta-capture"})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusCreated, resp.Status, "%s", resp.Body)
+	var captured struct {
+		CaptureTransferID string `json:"capture_transfer_id"`
+	}
+	require.NoError(t, resp.Decode(&captured))
 	require.Eventually(t, func() bool {
 		var open int
 		require.NoError(t, s.walletDB.QueryRow(ctx, "SELECT count(*) FROM outbox WHERE status <> 'acknowledged'").Scan(&open))
@@ -77,8 +95,39 @@ func TestMetadataReachesTheGLAndFiltersAlikeInBothServices(t *testing.T) {
 		require.Equal(t, want, out.Entries[0].Metadata, "the entry of transfer %d (%s)", i, out.Entries[0].Kind)
 	}
 
+	for key, want := range map[string]map[string]string{
+		"hold:" + hold.ID + ":placed":   {"order_id": "123", "shop": "eu", "channel": "app"},
+		"hold:" + hold.ID + ":released": {},
+		captured.CaptureTransferID:      {"order_id": "123", "shop": "eu", "channel": "app"},
+	} {
+		resp, err := s.glAPI.Do(ctx, http.MethodGet, "/v1/entries?transfer_id="+key, nil, nil)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.Status, "%s", resp.Body)
+		var out struct {
+			Entries []entryJSON `json:"entries"`
+		}
+		require.NoError(t, resp.Decode(&out))
+		require.Len(t, out.Entries, 1, key)
+		require.Equal(t, want, out.Entries[0].Metadata, "the entry of %s", key)
+	}
+
+	// The wallet's answer to a filter, in the GL's terms: the transfers it lists, and the
+	// placement entry of each hold it lists.
 	walletList := func(filter url.Values) []string {
-		resp, err := s.walletAPI.Do(ctx, http.MethodGet, "/v1/transfers?"+filter.Encode(), nil, nil)
+		resp, err := s.walletAPI.Do(ctx, http.MethodGet, "/v1/holds?"+filter.Encode(), nil, nil)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.Status, "%s", resp.Body)
+		var holds struct {
+			Holds []struct {
+				ID string `json:"id"`
+			} `json:"holds"`
+		}
+		require.NoError(t, resp.Decode(&holds))
+		var got []string
+		for _, h := range holds.Holds {
+			got = append(got, "hold:"+h.ID+":placed")
+		}
+		resp, err = s.walletAPI.Do(ctx, http.MethodGet, "/v1/transfers?"+filter.Encode(), nil, nil)
 		require.NoError(t, err)
 		require.Equal(t, http.StatusOK, resp.Status, "%s", resp.Body)
 		var out struct {
@@ -87,7 +136,6 @@ func TestMetadataReachesTheGLAndFiltersAlikeInBothServices(t *testing.T) {
 			} `json:"transfers"`
 		}
 		require.NoError(t, resp.Decode(&out))
-		var got []string
 		for _, tr := range out.Transfers {
 			got = append(got, tr.ID)
 		}
@@ -107,19 +155,25 @@ func TestMetadataReachesTheGLAndFiltersAlikeInBothServices(t *testing.T) {
 		}
 		return got
 	}
+	heldAndCaptured := []string{"hold:" + hold.ID + ":placed", captured.CaptureTransferID}
 	for _, tt := range []struct {
-		name   string
-		filter url.Values
-		want   []int // indexes of moves
+		name     string
+		filter   url.Values
+		want     []int // indexes of moves
+		withHold bool  // and the hold's placement and capture
 	}{
-		{"one pair", url.Values{"metadata[order_id]": {"123"}}, []int{0, 1, 3}},
-		{"two pairs", url.Values{"metadata[order_id]": {"123"}, "metadata[shop]": {"eu"}}, []int{0, 3}},
-		{"three pairs", url.Values{"metadata[order_id]": {"123"}, "metadata[shop]": {"eu"}, "metadata[channel]": {"web"}}, []int{3}},
-		{"a pair nobody gave", url.Values{"metadata[order_id]": {"999"}}, nil},
+		{"one pair", url.Values{"metadata[order_id]": {"123"}}, []int{0, 1, 3}, true},
+		{"two pairs", url.Values{"metadata[order_id]": {"123"}, "metadata[shop]": {"eu"}}, []int{0, 3}, true},
+		{"three pairs", url.Values{"metadata[order_id]": {"123"}, "metadata[shop]": {"eu"}, "metadata[channel]": {"web"}}, []int{3}, false},
+		{"the hold's pair", url.Values{"metadata[channel]": {"app"}}, nil, true},
+		{"a pair nobody gave", url.Values{"metadata[order_id]": {"999"}}, nil, false},
 	} {
 		var want []string
 		for _, i := range tt.want {
 			want = append(want, ids[i])
+		}
+		if tt.withHold {
+			want = append(want, heldAndCaptured...)
 		}
 		require.ElementsMatch(t, want, walletList(tt.filter), "the wallet: %s", tt.name)
 		require.ElementsMatch(t, want, glList(tt.filter), "the GL: %s", tt.name)

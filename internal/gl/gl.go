@@ -63,8 +63,9 @@ type Entry struct {
 	// adjustment and why it was made, where the ledger reads entries (uuid.Nil and "" otherwise).
 	AdjustmentID uuid.UUID
 	Reason       string
-	// Metadata are the client's key-value pairs of the transfer the entry posts, as its
-	// TransferCompleted.v2 event carried them (empty for every other entry).
+	// Metadata are the client's key-value pairs of the movement the entry posts, as its event
+	// carried them: a transfer's (TransferCompleted.v2), a reversal's (TransferReversed.v1), a
+	// hold's on its placement (HoldPlaced.v1); empty for a release and an adjustment.
 	Metadata metadata.Metadata
 }
 

@@ -115,6 +115,7 @@ func PlacementEntry(env contract.Envelope, holds HoldRules) (Entry, error) {
 		Description: placementDescription(data.HoldID, data.WalletID),
 		OccurredAt:  data.CreatedAt,
 		Lines:       WalletLines(holds.Place.lines(data.Amount), data.WalletID, data.WalletID),
+		Metadata:    data.Metadata,
 	}, nil
 }
 

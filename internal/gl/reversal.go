@@ -82,6 +82,7 @@ func ReversalEntry(eventID string, data contract.TransferReversed, orig Entry) (
 		ReversesEntryID: orig.ID,
 		EventType:       contract.TypeTransferReversed,
 		Kind:            orig.Kind,
+		Metadata:        data.Metadata,
 	}, nil
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"walletgl/internal/metadata"
 	"walletgl/internal/problem"
 )
 
@@ -44,8 +45,11 @@ type Hold struct {
 	CapturedAmount    int64     // 0 unless captured
 	CaptureTransferID uuid.UUID // uuid.Nil unless captured
 	ToWalletID        string    // the capture's receiver; "" unless captured
-	CreatedAt         time.Time
-	FinishedAt        time.Time // zero while pending
+	// Metadata are the client's key-value pairs (empty when none were given), carried by
+	// HoldPlaced.v1 and copied to the capture's transfer.
+	Metadata   metadata.Metadata
+	CreatedAt  time.Time
+	FinishedAt time.Time // zero while pending
 }
 
 // Expired reports whether h is pending past its expiry at now: the expiry worker has not voided
@@ -62,7 +66,10 @@ type HoldRequest struct {
 	Currency       string // "" means the wallet's currency
 	ExpiresAt      time.Time
 	ExpiresIn      time.Duration
-	KeyID          uuid.UUID // the API key that asks (uuid.Nil: none), as in TransferRequest
+	// Metadata are the client's key-value pairs, optional; part of the request, as a
+	// transfer's.
+	Metadata metadata.Metadata
+	KeyID    uuid.UUID // the API key that asks (uuid.Nil: none), as in TransferRequest
 }
 
 // Validate reports why r can never succeed, whatever the state of the wallet, at now.
@@ -80,6 +87,9 @@ func (r HoldRequest) Validate(now time.Time) error {
 		if err := validateCurrency(r.Currency); err != nil {
 			return err
 		}
+	}
+	if err := r.Metadata.Validate(); err != nil {
+		return err
 	}
 	if !r.ExpiresAt.IsZero() && r.ExpiresIn != 0 {
 		return problem.Newf(ErrInvalid, "give expires_at or expires_in, not both")
@@ -138,9 +148,17 @@ type HoldService interface {
 	CaptureHold(ctx context.Context, req CaptureRequest) (h Hold, replayed bool, err error)
 	// VoidHold releases a pending hold; a hold already voided is returned as it is.
 	VoidHold(ctx context.Context, id uuid.UUID) (Hold, error)
-	// ListHolds returns up to limit holds after the cursor, oldest first (GET /v1/holds, which
+	// ListHolds returns a page of the holds q asks for, oldest first (GET /v1/holds, which
 	// the GL's reconcile reads).
-	ListHolds(ctx context.Context, after Cursor, limit int) (HoldPage, error)
+	ListHolds(ctx context.Context, q HoldQuery) (HoldPage, error)
+}
+
+// HoldQuery asks for one page of the hold list: up to Limit holds after the cursor, those
+// whose metadata holds every pair of Metadata when set.
+type HoldQuery struct {
+	After    Cursor
+	Limit    int
+	Metadata metadata.Metadata // empty: any metadata
 }
 
 // HoldPage is one page of holds, paged like transfers (Page).

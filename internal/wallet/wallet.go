@@ -42,7 +42,10 @@ type Wallet struct {
 	// total: the floor the database keeps it to is MinBalance − ForcedDebit.
 	ForcedDebit int64
 	// Owner is the owner of the key that created the wallet; "" for the platform's.
-	Owner     string
+	Owner string
+	// Metadata are the client's key-value pairs (empty when none were given); they stay in
+	// the wallet: no event carries them.
+	Metadata  metadata.Metadata
 	CreatedAt time.Time
 }
 
@@ -91,6 +94,17 @@ type LimitsChange struct {
 	Limits
 }
 
+// WalletChange is a change of a wallet (PATCH /v1/wallets/{id}): its limits, as LimitsChange
+// says, and, when SetMetadata, its metadata replaced by Metadata as a whole (empty: none).
+type WalletChange struct {
+	LimitsChange
+	SetMetadata bool
+	Metadata    metadata.Metadata
+}
+
+// ChangesLimits reports whether ch sets a limit.
+func (ch WalletChange) ChangesLimits() bool { return ch.SetMin || ch.SetMax }
+
 // ApplyLimits is w, locked, with the limits ch asks for: refused when they are invalid for it
 // (400) or when its balance already lies outside them (422: a limit never puts a wallet in
 // breach; a forced reversal alone takes one below its minimum).
@@ -124,6 +138,9 @@ func (w Wallet) Validate() error {
 	if err := validateCurrency(w.Currency); err != nil {
 		return err
 	}
+	if err := w.Metadata.Validate(); err != nil {
+		return err
+	}
 	return w.Limits.validate(w.AllowNegative)
 }
 
@@ -137,8 +154,8 @@ type Transfer struct {
 	Amount         int64
 	Currency       string
 	Reference      string // the payer's, "" when none was given
-	// Metadata are the client's key-value pairs (empty when none were given; a reversal's
-	// and a capture's transfer have none).
+	// Metadata are the client's key-value pairs (empty when none were given): a transfer's
+	// and a reversal's as their requests gave them, a capture's transfer its hold's.
 	Metadata metadata.Metadata
 	Status   string
 	// OutboxStatus is where the transfer's event is on its way to the general ledger: pending,
@@ -230,12 +247,18 @@ type ReversalRequest struct {
 	// at most the reversal's amount (CheckForcedReversal); the HTTP API gives it to keys with
 	// transfers:admin alone, and the store audits each reversal it forced.
 	Force bool
-	KeyID uuid.UUID // the API key that asks (uuid.Nil: none), as in TransferRequest
+	// Metadata are the client's key-value pairs of the reversal, optional; part of the
+	// request, as a transfer's.
+	Metadata metadata.Metadata
+	KeyID    uuid.UUID // the API key that asks (uuid.Nil: none), as in TransferRequest
 }
 
 // Validate reports why r can never succeed, whatever the state of the transfer and wallets.
 func (r ReversalRequest) Validate() error {
 	if err := validateIdempotencyKey(r.IdempotencyKey); err != nil {
+		return err
+	}
+	if err := r.Metadata.Validate(); err != nil {
 		return err
 	}
 	if r.Rest {
@@ -254,8 +277,12 @@ func (r ReversalRequest) Validate() error {
 type Service interface {
 	CreateWallet(ctx context.Context, w Wallet) (Wallet, error)
 	GetWallet(ctx context.Context, id string) (Wallet, error)
-	// SetLimits changes a wallet's limits (ApplyLimits), audited in the same transaction.
-	SetLimits(ctx context.Context, id string, ch LimitsChange) (Wallet, error)
+	// ListWallets returns a page of the wallets q asks for that the actor may see, newest
+	// first. A cursor that names no wallet the actor may see is ErrInvalidCursor.
+	ListWallets(ctx context.Context, q WalletQuery) (WalletPage, error)
+	// UpdateWallet changes a wallet's limits (ApplyLimits) and metadata, each change audited
+	// in the same transaction.
+	UpdateWallet(ctx context.Context, id string, ch WalletChange) (Wallet, error)
 	// CreateTransfer moves the money, or returns the transfer an earlier request with the same
 	// key created (replayed is then true).
 	CreateTransfer(ctx context.Context, req TransferRequest) (t Transfer, replayed bool, err error)
@@ -295,6 +322,56 @@ func (q TransferQuery) Validate() error {
 		return problem.Newf(ErrInvalid, "reference must be valid UTF-8 of at most %d characters, got %d", contract.MaxReferenceLength, n)
 	}
 	return q.Metadata.Validate()
+}
+
+// WalletQuery asks for one page of the wallet list, newest first: up to Limit wallets before
+// the cursor, those whose metadata holds every pair of Metadata when set.
+type WalletQuery struct {
+	Before   WalletCursor
+	Limit    int
+	Metadata metadata.Metadata // empty: any metadata
+}
+
+// WalletPage is one slice of the wallet list.
+type WalletPage struct {
+	Wallets []Wallet
+	// Next is where the following page starts, before the last wallet of this page; the zero
+	// WalletCursor when this page is the last.
+	Next WalletCursor
+}
+
+// WalletCursor is a position in the wallet list, ordered newest first by (CreatedAt, ID). The
+// zero WalletCursor is the start of the list.
+type WalletCursor struct {
+	CreatedAt time.Time
+	ID        string
+}
+
+// Cursor is where a listing after w (older than w) starts.
+func (w Wallet) Cursor() WalletCursor { return WalletCursor{CreatedAt: w.CreatedAt, ID: w.ID} }
+
+// IsZero reports whether c is the start of the list.
+func (c WalletCursor) IsZero() bool { return c.CreatedAt.IsZero() && c.ID == "" }
+
+// String encodes c for clients, who must treat it as opaque; the zero WalletCursor is "".
+func (c WalletCursor) String() string {
+	if c.IsZero() {
+		return ""
+	}
+	b := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(c.ID)), uint64(c.CreatedAt.UnixMicro()))
+	return base64.RawURLEncoding.EncodeToString(append(b, c.ID...))
+}
+
+// ParseWalletCursor decodes a cursor made by WalletCursor.String; "" is the start of the list.
+func ParseWalletCursor(s string) (WalletCursor, error) {
+	if s == "" {
+		return WalletCursor{}, nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(b) < 8 || !walletIDPattern.Match(b[8:]) {
+		return WalletCursor{}, problem.Newf(ErrInvalidCursor, "cursor %q is not one this service handed out", s)
+	}
+	return WalletCursor{CreatedAt: time.UnixMicro(int64(binary.BigEndian.Uint64(b[:8]))).UTC(), ID: string(b[8:])}, nil
 }
 
 // Page is one slice of the transfer list.

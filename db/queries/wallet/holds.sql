@@ -1,9 +1,9 @@
 -- name: InsertHold :one
 -- InsertHold claims the hold's idempotency key as InsertTransfer claims a transfer's: a conflict
 -- returns no row (the key was used before, or is being used by a transaction this one waited for).
-INSERT INTO holds (id, idempotency_owner, idempotency_key, request_hash, wallet_id, amount, currency, expires_at, placed_event_id, created_by_key)
+INSERT INTO holds (id, idempotency_owner, idempotency_key, request_hash, wallet_id, amount, currency, expires_at, placed_event_id, created_by_key, metadata)
 VALUES (@id, @idempotency_owner, @idempotency_key, @request_hash, @wallet_id, @amount, @currency, @expires_at, @placed_event_id,
-        sqlc.narg('created_by_key')::uuid)
+        sqlc.narg('created_by_key')::uuid, @metadata)
 ON CONFLICT (idempotency_owner, idempotency_key) DO NOTHING
 RETURNING *;
 
@@ -61,10 +61,10 @@ FOR NO KEY UPDATE SKIP LOCKED;
 
 -- name: InsertCaptureTransfer :one
 -- The transfer of a capture: an ordinary transfer that names its hold, whose Idempotency-Key
--- is the capture's (one key space with transfers and reversals).
-INSERT INTO transfers (id, idempotency_owner, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key, hold_id)
+-- is the capture's (one key space with transfers and reversals) and whose metadata are the hold's.
+INSERT INTO transfers (id, idempotency_owner, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key, hold_id, metadata)
 VALUES (@id, @idempotency_owner, @idempotency_key, @request_hash, @from_wallet_id, @to_wallet_id, @amount, @currency, @event_id,
-        sqlc.narg('created_by_key')::uuid, @hold_id)
+        sqlc.narg('created_by_key')::uuid, @hold_id, @metadata)
 ON CONFLICT (idempotency_owner, idempotency_key) DO NOTHING
 RETURNING *;
 
@@ -77,6 +77,25 @@ WHERE (h.created_at, h.id) > (@after_created_at::timestamptz, @after_id::uuid)
   AND (sqlc.narg('owner')::text IS NULL
        OR EXISTS (SELECT 1 FROM wallets w WHERE w.id = h.wallet_id AND w.owner = sqlc.narg('owner')::text))
 ORDER BY h.created_at, h.id
+LIMIT @row_limit;
+
+-- name: ListHoldsByMetadata :many
+-- ListHolds of the holds whose metadata contains @metadata (every pair of it). The matches are
+-- found first, in a bitmap scan of holds_metadata_idx (db/schema/wallet/00015), then bounded
+-- by the cursor and sorted, as ListTransfersByMetadata does: a page costs what the filter
+-- matches, not the number of holds.
+WITH matched AS MATERIALIZED (
+    SELECT m.id, m.created_at FROM holds m
+    WHERE m.metadata @> @metadata::jsonb AND m.metadata <> '{}' -- the index's predicate: @metadata is never {}
+)
+SELECT sqlc.embed(h), coalesce(t.to_wallet_id, '')::text AS to_wallet_id
+FROM matched m
+JOIN holds h ON h.id = m.id
+LEFT JOIN transfers t ON t.id = h.capture_transfer_id
+WHERE (m.created_at, m.id) > (@after_created_at::timestamptz, @after_id::uuid)
+  AND (sqlc.narg('owner')::text IS NULL
+       OR EXISTS (SELECT 1 FROM wallets w WHERE w.id = h.wallet_id AND w.owner = sqlc.narg('owner')::text))
+ORDER BY m.created_at, m.id
 LIMIT @row_limit;
 
 -- name: HoldCursorExists :one

@@ -145,9 +145,9 @@ SELECT * FROM transfers WHERE id = @id FOR NO KEY UPDATE;
 
 -- name: InsertReversal :one
 -- InsertReversal claims the idempotency key as InsertTransfer does: a conflict returns no row.
-INSERT INTO transfers (id, idempotency_owner, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key, reverses_transfer_id, forced)
+INSERT INTO transfers (id, idempotency_owner, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key, reverses_transfer_id, forced, metadata)
 VALUES (@id, @idempotency_owner, @idempotency_key, @request_hash, @from_wallet_id, @to_wallet_id, @amount, @currency, @event_id,
-        sqlc.narg('created_by_key')::uuid, @reverses_transfer_id, @forced)
+        sqlc.narg('created_by_key')::uuid, @reverses_transfer_id, @forced, @metadata)
 ON CONFLICT (idempotency_owner, idempotency_key) DO NOTHING
 RETURNING *;
 

@@ -200,13 +200,16 @@ func (t TransferCompleted) Validate() error {
 // back. FromWalletID and ToWalletID are the reversal's direction (the original's receiver and
 // sender); ReversalID is the movement's own id, the transfer_id of its GL entry.
 type TransferReversed struct {
-	ReversalID   string    `json:"reversal_id"`
-	TransferID   string    `json:"transfer_id"`
-	FromWalletID string    `json:"from_wallet_id"`
-	ToWalletID   string    `json:"to_wallet_id"`
-	Amount       int64     `json:"amount"`
-	Currency     string    `json:"currency"`
-	CreatedAt    time.Time `json:"created_at"`
+	ReversalID   string `json:"reversal_id"`
+	TransferID   string `json:"transfer_id"`
+	FromWalletID string `json:"from_wallet_id"`
+	ToWalletID   string `json:"to_wallet_id"`
+	Amount       int64  `json:"amount"`
+	Currency     string `json:"currency"`
+	// Metadata are the client's key-value pairs of the reversal (internal/metadata),
+	// optional: absent when it has none, so an event without them reads as before.
+	Metadata  metadata.Metadata `json:"metadata,omitempty"`
+	CreatedAt time.Time         `json:"created_at"`
 }
 
 // Validate reports why the event can never be posted, as a permanent error.
@@ -216,7 +219,7 @@ func (t TransferReversed) Validate() error {
 	}
 	return TransferCompleted{
 		TransferID: t.TransferID, FromWalletID: t.FromWalletID, ToWalletID: t.ToWalletID,
-		Amount: t.Amount, Currency: t.Currency, CreatedAt: t.CreatedAt,
+		Amount: t.Amount, Currency: t.Currency, Metadata: t.Metadata, CreatedAt: t.CreatedAt,
 	}.Validate()
 }
 

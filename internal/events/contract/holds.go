@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"walletgl/internal/metadata"
 )
 
 // Hold event types: a two-phase movement. A hold reserves an amount of one wallet
@@ -29,7 +31,10 @@ type HoldPlaced struct {
 	Amount    int64     `json:"amount"`
 	Currency  string    `json:"currency"`
 	ExpiresAt time.Time `json:"expires_at"`
-	CreatedAt time.Time `json:"created_at"`
+	// Metadata are the client's key-value pairs (internal/metadata), optional: absent when
+	// the hold has none, so an event without them reads as before.
+	Metadata  metadata.Metadata `json:"metadata,omitempty"`
+	CreatedAt time.Time         `json:"created_at"`
 }
 
 // Validate reports why the event can never be posted, as a permanent error.
@@ -43,6 +48,9 @@ func (h HoldPlaced) Validate() error {
 		return Permanent(fmt.Errorf("currency %q is not an ISO 4217 currency code", h.Currency))
 	case h.CreatedAt.IsZero() || h.ExpiresAt.IsZero():
 		return Permanent(errors.New("created_at or expires_at is missing"))
+	}
+	if err := h.Metadata.Validate(); err != nil {
+		return Permanent(fmt.Errorf("metadata: %w", err))
 	}
 	return nil
 }

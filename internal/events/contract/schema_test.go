@@ -71,10 +71,18 @@ func TestProducedEventsMatchTheirSchema(t *testing.T) {
 			noRef.Reference, noRef.Kind, noRef.Metadata = "", contract.KindTransfer, nil
 			return noRef
 		}()},
-		contract.TypeTransferReversed: {contract.TransferReversed{ReversalID: "r-1", TransferID: "t-1", FromWalletID: "w-2", ToWalletID: "w-1", Amount: 5, Currency: "EUR", CreatedAt: at}},
+		contract.TypeTransferReversed: {
+			contract.TransferReversed{ReversalID: "r-1", TransferID: "t-1", FromWalletID: "w-2", ToWalletID: "w-1", Amount: 5, Currency: "EUR", CreatedAt: at},
+			contract.TransferReversed{ReversalID: "r-1", TransferID: "t-1", FromWalletID: "w-2", ToWalletID: "w-1", Amount: 5, Currency: "EUR",
+				Metadata: map[string]string{"case": "cb-9"}, CreatedAt: at},
+		},
 		contract.TypeTransferPosted:   {posted},
 		contract.TypeTransferPostedV2: {contract.TransferPostings{Postings: []contract.TransferPosted{posted, posted}}},
-		contract.TypeHoldPlaced:       {contract.HoldPlaced{HoldID: "h-1", WalletID: "w-1", Amount: 9, Currency: "EUR", ExpiresAt: at.Add(time.Hour), CreatedAt: at}},
+		contract.TypeHoldPlaced: {
+			contract.HoldPlaced{HoldID: "h-1", WalletID: "w-1", Amount: 9, Currency: "EUR", ExpiresAt: at.Add(time.Hour), CreatedAt: at},
+			contract.HoldPlaced{HoldID: "h-1", WalletID: "w-1", Amount: 9, Currency: "EUR", ExpiresAt: at.Add(time.Hour),
+				Metadata: map[string]string{"order_id": "123"}, CreatedAt: at},
+		},
 		contract.TypeHoldCaptured: {contract.HoldCaptured{HoldID: "h-1", TransferID: "t-2", WalletID: "w-1", ToWalletID: "w-3",
 			Amount: 9, CapturedAmount: 7, Currency: "EUR", CreatedAt: at}},
 		contract.TypeHoldVoided: {contract.HoldVoided{HoldID: "h-1", WalletID: "w-1", Amount: 9, Currency: "EUR", Reason: contract.VoidExpired, CreatedAt: at}},
@@ -115,6 +123,9 @@ func TestSchemasRefuseInvalidEvents(t *testing.T) {
 		{contract.TypeTransferPosted, `{"transfer_id":"t","source_event_id":"e","entry_id":"not-a-uuid","posted_at":"2026-11-30T12:00:00Z"}`},
 		{contract.TypeTransferPostedV2, `{"postings":[]}`},
 		{contract.TypeHoldPlaced, `{"hold_id":"h","wallet_id":"w","amount":-3,"currency":"EUR","expires_at":"2026-11-30T12:00:00Z","created_at":"2026-11-30T12:00:00Z"}`},
+		{contract.TypeHoldPlaced, `{"hold_id":"h","wallet_id":"w","amount":3,"currency":"EUR","expires_at":"2026-11-30T12:00:00Z","created_at":"2026-11-30T12:00:00Z","metadata":{"order id":"1"}}`},
+		{contract.TypeHoldPlaced, `{"hold_id":"h","wallet_id":"w","amount":3,"currency":"EUR","expires_at":"2026-11-30T12:00:00Z","created_at":"2026-11-30T12:00:00Z","metadata":{"order_id":1}}`},
+		{contract.TypeTransferReversed, `{"reversal_id":"r","transfer_id":"t","from_wallet_id":"a","to_wallet_id":"b","amount":1,"currency":"EUR","created_at":"2026-11-30T12:00:00Z","metadata":{"k":"` + strings.Repeat("x", 257) + `"}}`},
 		{contract.TypeHoldCaptured, `{"hold_id":"h","wallet_id":"w","amount":3,"currency":"EUR","created_at":"2026-11-30T12:00:00Z"}`},
 		{contract.TypeHoldVoided, `{"hold_id":"h","wallet_id":"w","amount":3,"currency":"EUR","reason":"bored","created_at":"2026-11-30T12:00:00Z"}`},
 		{contract.TypeTransferBatchCompleted, `{"batch_id":"b","transfers":[],"created_at":"2026-11-30T12:00:00Z"}`},

@@ -18,8 +18,10 @@ import (
 	"walletgl/internal/console"
 	"walletgl/internal/envtest"
 	"walletgl/internal/events/admin"
+	"walletgl/internal/metadata"
 	"walletgl/internal/metrics"
 	"walletgl/internal/wallet"
+	"walletgl/internal/wallet/glapi"
 	"walletgl/internal/wallet/httpapi"
 	"walletgl/internal/wallet/postgres"
 	"walletgl/internal/web"
@@ -47,10 +49,13 @@ func TestTheConsoleShowsAKeyWithAnOwnerItsOwnersDataOnly(t *testing.T) {
 	}
 	theirs, _, err := store.CreateTransfer(ctx, wallet.TransferRequest{IdempotencyKey: "platform-1", FromWalletID: "mint", ToWalletID: "alice", Amount: 5, Currency: "USD"})
 	require.NoError(t, err)
-	ours, _, err := store.CreateTransfer(ctx, wallet.TransferRequest{IdempotencyKey: "fund-acme", FromWalletID: "mint", ToWalletID: "acme-1", Amount: 7, Currency: "USD"})
+	ours, _, err := store.CreateTransfer(ctx, wallet.TransferRequest{IdempotencyKey: "fund-acme", FromWalletID: "mint", ToWalletID: "acme-1", Amount: 7, Currency: "USD",
+		Metadata: metadata.Metadata{"order_id": "o-<7>"}})
 	require.NoError(t, err)
 
-	trace := httpapi.Trace{Transfers: store, Admin: admin.New(pool), Stream: "WALLET_EVENTS", Scope: httpapi.ScopeTransfersRead}
+	glDown := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) }))
+	t.Cleanup(glDown.Close)
+	trace := httpapi.Trace{Transfers: store, Admin: admin.New(pool), GL: glapi.New(glDown.URL, "gl-key"), Stream: "WALLET_EVENTS", Scope: httpapi.ScopeTransfersRead}
 	events := console.Events{Admin: admin.New(pool), Audit: keys, View: "outbox:admin", Requeue: "outbox:admin", RetryScope: "inbox:admin"}
 	c, err := console.New(console.Config{Service: "wallet", Guard: guard, Metrics: metrics.New("wallet"), Pages: append(events.Pages(), trace.Pages()...)})
 	require.NoError(t, err)
@@ -81,6 +86,9 @@ func TestTheConsoleShowsAKeyWithAnOwnerItsOwnersDataOnly(t *testing.T) {
 	require.Equal(t, http.StatusOK, status, body)
 	require.Contains(t, body, ours.ID.String())
 	require.NotContains(t, body, theirs.ID.String())
+	status, body = get("/console/transfers/" + ours.ID.String())
+	require.Equal(t, http.StatusOK, status, body)
+	require.Contains(t, body, "<td><code>order_id</code></td><td>o-&lt;7&gt;</td>", "the trace lists the transfer's metadata, escaped")
 	status, _ = get("/console/transfers/" + theirs.ID.String())
 	require.Equal(t, http.StatusNotFound, status)
 	status, _ = get("/console/transfers?q=platform-1")

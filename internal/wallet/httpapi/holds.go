@@ -1,12 +1,14 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"net/http"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"walletgl/internal/auth"
+	"walletgl/internal/metadata"
 	"walletgl/internal/problem"
 	"walletgl/internal/wallet"
 	"walletgl/internal/web"
@@ -22,6 +24,8 @@ type holdJSON struct {
 	Status         string    `json:"status"`
 	ExpiresAt      time.Time `json:"expires_at"`
 	CreatedAt      time.Time `json:"created_at"`
+	// Metadata are the client's key-value pairs; {} when none were given.
+	Metadata metadata.Metadata `json:"metadata"`
 	// Captured holds only.
 	CapturedAmount    *int64  `json:"captured_amount,omitempty"`
 	CaptureTransferID *string `json:"capture_transfer_id,omitempty"`
@@ -36,7 +40,10 @@ func toHoldJSON(h wallet.Hold) holdJSON {
 	out := holdJSON{
 		ID: h.ID.String(), IdempotencyKey: h.IdempotencyKey, WalletID: h.WalletID,
 		Amount: h.Amount, Currency: h.Currency, Status: h.Status,
-		ExpiresAt: h.ExpiresAt.UTC(), CreatedAt: h.CreatedAt.UTC(),
+		ExpiresAt: h.ExpiresAt.UTC(), CreatedAt: h.CreatedAt.UTC(), Metadata: h.Metadata,
+	}
+	if out.Metadata == nil {
+		out.Metadata = metadata.Metadata{}
 	}
 	switch h.Status {
 	case wallet.HoldCaptured:
@@ -79,9 +86,16 @@ func handlePlaceHold(service wallet.HoldService) http.Handler {
 		Currency  string     `json:"currency"`
 		ExpiresIn *int64     `json:"expires_in"` // seconds
 		ExpiresAt *time.Time `json:"expires_at"`
+		// Metadata is read by metadata.FromJSON, which names what is wrong with it.
+		Metadata json.RawMessage `json:"metadata"`
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		req, err := web.Decode[request](w, r)
+		if err != nil {
+			web.WriteProblem(w, r, err)
+			return
+		}
+		meta, err := metadata.FromJSON(req.Metadata)
 		if err != nil {
 			web.WriteProblem(w, r, err)
 			return
@@ -92,7 +106,7 @@ func handlePlaceHold(service wallet.HoldService) http.Handler {
 		}
 		defer release()
 		p, _ := auth.FromContext(r.Context())
-		hr := wallet.HoldRequest{IdempotencyKey: key, WalletID: req.WalletID, Amount: req.Amount, Currency: req.Currency, KeyID: p.KeyID}
+		hr := wallet.HoldRequest{IdempotencyKey: key, WalletID: req.WalletID, Amount: req.Amount, Currency: req.Currency, Metadata: meta, KeyID: p.KeyID}
 		if req.ExpiresAt != nil {
 			hr.ExpiresAt = *req.ExpiresAt
 		}
@@ -209,8 +223,9 @@ func handleVoidHold(service wallet.HoldService) http.Handler {
 	})
 }
 
-// handleListHolds pages through every hold, oldest first, like GET /v1/transfers: the listing
-// the GL's reconcile compares with its hold entries.
+// handleListHolds pages through the holds, oldest first, like GET /v1/transfers: every hold
+// (the listing the GL's reconcile compares with its hold entries), or those whose metadata
+// hold the pairs of metadata[<key>]=<value>.
 func handleListHolds(service wallet.HoldService) http.Handler {
 	type response struct {
 		Holds      []holdJSON `json:"holds"`
@@ -222,7 +237,13 @@ func handleListHolds(service wallet.HoldService) http.Handler {
 			web.WriteProblem(w, r, err)
 			return
 		}
-		page, err := service.ListHolds(r.Context(), after, limit)
+		query, _ := web.Query(r) // pageQuery parsed it
+		filter, err := metadata.FromQuery(query)
+		if err != nil {
+			web.WriteProblem(w, r, err)
+			return
+		}
+		page, err := service.ListHolds(r.Context(), wallet.HoldQuery{After: after, Limit: limit, Metadata: filter})
 		if err != nil {
 			web.WriteProblem(w, r, err)
 			return

@@ -47,7 +47,7 @@ func TestHoldPlaceCapturePartOfItAndReplay(t *testing.T) {
 	require.JSONEq(t, res.Body, again.Body)
 
 	res = b.do(t, http.MethodGet, "/v1/wallets/alice", nil, "")
-	require.JSONEq(t, `{"id":"alice","currency":"USD","minor_units":2,"balance":1000,"held":600,"available":400,"allow_negative":false,"min_balance":0,"max_balance":null,"below_minimum":0,"owner":null}`, res.Body)
+	require.JSONEq(t, `{"id":"alice","currency":"USD","minor_units":2,"balance":1000,"held":600,"available":400,"allow_negative":false,"min_balance":0,"max_balance":null,"below_minimum":0,"owner":null,"metadata":{}}`, res.Body)
 	b.transfer(t, "t-1", `{"from_wallet_id":"alice","to_wallet_id":"bob","amount":401,"currency":"USD"}`).
 		RequireProblem(t, 422, "insufficient-funds")
 
@@ -75,7 +75,7 @@ func TestHoldPlaceCapturePartOfItAndReplay(t *testing.T) {
 	res = b.do(t, http.MethodGet, "/v1/holds/"+h.ID, nil, "")
 	require.Equal(t, http.StatusOK, res.Status, res.Body)
 	res = b.do(t, http.MethodGet, "/v1/wallets/alice", nil, "")
-	require.JSONEq(t, `{"id":"alice","currency":"USD","minor_units":2,"balance":750,"held":0,"available":750,"allow_negative":false,"min_balance":0,"max_balance":null,"below_minimum":0,"owner":null}`, res.Body)
+	require.JSONEq(t, `{"id":"alice","currency":"USD","minor_units":2,"balance":750,"held":0,"available":750,"allow_negative":false,"min_balance":0,"max_balance":null,"below_minimum":0,"owner":null,"metadata":{}}`, res.Body)
 }
 
 func TestHoldRefusalsAndVoid(t *testing.T) {
@@ -141,7 +141,7 @@ func TestHoldRefusalsAndVoid(t *testing.T) {
 	b.hold(t, http.MethodPost, "/v1/holds/"+late.ID+"/capture", "c-5", `{"to_wallet_id":"bob"}`).RequireProblem(t, 409, "hold-expired")
 
 	res = b.do(t, http.MethodGet, "/v1/wallets/alice", nil, "")
-	require.JSONEq(t, `{"id":"alice","currency":"USD","minor_units":2,"balance":1000,"held":10,"available":990,"allow_negative":false,"min_balance":0,"max_balance":null,"below_minimum":0,"owner":null}`, res.Body)
+	require.JSONEq(t, `{"id":"alice","currency":"USD","minor_units":2,"balance":1000,"held":10,"available":990,"allow_negative":false,"min_balance":0,"max_balance":null,"below_minimum":0,"owner":null,"metadata":{}}`, res.Body)
 }
 
 // TestHoldsListPagesEveryHold lists holds as the GL's reconcile does: every status, oldest

@@ -52,9 +52,9 @@ func TestWalletLimitsAreCreatedShownAndValidated(t *testing.T) {
 	b := setup(t)
 	res := b.do(t, http.MethodPost, "/v1/wallets", nil, `{"id":"carol","currency":"USD","min_balance":-500,"max_balance":2000}`)
 	require.Equal(t, http.StatusCreated, res.Status, res.Body)
-	require.JSONEq(t, `{"id":"carol","currency":"USD","minor_units":2,"balance":0,"held":0,"available":0,"allow_negative":false,"min_balance":-500,"max_balance":2000,"below_minimum":0,"owner":null}`, res.Body)
+	require.JSONEq(t, `{"id":"carol","currency":"USD","minor_units":2,"balance":0,"held":0,"available":0,"allow_negative":false,"min_balance":-500,"max_balance":2000,"below_minimum":0,"owner":null,"metadata":{}}`, res.Body)
 	res = b.do(t, http.MethodGet, "/v1/wallets/mint", nil, "")
-	require.JSONEq(t, `{"id":"mint","currency":"USD","minor_units":2,"balance":-1000,"held":0,"available":-1000,"allow_negative":true,"min_balance":null,"max_balance":null,"below_minimum":0,"owner":null}`, res.Body)
+	require.JSONEq(t, `{"id":"mint","currency":"USD","minor_units":2,"balance":-1000,"held":0,"available":-1000,"allow_negative":true,"min_balance":null,"max_balance":null,"below_minimum":0,"owner":null,"metadata":{}}`, res.Body)
 
 	for _, body := range []string{
 		`{"id":"x1","currency":"USD","allow_negative":true,"min_balance":-5}`,

@@ -21,8 +21,9 @@ func addRoutes(serveMux *http.ServeMux, d Deps) {
 		mux.Handle("GET /metrics", need(auth.MetricsRead, d.Metrics.Handler()))
 	}
 	mux.Handle("POST /v1/wallets", need(ScopeWalletsWrite, handleCreateWallet(d.Service)))
+	mux.Handle("GET /v1/wallets", need(ScopeWalletsRead, handleListWallets(d.Service)))
 	mux.Handle("GET /v1/wallets/{id}", need(ScopeWalletsRead, handleGetWallet(d.Service)))
-	mux.Handle("PATCH /v1/wallets/{id}", need(ScopeWalletsAdmin, handleSetLimits(d.Service)))
+	mux.Handle("PATCH /v1/wallets/{id}", need(ScopeWalletsAdmin, handleUpdateWallet(d.Service)))
 	mux.Handle("POST /v1/transfers", need(ScopeTransfersWrite, handleCreateTransfer(d.Service, d.Metrics.Transfers())))
 	mux.Handle("GET /v1/transfers/{id}", need(ScopeTransfersRead, handleGetTransfer(d.Service)))
 	mux.Handle("GET /v1/transfers", need(ScopeTransfersRead, handleListTransfers(d.Service)))
@@ -44,7 +45,7 @@ func addRoutes(serveMux *http.ServeMux, d Deps) {
 const (
 	ScopeWalletsRead    auth.Scope = "wallets:read"
 	ScopeWalletsWrite   auth.Scope = "wallets:write"
-	ScopeWalletsAdmin   auth.Scope = "wallets:admin" // to create a wallet that may go negative or has a credit line, and to change limits
+	ScopeWalletsAdmin   auth.Scope = "wallets:admin" // to create a wallet that may go negative or has a credit line, and to change limits or metadata
 	ScopeTransfersRead  auth.Scope = "transfers:read"
 	ScopeTransfersWrite auth.Scope = "transfers:write"
 	ScopeTransfersAdmin auth.Scope = "transfers:admin" // to force a reversal past the receiver's minimum (a chargeback)

@@ -144,18 +144,18 @@ func TestWallets(t *testing.T) {
 	res := b.do(t, http.MethodPost, "/v1/wallets", nil, `{"id":"carol","currency":"GBP","allow_negative":false}`)
 	require.Equal(t, http.StatusCreated, res.Status, res.Body)
 	require.Equal(t, "application/json", res.ContentType())
-	require.JSONEq(t, `{"id":"carol","currency":"GBP","minor_units":2,"balance":0,"held":0,"available":0,"allow_negative":false,"min_balance":0,"max_balance":null,"below_minimum":0,"owner":null}`, res.Body)
+	require.JSONEq(t, `{"id":"carol","currency":"GBP","minor_units":2,"balance":0,"held":0,"available":0,"allow_negative":false,"min_balance":0,"max_balance":null,"below_minimum":0,"owner":null,"metadata":{}}`, res.Body)
 
 	res = b.do(t, http.MethodGet, "/v1/wallets/alice", nil, "")
 	require.Equal(t, http.StatusOK, res.Status, res.Body)
-	require.JSONEq(t, `{"id":"alice","currency":"USD","minor_units":2,"balance":1000,"held":0,"available":1000,"allow_negative":false,"min_balance":0,"max_balance":null,"below_minimum":0,"owner":null}`, res.Body)
+	require.JSONEq(t, `{"id":"alice","currency":"USD","minor_units":2,"balance":1000,"held":0,"available":1000,"allow_negative":false,"min_balance":0,"max_balance":null,"below_minimum":0,"owner":null,"metadata":{}}`, res.Body)
 
 	// A wallet answer says how many minor units its currency has: none for the yen, three for
 	// the Bahraini dinar.
 	for code, minor := range map[string]int{"JPY": 0, "BHD": 3} {
 		res = b.do(t, http.MethodPost, "/v1/wallets", nil, `{"id":"in-`+code+`","currency":"`+code+`"}`)
 		require.Equal(t, http.StatusCreated, res.Status, res.Body)
-		require.JSONEq(t, fmt.Sprintf(`{"id":"in-%s","currency":"%s","minor_units":%d,"balance":0,"held":0,"available":0,"allow_negative":false,"min_balance":0,"max_balance":null,"below_minimum":0,"owner":null}`, code, code, minor), res.Body)
+		require.JSONEq(t, fmt.Sprintf(`{"id":"in-%s","currency":"%s","minor_units":%d,"balance":0,"held":0,"available":0,"allow_negative":false,"min_balance":0,"max_balance":null,"below_minimum":0,"owner":null,"metadata":{}}`, code, code, minor), res.Body)
 	}
 
 	tests := []struct {
@@ -194,7 +194,7 @@ func TestWallets(t *testing.T) {
 		name, method, path, allow string
 	}{
 		{"a wallet cannot be deleted", "DELETE", "/v1/wallets/alice", "GET, HEAD, PATCH"},
-		{"the wallets cannot be listed", "GET", "/v1/wallets", "POST"},
+		{"the wallets cannot be replaced", "PUT", "/v1/wallets", "GET, HEAD, POST"},
 		{"health cannot be posted", "POST", "/healthz", "GET, HEAD"},
 		{"a transfer cannot be changed", "PUT", "/v1/transfers/0190b3c2-7a4e-7c5e-9d1a-2b3c4d5e6f70", "GET, HEAD"},
 	}
@@ -269,7 +269,7 @@ func TestCreateTransferAndReplay(t *testing.T) {
 	require.Equal(t, created, got)
 
 	res = b.do(t, http.MethodGet, "/v1/wallets/alice", nil, "")
-	require.JSONEq(t, `{"id":"alice","currency":"USD","minor_units":2,"balance":750,"held":0,"available":750,"allow_negative":false,"min_balance":0,"max_balance":null,"below_minimum":0,"owner":null}`, res.Body)
+	require.JSONEq(t, `{"id":"alice","currency":"USD","minor_units":2,"balance":750,"held":0,"available":750,"allow_negative":false,"min_balance":0,"max_balance":null,"below_minimum":0,"owner":null,"metadata":{}}`, res.Body)
 
 	res = b.transfer(t, "order-1", `{"from_wallet_id":"alice","to_wallet_id":"bob","amount":251,"currency":"USD"}`)
 	res.RequireProblem(t, http.StatusUnprocessableEntity, "idempotency-key-reused")
@@ -334,7 +334,7 @@ func TestCreateTransferRefusals(t *testing.T) {
 		})
 	}
 	res := b.do(t, http.MethodGet, "/v1/wallets/alice", nil, "")
-	require.JSONEq(t, `{"id":"alice","currency":"USD","minor_units":2,"balance":1000,"held":0,"available":1000,"allow_negative":false,"min_balance":0,"max_balance":null,"below_minimum":0,"owner":null}`, res.Body)
+	require.JSONEq(t, `{"id":"alice","currency":"USD","minor_units":2,"balance":1000,"held":0,"available":1000,"allow_negative":false,"min_balance":0,"max_balance":null,"below_minimum":0,"owner":null,"metadata":{}}`, res.Body)
 }
 
 func TestGetTransferNotFound(t *testing.T) {
@@ -597,5 +597,5 @@ func TestReverseTransferInPartsWithReplayAndRefusals(t *testing.T) {
 	b.do(t, http.MethodGet, "/v1/transfers/0190b3c2-7a4e-7c5e-9d1a-2b3c4d5e6f70/reversals", nil, "").RequireProblem(t, 404, "transfer-not-found")
 
 	res = b.do(t, http.MethodGet, "/v1/wallets/bob", nil, "")
-	require.JSONEq(t, `{"id":"bob","currency":"USD","minor_units":2,"balance":0,"held":0,"available":0,"allow_negative":false,"min_balance":0,"max_balance":null,"below_minimum":0,"owner":null}`, res.Body)
+	require.JSONEq(t, `{"id":"bob","currency":"USD","minor_units":2,"balance":0,"held":0,"available":0,"allow_negative":false,"min_balance":0,"max_balance":null,"below_minimum":0,"owner":null,"metadata":{}}`, res.Body)
 }

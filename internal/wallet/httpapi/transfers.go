@@ -186,6 +186,8 @@ func handleReverseTransfer(service wallet.Service) http.Handler {
 	type request struct {
 		Amount *int64 `json:"amount"` // nil: the rest
 		Force  bool   `json:"force"`  // a chargeback: needs transfers:admin
+		// Metadata is read by metadata.FromJSON, which names what is wrong with it.
+		Metadata json.RawMessage `json:"metadata"`
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		transferID, err := wallet.ParseTransferID(r.PathValue("id"))
@@ -198,8 +200,9 @@ func handleReverseTransfer(service wallet.Service) http.Handler {
 			web.WriteProblem(w, r, err)
 			return
 		}
-		if p, _ := auth.FromContext(r.Context()); req.Force && !p.Has(ScopeTransfersAdmin) {
-			web.WriteProblem(w, r, problem.Newf(auth.ErrForbidden, "a forced reversal needs an API key with the scope %s", ScopeTransfersAdmin))
+		meta, err := metadata.FromJSON(req.Metadata)
+		if err != nil {
+			web.WriteProblem(w, r, err)
 			return
 		}
 		if p, _ := auth.FromContext(r.Context()); req.Force && !p.Has(ScopeTransfersAdmin) {
@@ -216,7 +219,7 @@ func handleReverseTransfer(service wallet.Service) http.Handler {
 			defer release()
 		}
 		p, _ := auth.FromContext(r.Context())
-		rev := wallet.ReversalRequest{IdempotencyKey: key, TransferID: transferID, Rest: req.Amount == nil, Force: req.Force, KeyID: p.KeyID}
+		rev := wallet.ReversalRequest{IdempotencyKey: key, TransferID: transferID, Rest: req.Amount == nil, Force: req.Force, Metadata: meta, KeyID: p.KeyID}
 		if req.Amount != nil {
 			rev.Amount = *req.Amount
 		}

@@ -10,6 +10,7 @@ import (
 
 	"walletgl/internal/auth"
 	"walletgl/internal/database"
+	"walletgl/internal/metadata"
 	"walletgl/internal/money"
 	"walletgl/internal/problem"
 	"walletgl/internal/wallet"
@@ -28,12 +29,18 @@ type walletJSON struct {
 	MaxBalance    *int64  `json:"max_balance"`   // null: none
 	BelowMinimum  int64   `json:"below_minimum"` // how far available is below min_balance: > 0 only after a forced reversal
 	Owner         *string `json:"owner"`         // null: a wallet of the platform
+	// Metadata are the client's key-value pairs; {} when none were given.
+	Metadata metadata.Metadata `json:"metadata"`
 }
 
 func toWalletJSON(w wallet.Wallet) walletJSON {
 	out := walletJSON{
 		ID: w.ID, Currency: w.Currency, Balance: w.Balance, Held: w.Held, Available: w.Available(),
 		AllowNegative: w.AllowNegative, MaxBalance: w.MaxBalance, BelowMinimum: w.BelowMinimum(),
+		Metadata: w.Metadata,
+	}
+	if out.Metadata == nil {
+		out.Metadata = metadata.Metadata{}
 	}
 	if !w.AllowNegative {
 		out.MinBalance = &w.MinBalance
@@ -54,9 +61,16 @@ func handleCreateWallet(service wallet.Service) http.Handler {
 		AllowNegative bool   `json:"allow_negative"`
 		MinBalance    *int64 `json:"min_balance"` // nil: 0, or none with allow_negative
 		MaxBalance    *int64 `json:"max_balance"` // nil: none
+		// Metadata is read by metadata.FromJSON, which names what is wrong with it.
+		Metadata json.RawMessage `json:"metadata"`
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		req, err := web.Decode[request](w, r)
+		if err != nil {
+			web.WriteProblem(w, r, err)
+			return
+		}
+		meta, err := metadata.FromJSON(req.Metadata)
 		if err != nil {
 			web.WriteProblem(w, r, err)
 			return
@@ -80,7 +94,7 @@ func handleCreateWallet(service wallet.Service) http.Handler {
 			limits.MinBalance = *req.MinBalance
 		}
 		created, err := service.CreateWallet(r.Context(), wallet.Wallet{
-			ID: req.ID, Currency: req.Currency, AllowNegative: req.AllowNegative, Limits: limits,
+			ID: req.ID, Currency: req.Currency, AllowNegative: req.AllowNegative, Limits: limits, Metadata: meta,
 		})
 		if err != nil {
 			web.WriteProblem(w, r, err)
@@ -123,12 +137,15 @@ func (o *optionalLimit) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// handleSetLimits changes a wallet's limits: each field given replaces its limit (null: the
-// default, a minimum of 0 or no maximum), the others stay. The change is audited.
-func handleSetLimits(service wallet.Service) http.Handler {
+// handleUpdateWallet changes a wallet's limits and metadata: each limit given replaces its limit
+// (null: the default, a minimum of 0 or no maximum), metadata given replaces the whole map
+// (null or {}: none), what is left out stays. Each change is audited.
+func handleUpdateWallet(service wallet.Service) http.Handler {
 	type request struct {
 		MinBalance optionalLimit `json:"min_balance"`
 		MaxBalance optionalLimit `json:"max_balance"`
+		// Metadata is read by metadata.FromJSON; absent (nil) leaves the metadata as they are.
+		Metadata json.RawMessage `json:"metadata"`
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		req, err := web.Decode[request](w, r)
@@ -136,23 +153,74 @@ func handleSetLimits(service wallet.Service) http.Handler {
 			web.WriteProblem(w, r, err)
 			return
 		}
-		if !req.MinBalance.set && !req.MaxBalance.set {
-			web.WriteProblem(w, r, problem.Newf(wallet.ErrInvalid, "the body must name min_balance, max_balance or both"))
+		ch := wallet.WalletChange{
+			LimitsChange: wallet.LimitsChange{SetMin: req.MinBalance.set, SetMax: req.MaxBalance.set},
+			SetMetadata:  req.Metadata != nil, // a member given as null decodes as "null", not nil
+		}
+		if !ch.ChangesLimits() && !ch.SetMetadata {
+			web.WriteProblem(w, r, problem.Newf(wallet.ErrInvalid, "the body must name min_balance, max_balance, metadata or several"))
 			return
 		}
-		ch := wallet.LimitsChange{SetMin: req.MinBalance.set, SetMax: req.MaxBalance.set}
 		if req.MinBalance.value != nil {
 			ch.MinBalance = *req.MinBalance.value
 		}
 		ch.MaxBalance = req.MaxBalance.value
-		changed, err := service.SetLimits(r.Context(), r.PathValue("id"), ch)
+		if ch.Metadata, err = metadata.FromJSON(req.Metadata); err != nil {
+			web.WriteProblem(w, r, err)
+			return
+		}
+		changed, err := service.UpdateWallet(r.Context(), r.PathValue("id"), ch)
 		if err != nil {
 			web.WriteProblem(w, r, err)
 			return
 		}
 		zerolog.Ctx(r.Context()).Info().Str("wallet_id", changed.ID).Int64("min_balance", changed.MinBalance).
-			Any("max_balance", changed.MaxBalance).Msg("wallet limits changed")
+			Any("max_balance", changed.MaxBalance).Bool("metadata_set", ch.SetMetadata).Msg("wallet changed")
 		web.Encode(w, r, http.StatusOK, toWalletJSON(changed))
+	})
+}
+
+// handleListWallets pages through the wallets the key may see, newest first: all of them, or
+// those whose metadata hold the pairs of metadata[<key>]=<value>.
+func handleListWallets(service wallet.Service) http.Handler {
+	type response struct {
+		Wallets    []walletJSON `json:"wallets"`
+		NextCursor *string      `json:"next_cursor"` // null on the last page
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		query, err := web.Query(r)
+		if err != nil {
+			web.WriteProblem(w, r, err)
+			return
+		}
+		before, err := wallet.ParseWalletCursor(query.Get("after"))
+		if err != nil {
+			web.WriteProblem(w, r, err)
+			return
+		}
+		limit, err := web.Limit(query, wallet.DefaultListLimit, wallet.MaxListLimit)
+		if err != nil {
+			web.WriteProblem(w, r, err)
+			return
+		}
+		filter, err := metadata.FromQuery(query)
+		if err != nil {
+			web.WriteProblem(w, r, err)
+			return
+		}
+		page, err := service.ListWallets(r.Context(), wallet.WalletQuery{Before: before, Limit: limit, Metadata: filter})
+		if err != nil {
+			web.WriteProblem(w, r, err)
+			return
+		}
+		out := response{Wallets: make([]walletJSON, 0, len(page.Wallets))}
+		if next := page.Next.String(); next != "" {
+			out.NextCursor = &next
+		}
+		for _, found := range page.Wallets {
+			out.Wallets = append(out.Wallets, toWalletJSON(found))
+		}
+		web.Encode(w, r, http.StatusOK, out)
 	})
 }
 

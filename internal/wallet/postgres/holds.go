@@ -15,6 +15,7 @@ import (
 	"walletgl/internal/database"
 	"walletgl/internal/events/contract"
 	"walletgl/internal/events/outbox"
+	"walletgl/internal/metadata"
 	"walletgl/internal/problem"
 	"walletgl/internal/tracing"
 	"walletgl/internal/wallet"
@@ -102,6 +103,7 @@ func (s *Store) writeHold(ctx context.Context, tx pgx.Tx, p pendingHold) (holdRe
 		WalletID: req.WalletID, Amount: req.Amount, Currency: currency,
 		ExpiresAt: p.expiresAt, PlacedEventID: p.eventID,
 		CreatedByKey: uuid.NullUUID{UUID: req.KeyID, Valid: req.KeyID != uuid.Nil},
+		Metadata:     req.Metadata.JSON(),
 	})
 	switch err := interpretError(err); {
 	case errors.Is(err, errNoRow):
@@ -185,12 +187,17 @@ func (s *Store) GetHold(ctx context.Context, id uuid.UUID) (wallet.Hold, error) 
 	return h, nil
 }
 
-// ListHolds returns up to limit holds after the cursor, oldest first. A limit out of range is
-// brought into 1..wallet.MaxListLimit (0 means wallet.DefaultListLimit). A cursor that names no
-// hold the actor may see is wallet.ErrInvalidCursor.
-func (s *Store) ListHolds(ctx context.Context, after wallet.Cursor, limit int) (wallet.HoldPage, error) {
-	limit = pageLimit(limit)
+// ListHolds returns up to q.Limit holds after the cursor, oldest first: those whose metadata
+// hold every pair of q.Metadata, when set. A limit out of range is brought into
+// 1..wallet.MaxListLimit (0 means wallet.DefaultListLimit). A cursor that names no hold the
+// actor may see is wallet.ErrInvalidCursor.
+func (s *Store) ListHolds(ctx context.Context, q wallet.HoldQuery) (wallet.HoldPage, error) {
+	if err := q.Metadata.Validate(); err != nil {
+		return wallet.HoldPage{}, err
+	}
+	limit := pageLimit(q.Limit)
 	owner := wallet.ActorOf(ctx).OwnerFilter()
+	after := q.After
 	if !after.IsZero() {
 		exists, err := s.queries.HoldCursorExists(ctx, walletdb.HoldCursorExistsParams{ID: after.ID, CreatedAt: after.CreatedAt, Owner: owner})
 		if err != nil {
@@ -200,10 +207,20 @@ func (s *Store) ListHolds(ctx context.Context, after wallet.Cursor, limit int) (
 			return wallet.HoldPage{}, problem.Newf(wallet.ErrInvalidCursor, "cursor %q names no hold of this listing", after.String())
 		}
 	}
-	rows, err := s.queries.ListHolds(ctx, walletdb.ListHoldsParams{
-		AfterCreatedAt: after.CreatedAt, AfterID: after.ID, RowLimit: int32(limit + 1), // one more: is there a next page?
-		Owner: owner,
-	})
+	var rows []walletdb.ListHoldsRow
+	var err error
+	if len(q.Metadata) > 0 {
+		var matched []walletdb.ListHoldsByMetadataRow
+		matched, err = s.queries.ListHoldsByMetadata(ctx, walletdb.ListHoldsByMetadataParams{
+			Metadata: q.Metadata.JSON(), AfterCreatedAt: after.CreatedAt, AfterID: after.ID, RowLimit: int32(limit + 1), Owner: owner,
+		})
+		rows = convertRows(matched, func(r walletdb.ListHoldsByMetadataRow) walletdb.ListHoldsRow { return walletdb.ListHoldsRow(r) })
+	} else {
+		rows, err = s.queries.ListHolds(ctx, walletdb.ListHoldsParams{
+			AfterCreatedAt: after.CreatedAt, AfterID: after.ID, RowLimit: int32(limit + 1), // one more: is there a next page?
+			Owner: owner,
+		})
+	}
 	if err != nil {
 		return wallet.HoldPage{}, fmt.Errorf("list holds: %w", interpretError(err))
 	}
@@ -338,6 +355,7 @@ func (s *Store) writeCapture(ctx context.Context, tx pgx.Tx, p pendingCapture) (
 		Currency: hold.Currency, EventID: p.transferEventID,
 		CreatedByKey: uuid.NullUUID{UUID: req.KeyID, Valid: req.KeyID != uuid.Nil},
 		HoldID:       uuid.NullUUID{UUID: hold.ID, Valid: true},
+		Metadata:     hold.Metadata, // the hold's: a filter finds the capture with its hold
 	})
 	switch err := interpretError(err); {
 	case errors.Is(err, errNoRow):
@@ -533,7 +551,7 @@ func holdPlaced(row walletdb.Hold, traceParent string) outbox.Event {
 		AggregateID: row.ID.String(), Time: row.CreatedAt,
 		Data: contract.HoldPlaced{
 			HoldID: row.ID.String(), WalletID: row.WalletID, Amount: row.Amount, Currency: row.Currency,
-			ExpiresAt: row.ExpiresAt.UTC(), CreatedAt: row.CreatedAt.UTC(),
+			ExpiresAt: row.ExpiresAt.UTC(), Metadata: mustMetadata(row.Metadata), CreatedAt: row.CreatedAt.UTC(),
 		},
 	}
 }
@@ -567,7 +585,7 @@ func toHold(row walletdb.Hold, toWalletID string) wallet.Hold {
 		ID: row.ID, IdempotencyKey: row.IdempotencyKey, WalletID: row.WalletID,
 		Amount: row.Amount, Currency: row.Currency, Status: row.Status,
 		ExpiresAt: row.ExpiresAt.UTC(), CaptureTransferID: row.CaptureTransferID.UUID,
-		ToWalletID: toWalletID, CreatedAt: row.CreatedAt.UTC(),
+		ToWalletID: toWalletID, Metadata: mustMetadata(row.Metadata), CreatedAt: row.CreatedAt.UTC(),
 	}
 	if row.VoidReason != nil {
 		h.VoidReason = *row.VoidReason
@@ -588,8 +606,17 @@ func holdHash(req wallet.HoldRequest) []byte {
 	if !req.ExpiresAt.IsZero() {
 		expiresAt = req.ExpiresAt.UTC().Format(time.RFC3339Nano)
 	}
-	return fingerprint("hold.v1", req.WalletID, strconv.FormatInt(req.Amount, 10), req.Currency,
-		expiresAt, req.ExpiresIn.String())
+	fields := []string{"hold.v1", req.WalletID, strconv.FormatInt(req.Amount, 10), req.Currency, expiresAt, req.ExpiresIn.String()}
+	return fingerprint(append(fields, metadataFields(req.Metadata)...)...)
+}
+
+// metadataFields are m's part of a request's fingerprint: none when m is empty, so a request
+// without metadata hashes as before metadata existed.
+func metadataFields(m metadata.Metadata) []string {
+	if len(m) == 0 {
+		return nil
+	}
+	return append([]string{"metadata", strconv.Itoa(len(m))}, m.Fields()...)
 }
 
 // captureHash fingerprints a capture as requested (amount 0: the whole hold), under a tag of

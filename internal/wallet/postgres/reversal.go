@@ -128,6 +128,7 @@ func (s *Store) writeReversal(ctx context.Context, tx pgx.Tx, p pendingReversal)
 		CreatedByKey:       uuid.NullUUID{UUID: req.KeyID, Valid: req.KeyID != uuid.Nil},
 		ReversesTransferID: uuid.NullUUID{UUID: orig.ID, Valid: true},
 		Forced:             shortfall > 0,
+		Metadata:           req.Metadata.JSON(),
 	})
 	switch err := interpretError(err); {
 	case errors.Is(err, errNoRow):
@@ -249,6 +250,7 @@ func transferReversed(row walletdb.Transfer, traceParent string) outbox.Event {
 			ToWalletID:   row.ToWalletID,
 			Amount:       row.Amount,
 			Currency:     row.Currency,
+			Metadata:     mustMetadata(row.Metadata),
 			CreatedAt:    row.CreatedAt.UTC(),
 		},
 	}
@@ -287,6 +289,7 @@ func reversalHash(req wallet.ReversalRequest) []byte {
 	if req.Force {
 		fields = append(fields, "force") // absent unless forced: the fingerprints of earlier requests stand
 	}
+	fields = append(fields, metadataFields(req.Metadata)...) // likewise: none without metadata
 	for _, field := range fields {
 		fmt.Fprintf(h, "%d:%s;", len(field), field)
 	}

@@ -7,10 +7,12 @@ package postgres
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 	"sync/atomic"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -54,10 +56,12 @@ type Store struct {
 // whoever the request of ctx acts for (httpapi.AuditByKey: its API key).
 type AuditFunc func(ctx context.Context, db database.Executor, action, target string, detail any) error
 
-// The audit trail's actions of the store: a change of a wallet's limits (target: the wallet)
-// and a reversal that took its from-wallet below its minimum (target: the reversal).
+// The audit trail's actions of the store: a change of a wallet's limits or of its metadata
+// (target: the wallet) and a reversal that took its from-wallet below its minimum (target: the
+// reversal).
 const (
 	ActionWalletLimits   = "wallet.limits"
+	ActionWalletMetadata = "wallet.metadata"
 	ActionForcedReversal = "transfer.reversal.forced"
 )
 
@@ -127,7 +131,7 @@ func (s *Store) CreateWallet(ctx context.Context, w wallet.Wallet) (wallet.Walle
 	}
 	row, err := s.queries.CreateWallet(ctx, walletdb.CreateWalletParams{
 		ID: w.ID, Currency: w.Currency, AllowNegative: w.AllowNegative, Owner: wallet.ActorOf(ctx).OwnerFilter(),
-		MinBalance: w.MinBalance, MaxBalance: w.MaxBalance,
+		MinBalance: w.MinBalance, MaxBalance: w.MaxBalance, Metadata: w.Metadata.JSON(),
 	})
 	switch err := interpretError(err); {
 	case errors.Is(err, errNoRow): // ON CONFLICT DO NOTHING: the id is taken
@@ -150,11 +154,63 @@ func (s *Store) GetWallet(ctx context.Context, id string) (wallet.Wallet, error)
 	return toWallet(row), nil
 }
 
-// SetLimits changes the limits of wallet id under its lock (wallet.ApplyLimits) and audits the
-// change in the same transaction; another owner's wallet is not found.
-func (s *Store) SetLimits(ctx context.Context, id string, ch wallet.LimitsChange) (wallet.Wallet, error) {
+// ListWallets returns up to q.Limit wallets before the cursor, newest first, that the actor
+// may see: those whose metadata hold every pair of q.Metadata, when set. A limit out of range
+// is brought into 1..wallet.MaxListLimit (0 means wallet.DefaultListLimit). A cursor that
+// names no wallet the actor may see is wallet.ErrInvalidCursor.
+func (s *Store) ListWallets(ctx context.Context, q wallet.WalletQuery) (wallet.WalletPage, error) {
+	if err := q.Metadata.Validate(); err != nil {
+		return wallet.WalletPage{}, err
+	}
+	owner := wallet.ActorOf(ctx).OwnerFilter()
+	var before *time.Time
+	var beforeID *string
+	if !q.Before.IsZero() {
+		exists, err := s.queries.WalletCursorExists(ctx, walletdb.WalletCursorExistsParams{ID: q.Before.ID, CreatedAt: q.Before.CreatedAt, Owner: owner})
+		if err != nil {
+			return wallet.WalletPage{}, fmt.Errorf("look up cursor wallet %s: %w", q.Before.ID, interpretError(err))
+		}
+		if !exists {
+			return wallet.WalletPage{}, problem.Newf(wallet.ErrInvalidCursor, "cursor %q names no wallet of this listing", q.Before.String())
+		}
+		before, beforeID = &q.Before.CreatedAt, &q.Before.ID
+	}
+	limit := pageLimit(q.Limit)
+	var rows []walletdb.Wallet
+	var err error
+	if len(q.Metadata) > 0 {
+		rows, err = s.queries.ListWalletsByMetadata(ctx, walletdb.ListWalletsByMetadataParams{
+			Metadata: q.Metadata.JSON(), BeforeCreatedAt: before, BeforeID: beforeID, Owner: owner, RowLimit: int32(limit + 1),
+		})
+	} else {
+		rows, err = s.queries.ListWallets(ctx, walletdb.ListWalletsParams{
+			BeforeCreatedAt: before, BeforeID: beforeID, Owner: owner, RowLimit: int32(limit + 1), // one more: is there a next page?
+		})
+	}
+	if err != nil {
+		return wallet.WalletPage{}, fmt.Errorf("list wallets: %w", interpretError(err))
+	}
+	more := len(rows) > limit
+	rows = rows[:min(len(rows), limit)]
+	page := wallet.WalletPage{Wallets: make([]wallet.Wallet, 0, len(rows))}
+	for _, row := range rows {
+		page.Wallets = append(page.Wallets, toWallet(row))
+	}
+	if more {
+		page.Next = page.Wallets[len(page.Wallets)-1].Cursor()
+	}
+	return page, nil
+}
+
+// UpdateWallet changes the limits of wallet id under its lock (wallet.ApplyLimits) and, when
+// ch says so, replaces its metadata; each change is audited in the same transaction (the limits
+// as wallet.limits, the metadata as wallet.metadata). Another owner's wallet is not found.
+func (s *Store) UpdateWallet(ctx context.Context, id string, ch wallet.WalletChange) (wallet.Wallet, error) {
 	if s.audit == nil {
-		return wallet.Wallet{}, fmt.Errorf("set limits of wallet %s: %w", id, errUnaudited)
+		return wallet.Wallet{}, fmt.Errorf("update wallet %s: %w", id, errUnaudited)
+	}
+	if err := ch.Metadata.Validate(); err != nil {
+		return wallet.Wallet{}, err
 	}
 	w, err := database.WithTxV(ctx, s.pool, func(tx pgx.Tx) (wallet.Wallet, error) {
 		q := s.queries.WithTx(tx)
@@ -165,28 +221,59 @@ func (s *Store) SetLimits(ctx context.Context, id string, ch wallet.LimitsChange
 		case err != nil:
 			return wallet.Wallet{}, fmt.Errorf("lock wallet: %w", err)
 		}
-		before := toWallet(row)
-		after, err := wallet.ApplyLimits(before, ch)
-		if err != nil {
-			return wallet.Wallet{}, err
+		if ch.ChangesLimits() {
+			if row, err = s.setLimits(ctx, tx, q, toWallet(row), ch.LimitsChange); err != nil {
+				return wallet.Wallet{}, err
+			}
 		}
-		row, err = q.SetWalletLimits(ctx, walletdb.SetWalletLimitsParams{ID: id, MinBalance: after.MinBalance, MaxBalance: after.MaxBalance})
-		if err != nil {
-			return wallet.Wallet{}, fmt.Errorf("update limits: %w", err)
-		}
-		detail := struct {
-			Before limitsDetail `json:"before"`
-			After  limitsDetail `json:"after"`
-		}{limitsOf(before), limitsOf(after)}
-		if err := s.audit(ctx, tx, ActionWalletLimits, id, detail); err != nil {
-			return wallet.Wallet{}, err
+		if ch.SetMetadata {
+			if row, err = s.setMetadata(ctx, tx, q, toWallet(row), ch.Metadata); err != nil {
+				return wallet.Wallet{}, err
+			}
 		}
 		return toWallet(row), nil
 	})
 	if err != nil {
-		return wallet.Wallet{}, fmt.Errorf("set limits of wallet %s: %w", id, interpretError(err))
+		return wallet.Wallet{}, fmt.Errorf("update wallet %s: %w", id, interpretError(err))
 	}
 	return w, nil
+}
+
+// setLimits applies ch to before, the wallet tx locked, and audits the change.
+func (s *Store) setLimits(ctx context.Context, tx pgx.Tx, q *walletdb.Queries, before wallet.Wallet, ch wallet.LimitsChange) (walletdb.Wallet, error) {
+	after, err := wallet.ApplyLimits(before, ch)
+	if err != nil {
+		return walletdb.Wallet{}, err
+	}
+	row, err := q.SetWalletLimits(ctx, walletdb.SetWalletLimitsParams{ID: before.ID, MinBalance: after.MinBalance, MaxBalance: after.MaxBalance})
+	if err != nil {
+		return walletdb.Wallet{}, fmt.Errorf("update limits: %w", err)
+	}
+	detail := struct {
+		Before limitsDetail `json:"before"`
+		After  limitsDetail `json:"after"`
+	}{limitsOf(before), limitsOf(after)}
+	if err := s.audit(ctx, tx, ActionWalletLimits, before.ID, detail); err != nil {
+		return walletdb.Wallet{}, err
+	}
+	return row, nil
+}
+
+// setMetadata replaces the metadata of before, the wallet tx locked, by m and audits the
+// change.
+func (s *Store) setMetadata(ctx context.Context, tx pgx.Tx, q *walletdb.Queries, before wallet.Wallet, m metadata.Metadata) (walletdb.Wallet, error) {
+	row, err := q.SetWalletMetadata(ctx, walletdb.SetWalletMetadataParams{ID: before.ID, Metadata: m.JSON()})
+	if err != nil {
+		return walletdb.Wallet{}, fmt.Errorf("update metadata: %w", err)
+	}
+	detail := struct {
+		Before json.RawMessage `json:"before"`
+		After  json.RawMessage `json:"after"`
+	}{before.Metadata.JSON(), m.JSON()}
+	if err := s.audit(ctx, tx, ActionWalletMetadata, before.ID, detail); err != nil {
+		return walletdb.Wallet{}, err
+	}
+	return row, nil
 }
 
 // limitsDetail is a wallet's limits as the audit trail records them.
@@ -598,10 +685,7 @@ func requestHash(req wallet.TransferRequest) []byte {
 	if req.Reference != "" { // appended only when given: a request without one hashes as before
 		fields = append(fields, "reference", req.Reference)
 	}
-	if len(req.Metadata) > 0 { // likewise: a request without metadata hashes as before
-		fields = append(fields, "metadata", strconv.Itoa(len(req.Metadata)))
-		fields = append(fields, req.Metadata.Fields()...)
-	}
+	fields = append(fields, metadataFields(req.Metadata)...) // likewise: none without metadata
 	for _, field := range fields {
 		fmt.Fprintf(h, "%d:%s;", len(field), field)
 	}
@@ -613,7 +697,7 @@ func toWallet(w walletdb.Wallet) wallet.Wallet {
 		ID: w.ID, Currency: w.Currency, Balance: w.Balance, Held: w.Held,
 		AllowNegative: w.AllowNegative, Owner: ownerOf(w.Owner), CreatedAt: w.CreatedAt.UTC(),
 		Limits:      wallet.Limits{MinBalance: w.MinBalance, MaxBalance: w.MaxBalance},
-		ForcedDebit: w.ForcedDebit,
+		ForcedDebit: w.ForcedDebit, Metadata: mustMetadata(w.Metadata),
 	}
 }
 
@@ -628,12 +712,13 @@ func toTransfer(t walletdb.Transfer, outboxStatus string) wallet.Transfer {
 	}
 }
 
-// mustMetadata reads a transfers.metadata column, a JSON object of strings by its check and
-// by what the store writes (metadata.Metadata.JSON): one that does not parse is a bug.
+// mustMetadata reads a metadata column (of transfers, wallets or holds), a JSON object of
+// strings by its check and by what the store writes (metadata.Metadata.JSON): one that does
+// not parse is a bug.
 func mustMetadata(b []byte) metadata.Metadata {
 	m, err := metadata.Parse(b)
 	if err != nil {
-		panic(fmt.Sprintf("transfers.metadata: %v", err))
+		panic(fmt.Sprintf("metadata column: %v", err))
 	}
 	return m
 }

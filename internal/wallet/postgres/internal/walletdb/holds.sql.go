@@ -7,6 +7,7 @@ package walletdb
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/google/uuid"
@@ -37,7 +38,7 @@ UPDATE holds
 SET status = 'captured', captured_amount = $1, capture_transfer_id = $2,
     finished_event_id = $3, finished_at = clock_timestamp()
 WHERE id = $4 AND status = 'pending'
-RETURNING id, idempotency_key, request_hash, wallet_id, amount, currency, status, void_reason, expires_at, captured_amount, capture_transfer_id, placed_event_id, finished_event_id, created_by_key, created_at, finished_at, idempotency_owner
+RETURNING id, idempotency_key, request_hash, wallet_id, amount, currency, status, void_reason, expires_at, captured_amount, capture_transfer_id, placed_event_id, finished_event_id, created_by_key, created_at, finished_at, idempotency_owner, metadata
 `
 
 type CaptureHoldParams struct {
@@ -73,6 +74,7 @@ func (q *Queries) CaptureHold(ctx context.Context, arg CaptureHoldParams) (Hold,
 		&i.CreatedAt,
 		&i.FinishedAt,
 		&i.IdempotencyOwner,
+		&i.Metadata,
 	)
 	return i, err
 }
@@ -112,7 +114,7 @@ func (q *Queries) ExpiredHolds(ctx context.Context, rowLimit int32) ([]ExpiredHo
 }
 
 const getHold = `-- name: GetHold :one
-SELECT id, idempotency_key, request_hash, wallet_id, amount, currency, status, void_reason, expires_at, captured_amount, capture_transfer_id, placed_event_id, finished_event_id, created_by_key, created_at, finished_at, idempotency_owner FROM holds h
+SELECT id, idempotency_key, request_hash, wallet_id, amount, currency, status, void_reason, expires_at, captured_amount, capture_transfer_id, placed_event_id, finished_event_id, created_by_key, created_at, finished_at, idempotency_owner, metadata FROM holds h
 WHERE h.id = $1
   AND ($2::text IS NULL
        OR EXISTS (SELECT 1 FROM wallets w WHERE w.id = h.wallet_id AND w.owner = $2::text))
@@ -145,12 +147,13 @@ func (q *Queries) GetHold(ctx context.Context, arg GetHoldParams) (Hold, error) 
 		&i.CreatedAt,
 		&i.FinishedAt,
 		&i.IdempotencyOwner,
+		&i.Metadata,
 	)
 	return i, err
 }
 
 const getHoldByIdempotencyKey = `-- name: GetHoldByIdempotencyKey :one
-SELECT id, idempotency_key, request_hash, wallet_id, amount, currency, status, void_reason, expires_at, captured_amount, capture_transfer_id, placed_event_id, finished_event_id, created_by_key, created_at, finished_at, idempotency_owner FROM holds WHERE idempotency_owner = $1 AND idempotency_key = $2
+SELECT id, idempotency_key, request_hash, wallet_id, amount, currency, status, void_reason, expires_at, captured_amount, capture_transfer_id, placed_event_id, finished_event_id, created_by_key, created_at, finished_at, idempotency_owner, metadata FROM holds WHERE idempotency_owner = $1 AND idempotency_key = $2
 `
 
 type GetHoldByIdempotencyKeyParams struct {
@@ -179,6 +182,7 @@ func (q *Queries) GetHoldByIdempotencyKey(ctx context.Context, arg GetHoldByIdem
 		&i.CreatedAt,
 		&i.FinishedAt,
 		&i.IdempotencyOwner,
+		&i.Metadata,
 	)
 	return i, err
 }
@@ -207,9 +211,9 @@ func (q *Queries) HoldCursorExists(ctx context.Context, arg HoldCursorExistsPara
 }
 
 const insertCaptureTransfer = `-- name: InsertCaptureTransfer :one
-INSERT INTO transfers (id, idempotency_owner, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key, hold_id)
+INSERT INTO transfers (id, idempotency_owner, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key, hold_id, metadata)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,
-        $10::uuid, $11)
+        $10::uuid, $11, $12)
 ON CONFLICT (idempotency_owner, idempotency_key) DO NOTHING
 RETURNING id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, hold_id, reference, idempotency_owner, forced, metadata
 `
@@ -226,10 +230,11 @@ type InsertCaptureTransferParams struct {
 	EventID          uuid.UUID
 	CreatedByKey     uuid.NullUUID
 	HoldID           uuid.NullUUID
+	Metadata         json.RawMessage
 }
 
 // The transfer of a capture: an ordinary transfer that names its hold, whose Idempotency-Key
-// is the capture's (one key space with transfers and reversals).
+// is the capture's (one key space with transfers and reversals) and whose metadata are the hold's.
 func (q *Queries) InsertCaptureTransfer(ctx context.Context, arg InsertCaptureTransferParams) (Transfer, error) {
 	row := q.db.QueryRow(ctx, insertCaptureTransfer,
 		arg.ID,
@@ -243,6 +248,7 @@ func (q *Queries) InsertCaptureTransfer(ctx context.Context, arg InsertCaptureTr
 		arg.EventID,
 		arg.CreatedByKey,
 		arg.HoldID,
+		arg.Metadata,
 	)
 	var i Transfer
 	err := row.Scan(
@@ -269,11 +275,11 @@ func (q *Queries) InsertCaptureTransfer(ctx context.Context, arg InsertCaptureTr
 }
 
 const insertHold = `-- name: InsertHold :one
-INSERT INTO holds (id, idempotency_owner, idempotency_key, request_hash, wallet_id, amount, currency, expires_at, placed_event_id, created_by_key)
+INSERT INTO holds (id, idempotency_owner, idempotency_key, request_hash, wallet_id, amount, currency, expires_at, placed_event_id, created_by_key, metadata)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,
-        $10::uuid)
+        $10::uuid, $11)
 ON CONFLICT (idempotency_owner, idempotency_key) DO NOTHING
-RETURNING id, idempotency_key, request_hash, wallet_id, amount, currency, status, void_reason, expires_at, captured_amount, capture_transfer_id, placed_event_id, finished_event_id, created_by_key, created_at, finished_at, idempotency_owner
+RETURNING id, idempotency_key, request_hash, wallet_id, amount, currency, status, void_reason, expires_at, captured_amount, capture_transfer_id, placed_event_id, finished_event_id, created_by_key, created_at, finished_at, idempotency_owner, metadata
 `
 
 type InsertHoldParams struct {
@@ -287,6 +293,7 @@ type InsertHoldParams struct {
 	ExpiresAt        time.Time
 	PlacedEventID    uuid.UUID
 	CreatedByKey     uuid.NullUUID
+	Metadata         json.RawMessage
 }
 
 // InsertHold claims the hold's idempotency key as InsertTransfer claims a transfer's: a conflict
@@ -303,6 +310,7 @@ func (q *Queries) InsertHold(ctx context.Context, arg InsertHoldParams) (Hold, e
 		arg.ExpiresAt,
 		arg.PlacedEventID,
 		arg.CreatedByKey,
+		arg.Metadata,
 	)
 	var i Hold
 	err := row.Scan(
@@ -323,12 +331,13 @@ func (q *Queries) InsertHold(ctx context.Context, arg InsertHoldParams) (Hold, e
 		&i.CreatedAt,
 		&i.FinishedAt,
 		&i.IdempotencyOwner,
+		&i.Metadata,
 	)
 	return i, err
 }
 
 const listHolds = `-- name: ListHolds :many
-SELECT h.id, h.idempotency_key, h.request_hash, h.wallet_id, h.amount, h.currency, h.status, h.void_reason, h.expires_at, h.captured_amount, h.capture_transfer_id, h.placed_event_id, h.finished_event_id, h.created_by_key, h.created_at, h.finished_at, h.idempotency_owner, coalesce(t.to_wallet_id, '')::text AS to_wallet_id
+SELECT h.id, h.idempotency_key, h.request_hash, h.wallet_id, h.amount, h.currency, h.status, h.void_reason, h.expires_at, h.captured_amount, h.capture_transfer_id, h.placed_event_id, h.finished_event_id, h.created_by_key, h.created_at, h.finished_at, h.idempotency_owner, h.metadata, coalesce(t.to_wallet_id, '')::text AS to_wallet_id
 FROM holds h
 LEFT JOIN transfers t ON t.id = h.capture_transfer_id
 WHERE (h.created_at, h.id) > ($1::timestamptz, $2::uuid)
@@ -383,6 +392,86 @@ func (q *Queries) ListHolds(ctx context.Context, arg ListHoldsParams) ([]ListHol
 			&i.Hold.CreatedAt,
 			&i.Hold.FinishedAt,
 			&i.Hold.IdempotencyOwner,
+			&i.Hold.Metadata,
+			&i.ToWalletID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listHoldsByMetadata = `-- name: ListHoldsByMetadata :many
+WITH matched AS MATERIALIZED (
+    SELECT m.id, m.created_at FROM holds m
+    WHERE m.metadata @> $5::jsonb AND m.metadata <> '{}' -- the index's predicate: @metadata is never {}
+)
+SELECT h.id, h.idempotency_key, h.request_hash, h.wallet_id, h.amount, h.currency, h.status, h.void_reason, h.expires_at, h.captured_amount, h.capture_transfer_id, h.placed_event_id, h.finished_event_id, h.created_by_key, h.created_at, h.finished_at, h.idempotency_owner, h.metadata, coalesce(t.to_wallet_id, '')::text AS to_wallet_id
+FROM matched m
+JOIN holds h ON h.id = m.id
+LEFT JOIN transfers t ON t.id = h.capture_transfer_id
+WHERE (m.created_at, m.id) > ($1::timestamptz, $2::uuid)
+  AND ($3::text IS NULL
+       OR EXISTS (SELECT 1 FROM wallets w WHERE w.id = h.wallet_id AND w.owner = $3::text))
+ORDER BY m.created_at, m.id
+LIMIT $4
+`
+
+type ListHoldsByMetadataParams struct {
+	AfterCreatedAt time.Time
+	AfterID        uuid.UUID
+	Owner          *string
+	RowLimit       int32
+	Metadata       json.RawMessage
+}
+
+type ListHoldsByMetadataRow struct {
+	Hold       Hold
+	ToWalletID string
+}
+
+// ListHolds of the holds whose metadata contains @metadata (every pair of it). The matches are
+// found first, in a bitmap scan of holds_metadata_idx (db/schema/wallet/00015), then bounded
+// by the cursor and sorted, as ListTransfersByMetadata does: a page costs what the filter
+// matches, not the number of holds.
+func (q *Queries) ListHoldsByMetadata(ctx context.Context, arg ListHoldsByMetadataParams) ([]ListHoldsByMetadataRow, error) {
+	rows, err := q.db.Query(ctx, listHoldsByMetadata,
+		arg.AfterCreatedAt,
+		arg.AfterID,
+		arg.Owner,
+		arg.RowLimit,
+		arg.Metadata,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListHoldsByMetadataRow
+	for rows.Next() {
+		var i ListHoldsByMetadataRow
+		if err := rows.Scan(
+			&i.Hold.ID,
+			&i.Hold.IdempotencyKey,
+			&i.Hold.RequestHash,
+			&i.Hold.WalletID,
+			&i.Hold.Amount,
+			&i.Hold.Currency,
+			&i.Hold.Status,
+			&i.Hold.VoidReason,
+			&i.Hold.ExpiresAt,
+			&i.Hold.CapturedAmount,
+			&i.Hold.CaptureTransferID,
+			&i.Hold.PlacedEventID,
+			&i.Hold.FinishedEventID,
+			&i.Hold.CreatedByKey,
+			&i.Hold.CreatedAt,
+			&i.Hold.FinishedAt,
+			&i.Hold.IdempotencyOwner,
+			&i.Hold.Metadata,
 			&i.ToWalletID,
 		); err != nil {
 			return nil, err
@@ -396,7 +485,7 @@ func (q *Queries) ListHolds(ctx context.Context, arg ListHoldsParams) ([]ListHol
 }
 
 const lockExpiredHolds = `-- name: LockExpiredHolds :many
-SELECT id, idempotency_key, request_hash, wallet_id, amount, currency, status, void_reason, expires_at, captured_amount, capture_transfer_id, placed_event_id, finished_event_id, created_by_key, created_at, finished_at, idempotency_owner FROM holds
+SELECT id, idempotency_key, request_hash, wallet_id, amount, currency, status, void_reason, expires_at, captured_amount, capture_transfer_id, placed_event_id, finished_event_id, created_by_key, created_at, finished_at, idempotency_owner, metadata FROM holds
 WHERE id = ANY ($1::uuid[]) AND status = 'pending' AND expires_at <= clock_timestamp()
 ORDER BY id
 FOR NO KEY UPDATE SKIP LOCKED
@@ -432,6 +521,7 @@ func (q *Queries) LockExpiredHolds(ctx context.Context, ids []uuid.UUID) ([]Hold
 			&i.CreatedAt,
 			&i.FinishedAt,
 			&i.IdempotencyOwner,
+			&i.Metadata,
 		); err != nil {
 			return nil, err
 		}
@@ -444,7 +534,7 @@ func (q *Queries) LockExpiredHolds(ctx context.Context, ids []uuid.UUID) ([]Hold
 }
 
 const lockHold = `-- name: LockHold :one
-SELECT id, idempotency_key, request_hash, wallet_id, amount, currency, status, void_reason, expires_at, captured_amount, capture_transfer_id, placed_event_id, finished_event_id, created_by_key, created_at, finished_at, idempotency_owner FROM holds WHERE id = $1 FOR NO KEY UPDATE
+SELECT id, idempotency_key, request_hash, wallet_id, amount, currency, status, void_reason, expires_at, captured_amount, capture_transfer_id, placed_event_id, finished_event_id, created_by_key, created_at, finished_at, idempotency_owner, metadata FROM holds WHERE id = $1 FOR NO KEY UPDATE
 `
 
 // Every change of a hold locks its row after its wallets (the order all writers take), so a
@@ -470,6 +560,7 @@ func (q *Queries) LockHold(ctx context.Context, id uuid.UUID) (Hold, error) {
 		&i.CreatedAt,
 		&i.FinishedAt,
 		&i.IdempotencyOwner,
+		&i.Metadata,
 	)
 	return i, err
 }
@@ -479,7 +570,7 @@ UPDATE holds
 SET status = 'voided', void_reason = $1, finished_event_id = $2,
     finished_at = clock_timestamp()
 WHERE id = $3 AND status = 'pending'
-RETURNING id, idempotency_key, request_hash, wallet_id, amount, currency, status, void_reason, expires_at, captured_amount, capture_transfer_id, placed_event_id, finished_event_id, created_by_key, created_at, finished_at, idempotency_owner
+RETURNING id, idempotency_key, request_hash, wallet_id, amount, currency, status, void_reason, expires_at, captured_amount, capture_transfer_id, placed_event_id, finished_event_id, created_by_key, created_at, finished_at, idempotency_owner, metadata
 `
 
 type VoidHoldParams struct {
@@ -509,6 +600,7 @@ func (q *Queries) VoidHold(ctx context.Context, arg VoidHoldParams) (Hold, error
 		&i.CreatedAt,
 		&i.FinishedAt,
 		&i.IdempotencyOwner,
+		&i.Metadata,
 	)
 	return i, err
 }

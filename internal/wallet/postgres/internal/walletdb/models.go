@@ -50,6 +50,7 @@ type Hold struct {
 	CreatedAt         time.Time
 	FinishedAt        *time.Time
 	IdempotencyOwner  string
+	Metadata          json.RawMessage
 }
 
 type Inbox struct {
@@ -199,4 +200,5 @@ type Wallet struct {
 	MinBalance    int64
 	MaxBalance    *int64
 	ForcedDebit   int64
+	Metadata      json.RawMessage
 }

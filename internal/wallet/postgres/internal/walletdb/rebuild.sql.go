@@ -13,7 +13,7 @@ import (
 )
 
 const rebuildHoldsFinished = `-- name: RebuildHoldsFinished :many
-SELECT h.id, h.idempotency_key, h.request_hash, h.wallet_id, h.amount, h.currency, h.status, h.void_reason, h.expires_at, h.captured_amount, h.capture_transfer_id, h.placed_event_id, h.finished_event_id, h.created_by_key, h.created_at, h.finished_at, h.idempotency_owner, coalesce(t.to_wallet_id, '')::text AS to_wallet_id, coalesce(t.amount, 0)::bigint AS transfer_amount
+SELECT h.id, h.idempotency_key, h.request_hash, h.wallet_id, h.amount, h.currency, h.status, h.void_reason, h.expires_at, h.captured_amount, h.capture_transfer_id, h.placed_event_id, h.finished_event_id, h.created_by_key, h.created_at, h.finished_at, h.idempotency_owner, h.metadata, coalesce(t.to_wallet_id, '')::text AS to_wallet_id, coalesce(t.amount, 0)::bigint AS transfer_amount
 FROM holds h
 LEFT JOIN transfers t ON t.id = h.capture_transfer_id
 WHERE h.finished_event_id > $1::uuid
@@ -69,6 +69,7 @@ func (q *Queries) RebuildHoldsFinished(ctx context.Context, arg RebuildHoldsFini
 			&i.Hold.CreatedAt,
 			&i.Hold.FinishedAt,
 			&i.Hold.IdempotencyOwner,
+			&i.Hold.Metadata,
 			&i.ToWalletID,
 			&i.TransferAmount,
 		); err != nil {
@@ -83,7 +84,7 @@ func (q *Queries) RebuildHoldsFinished(ctx context.Context, arg RebuildHoldsFini
 }
 
 const rebuildHoldsPlaced = `-- name: RebuildHoldsPlaced :many
-SELECT id, idempotency_key, request_hash, wallet_id, amount, currency, status, void_reason, expires_at, captured_amount, capture_transfer_id, placed_event_id, finished_event_id, created_by_key, created_at, finished_at, idempotency_owner FROM holds h
+SELECT id, idempotency_key, request_hash, wallet_id, amount, currency, status, void_reason, expires_at, captured_amount, capture_transfer_id, placed_event_id, finished_event_id, created_by_key, created_at, finished_at, idempotency_owner, metadata FROM holds h
 WHERE h.placed_event_id > $1::uuid
   AND h.created_at >= $2::timestamptz
   AND ($3::timestamptz IS NULL OR h.created_at < $3::timestamptz)
@@ -131,6 +132,7 @@ func (q *Queries) RebuildHoldsPlaced(ctx context.Context, arg RebuildHoldsPlaced
 			&i.CreatedAt,
 			&i.FinishedAt,
 			&i.IdempotencyOwner,
+			&i.Metadata,
 		); err != nil {
 			return nil, err
 		}

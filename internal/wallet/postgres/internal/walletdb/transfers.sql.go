@@ -217,9 +217,9 @@ func (q *Queries) GetTransfersByIdempotencyKeys(ctx context.Context, arg GetTran
 }
 
 const insertReversal = `-- name: InsertReversal :one
-INSERT INTO transfers (id, idempotency_owner, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key, reverses_transfer_id, forced)
+INSERT INTO transfers (id, idempotency_owner, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key, reverses_transfer_id, forced, metadata)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,
-        $10::uuid, $11, $12)
+        $10::uuid, $11, $12, $13)
 ON CONFLICT (idempotency_owner, idempotency_key) DO NOTHING
 RETURNING id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, hold_id, reference, idempotency_owner, forced, metadata
 `
@@ -237,6 +237,7 @@ type InsertReversalParams struct {
 	CreatedByKey       uuid.NullUUID
 	ReversesTransferID uuid.NullUUID
 	Forced             bool
+	Metadata           json.RawMessage
 }
 
 // InsertReversal claims the idempotency key as InsertTransfer does: a conflict returns no row.
@@ -254,6 +255,7 @@ func (q *Queries) InsertReversal(ctx context.Context, arg InsertReversalParams) 
 		arg.CreatedByKey,
 		arg.ReversesTransferID,
 		arg.Forced,
+		arg.Metadata,
 	)
 	var i Transfer
 	err := row.Scan(

@@ -7,6 +7,8 @@ package walletdb
 
 import (
 	"context"
+	"encoding/json"
+	"time"
 )
 
 const addForcedDebit = `-- name: AddForcedDebit :execrows
@@ -87,10 +89,10 @@ func (q *Queries) BalanceTotals(ctx context.Context) ([]BalanceTotalsRow, error)
 }
 
 const createWallet = `-- name: CreateWallet :one
-INSERT INTO wallets (id, currency, allow_negative, owner, min_balance, max_balance)
-VALUES ($1, $2, $3, $4::text, $5, $6::bigint)
+INSERT INTO wallets (id, currency, allow_negative, owner, min_balance, max_balance, metadata)
+VALUES ($1, $2, $3, $4::text, $5, $6::bigint, $7)
 ON CONFLICT (id) DO NOTHING
-RETURNING id, currency, balance, allow_negative, created_at, updated_at, held, owner, min_balance, max_balance, forced_debit
+RETURNING id, currency, balance, allow_negative, created_at, updated_at, held, owner, min_balance, max_balance, forced_debit, metadata
 `
 
 type CreateWalletParams struct {
@@ -100,6 +102,7 @@ type CreateWalletParams struct {
 	Owner         *string
 	MinBalance    int64
 	MaxBalance    *int64
+	Metadata      json.RawMessage
 }
 
 func (q *Queries) CreateWallet(ctx context.Context, arg CreateWalletParams) (Wallet, error) {
@@ -110,6 +113,7 @@ func (q *Queries) CreateWallet(ctx context.Context, arg CreateWalletParams) (Wal
 		arg.Owner,
 		arg.MinBalance,
 		arg.MaxBalance,
+		arg.Metadata,
 	)
 	var i Wallet
 	err := row.Scan(
@@ -124,12 +128,13 @@ func (q *Queries) CreateWallet(ctx context.Context, arg CreateWalletParams) (Wal
 		&i.MinBalance,
 		&i.MaxBalance,
 		&i.ForcedDebit,
+		&i.Metadata,
 	)
 	return i, err
 }
 
 const getWallet = `-- name: GetWallet :one
-SELECT id, currency, balance, allow_negative, created_at, updated_at, held, owner, min_balance, max_balance, forced_debit FROM wallets
+SELECT id, currency, balance, allow_negative, created_at, updated_at, held, owner, min_balance, max_balance, forced_debit, metadata FROM wallets
 WHERE id = $1 AND ($2::text IS NULL OR owner = $2::text)
 `
 
@@ -154,12 +159,133 @@ func (q *Queries) GetWallet(ctx context.Context, arg GetWalletParams) (Wallet, e
 		&i.MinBalance,
 		&i.MaxBalance,
 		&i.ForcedDebit,
+		&i.Metadata,
 	)
 	return i, err
 }
 
+const listWallets = `-- name: ListWallets :many
+SELECT id, currency, balance, allow_negative, created_at, updated_at, held, owner, min_balance, max_balance, forced_debit, metadata FROM wallets w
+WHERE (w.created_at, w.id) < (coalesce($1::timestamptz, 'infinity'), coalesce($2::text, ''))
+  AND ($3::text IS NULL OR w.owner = $3::text)
+ORDER BY w.created_at DESC, w.id DESC
+LIMIT $4
+`
+
+type ListWalletsParams struct {
+	BeforeCreatedAt *time.Time
+	BeforeID        *string
+	Owner           *string
+	RowLimit        int32
+}
+
+// The wallets before the cursor, newest first (wallets_created_at_idx, walked backwards); with
+// an owner, only the owner's. A NULL cursor is the start of the list.
+func (q *Queries) ListWallets(ctx context.Context, arg ListWalletsParams) ([]Wallet, error) {
+	rows, err := q.db.Query(ctx, listWallets,
+		arg.BeforeCreatedAt,
+		arg.BeforeID,
+		arg.Owner,
+		arg.RowLimit,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Wallet
+	for rows.Next() {
+		var i Wallet
+		if err := rows.Scan(
+			&i.ID,
+			&i.Currency,
+			&i.Balance,
+			&i.AllowNegative,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.Held,
+			&i.Owner,
+			&i.MinBalance,
+			&i.MaxBalance,
+			&i.ForcedDebit,
+			&i.Metadata,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listWalletsByMetadata = `-- name: ListWalletsByMetadata :many
+WITH matched AS MATERIALIZED (
+    SELECT m.id, m.created_at FROM wallets m
+    WHERE m.metadata @> $5::jsonb AND m.metadata <> '{}' -- the index's predicate: @metadata is never {}
+)
+SELECT w.id, w.currency, w.balance, w.allow_negative, w.created_at, w.updated_at, w.held, w.owner, w.min_balance, w.max_balance, w.forced_debit, w.metadata FROM matched m
+JOIN wallets w ON w.id = m.id
+WHERE (m.created_at, m.id) < (coalesce($1::timestamptz, 'infinity'), coalesce($2::text, ''))
+  AND ($3::text IS NULL OR w.owner = $3::text)
+ORDER BY m.created_at DESC, m.id DESC
+LIMIT $4
+`
+
+type ListWalletsByMetadataParams struct {
+	BeforeCreatedAt *time.Time
+	BeforeID        *string
+	Owner           *string
+	RowLimit        int32
+	Metadata        json.RawMessage
+}
+
+// ListWallets of the wallets whose metadata contains @metadata (every pair of it). The matches
+// are found first, in a bitmap scan of wallets_metadata_idx (db/schema/wallet/00015), then
+// bounded by the cursor and sorted: left to itself, a generic plan walks
+// wallets_created_at_idx and filters every wallet (the GIN index keeps no order). A page
+// costs what the filter matches, not the number of wallets.
+func (q *Queries) ListWalletsByMetadata(ctx context.Context, arg ListWalletsByMetadataParams) ([]Wallet, error) {
+	rows, err := q.db.Query(ctx, listWalletsByMetadata,
+		arg.BeforeCreatedAt,
+		arg.BeforeID,
+		arg.Owner,
+		arg.RowLimit,
+		arg.Metadata,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Wallet
+	for rows.Next() {
+		var i Wallet
+		if err := rows.Scan(
+			&i.ID,
+			&i.Currency,
+			&i.Balance,
+			&i.AllowNegative,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.Held,
+			&i.Owner,
+			&i.MinBalance,
+			&i.MaxBalance,
+			&i.ForcedDebit,
+			&i.Metadata,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const lockWallet = `-- name: LockWallet :one
-SELECT id, currency, balance, allow_negative, created_at, updated_at, held, owner, min_balance, max_balance, forced_debit FROM wallets
+SELECT id, currency, balance, allow_negative, created_at, updated_at, held, owner, min_balance, max_balance, forced_debit, metadata FROM wallets
 WHERE id = $1 AND ($2::text IS NULL OR owner = $2::text)
 FOR NO KEY UPDATE
 `
@@ -186,6 +312,7 @@ func (q *Queries) LockWallet(ctx context.Context, arg LockWalletParams) (Wallet,
 		&i.MinBalance,
 		&i.MaxBalance,
 		&i.ForcedDebit,
+		&i.Metadata,
 	)
 	return i, err
 }
@@ -247,7 +374,7 @@ const setWalletLimits = `-- name: SetWalletLimits :one
 UPDATE wallets
 SET min_balance = $1, max_balance = $2::bigint, updated_at = clock_timestamp()
 WHERE id = $3
-RETURNING id, currency, balance, allow_negative, created_at, updated_at, held, owner, min_balance, max_balance, forced_debit
+RETURNING id, currency, balance, allow_negative, created_at, updated_at, held, owner, min_balance, max_balance, forced_debit, metadata
 `
 
 type SetWalletLimitsParams struct {
@@ -271,6 +398,61 @@ func (q *Queries) SetWalletLimits(ctx context.Context, arg SetWalletLimitsParams
 		&i.MinBalance,
 		&i.MaxBalance,
 		&i.ForcedDebit,
+		&i.Metadata,
 	)
 	return i, err
+}
+
+const setWalletMetadata = `-- name: SetWalletMetadata :one
+UPDATE wallets
+SET metadata = $1, updated_at = clock_timestamp()
+WHERE id = $2
+RETURNING id, currency, balance, allow_negative, created_at, updated_at, held, owner, min_balance, max_balance, forced_debit, metadata
+`
+
+type SetWalletMetadataParams struct {
+	Metadata json.RawMessage
+	ID       string
+}
+
+func (q *Queries) SetWalletMetadata(ctx context.Context, arg SetWalletMetadataParams) (Wallet, error) {
+	row := q.db.QueryRow(ctx, setWalletMetadata, arg.Metadata, arg.ID)
+	var i Wallet
+	err := row.Scan(
+		&i.ID,
+		&i.Currency,
+		&i.Balance,
+		&i.AllowNegative,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.Held,
+		&i.Owner,
+		&i.MinBalance,
+		&i.MaxBalance,
+		&i.ForcedDebit,
+		&i.Metadata,
+	)
+	return i, err
+}
+
+const walletCursorExists = `-- name: WalletCursorExists :one
+SELECT EXISTS (
+    SELECT 1 FROM wallets w
+    WHERE w.id = $1 AND w.created_at = $2
+      AND ($3::text IS NULL OR w.owner = $3::text))
+`
+
+type WalletCursorExistsParams struct {
+	ID        string
+	CreatedAt time.Time
+	Owner     *string
+}
+
+// Whether a listing's cursor names a wallet the owner may see (NULL: any), at the time the
+// cursor says: one that names none was not handed out by this service.
+func (q *Queries) WalletCursorExists(ctx context.Context, arg WalletCursorExistsParams) (bool, error) {
+	row := q.db.QueryRow(ctx, walletCursorExists, arg.ID, arg.CreatedAt, arg.Owner)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
 }
