@@ -336,9 +336,9 @@ func TestVerify(t *testing.T) {
 		b := setup(t)
 		out, _, err := b.run(t, "verify")
 		require.NoError(t, err, out)
-		require.Equal(t, 8, strings.Count(out, "  PASS  "), out)
+		require.Equal(t, 9, strings.Count(out, "  PASS  "), out)
 		require.Contains(t, out, "  PASS  every transfer has exactly one outbox row: 3 transfers checked, 0 failing\n")
-		require.True(t, strings.HasSuffix(out, "verdict: PASS, all 8 checks hold\n"), out)
+		require.True(t, strings.HasSuffix(out, "verdict: PASS, all 9 checks hold\n"), out)
 	})
 
 	t.Run("an acknowledged row deleted by retention is fine once the transfer is older than it", func(t *testing.T) {
@@ -384,7 +384,7 @@ func TestVerify(t *testing.T) {
 			require.NoError(t, err, sql)
 		}
 		out, _, err = b.run(t, "verify")
-		require.ErrorContains(t, err, "verify: 2 of 8 checks failed")
+		require.ErrorContains(t, err, "verify: 2 of 9 checks failed")
 		require.Contains(t, out, "FAIL  every wallet's held is the sum of its pending holds: 3 wallets checked, 1 failing\n        alice\n")
 		require.Contains(t, out, "FAIL  every hold has its events, a captured one its transfer, and every hold event its hold: 7 holds and hold events checked, 1 failing\n        "+pending.ID.String()+"\n")
 	})
@@ -403,19 +403,19 @@ func TestVerify(t *testing.T) {
 			require.NoError(t, err, sql)
 		}
 		out, _, err := b.run(t, "verify")
-		require.ErrorContains(t, err, "verify: 5 of 8 checks failed")
+		require.ErrorContains(t, err, "verify: 5 of 9 checks failed")
 		require.Contains(t, out, "FAIL  every transfer has exactly one outbox row: 3 transfers checked, 1 failing\n        "+b.transfers[1].ID.String()+"\n")
 		require.Contains(t, out, "FAIL  every outbox row has its transfer: 3 outbox rows checked, 1 failing\n        "+orphan.String()+"\n")
 		require.Contains(t, out, "FAIL  every balance equals its transfers in minus out: 3 wallets checked, 1 failing\n        bob\n")
 		require.Contains(t, out, "FAIL  balances sum to zero per currency: 1 currencies checked, 1 failing\n        USD=-2507\n")
 		require.Contains(t, out, "FAIL  no balance below its floor: 3 wallets checked, 1 failing\n        bob\n")
-		require.True(t, strings.HasSuffix(out, "verdict: FAIL, 5 of 8 checks failed\n"), out)
+		require.True(t, strings.HasSuffix(out, "verdict: FAIL, 5 of 9 checks failed\n"), out)
 
 		out, _, err = b.run(t, "verify", "--json")
 		require.Error(t, err)
 		report := clitest.Verification(t, out)
 		require.False(t, report.OK)
-		require.Len(t, report.Checks, 8)
+		require.Len(t, report.Checks, 9)
 		require.Equal(t, cli.Check{Name: "no balance below its floor", OK: false, Checked: 3, Failed: 1, Sample: []string{"bob"},
 			Detail: "3 wallets checked, 1 failing"}, report.Checks[4])
 	})

@@ -8,8 +8,11 @@ GRANT SELECT, INSERT, UPDATE ON wallets TO :"runtime_role";
 GRANT SELECT, INSERT ON transfers TO :"runtime_role";
 GRANT UPDATE (reversed_amount) ON transfers TO :"runtime_role";
 
--- reconcile_transfers_v1, _v2, _v3, reconcile_holds_v1, reconcile_balances_v1 and
--- reconcile_movements_v1 are for the GL's reconcile, which reads
+-- A transfer batch and a batch reversal are written once, never changed (00016).
+GRANT SELECT, INSERT ON transfer_batches, batch_reversals TO :"runtime_role";
+
+-- reconcile_transfers_v1 to _v4, reconcile_holds_v1, reconcile_balances_v1 and
+-- reconcile_movements_v1 and _v2 are for the GL's reconcile, which reads
 -- them with a role of its own (docs/database-roles.md): the wallet itself never reads them.
 
 -- A hold is placed once and finished once (captured or voided): only its status columns

@@ -73,7 +73,7 @@ func TestGrantGivesTheRuntimeRoleExactlyWhatTheServiceNeeds(t *testing.T) {
 		service string
 		own     []string
 	}{
-		{"wallet", []string{"holds: INSERT,SELECT", "refusals: DELETE,INSERT,SELECT,UPDATE", "transfers: INSERT,SELECT", "wallets: INSERT,SELECT,UPDATE"}},
+		{"wallet", []string{"batch_reversals: INSERT,SELECT", "holds: INSERT,SELECT", "refusals: DELETE,INSERT,SELECT,UPDATE", "transfer_batches: INSERT,SELECT", "transfers: INSERT,SELECT", "wallets: INSERT,SELECT,UPDATE"}},
 		{"gl", []string{"accounts: INSERT,SELECT", "adjustments: INSERT,SELECT", "balance_checkpoints: DELETE,INSERT,SELECT", "journal_entries: INSERT,SELECT", "journal_lines: INSERT,SELECT", "posting_rules: DELETE,INSERT,SELECT"}},
 	} {
 		t.Run(tc.service, func(t *testing.T) {

@@ -58,14 +58,15 @@ type Topology struct {
 
 // The durable consumers: each service's name is also its inbox prefix ("gl:<event id>").
 const (
-	ConsumerGL     = "gl"     // reads TransferCompleted.v2 (and v1), TransferReversed.v1 and the Hold*.v1 events from the wallet's stream
+	ConsumerGL     = "gl"     // reads TransferCompleted.v2 (and v1), TransferReversed.v1, the Hold*.v1 and the TransferBatch*.v1 events from the wallet's stream
 	ConsumerWallet = "wallet" // reads TransferPosted.v2 (and .v1) from the GL's stream
 )
 
 // durables declares the pipeline's durable consumers: who reads which event from whose stream.
 var durables = []ConsumerSpec{
 	{Name: ConsumerGL, Source: contract.SourceWallet, EventType: contract.TypeTransferCompletedV2, Accepts: []string{contract.TypeTransferCompleted},
-		Also: []string{contract.TypeTransferReversed, contract.TypeHoldPlaced, contract.TypeHoldCaptured, contract.TypeHoldVoided}},
+		Also: []string{contract.TypeTransferReversed, contract.TypeHoldPlaced, contract.TypeHoldCaptured, contract.TypeHoldVoided,
+			contract.TypeTransferBatchCompleted, contract.TypeTransferBatchReversed}},
 	{Name: ConsumerWallet, Source: contract.SourceGL, EventType: contract.TypeTransferPostedV2, Accepts: []string{contract.TypeTransferPosted}},
 }
 

@@ -175,6 +175,10 @@ type Transfer struct {
 	// Reversals are the transfer's reversals, oldest first, where a transfer is read alone
 	// (GetTransfer); nil elsewhere.
 	Reversals []Transfer
+	// BatchID is, for a leg of a batch, its batch (uuid.Nil otherwise).
+	BatchID uuid.UUID
+	// BatchReversalID is, for a reversal a batch reversal made, that batch reversal.
+	BatchReversalID uuid.UUID
 }
 
 // IsReversal reports whether t reverses another transfer.
@@ -298,6 +302,7 @@ type Service interface {
 	// names no transfer the actor may see is ErrInvalidCursor.
 	ListTransfers(ctx context.Context, q TransferQuery) (Page, error)
 	HoldService
+	BatchService
 }
 
 // TransferQuery asks for one page of the transfer list: up to Limit transfers after the
@@ -309,6 +314,7 @@ type TransferQuery struct {
 	WalletID  string            // "": any wallet
 	Reference string            // "": any reference
 	Metadata  metadata.Metadata // empty: any metadata
+	BatchID   uuid.UUID         // uuid.Nil: any transfer; else the legs of this batch
 }
 
 // Validate reports why q can never be answered.

@@ -12,6 +12,7 @@ FROM transfers t
 JOIN wallets f ON f.id = t.from_wallet_id
 JOIN wallets w ON w.id = t.to_wallet_id
 WHERE t.event_id > @after_event_id::uuid
+  AND t.batch_id IS NULL AND t.batch_reversal_id IS NULL -- a batch's rows have its event (RebuildBatches)
   AND t.created_at >= @since::timestamptz
   AND (sqlc.narg('until')::timestamptz IS NULL OR t.created_at < sqlc.narg('until')::timestamptz)
 ORDER BY t.event_id
@@ -36,3 +37,39 @@ WHERE h.finished_event_id > @after_event_id::uuid
   AND (sqlc.narg('until')::timestamptz IS NULL OR h.finished_at < sqlc.narg('until')::timestamptz)
 ORDER BY h.finished_event_id
 LIMIT @row_limit;
+
+-- name: RebuildBatches :many
+-- Transfer batches created in [since, until).
+SELECT * FROM transfer_batches b
+WHERE b.event_id > @after_event_id::uuid
+  AND b.created_at >= @since::timestamptz
+  AND (sqlc.narg('until')::timestamptz IS NULL OR b.created_at < sqlc.narg('until')::timestamptz)
+ORDER BY b.event_id
+LIMIT @row_limit;
+
+-- name: RebuildBatchLegs :many
+-- The legs of the batches @batch_ids, each batch's in order, with their wallets'
+-- allow_negative flags, which make a leg's kind.
+SELECT sqlc.embed(t), f.allow_negative AS from_allow_negative, w.allow_negative AS to_allow_negative
+FROM transfers t
+JOIN wallets f ON f.id = t.from_wallet_id
+JOIN wallets w ON w.id = t.to_wallet_id
+WHERE t.batch_id = ANY (@batch_ids::uuid[])
+ORDER BY t.batch_id, t.batch_leg;
+
+-- name: RebuildBatchReversals :many
+-- Batch reversals made in [since, until).
+SELECT * FROM batch_reversals r
+WHERE r.event_id > @after_event_id::uuid
+  AND r.created_at >= @since::timestamptz
+  AND (sqlc.narg('until')::timestamptz IS NULL OR r.created_at < sqlc.narg('until')::timestamptz)
+ORDER BY r.event_id
+LIMIT @row_limit;
+
+-- name: RebuildBatchReversalLegs :many
+-- The reversals the batch reversals @ids made, each one's in its legs' order.
+SELECT t.*
+FROM transfers t
+JOIN transfers l ON l.id = t.reverses_transfer_id
+WHERE t.batch_reversal_id = ANY (@ids::uuid[])
+ORDER BY t.batch_reversal_id, l.batch_leg;

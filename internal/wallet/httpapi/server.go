@@ -6,12 +6,14 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 
 	"github.com/rs/zerolog"
 
 	"walletgl/internal/auth"
 	"walletgl/internal/events/admin"
+	"walletgl/internal/metadata"
 	"walletgl/internal/metrics"
 	"walletgl/internal/tracing"
 	"walletgl/internal/wallet"
@@ -46,4 +48,19 @@ func NewServer(logger zerolog.Logger, d Deps) http.Handler {
 	mux := http.NewServeMux()
 	addRoutes(mux, d)
 	return web.Handler(logger, mux, d.Tracing, d.Metrics.ObserveHTTP)
+}
+
+// decodeWithMetadata reads a request body of type T strictly and its metadata member (metaOf
+// picks it) through metadata.FromJSON, which names what is wrong with it. It answers the
+// problem itself when either is malformed; ok is false then.
+func decodeWithMetadata[T any](w http.ResponseWriter, r *http.Request, metaOf func(T) json.RawMessage) (req T, meta metadata.Metadata, ok bool) {
+	req, err := web.Decode[T](w, r)
+	if err == nil {
+		meta, err = metadata.FromJSON(metaOf(req))
+	}
+	if err != nil {
+		web.WriteProblem(w, r, err)
+		return req, nil, false
+	}
+	return req, meta, true
 }

@@ -43,6 +43,10 @@ type transferJSON struct {
 	ReversedAmount *int64 `json:"reversed_amount,omitempty"`
 	// Reversals are shown where one transfer is read (GET /v1/transfers/{id}).
 	Reversals []reversalJSON `json:"reversals,omitempty"`
+	// BatchID is set on a leg of a batch: its batch (/v1/transfer-batches/{id}).
+	BatchID *string `json:"batch_id,omitempty"`
+	// BatchReversalID is set on a reversal a batch reversal made.
+	BatchReversalID *string `json:"batch_reversal_id,omitempty"`
 }
 
 // reversalJSON is a reversal as its transfer lists it; the whole reversal is a transfer of its
@@ -76,6 +80,14 @@ func toTransferJSON(t wallet.Transfer, withOutbox bool) transferJSON {
 	if t.HoldID != uuid.Nil {
 		id := t.HoldID.String()
 		out.HoldID = &id
+	}
+	if t.BatchID != uuid.Nil {
+		id := t.BatchID.String()
+		out.BatchID = &id
+	}
+	if t.BatchReversalID != uuid.Nil {
+		id := t.BatchReversalID.String()
+		out.BatchReversalID = &id
 	}
 	for _, r := range t.Reversals {
 		out.Reversals = append(out.Reversals, reversalJSON{ID: r.ID.String(), Amount: r.Amount, CreatedAt: r.CreatedAt.UTC()})
@@ -195,14 +207,8 @@ func handleReverseTransfer(service wallet.Service) http.Handler {
 			web.WriteProblem(w, r, err)
 			return
 		}
-		req, err := web.Decode[request](w, r)
-		if err != nil {
-			web.WriteProblem(w, r, err)
-			return
-		}
-		meta, err := metadata.FromJSON(req.Metadata)
-		if err != nil {
-			web.WriteProblem(w, r, err)
+		req, meta, ok := decodeWithMetadata(w, r, func(req request) json.RawMessage { return req.Metadata })
+		if !ok {
 			return
 		}
 		if p, _ := auth.FromContext(r.Context()); req.Force && !p.Has(ScopeTransfersAdmin) {
@@ -333,6 +339,14 @@ func handleListTransfers(service wallet.Service) http.Handler {
 			return
 		}
 		q := wallet.TransferQuery{After: after, Limit: limit, WalletID: query.Get("wallet_id"), Reference: query.Get("reference"), Metadata: filter}
+		if query.Has("batch_id") {
+			id, err := uuid.Parse(query.Get("batch_id"))
+			if err != nil || len(query.Get("batch_id")) != 36 {
+				web.WriteProblem(w, r, problem.Newf(web.ErrInvalidQuery, "batch_id must be a transfer batch's id, a UUID"))
+				return
+			}
+			q.BatchID = id
+		}
 		for _, name := range []string{"wallet_id", "reference"} {
 			if query.Has(name) && query.Get(name) == "" {
 				web.WriteProblem(w, r, problem.Newf(web.ErrInvalidQuery, "%s must not be empty; leave it out to list every transfer", name))

@@ -65,14 +65,8 @@ func handleCreateWallet(service wallet.Service) http.Handler {
 		Metadata json.RawMessage `json:"metadata"`
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		req, err := web.Decode[request](w, r)
-		if err != nil {
-			web.WriteProblem(w, r, err)
-			return
-		}
-		meta, err := metadata.FromJSON(req.Metadata)
-		if err != nil {
-			web.WriteProblem(w, r, err)
+		req, meta, ok := decodeWithMetadata(w, r, func(req request) json.RawMessage { return req.Metadata })
+		if !ok {
 			return
 		}
 		if p, _ := auth.FromContext(r.Context()); req.AllowNegative && !p.Has(ScopeWalletsAdmin) {

@@ -108,7 +108,12 @@ func rebuildBatch(ctx context.Context, q *walletdb.Queries, after uuid.UUID, sin
 	if err != nil {
 		return nil, fmt.Errorf("read holds finished: %w", err)
 	}
-	evs := make([]outbox.Event, 0, len(transfers)+len(placed)+len(finished))
+	batches, err := rebuildBatches(ctx, q, after, since, until, limit)
+	if err != nil {
+		return nil, err
+	}
+	evs := make([]outbox.Event, 0, len(transfers)+len(placed)+len(finished)+len(batches))
+	evs = append(evs, batches...)
 	for _, r := range transfers {
 		if r.Transfer.ReversesTransferID.Valid {
 			evs = append(evs, transferReversed(r.Transfer, ""))
@@ -132,4 +137,56 @@ func rebuildBatch(ctx context.Context, q *walletdb.Queries, after uuid.UUID, sin
 	}
 	slices.SortFunc(evs, func(a, b outbox.Event) int { return bytes.Compare(a.ID[:], b.ID[:]) })
 	return evs[:min(len(evs), n)], nil
+}
+
+// rebuildBatches re-creates the next n events of batches and batch reversals of the period
+// after the event id after: each is one event, with its legs.
+func rebuildBatches(ctx context.Context, q *walletdb.Queries, after uuid.UUID, since time.Time, until *time.Time, n int32) ([]outbox.Event, error) {
+	batches, err := q.RebuildBatches(ctx, walletdb.RebuildBatchesParams{AfterEventID: after, Since: since, Until: until, RowLimit: n})
+	if err != nil {
+		return nil, fmt.Errorf("read transfer batches: %w", err)
+	}
+	reversals, err := q.RebuildBatchReversals(ctx, walletdb.RebuildBatchReversalsParams{AfterEventID: after, Since: since, Until: until, RowLimit: n})
+	if err != nil {
+		return nil, fmt.Errorf("read batch reversals: %w", err)
+	}
+	evs := make([]outbox.Event, 0, len(batches)+len(reversals))
+	if len(batches) > 0 {
+		ids := make([]uuid.UUID, len(batches))
+		for i, b := range batches {
+			ids[i] = b.ID
+		}
+		rows, err := q.RebuildBatchLegs(ctx, ids)
+		if err != nil {
+			return nil, fmt.Errorf("read batch legs: %w", err)
+		}
+		legs := map[uuid.UUID][]walletdb.Transfer{}
+		kinds := map[uuid.UUID][]string{}
+		for _, r := range rows {
+			id := r.Transfer.BatchID.UUID
+			legs[id] = append(legs[id], r.Transfer)
+			kinds[id] = append(kinds[id], contract.TransferKind(r.FromAllowNegative, r.ToAllowNegative))
+		}
+		for _, b := range batches {
+			evs = append(evs, batchCompleted(b, legs[b.ID], kinds[b.ID], ""))
+		}
+	}
+	if len(reversals) > 0 {
+		ids := make([]uuid.UUID, len(reversals))
+		for i, r := range reversals {
+			ids[i] = r.ID
+		}
+		rows, err := q.RebuildBatchReversalLegs(ctx, ids)
+		if err != nil {
+			return nil, fmt.Errorf("read batch reversal legs: %w", err)
+		}
+		legs := map[uuid.UUID][]walletdb.Transfer{}
+		for _, t := range rows {
+			legs[t.BatchReversalID.UUID] = append(legs[t.BatchReversalID.UUID], t)
+		}
+		for _, r := range reversals {
+			evs = append(evs, batchReversed(r, legs[r.ID], ""))
+		}
+	}
+	return evs, nil
 }

@@ -97,6 +97,10 @@ func (s *Store) writeReversal(ctx context.Context, tx pgx.Tx, p pendingReversal)
 	if err := checkReverser(p.actor, orig, wallets[move.FromWalletID], wallets[move.ToWalletID]); err != nil {
 		return transferResult{}, err
 	}
+	if orig.BatchID.Valid {
+		return transferResult{}, problem.Newf(wallet.ErrTransferInBatch,
+			"transfer %s is a leg of batch %s: reverse it with its batch, POST /v1/transfer-batches/%s/reversals", orig.ID, orig.BatchID.UUID, orig.BatchID.UUID)
+	}
 	// The rest is what is left under the original's lock. Nothing left claims no key: the
 	// key's earlier answer, a refusal kept under it, or the refusal, kept in turn.
 	req, err = wallet.ResolveReversal(req, toTransfer(orig, ""))

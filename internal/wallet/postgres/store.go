@@ -607,6 +607,14 @@ func (s *Store) ListTransfers(ctx context.Context, q wallet.TransferQuery) (wall
 // listTransferRows runs the listing query that fits q's filters, each bounded by its index.
 func (s *Store) listTransferRows(ctx context.Context, q wallet.TransferQuery, owner *string, rowLimit int32) ([]walletdb.ListTransfersRow, error) {
 	switch {
+	case q.BatchID != uuid.Nil:
+		rows, err := s.queries.ListTransfersOfBatch(ctx, walletdb.ListTransfersOfBatchParams{
+			BatchID: uuid.NullUUID{UUID: q.BatchID, Valid: true}, Metadata: q.Metadata.JSON(), WalletID: q.WalletID, Reference: q.Reference,
+			AfterCreatedAt: q.After.CreatedAt, AfterID: q.After.ID, RowLimit: rowLimit, Owner: owner,
+		})
+		return convertRows(rows, func(r walletdb.ListTransfersOfBatchRow) walletdb.ListTransfersRow {
+			return walletdb.ListTransfersRow(r)
+		}), err
 	case len(q.Metadata) > 0:
 		rows, err := s.queries.ListTransfersByMetadata(ctx, walletdb.ListTransfersByMetadataParams{
 			Metadata: q.Metadata.JSON(), WalletID: q.WalletID, Reference: q.Reference,
@@ -709,6 +717,7 @@ func toTransfer(t walletdb.Transfer, outboxStatus string) wallet.Transfer {
 		OutboxStatus: outboxStatus, EventID: t.EventID, CreatedAt: t.CreatedAt.UTC(),
 		ReversesTransferID: t.ReversesTransferID.UUID, ReversedAmount: t.ReversedAmount,
 		HoldID: t.HoldID.UUID, Metadata: mustMetadata(t.Metadata), Forced: t.Forced,
+		BatchID: t.BatchID.UUID, BatchReversalID: t.BatchReversalID.UUID,
 	}
 }
 

@@ -61,6 +61,10 @@ func Verify(ctx context.Context, pool *pgxpool.Pool, opts wallet.VerifyOptions) 
 			r, err := q.VerifyHolds(ctx, walletdb.VerifyHoldsParams{SampleSize: n, RetentionSeconds: opts.Retention.Seconds()})
 			return result(r), err
 		}},
+		{"every batch has its legs and one event, and every batch reversal reverses legs of its batch", "batches and batch reversals", func() (result, error) {
+			r, err := q.VerifyBatches(ctx, walletdb.VerifyBatchesParams{SampleSize: n, RetentionSeconds: opts.Retention.Seconds()})
+			return result(r), err
+		}},
 	}
 	out := make([]wallet.Check, 0, len(checks))
 	for _, c := range checks {

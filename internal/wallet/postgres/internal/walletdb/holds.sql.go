@@ -215,7 +215,7 @@ INSERT INTO transfers (id, idempotency_owner, idempotency_key, request_hash, fro
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,
         $10::uuid, $11, $12)
 ON CONFLICT (idempotency_owner, idempotency_key) DO NOTHING
-RETURNING id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, hold_id, reference, idempotency_owner, forced, metadata
+RETURNING id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, hold_id, reference, idempotency_owner, forced, metadata, batch_id, batch_leg, batch_reversal_id
 `
 
 type InsertCaptureTransferParams struct {
@@ -270,6 +270,9 @@ func (q *Queries) InsertCaptureTransfer(ctx context.Context, arg InsertCaptureTr
 		&i.IdempotencyOwner,
 		&i.Forced,
 		&i.Metadata,
+		&i.BatchID,
+		&i.BatchLeg,
+		&i.BatchReversalID,
 	)
 	return i, err
 }

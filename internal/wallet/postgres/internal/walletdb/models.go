@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 type ApiKey struct {
@@ -30,6 +31,19 @@ type AuditLog struct {
 	Action string
 	Target string
 	Detail []byte
+}
+
+type BatchReversal struct {
+	ID               uuid.UUID
+	BatchID          uuid.UUID
+	IdempotencyOwner string
+	IdempotencyKey   string
+	RequestHash      []byte
+	Legs             int32
+	Metadata         json.RawMessage
+	EventID          uuid.UUID
+	CreatedByKey     uuid.NullUUID
+	CreatedAt        time.Time
 }
 
 type Hold struct {
@@ -130,6 +144,15 @@ type ReconcileMovementsV1 struct {
 	HeldChange    int64
 }
 
+// Versioned read-only contract for the GL's reconciliation (gl reconcile): each movement's change to each wallet, keyed by GL entry; columns never change, see db/schema/wallet/00016_transfer_batches.sql
+type ReconcileMovementsV2 struct {
+	MovementID    string
+	WalletID      string
+	Currency      string
+	BalanceChange int64
+	HeldChange    int64
+}
+
 type ReconcileTransfersV1 struct {
 	ID        uuid.UUID
 	Amount    int64
@@ -154,6 +177,17 @@ type ReconcileTransfersV3 struct {
 	CreatedAt          time.Time
 	ReversesTransferID uuid.NullUUID
 	Kind               string
+}
+
+// Versioned read-only contract for the GL's reconciliation (gl reconcile): transfers, reversals, kinds and GL entry keys; columns never change, see db/schema/wallet/00016_transfer_batches.sql
+type ReconcileTransfersV4 struct {
+	ID                 uuid.UUID
+	Amount             int64
+	Currency           string
+	CreatedAt          time.Time
+	ReversesTransferID uuid.NullUUID
+	Kind               string
+	EntryKey           string
 }
 
 type Refusal struct {
@@ -186,6 +220,21 @@ type Transfer struct {
 	IdempotencyOwner   string
 	Forced             bool
 	Metadata           json.RawMessage
+	BatchID            uuid.NullUUID
+	BatchLeg           pgtype.Int4
+	BatchReversalID    uuid.NullUUID
+}
+
+type TransferBatch struct {
+	ID               uuid.UUID
+	IdempotencyOwner string
+	IdempotencyKey   string
+	RequestHash      []byte
+	Legs             int32
+	Metadata         json.RawMessage
+	EventID          uuid.UUID
+	CreatedByKey     uuid.NullUUID
+	CreatedAt        time.Time
 }
 
 type Wallet struct {

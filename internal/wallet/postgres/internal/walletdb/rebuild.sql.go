@@ -12,6 +12,223 @@ import (
 	"github.com/google/uuid"
 )
 
+const rebuildBatchLegs = `-- name: RebuildBatchLegs :many
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, t.forced, t.metadata, t.batch_id, t.batch_leg, t.batch_reversal_id, f.allow_negative AS from_allow_negative, w.allow_negative AS to_allow_negative
+FROM transfers t
+JOIN wallets f ON f.id = t.from_wallet_id
+JOIN wallets w ON w.id = t.to_wallet_id
+WHERE t.batch_id = ANY ($1::uuid[])
+ORDER BY t.batch_id, t.batch_leg
+`
+
+type RebuildBatchLegsRow struct {
+	Transfer          Transfer
+	FromAllowNegative bool
+	ToAllowNegative   bool
+}
+
+// The legs of the batches @batch_ids, each batch's in order, with their wallets'
+// allow_negative flags, which make a leg's kind.
+func (q *Queries) RebuildBatchLegs(ctx context.Context, batchIds []uuid.UUID) ([]RebuildBatchLegsRow, error) {
+	rows, err := q.db.Query(ctx, rebuildBatchLegs, batchIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []RebuildBatchLegsRow
+	for rows.Next() {
+		var i RebuildBatchLegsRow
+		if err := rows.Scan(
+			&i.Transfer.ID,
+			&i.Transfer.IdempotencyKey,
+			&i.Transfer.RequestHash,
+			&i.Transfer.FromWalletID,
+			&i.Transfer.ToWalletID,
+			&i.Transfer.Amount,
+			&i.Transfer.Currency,
+			&i.Transfer.Status,
+			&i.Transfer.EventID,
+			&i.Transfer.CreatedAt,
+			&i.Transfer.CreatedByKey,
+			&i.Transfer.ReversesTransferID,
+			&i.Transfer.ReversedAmount,
+			&i.Transfer.HoldID,
+			&i.Transfer.Reference,
+			&i.Transfer.IdempotencyOwner,
+			&i.Transfer.Forced,
+			&i.Transfer.Metadata,
+			&i.Transfer.BatchID,
+			&i.Transfer.BatchLeg,
+			&i.Transfer.BatchReversalID,
+			&i.FromAllowNegative,
+			&i.ToAllowNegative,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const rebuildBatchReversalLegs = `-- name: RebuildBatchReversalLegs :many
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, t.forced, t.metadata, t.batch_id, t.batch_leg, t.batch_reversal_id
+FROM transfers t
+JOIN transfers l ON l.id = t.reverses_transfer_id
+WHERE t.batch_reversal_id = ANY ($1::uuid[])
+ORDER BY t.batch_reversal_id, l.batch_leg
+`
+
+// The reversals the batch reversals @ids made, each one's in its legs' order.
+func (q *Queries) RebuildBatchReversalLegs(ctx context.Context, ids []uuid.UUID) ([]Transfer, error) {
+	rows, err := q.db.Query(ctx, rebuildBatchReversalLegs, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Transfer
+	for rows.Next() {
+		var i Transfer
+		if err := rows.Scan(
+			&i.ID,
+			&i.IdempotencyKey,
+			&i.RequestHash,
+			&i.FromWalletID,
+			&i.ToWalletID,
+			&i.Amount,
+			&i.Currency,
+			&i.Status,
+			&i.EventID,
+			&i.CreatedAt,
+			&i.CreatedByKey,
+			&i.ReversesTransferID,
+			&i.ReversedAmount,
+			&i.HoldID,
+			&i.Reference,
+			&i.IdempotencyOwner,
+			&i.Forced,
+			&i.Metadata,
+			&i.BatchID,
+			&i.BatchLeg,
+			&i.BatchReversalID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const rebuildBatchReversals = `-- name: RebuildBatchReversals :many
+SELECT id, batch_id, idempotency_owner, idempotency_key, request_hash, legs, metadata, event_id, created_by_key, created_at FROM batch_reversals r
+WHERE r.event_id > $1::uuid
+  AND r.created_at >= $2::timestamptz
+  AND ($3::timestamptz IS NULL OR r.created_at < $3::timestamptz)
+ORDER BY r.event_id
+LIMIT $4
+`
+
+type RebuildBatchReversalsParams struct {
+	AfterEventID uuid.UUID
+	Since        time.Time
+	Until        *time.Time
+	RowLimit     int32
+}
+
+// Batch reversals made in [since, until).
+func (q *Queries) RebuildBatchReversals(ctx context.Context, arg RebuildBatchReversalsParams) ([]BatchReversal, error) {
+	rows, err := q.db.Query(ctx, rebuildBatchReversals,
+		arg.AfterEventID,
+		arg.Since,
+		arg.Until,
+		arg.RowLimit,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []BatchReversal
+	for rows.Next() {
+		var i BatchReversal
+		if err := rows.Scan(
+			&i.ID,
+			&i.BatchID,
+			&i.IdempotencyOwner,
+			&i.IdempotencyKey,
+			&i.RequestHash,
+			&i.Legs,
+			&i.Metadata,
+			&i.EventID,
+			&i.CreatedByKey,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const rebuildBatches = `-- name: RebuildBatches :many
+SELECT id, idempotency_owner, idempotency_key, request_hash, legs, metadata, event_id, created_by_key, created_at FROM transfer_batches b
+WHERE b.event_id > $1::uuid
+  AND b.created_at >= $2::timestamptz
+  AND ($3::timestamptz IS NULL OR b.created_at < $3::timestamptz)
+ORDER BY b.event_id
+LIMIT $4
+`
+
+type RebuildBatchesParams struct {
+	AfterEventID uuid.UUID
+	Since        time.Time
+	Until        *time.Time
+	RowLimit     int32
+}
+
+// Transfer batches created in [since, until).
+func (q *Queries) RebuildBatches(ctx context.Context, arg RebuildBatchesParams) ([]TransferBatch, error) {
+	rows, err := q.db.Query(ctx, rebuildBatches,
+		arg.AfterEventID,
+		arg.Since,
+		arg.Until,
+		arg.RowLimit,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []TransferBatch
+	for rows.Next() {
+		var i TransferBatch
+		if err := rows.Scan(
+			&i.ID,
+			&i.IdempotencyOwner,
+			&i.IdempotencyKey,
+			&i.RequestHash,
+			&i.Legs,
+			&i.Metadata,
+			&i.EventID,
+			&i.CreatedByKey,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const rebuildHoldsFinished = `-- name: RebuildHoldsFinished :many
 SELECT h.id, h.idempotency_key, h.request_hash, h.wallet_id, h.amount, h.currency, h.status, h.void_reason, h.expires_at, h.captured_amount, h.capture_transfer_id, h.placed_event_id, h.finished_event_id, h.created_by_key, h.created_at, h.finished_at, h.idempotency_owner, h.metadata, coalesce(t.to_wallet_id, '')::text AS to_wallet_id, coalesce(t.amount, 0)::bigint AS transfer_amount
 FROM holds h
@@ -146,11 +363,12 @@ func (q *Queries) RebuildHoldsPlaced(ctx context.Context, arg RebuildHoldsPlaced
 
 const rebuildTransfers = `-- name: RebuildTransfers :many
 
-SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, t.forced, t.metadata, f.allow_negative AS from_allow_negative, w.allow_negative AS to_allow_negative
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, t.forced, t.metadata, t.batch_id, t.batch_leg, t.batch_reversal_id, f.allow_negative AS from_allow_negative, w.allow_negative AS to_allow_negative
 FROM transfers t
 JOIN wallets f ON f.id = t.from_wallet_id
 JOIN wallets w ON w.id = t.to_wallet_id
 WHERE t.event_id > $1::uuid
+  AND t.batch_id IS NULL AND t.batch_reversal_id IS NULL -- a batch's rows have its event (RebuildBatches)
   AND t.created_at >= $2::timestamptz
   AND ($3::timestamptz IS NULL OR t.created_at < $3::timestamptz)
 ORDER BY t.event_id
@@ -210,6 +428,9 @@ func (q *Queries) RebuildTransfers(ctx context.Context, arg RebuildTransfersPara
 			&i.Transfer.IdempotencyOwner,
 			&i.Transfer.Forced,
 			&i.Transfer.Metadata,
+			&i.Transfer.BatchID,
+			&i.Transfer.BatchLeg,
+			&i.Transfer.BatchReversalID,
 			&i.FromAllowNegative,
 			&i.ToAllowNegative,
 		); err != nil {

@@ -33,7 +33,7 @@ func (q *Queries) AddReversedAmount(ctx context.Context, arg AddReversedAmountPa
 }
 
 const getTransfer = `-- name: GetTransfer :one
-SELECT id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, hold_id, reference, idempotency_owner, forced, metadata FROM transfers WHERE id = $1
+SELECT id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, hold_id, reference, idempotency_owner, forced, metadata, batch_id, batch_leg, batch_reversal_id FROM transfers WHERE id = $1
 `
 
 // The transfer a reversal names, read before its wallets are locked: its wallets, amount and
@@ -60,12 +60,15 @@ func (q *Queries) GetTransfer(ctx context.Context, id uuid.UUID) (Transfer, erro
 		&i.IdempotencyOwner,
 		&i.Forced,
 		&i.Metadata,
+		&i.BatchID,
+		&i.BatchLeg,
+		&i.BatchReversalID,
 	)
 	return i, err
 }
 
 const getTransferByIdempotencyKey = `-- name: GetTransferByIdempotencyKey :one
-SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, t.forced, t.metadata, coalesce(o.status, 'acknowledged')::text AS outbox_status
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, t.forced, t.metadata, t.batch_id, t.batch_leg, t.batch_reversal_id, coalesce(o.status, 'acknowledged')::text AS outbox_status
 FROM transfers t
 LEFT JOIN outbox o ON o.id = t.event_id
 WHERE t.idempotency_owner = $1 AND t.idempotency_key = $2
@@ -104,13 +107,16 @@ func (q *Queries) GetTransferByIdempotencyKey(ctx context.Context, arg GetTransf
 		&i.Transfer.IdempotencyOwner,
 		&i.Transfer.Forced,
 		&i.Transfer.Metadata,
+		&i.Transfer.BatchID,
+		&i.Transfer.BatchLeg,
+		&i.Transfer.BatchReversalID,
 		&i.OutboxStatus,
 	)
 	return i, err
 }
 
 const getTransferWithOutbox = `-- name: GetTransferWithOutbox :one
-SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, t.forced, t.metadata, coalesce(o.status, 'acknowledged')::text AS outbox_status
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, t.forced, t.metadata, t.batch_id, t.batch_leg, t.batch_reversal_id, coalesce(o.status, 'acknowledged')::text AS outbox_status
 FROM transfers t
 LEFT JOIN outbox o ON o.id = t.event_id
 WHERE t.id = $1
@@ -152,13 +158,16 @@ func (q *Queries) GetTransferWithOutbox(ctx context.Context, arg GetTransferWith
 		&i.Transfer.IdempotencyOwner,
 		&i.Transfer.Forced,
 		&i.Transfer.Metadata,
+		&i.Transfer.BatchID,
+		&i.Transfer.BatchLeg,
+		&i.Transfer.BatchReversalID,
 		&i.OutboxStatus,
 	)
 	return i, err
 }
 
 const getTransfersByIdempotencyKeys = `-- name: GetTransfersByIdempotencyKeys :many
-SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, t.forced, t.metadata, coalesce(o.status, 'acknowledged')::text AS outbox_status
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, t.forced, t.metadata, t.batch_id, t.batch_leg, t.batch_reversal_id, coalesce(o.status, 'acknowledged')::text AS outbox_status
 FROM transfers t
 LEFT JOIN outbox o ON o.id = t.event_id
 JOIN (SELECT unnest($1::text[]) AS owner, unnest($2::text[]) AS key) AS k
@@ -204,6 +213,9 @@ func (q *Queries) GetTransfersByIdempotencyKeys(ctx context.Context, arg GetTran
 			&i.Transfer.IdempotencyOwner,
 			&i.Transfer.Forced,
 			&i.Transfer.Metadata,
+			&i.Transfer.BatchID,
+			&i.Transfer.BatchLeg,
+			&i.Transfer.BatchReversalID,
 			&i.OutboxStatus,
 		); err != nil {
 			return nil, err
@@ -221,7 +233,7 @@ INSERT INTO transfers (id, idempotency_owner, idempotency_key, request_hash, fro
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,
         $10::uuid, $11, $12, $13)
 ON CONFLICT (idempotency_owner, idempotency_key) DO NOTHING
-RETURNING id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, hold_id, reference, idempotency_owner, forced, metadata
+RETURNING id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, hold_id, reference, idempotency_owner, forced, metadata, batch_id, batch_leg, batch_reversal_id
 `
 
 type InsertReversalParams struct {
@@ -277,6 +289,9 @@ func (q *Queries) InsertReversal(ctx context.Context, arg InsertReversalParams) 
 		&i.IdempotencyOwner,
 		&i.Forced,
 		&i.Metadata,
+		&i.BatchID,
+		&i.BatchLeg,
+		&i.BatchReversalID,
 	)
 	return i, err
 }
@@ -285,7 +300,7 @@ const insertTransfer = `-- name: InsertTransfer :one
 INSERT INTO transfers (id, idempotency_owner, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id, created_by_key, reference, metadata)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::uuid, $11, $12)
 ON CONFLICT (idempotency_owner, idempotency_key) DO NOTHING
-RETURNING id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, hold_id, reference, idempotency_owner, forced, metadata
+RETURNING id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, hold_id, reference, idempotency_owner, forced, metadata, batch_id, batch_leg, batch_reversal_id
 `
 
 type InsertTransferParams struct {
@@ -340,6 +355,9 @@ func (q *Queries) InsertTransfer(ctx context.Context, arg InsertTransferParams) 
 		&i.IdempotencyOwner,
 		&i.Forced,
 		&i.Metadata,
+		&i.BatchID,
+		&i.BatchLeg,
+		&i.BatchReversalID,
 	)
 	return i, err
 }
@@ -351,7 +369,7 @@ SELECT unnest($1::uuid[]), unnest($2::text[]), unnest($3::text[]), unnest($4::by
        unnest($8::text[]), unnest($9::uuid[]), nullif(unnest($10::uuid[]), '00000000-0000-0000-0000-000000000000'::uuid),
        unnest($11::text[]), unnest($12::text[])::jsonb
 ON CONFLICT (idempotency_owner, idempotency_key) DO NOTHING
-RETURNING id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, hold_id, reference, idempotency_owner, forced, metadata
+RETURNING id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, hold_id, reference, idempotency_owner, forced, metadata, batch_id, batch_leg, batch_reversal_id
 `
 
 type InsertTransfersParams struct {
@@ -414,6 +432,9 @@ func (q *Queries) InsertTransfers(ctx context.Context, arg InsertTransfersParams
 			&i.IdempotencyOwner,
 			&i.Forced,
 			&i.Metadata,
+			&i.BatchID,
+			&i.BatchLeg,
+			&i.BatchReversalID,
 		); err != nil {
 			return nil, err
 		}
@@ -426,7 +447,7 @@ func (q *Queries) InsertTransfers(ctx context.Context, arg InsertTransfersParams
 }
 
 const listReversals = `-- name: ListReversals :many
-SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, t.forced, t.metadata, coalesce(o.status, 'acknowledged')::text AS outbox_status
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, t.forced, t.metadata, t.batch_id, t.batch_leg, t.batch_reversal_id, coalesce(o.status, 'acknowledged')::text AS outbox_status
 FROM transfers t
 LEFT JOIN outbox o ON o.id = t.event_id
 WHERE t.reverses_transfer_id = $1
@@ -467,6 +488,9 @@ func (q *Queries) ListReversals(ctx context.Context, transferID uuid.NullUUID) (
 			&i.Transfer.IdempotencyOwner,
 			&i.Transfer.Forced,
 			&i.Transfer.Metadata,
+			&i.Transfer.BatchID,
+			&i.Transfer.BatchLeg,
+			&i.Transfer.BatchReversalID,
 			&i.OutboxStatus,
 		); err != nil {
 			return nil, err
@@ -480,7 +504,7 @@ func (q *Queries) ListReversals(ctx context.Context, transferID uuid.NullUUID) (
 }
 
 const listTransfers = `-- name: ListTransfers :many
-SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, t.forced, t.metadata, coalesce(o.status, 'acknowledged')::text AS outbox_status
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, t.forced, t.metadata, t.batch_id, t.batch_leg, t.batch_reversal_id, coalesce(o.status, 'acknowledged')::text AS outbox_status
 FROM transfers t
 LEFT JOIN outbox o ON o.id = t.event_id
 WHERE (t.created_at, t.id) > ($1::timestamptz, $2::uuid)
@@ -536,6 +560,9 @@ func (q *Queries) ListTransfers(ctx context.Context, arg ListTransfersParams) ([
 			&i.Transfer.IdempotencyOwner,
 			&i.Transfer.Forced,
 			&i.Transfer.Metadata,
+			&i.Transfer.BatchID,
+			&i.Transfer.BatchLeg,
+			&i.Transfer.BatchReversalID,
 			&i.OutboxStatus,
 		); err != nil {
 			return nil, err
@@ -553,7 +580,7 @@ WITH matched AS MATERIALIZED (
     SELECT m.id, m.created_at FROM transfers m
     WHERE m.metadata @> $7::jsonb AND m.metadata <> '{}' -- the index's predicate: @metadata is never {}
 )
-SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, t.forced, t.metadata, coalesce(o.status, 'acknowledged')::text AS outbox_status
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, t.forced, t.metadata, t.batch_id, t.batch_leg, t.batch_reversal_id, coalesce(o.status, 'acknowledged')::text AS outbox_status
 FROM matched m
 JOIN transfers t ON t.id = m.id
 LEFT JOIN outbox o ON o.id = t.event_id
@@ -625,6 +652,9 @@ func (q *Queries) ListTransfersByMetadata(ctx context.Context, arg ListTransfers
 			&i.Transfer.IdempotencyOwner,
 			&i.Transfer.Forced,
 			&i.Transfer.Metadata,
+			&i.Transfer.BatchID,
+			&i.Transfer.BatchLeg,
+			&i.Transfer.BatchReversalID,
 			&i.OutboxStatus,
 		); err != nil {
 			return nil, err
@@ -638,7 +668,7 @@ func (q *Queries) ListTransfersByMetadata(ctx context.Context, arg ListTransfers
 }
 
 const listTransfersByReference = `-- name: ListTransfersByReference :many
-SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, t.forced, t.metadata, coalesce(o.status, 'acknowledged')::text AS outbox_status
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, t.forced, t.metadata, t.batch_id, t.batch_leg, t.batch_reversal_id, coalesce(o.status, 'acknowledged')::text AS outbox_status
 FROM transfers t
 LEFT JOIN outbox o ON o.id = t.event_id
 WHERE t.reference = $1 AND t.reference <> ''
@@ -702,6 +732,9 @@ func (q *Queries) ListTransfersByReference(ctx context.Context, arg ListTransfer
 			&i.Transfer.IdempotencyOwner,
 			&i.Transfer.Forced,
 			&i.Transfer.Metadata,
+			&i.Transfer.BatchID,
+			&i.Transfer.BatchLeg,
+			&i.Transfer.BatchReversalID,
 			&i.OutboxStatus,
 		); err != nil {
 			return nil, err
@@ -730,7 +763,7 @@ WITH page AS (
      ORDER BY r.created_at, r.id
      LIMIT $1)
 )
-SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, t.forced, t.metadata, coalesce(o.status, 'acknowledged')::text AS outbox_status
+SELECT t.id, t.idempotency_key, t.request_hash, t.from_wallet_id, t.to_wallet_id, t.amount, t.currency, t.status, t.event_id, t.created_at, t.created_by_key, t.reverses_transfer_id, t.reversed_amount, t.hold_id, t.reference, t.idempotency_owner, t.forced, t.metadata, t.batch_id, t.batch_leg, t.batch_reversal_id, coalesce(o.status, 'acknowledged')::text AS outbox_status
 FROM page p
 JOIN transfers t ON t.id = p.id
 LEFT JOIN outbox o ON o.id = t.event_id
@@ -790,6 +823,9 @@ func (q *Queries) ListTransfersOfWallet(ctx context.Context, arg ListTransfersOf
 			&i.Transfer.IdempotencyOwner,
 			&i.Transfer.Forced,
 			&i.Transfer.Metadata,
+			&i.Transfer.BatchID,
+			&i.Transfer.BatchLeg,
+			&i.Transfer.BatchReversalID,
 			&i.OutboxStatus,
 		); err != nil {
 			return nil, err
@@ -803,7 +839,7 @@ func (q *Queries) ListTransfersOfWallet(ctx context.Context, arg ListTransfersOf
 }
 
 const lockTransferForReversal = `-- name: LockTransferForReversal :one
-SELECT id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, hold_id, reference, idempotency_owner, forced, metadata FROM transfers WHERE id = $1 FOR NO KEY UPDATE
+SELECT id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, status, event_id, created_at, created_by_key, reverses_transfer_id, reversed_amount, hold_id, reference, idempotency_owner, forced, metadata, batch_id, batch_leg, batch_reversal_id FROM transfers WHERE id = $1 FOR NO KEY UPDATE
 `
 
 // Every reversal of a transfer locks it after the wallets (the order all writers take), so
@@ -831,6 +867,9 @@ func (q *Queries) LockTransferForReversal(ctx context.Context, id uuid.UUID) (Tr
 		&i.IdempotencyOwner,
 		&i.Forced,
 		&i.Metadata,
+		&i.BatchID,
+		&i.BatchLeg,
+		&i.BatchReversalID,
 	)
 	return i, err
 }

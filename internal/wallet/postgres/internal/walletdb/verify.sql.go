@@ -75,6 +75,60 @@ func (q *Queries) VerifyBalancesMatchTransfers(ctx context.Context, sampleSize i
 	return i, err
 }
 
+const verifyBatches = `-- name: VerifyBatches :one
+WITH bad AS (
+    SELECT b.id::text AS id, b.created_at
+    FROM transfer_batches b
+    WHERE (SELECT count(*) FROM transfers l WHERE l.batch_id = b.id) NOT BETWEEN 1 AND 100
+       OR (SELECT count(*) FROM transfers l WHERE l.batch_id = b.id) <> b.legs
+       OR (SELECT count(*) FROM outbox o WHERE o.aggregate_id = b.id::text AND o.event_type = 'TransferBatchCompleted.v1') > 1
+       OR (b.created_at > clock_timestamp() - make_interval(secs => $2::float8)
+           AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.id = b.event_id AND o.aggregate_id = b.id::text
+                                                    AND o.event_type = 'TransferBatchCompleted.v1'))
+       OR EXISTS (SELECT 1 FROM transfers l WHERE l.batch_id = b.id AND l.event_id <> b.event_id)
+       OR EXISTS (SELECT 1 FROM transfers l JOIN outbox o ON o.aggregate_id = l.id::text
+                  WHERE l.batch_id = b.id AND o.event_type IN ('TransferCompleted.v1', 'TransferCompleted.v2'))
+    UNION ALL
+    SELECT r.id::text, r.created_at
+    FROM batch_reversals r
+    WHERE (SELECT count(*) FROM transfers t WHERE t.batch_reversal_id = r.id) <> r.legs
+       OR (SELECT count(*) FROM outbox o WHERE o.aggregate_id = r.id::text AND o.event_type = 'TransferBatchReversed.v1') > 1
+       OR (r.created_at > clock_timestamp() - make_interval(secs => $2::float8)
+           AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.id = r.event_id AND o.aggregate_id = r.id::text
+                                                    AND o.event_type = 'TransferBatchReversed.v1'))
+       OR EXISTS (SELECT 1 FROM transfers t LEFT JOIN transfers l ON l.id = t.reverses_transfer_id
+                  WHERE t.batch_reversal_id = r.id
+                    AND (l.batch_id IS DISTINCT FROM r.batch_id OR t.amount <> l.amount OR t.event_id <> r.event_id))
+)
+SELECT ((SELECT count(*) FROM transfer_batches) + (SELECT count(*) FROM batch_reversals))::bigint AS checked,
+       (SELECT count(*) FROM bad)::bigint AS failed,
+       coalesce((SELECT array_agg(s.id ORDER BY s.created_at, s.id)
+                 FROM (SELECT id, created_at FROM bad ORDER BY created_at, id LIMIT $1) s),
+                '{}')::text[] AS sample
+`
+
+type VerifyBatchesParams struct {
+	SampleSize       int32
+	RetentionSeconds float64
+}
+
+type VerifyBatchesRow struct {
+	Checked int64
+	Failed  int64
+	Sample  []string
+}
+
+// Each transfer batch has 1 to 100 legs, as many as it says, and exactly one
+// TransferBatchCompleted outbox row (within the retention, as a transfer's); no leg has a
+// TransferCompleted row of its own; each batch reversal has its TransferBatchReversed row and
+// as many reversals as it says, each of a leg of its batch, in full.
+func (q *Queries) VerifyBatches(ctx context.Context, arg VerifyBatchesParams) (VerifyBatchesRow, error) {
+	row := q.db.QueryRow(ctx, verifyBatches, arg.SampleSize, arg.RetentionSeconds)
+	var i VerifyBatchesRow
+	err := row.Scan(&i.Checked, &i.Failed, &i.Sample)
+	return i, err
+}
+
 const verifyCurrencyTotalsZero = `-- name: VerifyCurrencyTotalsZero :one
 WITH totals AS (
     SELECT currency, sum(balance) AS total FROM wallets GROUP BY currency
