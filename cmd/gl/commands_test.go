@@ -90,9 +90,9 @@ func TestVerify(t *testing.T) {
 		postConsistently(t, pool, "ev-2", "tr-2", 5)
 		out, _, err := runGL(t, glEnv(dbURL), "verify")
 		require.NoError(t, err)
-		require.Equal(t, 12, strings.Count(out, "  PASS  "), out)
-		require.Contains(t, out, "every entry balances (debits = credits, one currency, two lines or more): 2 checked, 0 failing")
-		require.True(t, strings.HasSuffix(out, "verdict: PASS, all 12 checks hold\n"), out)
+		require.Equal(t, 13, strings.Count(out, "  PASS  "), out)
+		require.Contains(t, out, "every entry balances (debits = credits in each currency, lines in the entry's currency unless it is XXX, two lines or more): 2 checked, 0 failing")
+		require.True(t, strings.HasSuffix(out, "verdict: PASS, all 13 checks hold\n"), out)
 	})
 
 	t.Run("an entry older than the inbox retention needs no inbox row, a younger one does", func(t *testing.T) {
@@ -115,7 +115,7 @@ func TestVerify(t *testing.T) {
 		env["EVENTS_INBOX_RETENTION"] = "720h" // thirty days: the row should still be there
 		env["EVENTS_STREAM_MAX_AGE"] = "168h"
 		out, _, err = runGL(t, env, "verify")
-		require.ErrorContains(t, err, "1 of 12 checks failed", out)
+		require.ErrorContains(t, err, "1 of 13 checks failed", out)
 	})
 
 	t.Run("every broken invariant is reported with its ids and fails the command", func(t *testing.T) {
@@ -140,20 +140,20 @@ func TestVerify(t *testing.T) {
 		require.NoError(t, err)
 
 		out, _, err := runGL(t, glEnv(dbURL), "verify")
-		require.ErrorContains(t, err, "5 of 12 checks failed")
-		require.Contains(t, out, "FAIL  every entry balances (debits = credits, one currency, two lines or more): 2 checked, 1 failing\n        00000000-0000-7000-8000-0000000000aa\n")
+		require.ErrorContains(t, err, "5 of 13 checks failed")
+		require.Contains(t, out, "FAIL  every entry balances (debits = credits in each currency, lines in the entry's currency unless it is XXX, two lines or more): 2 checked, 1 failing\n        00000000-0000-7000-8000-0000000000aa\n")
 		require.Contains(t, out, "FAIL  the trial balance nets to zero in every currency: 1 checked, 1 failing\n        USD (debits 107, credits 105)\n")
-		require.Contains(t, out, "FAIL  every processed TransferCompleted (v1, v2), TransferReversed.v1 and Hold*.v1 in the inbox has its entry: 2 checked, 1 failing\n        gl:ev-lost\n")
+		require.Contains(t, out, "FAIL  every processed TransferCompleted (v1, v2), TransferReversed.v1, TransferBatch*.v1 and Hold*.v1 in the inbox has its entry: 2 checked, 1 failing\n        gl:ev-lost\n")
 		require.Contains(t, out, "FAIL  every entry posted in the last 172h48m0s (nine tenths of EVENTS_INBOX_RETENTION) has its processed inbox row (gl:<event id>): 2 checked, 1 failing\n        00000000-0000-7000-8000-0000000000aa\n")
 		require.Contains(t, out, "FAIL  every entry's lines are those of the posting rule in force for its event type, kind and time: 2 checked, 1 failing\n        00000000-0000-7000-8000-0000000000aa\n")
-		require.True(t, strings.HasSuffix(out, "verdict: FAIL, 5 of 12 checks failed\n"), out)
+		require.True(t, strings.HasSuffix(out, "verdict: FAIL, 5 of 13 checks failed\n"), out)
 
 		out, _, err = runGL(t, glEnv(dbURL), "verify", "--json")
 		require.Error(t, err)
 		report := clitest.Verification(t, out)
 		require.False(t, report.OK)
-		require.Len(t, report.Checks, 12)
-		require.Equal(t, cli.Check{Name: "every processed TransferCompleted (v1, v2), TransferReversed.v1 and Hold*.v1 in the inbox has its entry", OK: false,
+		require.Len(t, report.Checks, 13)
+		require.Equal(t, cli.Check{Name: "every processed TransferCompleted (v1, v2), TransferReversed.v1, TransferBatch*.v1 and Hold*.v1 in the inbox has its entry", OK: false,
 			Checked: 2, Failed: 1, Sample: []string{"gl:ev-lost"}, Detail: "2 checked, 1 failing"}, report.Checks[2])
 	})
 
@@ -174,7 +174,7 @@ func TestVerify(t *testing.T) {
 			COMMIT;`)
 		require.NoError(t, err)
 		out, _, err := runGL(t, glEnv(dbURL), "verify")
-		require.ErrorContains(t, err, "3 of 12 checks failed", out)
+		require.ErrorContains(t, err, "3 of 13 checks failed", out)
 		require.Contains(t, out, "FAIL  every hold's release has its placement, in its currency and amount: 1 checked, 1 failing\n        00000000-0000-7000-8000-0000000000cc\n")
 		require.Contains(t, out, "FAIL  account 2020 (funds on hold) never went negative in any currency: 1 checked, 1 failing\n        USD (lowest -50)\n")
 		require.Contains(t, out, "FAIL  account 2020's balance equals the open holds' total in every currency: 1 checked, 1 failing\n        USD (balance -50, open holds 0)\n")
@@ -188,7 +188,7 @@ func TestVerify(t *testing.T) {
 		postConsistently(t, pool, "ev-2", "tr-2", near+3) // 1010 and 2010 now hold 2^63+4
 		out, _, err := runGL(t, glEnv(dbURL), "verify")
 		require.NoError(t, err, out)
-		require.True(t, strings.HasSuffix(out, "verdict: PASS, all 12 checks hold\n"), out)
+		require.True(t, strings.HasSuffix(out, "verdict: PASS, all 13 checks hold\n"), out)
 		out, _, err = runGL(t, glEnv(dbURL), "verify", "--json")
 		require.NoError(t, err, out)
 		require.True(t, clitest.Verification(t, out).OK)
@@ -212,10 +212,10 @@ func TestVerify(t *testing.T) {
 			COMMIT;`)
 		require.NoError(t, err)
 		out, _, err := runGL(t, glEnv(dbURL), "verify")
-		require.ErrorContains(t, err, "3 of 12 checks failed")
-		require.Contains(t, out, "FAIL  every entry balances (debits = credits, one currency, two lines or more): 2 checked, 1 failing\n        00000000-0000-7000-8000-0000000000bb\n")
+		require.ErrorContains(t, err, "3 of 13 checks failed")
+		require.Contains(t, out, "FAIL  every entry balances (debits = credits in each currency, lines in the entry's currency unless it is XXX, two lines or more): 2 checked, 1 failing\n        00000000-0000-7000-8000-0000000000bb\n")
 		require.Contains(t, out, "FAIL  the trial balance nets to zero in every currency: 1 checked, 1 failing\n        USD (debits 9223372036854775810, credits 9223372036854775809)\n")
-		require.True(t, strings.HasSuffix(out, "verdict: FAIL, 3 of 12 checks failed\n"), out)
+		require.True(t, strings.HasSuffix(out, "verdict: FAIL, 3 of 13 checks failed\n"), out)
 	})
 
 	t.Run("a database that does not exist is an error, not an empty pass", func(t *testing.T) {

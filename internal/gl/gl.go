@@ -35,7 +35,12 @@ const (
 // Valid reports whether d is debit or credit.
 func (d Direction) Valid() bool { return d == Debit || d == Credit }
 
-// Entry is a journal entry: one business event posted as lines that balance in one currency.
+// MultiCurrency is the currency of an entry whose lines are in several currencies (a batch's
+// legs): ISO 4217's "XXX", no currency. Such an entry balances in each of its lines' currencies.
+const MultiCurrency = "XXX"
+
+// Entry is a journal entry: one business event posted as lines that balance in each currency,
+// all in its Currency unless that is MultiCurrency.
 type Entry struct {
 	ID          uuid.UUID
 	EventID     string // the event that caused the entry; unique, like TransferID
@@ -69,7 +74,7 @@ type Entry struct {
 	Metadata metadata.Metadata
 }
 
-// Line is one amount on one account, in the entry's currency and in minor units. WalletID is
+// Line is one amount on one account, in minor units of its currency. WalletID is
 // the wallet on the line's side of the movement (WalletLines), "" for none: on a control
 // account of wallets (2010, 2020) it names the sub-account the line belongs to, and the
 // database refuses such a line without one.
@@ -78,38 +83,77 @@ type Line struct {
 	Direction   Direction
 	Amount      int64
 	WalletID    string
+	// Currency is the line's currency; "" is the entry's (Entry.LineCurrency). The ledger
+	// reads it as "" where it is the entry's.
+	Currency string
+	// TransferID is the line's leg tag on a batch's entry (batch.go): the leg's transfer id, or
+	// on a batch reversal's entry the leg reversal's id; "" on every other entry.
+	TransferID string
+	// ReversesLineID is, on a batch reversal's line, the line it reverses (0: none).
+	ReversesLineID int64
+	// ID and Reversed are the stored line's id and whether a batch reversal's line reverses
+	// it, where the ledger reads a batch's lines (Entry.IsBatch; not set by a posting).
+	ID       int64
+	Reversed bool
 }
 
-// Balanced reports whether e can be posted: at least one debit and one credit, every amount
-// positive and every direction known, and debits equal to credits (without overflow).
+// LineCurrency is the currency of l, a line of e.
+func (e Entry) LineCurrency(l Line) string {
+	if l.Currency != "" {
+		return l.Currency
+	}
+	return e.Currency
+}
+
+// Balanced reports whether e can be posted: every amount positive and every direction known,
+// every line in the entry's currency unless it is MultiCurrency, and in each currency at least
+// one debit and one credit, debits equal to credits (without overflow).
 func (e Entry) Balanced() bool {
-	var debits, credits int64
-	var nDebits, nCredits int
+	type totals struct {
+		debits, credits   int64
+		nDebits, nCredits int
+	}
+	byCurrency := map[string]*totals{}
 	for _, l := range e.Lines {
 		if l.Amount <= 0 || l.AccountCode == "" {
 			return false
 		}
+		currency := e.LineCurrency(l)
+		if currency != e.Currency && e.Currency != MultiCurrency {
+			return false
+		}
+		t := byCurrency[currency]
+		if t == nil {
+			t = &totals{}
+			byCurrency[currency] = t
+		}
 		switch l.Direction {
 		case Debit:
-			if debits > math.MaxInt64-l.Amount {
+			if t.debits > math.MaxInt64-l.Amount {
 				return false
 			}
-			debits += l.Amount
-			nDebits++
+			t.debits += l.Amount
+			t.nDebits++
 		case Credit:
-			if credits > math.MaxInt64-l.Amount {
+			if t.credits > math.MaxInt64-l.Amount {
 				return false
 			}
-			credits += l.Amount
-			nCredits++
+			t.credits += l.Amount
+			t.nCredits++
 		default:
 			return false
 		}
 	}
-	return nDebits > 0 && nCredits > 0 && debits == credits
+	for _, t := range byCurrency {
+		if t.nDebits == 0 || t.nCredits == 0 || t.debits != t.credits {
+			return false
+		}
+	}
+	return len(byCurrency) > 0
 }
 
-// Debits is the total of the entry's debit lines: the amount it moves.
+// Debits is the total of the entry's debit lines: the amount it moves (on a MultiCurrency
+// entry, a sum across currencies that only compares with the same entry's).
 func (e Entry) Debits() int64 {
 	var sum int64
 	for _, l := range e.Lines {

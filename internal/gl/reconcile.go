@@ -23,7 +23,22 @@ type SourceTransfer struct {
 	// Kind is the transfer's kind as the wallet sees it (deposit, transfer, withdrawal), where
 	// its source tells (the view reconcile_transfers_v3); "" otherwise, and on a reversal.
 	Kind string
+	// EntryKey is the GL entry key that posts the transfer, where its source tells (the view
+	// reconcile_transfers_v4): a batch's id for its leg, a batch reversal's id for a leg
+	// reversal, the transfer's own id otherwise; "" is the own id.
+	EntryKey string
 }
+
+// Key is the entry key that posts t.
+func (t SourceTransfer) Key() string {
+	if t.EntryKey != "" {
+		return t.EntryKey
+	}
+	return t.ID
+}
+
+// InBatch reports whether t is posted as a leg of a batch entry (or of a batch reversal's).
+func (t SourceTransfer) InBatch() bool { return t.Key() != t.ID }
 
 // TransferSource is the wallet's side of a reconciliation. The GL never imports the wallet:
 // adapters read what the wallet publishes (walletapi: its HTTP API; postgres.WalletView: the
@@ -108,7 +123,7 @@ func (r Reconciler) against(ctx context.Context, transfers []SourceTransfer, hol
 	transfers = append([]SourceTransfer(nil), transfers...)
 	known := make(map[string]bool, len(transfers))
 	for _, t := range transfers {
-		known[t.ID] = true
+		known[t.ID], known[t.Key()] = true, true
 	}
 	for _, e := range entries {
 		if known[e.TransferID] || e.HoldID != "" || e.IsAdjustment() { // a hold's movement, an adjustment: no wallet transfer
@@ -223,7 +238,7 @@ func HoldTotals(rules HoldRules, entries []Entry) []HoldTotal {
 			if l.AccountCode != account {
 				continue
 			}
-			t := total(e.Currency)
+			t := total(e.LineCurrency(l))
 			if l.Direction == Credit {
 				t.AccountBalance = t.AccountBalance.Add(SumOf(l.Amount))
 			} else {
@@ -280,7 +295,13 @@ func reconcile(rules Rules, transfers []SourceTransfer, entries []Entry, holds [
 	}
 	r.holdTotals(entries)
 	known := make(map[string]bool, len(transfers))
+	legs := map[string][]SourceTransfer{} // by batch entry key
 	for _, t := range transfers {
+		if t.InBatch() {
+			known[t.Key()] = true
+			legs[t.Key()] = append(legs[t.Key()], t)
+			continue
+		}
 		known[t.ID] = true
 		posted := byTransfer[t.ID]
 		switch {
@@ -294,6 +315,7 @@ func reconcile(rules Rules, transfers []SourceTransfer, entries []Entry, holds [
 			}
 		}
 	}
+	r.batchLegs(rules, transfers, legs, byTransfer)
 	r.reversalTotals(transfers)
 	if holds != nil {
 		r.HoldsCompared, r.WalletHolds = true, len(holds)
@@ -411,4 +433,90 @@ func entryIDs(entries []Entry) []string {
 		ids[i] = e.ID.String()
 	}
 	return ids
+}
+
+// batchLegs compares each batch entry with the wallet's legs it posts (legs, by entry key):
+// each leg's lines, found by its tag, must be the two its kind's TransferCompleted.v2 rule
+// makes for its amount in its currency (a leg reversal's: its leg's lines swapped, each naming
+// the line it reverses); a leg without lines is missing, a tag of no leg of the wallet's extra,
+// a batch entry posted twice a duplicate. Differences name the leg.
+func (r *Reconciliation) batchLegs(rules Rules, transfers []SourceTransfer, legs map[string][]SourceTransfer, byTransfer map[string][]Entry) {
+	byID := make(map[string]SourceTransfer, len(transfers))
+	for _, t := range transfers {
+		byID[t.ID] = t
+	}
+	for key, group := range legs {
+		posted := byTransfer[key]
+		if len(posted) != 1 {
+			for _, t := range group {
+				if len(posted) == 0 {
+					r.add(DiffMissing, t.ID, nil, "leg of %s %s of batch entry %s, which the GL does not have", money.Format(t.Amount, t.Currency), t.Currency, key)
+				} else {
+					r.add(DiffDuplicate, t.ID, entryIDs(posted), "batch entry %s posted %d times", key, len(posted))
+				}
+			}
+			continue
+		}
+		e := posted[0]
+		lines := map[string][]Line{}
+		for _, l := range e.Lines {
+			lines[l.TransferID] = append(lines[l.TransferID], l)
+		}
+		for _, t := range group {
+			own := lines[t.ID]
+			delete(lines, t.ID)
+			if len(own) == 0 {
+				r.add(DiffMissing, t.ID, entryIDs(posted), "leg of %s %s has no lines in batch entry %s", money.Format(t.Amount, t.Currency), t.Currency, key)
+				continue
+			}
+			if why := legMismatch(rules, t, e, own, byID, byTransfer); why != "" {
+				r.add(DiffMismatch, t.ID, entryIDs(posted), "%s", why)
+			}
+		}
+		for tag := range lines {
+			r.add(DiffExtra, tag, entryIDs(posted), "lines of batch entry %s for a leg the wallet does not have", key)
+		}
+	}
+}
+
+// legMismatch explains how a leg's lines of batch entry e differ from what leg t must be
+// posted as.
+func legMismatch(rules Rules, t SourceTransfer, e Entry, lines []Line, byID map[string]SourceTransfer, byTransfer map[string][]Entry) string {
+	for _, l := range lines {
+		if c := e.LineCurrency(l); c != t.Currency {
+			return fmt.Sprintf("currency %s in the wallet, %s in the GL", t.Currency, c)
+		}
+	}
+	if t.ReversesTransferID == "" {
+		if t.Kind == "" {
+			return linesMismatch(lines, t.Amount, map[Direction]string{Debit: lines[0].AccountCode, Credit: lines[len(lines)-1].AccountCode}, "its leg")
+		}
+		rule, ok := rules.At(contract.TypeTransferCompletedV2, t.Kind, t.Currency, e.OccurredAt)
+		if !ok {
+			return fmt.Sprintf("no posting rule for %s kind %s at %s", contract.TypeTransferCompletedV2, t.Kind, e.OccurredAt.Format(time.RFC3339))
+		}
+		return linesMismatch(lines, t.Amount, map[Direction]string{Debit: rule.DebitAccount, Credit: rule.CreditAccount}, "the posting rule")
+	}
+	leg, ok := byID[t.ReversesTransferID]
+	if !ok {
+		return fmt.Sprintf("reversal of transfer %s, which the wallet does not list", t.ReversesTransferID)
+	}
+	originals := byTransfer[leg.Key()]
+	if len(originals) != 1 || e.ReversesEntryID != originals[0].ID {
+		return fmt.Sprintf("batch reversal entry reverses entry %s, not the one entry of leg %s's batch %s", e.ReversesEntryID, leg.ID, leg.Key())
+	}
+	want := map[Direction]string{}
+	reversed := map[int64]bool{}
+	for _, l := range originals[0].Lines {
+		if l.TransferID == leg.ID {
+			want[opposite(l.Direction)] = l.AccountCode
+			reversed[l.ID] = true
+		}
+	}
+	for _, l := range lines {
+		if !reversed[l.ReversesLineID] {
+			return fmt.Sprintf("%s line of %d reverses line %d, not a line of leg %s", l.Direction, l.Amount, l.ReversesLineID, leg.ID)
+		}
+	}
+	return linesMismatch(lines, t.Amount, want, "its leg's lines swapped")
 }

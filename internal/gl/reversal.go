@@ -46,6 +46,8 @@ func ReversalEntry(eventID string, data contract.TransferReversed, orig Entry) (
 	switch {
 	case orig.HoldID != "":
 		return Entry{}, contract.Conflict(fmt.Errorf("reversal %s: %s is a hold's movement (entry %s), not a transfer", data.ReversalID, data.TransferID, orig.ID))
+	case orig.EventType == contract.TypeTransferBatchCompleted:
+		return Entry{}, contract.Conflict(fmt.Errorf("reversal %s: %s is a batch (entry %s), reversed only by a batch reversal", data.ReversalID, data.TransferID, orig.ID))
 	case orig.ReversesEntryID != uuid.Nil:
 		return Entry{}, contract.Conflict(fmt.Errorf("reversal %s: transfer %s was posted as a reversal (entry %s)", data.ReversalID, data.TransferID, orig.ID))
 	case orig.Currency != data.Currency:

@@ -90,13 +90,19 @@ func CheckPosting(e Entry, posting Posting) (PostedAs, error) {
 }
 
 // Satisfies names what posting env lets a waiting event go on with (contract.WaitTransfer,
-// contract.WaitHold): a transfer its reversals, a hold's placement its release. An event it
+// contract.WaitHold): a transfer its reversals, a batch its batch reversals, a hold's
+// placement its release. An event it
 // cannot read satisfies nothing.
 func Satisfies(env contract.Envelope) []string {
 	switch env.Type {
 	case contract.TypeTransferCompleted, contract.TypeTransferCompletedV2:
 		if t, err := contract.DecodeTransferCompleted(env); err == nil {
 			return []string{contract.WaitTransfer(t.TransferID)}
+		}
+	case contract.TypeTransferBatchCompleted:
+		var b contract.TransferBatchCompleted
+		if err := env.DecodeData(&b); err == nil {
+			return []string{contract.WaitTransfer(b.BatchID)}
 		}
 	case contract.TypeHoldPlaced:
 		var h contract.HoldPlaced

@@ -16,7 +16,12 @@ FROM (SELECT unnest(@account_codes::text[]) AS account_code, unnest(@directions:
 SELECT * FROM journal_entries WHERE transfer_id = @transfer_id;
 
 -- name: ListEntriesByTransfer :many
-SELECT * FROM journal_entries WHERE transfer_id = @transfer_id ORDER BY posted_at, id;
+-- The entry whose key is @transfer_id, or the batch entry with a leg tagged @transfer_id (a
+-- batch's leg, or a batch reversal's leg reversal: db/schema/gl/00018).
+SELECT e.* FROM journal_entries e
+WHERE e.transfer_id = @transfer_id
+   OR e.id IN (SELECT l.entry_id FROM journal_lines l WHERE l.transfer_id = @transfer_id::text)
+ORDER BY e.posted_at, e.id;
 
 -- name: ListEntriesByEvent :many
 SELECT * FROM journal_entries WHERE event_id = @event_id ORDER BY posted_at, id;
@@ -76,7 +81,9 @@ ORDER BY m.posted_at, m.id
 LIMIT @row_limit;
 
 -- name: ListLinesByEntries :many
-SELECT * FROM journal_lines WHERE entry_id = ANY (@entry_ids::uuid[]) ORDER BY entry_id, id;
+-- Each line with whether a later line reverses it (reverses_line_id, a batch reversal's).
+SELECT l.*, EXISTS (SELECT FROM journal_lines r WHERE r.reverses_line_id = l.id) AS reversed
+FROM journal_lines l WHERE l.entry_id = ANY (@entry_ids::uuid[]) ORDER BY l.entry_id, l.id;
 
 -- name: AccountBalance :one
 -- Starts from the chart of accounts so that an unknown code returns no row (not found) while a
@@ -321,13 +328,24 @@ FROM journal_entries e
 WHERE e.transfer_id = ANY (@transfer_ids::text[]);
 
 -- name: InsertLinesBatch :exec
--- A wallet_id of '' stands for none (NULL): a line on no wallet's side.
-INSERT /* fixed plan */ INTO journal_lines (entry_id, account_code, direction, amount, currency, posted_at, wallet_id)
-SELECT l.entry_id, l.account_code, l.direction, l.amount, l.currency, l.posted_at, nullif(l.wallet_id, '')
+-- A wallet_id or a transfer_id (leg tag) of '' stands for none (NULL), as does a
+-- reverses_line_id of 0: a line on no wallet's side, of no batch leg, reversing no line.
+INSERT /* fixed plan */ INTO journal_lines (entry_id, account_code, direction, amount, currency, posted_at, wallet_id, transfer_id, reverses_line_id)
+SELECT l.entry_id, l.account_code, l.direction, l.amount, l.currency, l.posted_at, nullif(l.wallet_id, ''),
+       nullif(l.transfer_id, ''), nullif(l.reverses_line_id, 0)
 FROM (SELECT unnest(@entry_ids::uuid[]) AS entry_id, unnest(@account_codes::text[]) AS account_code,
              unnest(@directions::text[]) AS direction, unnest(@amounts::bigint[]) AS amount,
              unnest(@currencies::text[]) AS currency, unnest(@posted_ats::timestamptz[]) AS posted_at,
-             unnest(@wallet_ids::text[]) AS wallet_id) AS l;
+             unnest(@wallet_ids::text[]) AS wallet_id, unnest(@leg_ids::text[]) AS transfer_id,
+             unnest(@reverses_line_ids::bigint[]) AS reverses_line_id) AS l;
+
+-- name: GetEntryKeysByLegs :many
+-- The batch entries holding these legs (lines tagged with their ids), by leg: a leg's id is no
+-- entry's key, so an event naming it as one is told where it was posted.
+SELECT DISTINCT l.transfer_id::text AS leg_id, e.transfer_id AS entry_key
+FROM journal_lines l
+JOIN journal_entries e ON e.id = l.entry_id
+WHERE l.transfer_id = ANY (@leg_ids::text[]);
 
 -- name: ListReversingEntries :many
 -- The entries that reverse these entries (reverses_entry_id), to show each original's
@@ -412,8 +430,9 @@ SELECT transfer_id FROM journal_entries WHERE transfer_id = ANY (@transfer_ids::
 
 -- name: WalletsOnControlAccountsOfCustomers :many
 -- The wallets of @wallet_ids that a line of a wallet control account names in an entry of a
--- transfer or a withdrawal (a reversal of one included): there the control account's lines
--- name only customers' wallets, which may not go negative. Each wallet is an index seek on
+-- transfer or a withdrawal (a reversal of one included), or of a batch (its legs' kinds are
+-- v2's, so its control-account lines name customers whatever the leg): there the control
+-- account's lines name only customers' wallets, which may not go negative. Each wallet is an index seek on
 -- (wallet_id, account_code) per control account, and stops at its first such line.
 SELECT w.id::text AS wallet_id
 FROM unnest(@wallet_ids::text[]) AS w(id)
@@ -421,7 +440,7 @@ WHERE EXISTS (
     SELECT FROM accounts a
     JOIN journal_lines l ON l.wallet_id = w.id AND l.account_code = a.code
     JOIN journal_entries e ON e.id = l.entry_id
-    WHERE a.wallet_control AND e.kind IN ('transfer', 'withdrawal'));
+    WHERE a.wallet_control AND e.kind IN ('transfer', 'withdrawal', 'batch'));
 
 -- name: WalletsOnOtherAccounts :many
 -- The wallets of @wallet_ids that a line of an account that is not a wallet control account

@@ -11,14 +11,57 @@ SELECT
 -- The deferred trigger makes this impossible to commit; verify still looks, because a trigger
 -- can be disabled by the tables' owner. The sums are compared as numeric, so that a check
 -- never fails on totals beyond int64.
-SELECT e.id, e.event_id, count(*) OVER ()::bigint AS total
+-- An entry balances in each currency of its lines; its lines are in its own currency unless it
+-- is a multi-currency entry (currency 'XXX', db/schema/gl/00018).
+WITH per_currency AS (
+    SELECT e.id, e.posted_at, e.currency AS entry_currency, l.currency, count(l.id) AS lines,
+           coalesce(sum(l.amount) FILTER (WHERE l.direction = 'debit'), 0) AS debits,
+           coalesce(sum(l.amount) FILTER (WHERE l.direction = 'credit'), 0) AS credits
+    FROM journal_entries e
+    LEFT JOIN journal_lines l ON l.entry_id = e.id
+    GROUP BY e.id, e.posted_at, e.currency, l.currency
+)
+SELECT p.id, count(*) OVER ()::bigint AS total
+FROM per_currency p
+GROUP BY p.id, p.posted_at
+HAVING sum(p.lines) < 2
+    OR bool_or(p.debits <> p.credits)
+    OR bool_or(p.lines > 0 AND p.currency <> p.entry_currency AND p.entry_currency <> 'XXX')
+ORDER BY p.posted_at, p.id
+LIMIT @row_limit;
+
+-- name: CountBatchEntries :one
+SELECT count(*)::bigint FROM journal_entries WHERE event_type IN ('TransferBatchCompleted.v1', 'TransferBatchReversed.v1');
+
+-- name: BatchEntriesOffLegs :many
+-- A batch entry (or a batch reversal's) with a line without its leg tag, or a batch entry
+-- whose legs are not each the two lines a TransferCompleted.v2 rule in force at its time and
+-- in the leg's currency makes (one debit on its debit account, one credit on its credit
+-- account, of one amount: the leg's kind is not stored, so any kind's rule will do).
+SELECT e.id, count(*) OVER ()::bigint AS total
 FROM journal_entries e
-LEFT JOIN journal_lines l ON l.entry_id = e.id
-GROUP BY e.id
-HAVING count(l.id) < 2
-    OR coalesce(sum(l.amount) FILTER (WHERE l.direction = 'debit'), 0)
-       <> coalesce(sum(l.amount) FILTER (WHERE l.direction = 'credit'), 0)
-    OR count(l.id) FILTER (WHERE l.currency <> e.currency) > 0
+WHERE e.event_type IN ('TransferBatchCompleted.v1', 'TransferBatchReversed.v1')
+  AND (EXISTS (SELECT FROM journal_lines l WHERE l.entry_id = e.id AND l.transfer_id IS NULL)
+       OR (e.event_type = 'TransferBatchCompleted.v1' AND EXISTS (
+           SELECT FROM (
+               SELECT l.transfer_id, min(l.currency) AS currency, count(*) AS lines,
+                      count(DISTINCT l.currency) AS currencies,
+                      min(l.account_code) FILTER (WHERE l.direction = 'debit') AS debit_account,
+                      min(l.account_code) FILTER (WHERE l.direction = 'credit') AS credit_account,
+                      sum(l.amount) FILTER (WHERE l.direction = 'debit') AS debits,
+                      sum(l.amount) FILTER (WHERE l.direction = 'credit') AS credits
+               FROM journal_lines l WHERE l.entry_id = e.id AND l.transfer_id IS NOT NULL
+               GROUP BY l.transfer_id
+           ) leg
+           WHERE leg.lines <> 2 OR leg.currencies <> 1 OR leg.debits IS DISTINCT FROM leg.credits
+              OR NOT EXISTS (
+                  SELECT FROM (
+                      SELECT DISTINCT ON (r.kind) r.debit_account, r.credit_account FROM posting_rules r
+                      WHERE r.event_type = 'TransferCompleted.v2' AND r.currency IN (leg.currency, '')
+                        AND r.effective_from <= e.occurred_at
+                      ORDER BY r.kind, r.currency = '', r.effective_from DESC
+                  ) rule
+                  WHERE rule.debit_account = leg.debit_account AND rule.credit_account = leg.credit_account))))
 ORDER BY e.posted_at, e.id
 LIMIT @row_limit;
 
@@ -91,7 +134,7 @@ WITH debits AS (
     LEFT JOIN debits od ON od.entry_id = o.id
     GROUP BY o.id, o.posted_at, o.currency, o.reverses_entry_id, od.amount
     HAVING coalesce(sum(rd.amount), 0) > coalesce(od.amount, 0)
-        OR bool_or(r.currency <> o.currency)
+        OR bool_or(r.currency <> o.currency AND o.currency <> 'XXX')
         OR o.reverses_entry_id IS NOT NULL
 )
 SELECT b.id, count(*) OVER ()::bigint AS total
@@ -158,7 +201,8 @@ FROM account a FULL JOIN open_holds o ON o.currency = a.currency
 ORDER BY 1;
 
 -- name: CountRuledEntries :one
-SELECT count(*)::bigint FROM journal_entries WHERE reverses_entry_id IS NULL AND kind <> 'adjustment';
+SELECT count(*)::bigint FROM journal_entries
+WHERE reverses_entry_id IS NULL AND kind <> 'adjustment' AND event_type <> 'TransferBatchCompleted.v1';
 
 -- name: EntriesOffRule :many
 -- Entries (not reversals, which swap their original's lines, nor adjustments, which no rule
@@ -173,7 +217,7 @@ LEFT JOIN LATERAL (
     WHERE r.event_type = e.event_type AND r.kind = e.kind AND r.currency IN (e.currency, '')
       AND r.effective_from <= e.occurred_at
     ORDER BY r.currency = '', r.effective_from DESC LIMIT 1) r ON true
-WHERE e.reverses_entry_id IS NULL AND e.kind <> 'adjustment'
+WHERE e.reverses_entry_id IS NULL AND e.kind <> 'adjustment' AND e.event_type <> 'TransferBatchCompleted.v1'
   AND (r.debit_account IS NULL OR NOT EXISTS (
         SELECT 1 FROM journal_lines d JOIN journal_lines c ON c.entry_id = d.entry_id
         WHERE d.entry_id = e.id AND d.direction = 'debit' AND c.direction = 'credit'

@@ -85,6 +85,8 @@ type lineJSON struct {
 	Direction   gl.Direction `json:"direction"`
 	Amount      int64        `json:"amount"`
 	WalletID    string       `json:"wallet_id,omitempty"` // the wallet whose sub-account the line is on
+	Currency    string       `json:"currency"`
+	TransferID  string       `json:"transfer_id,omitempty"` // a batch entry's leg tag
 }
 
 func entriesJSON(entries []gl.Entry) []entryJSON {
@@ -99,7 +101,8 @@ func entriesJSON(entries []gl.Entry) []entryJSON {
 			j.Metadata = metadata.Metadata{}
 		}
 		for _, l := range e.Lines {
-			j.Lines = append(j.Lines, lineJSON{AccountCode: l.AccountCode, Direction: l.Direction, Amount: l.Amount, WalletID: l.WalletID})
+			j.Lines = append(j.Lines, lineJSON{AccountCode: l.AccountCode, Direction: l.Direction, Amount: l.Amount, WalletID: l.WalletID,
+				Currency: e.LineCurrency(l), TransferID: l.TransferID})
 		}
 		if e.IsAdjustment() {
 			j.Adjustment, j.Reason = true, e.Reason

@@ -87,9 +87,11 @@ func (l *Ledger) insertLines(ctx context.Context, q *gldb.Queries, entries []gl.
 			p.AccountCodes = append(p.AccountCodes, line.AccountCode)
 			p.Directions = append(p.Directions, string(line.Direction))
 			p.Amounts = append(p.Amounts, line.Amount)
-			p.Currencies = append(p.Currencies, row.Currency)
+			p.Currencies = append(p.Currencies, e.LineCurrency(line))
 			p.PostedAts = append(p.PostedAts, row.PostedAt)
 			p.WalletIds = append(p.WalletIds, line.WalletID)
+			p.LegIds = append(p.LegIds, line.TransferID)
+			p.ReversesLineIds = append(p.ReversesLineIds, line.ReversesLineID)
 		}
 	}
 	if len(p.EntryIds) == 0 {
@@ -146,6 +148,20 @@ func (l *Ledger) PostedEntries(ctx context.Context, tx pgx.Tx, transferIDs []str
 	out := make(map[string]gl.Entry, len(entries))
 	for _, e := range entries {
 		out[e.TransferID] = e
+	}
+	return out, nil
+}
+
+// LegEntries returns, by leg id, the key of the batch entry holding each of these legs (a
+// batch's leg or a batch reversal's leg reversal), as tx sees them; a leg of none is absent.
+func (l *Ledger) LegEntries(ctx context.Context, tx pgx.Tx, legIDs []string) (map[string]string, error) {
+	rows, err := l.queries.WithTx(tx).GetEntryKeysByLegs(ctx, legIDs)
+	if err != nil {
+		return nil, fmt.Errorf("find the batches of %d legs: %w", len(legIDs), interpretError(err))
+	}
+	out := make(map[string]string, len(rows))
+	for _, row := range rows {
+		out[row.LegID] = row.EntryKey
 	}
 	return out, nil
 }

@@ -63,6 +63,19 @@ func TestDatabaseInvariantsHoldAgainstPlainSQL(t *testing.T) {
 		{"an entry without lines cannot commit", entry, "23514", "does not balance"},
 		{"an entry with a line in another currency cannot commit",
 			entry + line("1010", "debit", "5", "USD") + line("2010", "credit", "5", "EUR"), "23514", "does not balance"},
+		{"a multi-currency entry that nets to zero only across currencies cannot commit",
+			`INSERT INTO journal_entries (id, event_id, transfer_id, currency, occurred_at)
+			 VALUES ('00000000-0000-7000-8000-000000000002', 'ev-2', 'tr-2', 'XXX', now());` +
+				line("1010", "debit", "5", "USD") + line("2010", "credit", "5", "EUR"), "23514", "does not balance"},
+		{"a line of a batch entry is reversed at most once",
+			`INSERT INTO journal_lines (entry_id, account_code, direction, amount, currency, wallet_id, reverses_line_id)
+			 SELECT '00000000-0000-7000-8000-000000000001'::uuid, account_code, CASE direction WHEN 'debit' THEN 'credit' ELSE 'debit' END,
+			        amount, currency, wallet_id, id
+			 FROM journal_lines WHERE entry_id = '00000000-0000-7000-8000-000000000001'
+			 UNION ALL
+			 SELECT '00000000-0000-7000-8000-000000000001'::uuid, account_code, CASE direction WHEN 'debit' THEN 'credit' ELSE 'debit' END,
+			        amount, currency, wallet_id, id
+			 FROM journal_lines WHERE entry_id = '00000000-0000-7000-8000-000000000001';`, "23505", "journal_lines_reverses_line_id_key"},
 		{"checking immediately instead of at commit does not help",
 			"SET CONSTRAINTS ALL IMMEDIATE;" + entry, "23514", "does not balance"},
 		{"lines added to a committed entry unbalance it",

@@ -158,9 +158,7 @@ func withLines(ctx context.Context, q *gldb.Queries, rows []gldb.JournalEntry) (
 	}
 	for _, line := range lines {
 		i := byID[line.EntryID]
-		entries[i].Lines = append(entries[i].Lines, gl.Line{
-			AccountCode: line.AccountCode, Direction: gl.Direction(line.Direction), Amount: line.Amount, WalletID: deref(line.WalletID),
-		})
+		entries[i].Lines = append(entries[i].Lines, lineFromRow(entries[i], line))
 	}
 	reversing, err := q.ListReversingEntries(ctx, ids)
 	if err != nil {
@@ -188,6 +186,25 @@ func withLines(ctx context.Context, q *gldb.Queries, rows []gldb.JournalEntry) (
 		entries[i].AdjustmentID, entries[i].Reason = a.ID, a.Reason
 	}
 	return entries, nil
+}
+
+// lineFromRow is a line of e as gl.Line reads it: its currency only where it is not the
+// entry's, and its id and reversal only on a batch's lines (gl.IsBatch).
+func lineFromRow(e gl.Entry, row gldb.ListLinesByEntriesRow) gl.Line {
+	line := gl.Line{
+		AccountCode: row.AccountCode, Direction: gl.Direction(row.Direction), Amount: row.Amount, WalletID: deref(row.WalletID),
+		TransferID: deref(row.TransferID),
+	}
+	if row.Currency != e.Currency {
+		line.Currency = row.Currency
+	}
+	if e.IsBatch() {
+		line.ID, line.Reversed = row.ID, row.Reversed
+		if row.ReversesLineID != nil {
+			line.ReversesLineID = *row.ReversesLineID
+		}
+	}
+	return line
 }
 
 // AccountBalance sums the account's lines in currency posted up to asOf (nil: all of them);

@@ -44,7 +44,7 @@ func (l *Ledger) Verify(ctx context.Context, inboxRetention time.Duration) ([]gl
 	for _, r := range unbalanced {
 		rows = append(rows, offender{r.ID.String(), r.Total})
 	}
-	checks = append(checks, check("every entry balances (debits = credits, one currency, two lines or more)", counts.Entries, rows))
+	checks = append(checks, check("every entry balances (debits = credits in each currency, lines in the entry's currency unless it is XXX, two lines or more)", counts.Entries, rows))
 
 	tb, err := l.TrialBalance(ctx)
 	if err != nil {
@@ -75,7 +75,7 @@ func (l *Ledger) Verify(ctx context.Context, inboxRetention time.Duration) ([]gl
 	for _, r := range missing {
 		rows = append(rows, offender{r.ID, r.Total})
 	}
-	checks = append(checks, check("every processed TransferCompleted (v1, v2), TransferReversed.v1 and Hold*.v1 in the inbox has its entry", processed, rows))
+	checks = append(checks, check("every processed TransferCompleted (v1, v2), TransferReversed.v1, TransferBatch*.v1 and Hold*.v1 in the inbox has its entry", processed, rows))
 
 	ruled, err := q.CountRuledEntries(ctx)
 	if err != nil {
@@ -90,6 +90,12 @@ func (l *Ledger) Verify(ctx context.Context, inboxRetention time.Duration) ([]gl
 		rows = append(rows, offender{r.ID.String(), r.Total})
 	}
 	checks = append(checks, check("every entry's lines are those of the posting rule in force for its event type, kind and time", ruled, rows))
+
+	batches, err := l.verifyBatches(ctx)
+	if err != nil {
+		return nil, err
+	}
+	checks = append(checks, batches)
 
 	reversed, err := q.CountReversedEntries(ctx)
 	if err != nil {
@@ -151,9 +157,29 @@ func (l *Ledger) Verify(ctx context.Context, inboxRetention time.Duration) ([]gl
 	return append(checks, cp), nil
 }
 
+// verifyBatches checks that every line of a batch's entry (or a batch reversal's) carries its
+// leg tag, and that each leg of a batch is two lines a TransferCompleted.v2 rule in force for
+// its currency at the batch's time makes.
+func (l *Ledger) verifyBatches(ctx context.Context) (gl.Check, error) {
+	checked, err := l.queries.CountBatchEntries(ctx)
+	if err != nil {
+		return gl.Check{}, fmt.Errorf("count batch entries: %w", interpretError(err))
+	}
+	off, err := l.queries.BatchEntriesOffLegs(ctx, gl.MaxOffenders)
+	if err != nil {
+		return gl.Check{}, fmt.Errorf("find batch entries off their legs: %w", interpretError(err))
+	}
+	rows := make([]offender, 0, len(off))
+	for _, r := range off {
+		rows = append(rows, offender{r.ID.String(), r.Total})
+	}
+	return check("every line of a batch entry carries its leg's id, each leg two lines of a TransferCompleted.v2 rule in force", checked, rows), nil
+}
+
 // postedEventTypes are the events the GL consumer posts an entry for.
 func postedEventTypes() []string {
-	return append([]string{contract.TypeTransferCompleted, contract.TypeTransferCompletedV2, contract.TypeTransferReversed}, gl.HoldEventTypes...)
+	return append([]string{contract.TypeTransferCompleted, contract.TypeTransferCompletedV2, contract.TypeTransferReversed,
+		contract.TypeTransferBatchCompleted, contract.TypeTransferBatchReversed}, gl.HoldEventTypes...)
 }
 
 // verifyAdjustments checks that every adjustment entry has its adjustment row and every row

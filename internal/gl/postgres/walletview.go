@@ -19,18 +19,23 @@ import (
 // read-only contract the wallet publishes (db/schema/wallet/00004_reversals.sql; v1 without the reversals: 00002).
 // WalletViewNameKinds is its successor with each transfer's kind (wallet 00006), read first;
 // a wallet database without it, or a role not granted it, is read through WalletViewName.
+// WalletViewNameBatches, its successor with each transfer's GL entry key (a batch's legs keyed
+// by their batch), is read before both.
 const (
-	WalletViewName      = "reconcile_transfers_v2"
-	WalletViewNameKinds = "reconcile_transfers_v3"
+	WalletViewName        = "reconcile_transfers_v2"
+	WalletViewNameKinds   = "reconcile_transfers_v3"
+	WalletViewNameBatches = "reconcile_transfers_v4"
 )
 
 // WalletView reads the wallet's transfers from the wallet's database for a reconciliation,
 // through the view WalletViewName and nothing else, over read-only transactions: a replica
 // serves it as well as the primary.
 type WalletView struct {
-	pool    *pgxpool.Pool
-	queries *reconciledb.Queries
-	noKinds bool // reconcile_transfers_v3 cannot be read: v2, without kinds
+	pool         *pgxpool.Pool
+	queries      *reconciledb.Queries
+	noKinds      bool // reconcile_transfers_v3 cannot be read: v2, without kinds
+	noBatches    bool // reconcile_transfers_v4 cannot be read: v3, without entry keys
+	noMovesByKey bool // reconcile_movements_v2 cannot be read: v1
 }
 
 var _ gl.TransferSource = (*WalletView)(nil)
@@ -60,8 +65,16 @@ func (v *WalletView) Close() { v.pool.Close() }
 // Database is the name of the wallet's database, for reports.
 func (v *WalletView) Database() string { return v.pool.Config().ConnConfig.Database }
 
-// Transfers pages through the view in id order: v3, with kinds, when it can be read.
+// Transfers pages through the view in id order: v4, with entry keys, when it can be read,
+// else v3, with kinds, else v2.
 func (v *WalletView) Transfers(ctx context.Context) ([]gl.SourceTransfer, error) {
+	if !v.noBatches {
+		out, err := v.transfersWithKeys(ctx)
+		if !viewUnreadable(err) {
+			return out, err
+		}
+		v.noBatches = true
+	}
 	if !v.noKinds {
 		out, err := v.transfersWithKinds(ctx)
 		if !viewUnreadable(err) {
@@ -106,11 +119,45 @@ func (v *WalletView) transfersWithKinds(ctx context.Context) ([]gl.SourceTransfe
 	}
 }
 
+func (v *WalletView) transfersWithKeys(ctx context.Context) ([]gl.SourceTransfer, error) {
+	var out []gl.SourceTransfer
+	after := uuid.Nil
+	for {
+		rows, err := v.queries.ReconcileTransfersV4(ctx, reconciledb.ReconcileTransfersV4Params{After: after, RowLimit: walletViewPage})
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rows {
+			t := sourceTransfer(r.ID, r.Amount, r.Currency, r.ReversesTransferID)
+			t.Kind, t.EntryKey = r.Kind, r.EntryKey
+			out = append(out, t)
+			after = r.ID
+		}
+		if len(rows) < walletViewPage {
+			return out, nil
+		}
+	}
+}
+
 // Transfer reads one transfer; an id that is not a UUID is no transfer of the wallet's.
 func (v *WalletView) Transfer(ctx context.Context, id string) (gl.SourceTransfer, bool, error) {
 	uid, err := uuid.Parse(id)
 	if err != nil {
 		return gl.SourceTransfer{}, false, nil
+	}
+	if !v.noBatches {
+		r, err := v.queries.ReconcileTransferV4(ctx, uid)
+		switch {
+		case err == nil:
+			t := sourceTransfer(r.ID, r.Amount, r.Currency, r.ReversesTransferID)
+			t.Kind, t.EntryKey = r.Kind, r.EntryKey
+			return t, true, nil
+		case errors.Is(interpretError(err), errNoRow):
+			return gl.SourceTransfer{}, false, nil
+		case !viewUnreadable(err):
+			return gl.SourceTransfer{}, false, viewError(err, "read the wallet's transfer %s", id)
+		}
+		v.noBatches = true
 	}
 	if !v.noKinds {
 		r, err := v.queries.ReconcileTransferV3(ctx, uid)
@@ -210,10 +257,12 @@ func (v *WalletView) Hold(ctx context.Context, id string) (gl.SourceHold, bool, 
 // BalancesViewName and MovementsViewName are the views of the wallet's balances and of what
 // each movement did to each wallet (wallet 00012), read in one snapshot: a wallet database
 // without them, or a role not granted them, is reconciled without its balances
-// (gl.ErrNoBalances).
+// (gl.ErrNoBalances). MovementsViewNameByKey, the movements keyed by GL entry key (a batch's
+// legs by their batch), is read instead of MovementsViewName where it can be.
 const (
-	BalancesViewName  = "reconcile_balances_v1"
-	MovementsViewName = "reconcile_movements_v1"
+	BalancesViewName       = "reconcile_balances_v1"
+	MovementsViewName      = "reconcile_movements_v1"
+	MovementsViewNameByKey = "reconcile_movements_v2"
 )
 
 var _ gl.BalanceSource = (*WalletView)(nil)
@@ -234,7 +283,7 @@ func (v *WalletView) WalletSnapshot(ctx context.Context) (gl.WalletSnapshot, err
 	if err != nil {
 		return gl.WalletSnapshot{}, fmt.Errorf("read the wallet's balances: %w", interpretError(err))
 	}
-	movements, err := q.ReconcileMovements(ctx)
+	movements, err := v.movements(ctx, tx)
 	if viewUnreadable(err) {
 		return gl.WalletSnapshot{}, fmt.Errorf("read the wallet's movements (view %s): %w: %w", MovementsViewName, gl.ErrNoBalances, interpretError(err))
 	}
@@ -249,4 +298,38 @@ func (v *WalletView) WalletSnapshot(ctx context.Context) (gl.WalletSnapshot, err
 		snap.Movements = append(snap.Movements, gl.SourceMovement{ID: m.MovementID, WalletID: m.WalletID, Currency: m.Currency, BalanceChange: m.BalanceChange, HeldChange: m.HeldChange})
 	}
 	return snap, nil
+}
+
+// movements reads reconcile_movements_v2 (a batch's legs keyed by their entry key) when it can,
+// else reconcile_movements_v1. A failed statement ends the snapshot's transaction, so v2 is
+// tried under a savepoint.
+func (v *WalletView) movements(ctx context.Context, tx pgx.Tx) ([]reconciledb.ReconcileMovementsV1, error) {
+	if !v.noMovesByKey {
+		rows, err := movementsByKey(ctx, tx)
+		if !viewUnreadable(err) {
+			return rows, err
+		}
+		v.noMovesByKey = true
+	}
+	return v.queries.WithTx(tx).ReconcileMovements(ctx)
+}
+
+func movementsByKey(ctx context.Context, tx pgx.Tx) ([]reconciledb.ReconcileMovementsV1, error) {
+	sp, err := tx.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("savepoint before the wallet's movements: %w", interpretError(err))
+	}
+	defer func() { _ = sp.Rollback(context.WithoutCancel(ctx)) }()
+	byKey, err := reconciledb.New(sp).ReconcileMovementsV2(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := sp.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("release the savepoint of the wallet's movements: %w", interpretError(err))
+	}
+	rows := make([]reconciledb.ReconcileMovementsV1, len(byKey))
+	for i, m := range byKey {
+		rows[i] = reconciledb.ReconcileMovementsV1(m)
+	}
+	return rows, nil
 }

@@ -54,10 +54,10 @@ func TestWalletViewReadsTheWalletsPublishedView(t *testing.T) {
 		require.False(t, found, id)
 	}
 
-	t.Run("a wallet without reconcile_transfers_v3 is read through v2, without kinds", func(t *testing.T) {
+	t.Run("a wallet without reconcile_transfers_v4 and v3 is read through v2, without kinds", func(t *testing.T) {
 		t.Parallel()
 		oldPool, oldURL := envtest.MigratedPool(t, "wallet")
-		_, err := oldPool.Exec(ctx, `DROP VIEW reconcile_transfers_v3;
+		_, err := oldPool.Exec(ctx, `DROP VIEW reconcile_transfers_v4; DROP VIEW reconcile_transfers_v3;
 			INSERT INTO wallets (id, currency, allow_negative) VALUES ('alice', 'EUR', false), ('bob', 'EUR', false);
 			INSERT INTO transfers (id, idempotency_key, request_hash, from_wallet_id, to_wallet_id, amount, currency, event_id)
 			VALUES (gen_random_uuid(), 'k', '\x00', 'alice', 'bob', 5, 'EUR', gen_random_uuid());`)

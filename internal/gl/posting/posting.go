@@ -24,7 +24,9 @@ import (
 )
 
 // Handler turns each TransferCompleted event into a journal entry, each TransferReversed event
-// into an entry reversing its transfer's, and each hold event into its placement or release,
+// into an entry reversing its transfer's, each TransferBatchCompleted into one entry of all its
+// legs and each TransferBatchReversed into one entry reversing the chosen legs' lines, and each
+// hold event into its placement or release,
 // and acknowledges them with a TransferPosted.v2 event in the GL's outbox (one per batch), all
 // in the consumer's transaction.
 type Handler struct {
@@ -106,6 +108,8 @@ type batch struct {
 	reversals []int
 	holds     []int
 	reversed  map[int]contract.TransferReversed
+	// batchReversed are the batch reversals' events, also in reversals.
+	batchReversed map[int]contract.TransferBatchReversed
 }
 
 func (h *Handler) post(ctx context.Context, tx pgx.Tx, envs []contract.Envelope, answering bool) error {
@@ -155,7 +159,8 @@ func (h *Handler) post(ctx context.Context, tx pgx.Tx, envs []contract.Envelope,
 // read once per batch (and not at all for a batch without transfers). Holds and reversals get
 // their entries later, from the entries they refer to.
 func (h *Handler) prepare(ctx context.Context, tx pgx.Tx, envs []contract.Envelope) (*batch, error) {
-	b := &batch{envs: envs, entries: make([]gl.Entry, len(envs)), postings: make([]gl.Posting, len(envs)), reversed: map[int]contract.TransferReversed{}}
+	b := &batch{envs: envs, entries: make([]gl.Entry, len(envs)), postings: make([]gl.Posting, len(envs)),
+		reversed: map[int]contract.TransferReversed{}, batchReversed: map[int]contract.TransferBatchReversed{}}
 	var rules *gl.Rules
 	for i, env := range envs {
 		if gl.IsHoldEvent(env.Type) {
@@ -171,6 +176,15 @@ func (h *Handler) prepare(ctx context.Context, tx pgx.Tx, envs []contract.Envelo
 			b.reversals = append(b.reversals, i)
 			continue
 		}
+		if env.Type == contract.TypeTransferBatchReversed {
+			data, err := gl.DecodeBatchReversal(env)
+			if err != nil {
+				return nil, err
+			}
+			b.batchReversed[i] = data
+			b.reversals = append(b.reversals, i)
+			continue
+		}
 		if rules == nil {
 			r, err := h.postingRules(ctx, tx)
 			if err != nil {
@@ -178,7 +192,11 @@ func (h *Handler) prepare(ctx context.Context, tx pgx.Tx, envs []contract.Envelo
 			}
 			rules = &r
 		}
-		entry, err := gl.TransferEntry(env, *rules)
+		build := gl.TransferEntry
+		if env.Type == contract.TypeTransferBatchCompleted {
+			build = gl.BatchEntry
+		}
+		entry, err := build(env, *rules)
 		if err != nil {
 			return nil, err
 		}
@@ -303,22 +321,41 @@ func (h *Handler) releaseEntries(ctx context.Context, tx pgx.Tx, b *batch, idx [
 	return nil
 }
 
-// reversalEntries builds the entries of the batch's reversals from their originals' entries,
-// as tx sees them (the batch's own transfers posted already): gl.ReversalEntry, gl.NoOriginal.
+// reversalEntries builds the entries of the batch's reversals and batch reversals from their
+// originals' entries, as tx sees them (the batch's own transfers and batches posted already):
+// gl.ReversalEntry, gl.BatchReversalEntry; gl.NoOriginal, gl.NoBatch for an original not posted
+// yet, gl.LegPosted for a reversal naming a batch's leg.
 func (h *Handler) reversalEntries(ctx context.Context, tx pgx.Tx, b *batch) error {
 	ids := make([]string, 0, len(b.reversals))
 	for _, i := range b.reversals {
+		if data, ok := b.batchReversed[i]; ok {
+			ids = append(ids, data.BatchID)
+			continue
+		}
 		ids = append(ids, b.reversed[i].TransferID)
 	}
 	originals, err := h.ledger.PostedEntries(ctx, tx, ids)
 	if err != nil {
 		return fmt.Errorf("find the entries of %d reversed transfers: %w", len(ids), err)
 	}
+	taken := map[int64]bool{} // lines reversed by this call's batch reversals
 	for _, i := range b.reversals {
+		if data, ok := b.batchReversed[i]; ok {
+			orig, ok := originals[data.BatchID]
+			if !ok {
+				return gl.NoBatch(b.envs[i].ID, data)
+			}
+			entry, err := gl.BatchReversalEntry(b.envs[i].ID, data, orig, taken)
+			if err != nil {
+				return err
+			}
+			b.entries[i] = entry
+			continue
+		}
 		data := b.reversed[i]
 		orig, ok := originals[data.TransferID]
 		if !ok {
-			return gl.NoOriginal(b.envs[i].ID, data)
+			return h.noOriginal(ctx, tx, b.envs[i].ID, data)
 		}
 		entry, err := gl.ReversalEntry(b.envs[i].ID, data, orig)
 		if err != nil {
@@ -327,6 +364,19 @@ func (h *Handler) reversalEntries(ctx context.Context, tx pgx.Tx, b *batch) erro
 		b.entries[i] = entry
 	}
 	return nil
+}
+
+// noOriginal is the error of a reversal whose transfer has no entry of its own: a conflict
+// when the transfer is a batch's leg (gl.LegPosted), else a wait for it (gl.NoOriginal).
+func (h *Handler) noOriginal(ctx context.Context, tx pgx.Tx, eventID string, data contract.TransferReversed) error {
+	batches, err := h.ledger.LegEntries(ctx, tx, []string{data.TransferID})
+	if err != nil {
+		return err
+	}
+	if key, ok := batches[data.TransferID]; ok {
+		return gl.LegPosted(data, key)
+	}
+	return gl.NoOriginal(eventID, data)
 }
 
 // acknowledgments are the TransferPosted.v2 events of a batch: one, or one per

@@ -342,6 +342,40 @@ func (q *Queries) GetEntryByTransfer(ctx context.Context, transferID string) (Jo
 	return i, err
 }
 
+const getEntryKeysByLegs = `-- name: GetEntryKeysByLegs :many
+SELECT DISTINCT l.transfer_id::text AS leg_id, e.transfer_id AS entry_key
+FROM journal_lines l
+JOIN journal_entries e ON e.id = l.entry_id
+WHERE l.transfer_id = ANY ($1::text[])
+`
+
+type GetEntryKeysByLegsRow struct {
+	LegID    string
+	EntryKey string
+}
+
+// The batch entries holding these legs (lines tagged with their ids), by leg: a leg's id is no
+// entry's key, so an event naming it as one is told where it was posted.
+func (q *Queries) GetEntryKeysByLegs(ctx context.Context, legIds []string) ([]GetEntryKeysByLegsRow, error) {
+	rows, err := q.db.Query(ctx, getEntryKeysByLegs, legIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []GetEntryKeysByLegsRow
+	for rows.Next() {
+		var i GetEntryKeysByLegsRow
+		if err := rows.Scan(&i.LegID, &i.EntryKey); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const insertAccount = `-- name: InsertAccount :one
 INSERT INTO accounts (code, name, type, normal_balance)
 VALUES ($1, $2, $3, $4)
@@ -527,25 +561,30 @@ func (q *Queries) InsertLines(ctx context.Context, arg InsertLinesParams) error 
 }
 
 const insertLinesBatch = `-- name: InsertLinesBatch :exec
-INSERT /* fixed plan */ INTO journal_lines (entry_id, account_code, direction, amount, currency, posted_at, wallet_id)
-SELECT l.entry_id, l.account_code, l.direction, l.amount, l.currency, l.posted_at, nullif(l.wallet_id, '')
+INSERT /* fixed plan */ INTO journal_lines (entry_id, account_code, direction, amount, currency, posted_at, wallet_id, transfer_id, reverses_line_id)
+SELECT l.entry_id, l.account_code, l.direction, l.amount, l.currency, l.posted_at, nullif(l.wallet_id, ''),
+       nullif(l.transfer_id, ''), nullif(l.reverses_line_id, 0)
 FROM (SELECT unnest($1::uuid[]) AS entry_id, unnest($2::text[]) AS account_code,
              unnest($3::text[]) AS direction, unnest($4::bigint[]) AS amount,
              unnest($5::text[]) AS currency, unnest($6::timestamptz[]) AS posted_at,
-             unnest($7::text[]) AS wallet_id) AS l
+             unnest($7::text[]) AS wallet_id, unnest($8::text[]) AS transfer_id,
+             unnest($9::bigint[]) AS reverses_line_id) AS l
 `
 
 type InsertLinesBatchParams struct {
-	EntryIds     []uuid.UUID
-	AccountCodes []string
-	Directions   []string
-	Amounts      []int64
-	Currencies   []string
-	PostedAts    []time.Time
-	WalletIds    []string
+	EntryIds        []uuid.UUID
+	AccountCodes    []string
+	Directions      []string
+	Amounts         []int64
+	Currencies      []string
+	PostedAts       []time.Time
+	WalletIds       []string
+	LegIds          []string
+	ReversesLineIds []int64
 }
 
-// A wallet_id of ” stands for none (NULL): a line on no wallet's side.
+// A wallet_id or a transfer_id (leg tag) of ” stands for none (NULL), as does a
+// reverses_line_id of 0: a line on no wallet's side, of no batch leg, reversing no line.
 func (q *Queries) InsertLinesBatch(ctx context.Context, arg InsertLinesBatchParams) error {
 	_, err := q.db.Exec(ctx, insertLinesBatch,
 		arg.EntryIds,
@@ -555,6 +594,8 @@ func (q *Queries) InsertLinesBatch(ctx context.Context, arg InsertLinesBatchPara
 		arg.Currencies,
 		arg.PostedAts,
 		arg.WalletIds,
+		arg.LegIds,
+		arg.ReversesLineIds,
 	)
 	return err
 }
@@ -705,9 +746,14 @@ func (q *Queries) ListEntriesByMetadata(ctx context.Context, arg ListEntriesByMe
 }
 
 const listEntriesByTransfer = `-- name: ListEntriesByTransfer :many
-SELECT id, event_id, transfer_id, currency, description, occurred_at, posted_at, reverses_entry_id, hold_id, event_type, kind, metadata FROM journal_entries WHERE transfer_id = $1 ORDER BY posted_at, id
+SELECT e.id, e.event_id, e.transfer_id, e.currency, e.description, e.occurred_at, e.posted_at, e.reverses_entry_id, e.hold_id, e.event_type, e.kind, e.metadata FROM journal_entries e
+WHERE e.transfer_id = $1
+   OR e.id IN (SELECT l.entry_id FROM journal_lines l WHERE l.transfer_id = $1::text)
+ORDER BY e.posted_at, e.id
 `
 
+// The entry whose key is @transfer_id, or the batch entry with a leg tagged @transfer_id (a
+// batch's leg, or a batch reversal's leg reversal: db/schema/gl/00018).
 func (q *Queries) ListEntriesByTransfer(ctx context.Context, transferID string) ([]JournalEntry, error) {
 	rows, err := q.db.Query(ctx, listEntriesByTransfer, transferID)
 	if err != nil {
@@ -813,18 +859,34 @@ func (q *Queries) ListEntriesPosted(ctx context.Context, arg ListEntriesPostedPa
 }
 
 const listLinesByEntries = `-- name: ListLinesByEntries :many
-SELECT id, entry_id, account_code, direction, amount, currency, posted_at, wallet_id FROM journal_lines WHERE entry_id = ANY ($1::uuid[]) ORDER BY entry_id, id
+SELECT l.id, l.entry_id, l.account_code, l.direction, l.amount, l.currency, l.posted_at, l.wallet_id, l.transfer_id, l.reverses_line_id, EXISTS (SELECT FROM journal_lines r WHERE r.reverses_line_id = l.id) AS reversed
+FROM journal_lines l WHERE l.entry_id = ANY ($1::uuid[]) ORDER BY l.entry_id, l.id
 `
 
-func (q *Queries) ListLinesByEntries(ctx context.Context, entryIds []uuid.UUID) ([]JournalLine, error) {
+type ListLinesByEntriesRow struct {
+	ID             int64
+	EntryID        uuid.UUID
+	AccountCode    string
+	Direction      string
+	Amount         int64
+	Currency       string
+	PostedAt       time.Time
+	WalletID       *string
+	TransferID     *string
+	ReversesLineID *int64
+	Reversed       bool
+}
+
+// Each line with whether a later line reverses it (reverses_line_id, a batch reversal's).
+func (q *Queries) ListLinesByEntries(ctx context.Context, entryIds []uuid.UUID) ([]ListLinesByEntriesRow, error) {
 	rows, err := q.db.Query(ctx, listLinesByEntries, entryIds)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []JournalLine
+	var items []ListLinesByEntriesRow
 	for rows.Next() {
-		var i JournalLine
+		var i ListLinesByEntriesRow
 		if err := rows.Scan(
 			&i.ID,
 			&i.EntryID,
@@ -834,6 +896,9 @@ func (q *Queries) ListLinesByEntries(ctx context.Context, entryIds []uuid.UUID) 
 			&i.Currency,
 			&i.PostedAt,
 			&i.WalletID,
+			&i.TransferID,
+			&i.ReversesLineID,
+			&i.Reversed,
 		); err != nil {
 			return nil, err
 		}
@@ -1293,12 +1358,13 @@ WHERE EXISTS (
     SELECT FROM accounts a
     JOIN journal_lines l ON l.wallet_id = w.id AND l.account_code = a.code
     JOIN journal_entries e ON e.id = l.entry_id
-    WHERE a.wallet_control AND e.kind IN ('transfer', 'withdrawal'))
+    WHERE a.wallet_control AND e.kind IN ('transfer', 'withdrawal', 'batch'))
 `
 
 // The wallets of @wallet_ids that a line of a wallet control account names in an entry of a
-// transfer or a withdrawal (a reversal of one included): there the control account's lines
-// name only customers' wallets, which may not go negative. Each wallet is an index seek on
+// transfer or a withdrawal (a reversal of one included), or of a batch (its legs' kinds are
+// v2's, so its control-account lines name customers whatever the leg): there the control
+// account's lines name only customers' wallets, which may not go negative. Each wallet is an index seek on
 // (wallet_id, account_code) per control account, and stops at its first such line.
 func (q *Queries) WalletsOnControlAccountsOfCustomers(ctx context.Context, walletIds []string) ([]string, error) {
 	rows, err := q.db.Query(ctx, walletsOnControlAccountsOfCustomers, walletIds)

@@ -116,14 +116,16 @@ type JournalEntry struct {
 }
 
 type JournalLine struct {
-	ID          int64
-	EntryID     uuid.UUID
-	AccountCode string
-	Direction   string
-	Amount      int64
-	Currency    string
-	PostedAt    time.Time
-	WalletID    *string
+	ID             int64
+	EntryID        uuid.UUID
+	AccountCode    string
+	Direction      string
+	Amount         int64
+	Currency       string
+	PostedAt       time.Time
+	WalletID       *string
+	TransferID     *string
+	ReversesLineID *int64
 }
 
 type Outbox struct {

@@ -21,3 +21,12 @@ type ReconcileMovementsV1 struct {
 	BalanceChange int64
 	HeldChange    int64
 }
+
+// Versioned read-only contract for the GL's reconciliation (gl reconcile): each movement's change to each wallet, keyed by GL entry; columns never change, see db/schema/wallet/00016_transfer_batches.sql
+type ReconcileMovementsV2 struct {
+	MovementID    string
+	WalletID      string
+	Currency      string
+	BalanceChange int64
+	HeldChange    int64
+}
