@@ -27,6 +27,7 @@ type Counts struct {
 	Transfers        int   `json:"transfers"`
 	Reversals        int   `json:"reversals"`
 	Holds            int   `json:"holds"`
+	Batches          int   `json:"batches"`
 	Posted           int   `json:"posted"`
 	Republished      int64 `json:"republished"`
 	BrokerDuplicates int64 `json:"broker_duplicates"`
@@ -37,7 +38,7 @@ type Counts struct {
 }
 
 // waitQuiet waits until every outbox row in both databases is terminal, the GL has as many
-// entries as the wallet has transfers, and no hold of the load's 1 s expiry is still pending:
+// entries as the wallet has movements (a transfer, or a batch or batch reversal with its legs), and no hold of the load's 1 s expiry is still pending:
 // a hold placed just before the load ended expires after it, and the expiry worker voids it
 // within its interval (a pending hold that is not yet past its expiry must be waited for too,
 // or the check would find it pending a moment later). The load's other holds expire in an hour
@@ -48,7 +49,7 @@ func waitQuiet(ctx context.Context, s *System, timeout time.Duration) error {
 		var walletOpen, glOpen, transfers, entries, expired int
 		err := s.WalletDB.QueryRow(ctx, `SELECT
 			(SELECT count(*) FROM outbox WHERE status NOT IN ('acknowledged', 'dead_letter')),
-			(SELECT count(*) FROM transfers),
+			(SELECT count(DISTINCT coalesce(batch_id, batch_reversal_id, id)) FROM transfers),
 			(SELECT count(*) FROM holds WHERE status = 'pending' AND expires_at < clock_timestamp() + interval '1 minute')`).Scan(&walletOpen, &transfers, &expired)
 		if err == nil {
 			err = s.GLDB.QueryRow(ctx, `SELECT
@@ -95,6 +96,7 @@ func verify(ctx context.Context, s *System, load LoadResult, allowDeadLetters bo
 	c.postedExactlyOnce(transfers, &counts)
 	c.reversalsLinked(load, &counts)
 	c.holdsSettled(load, &counts)
+	c.batchesAllOrNothing(load, &counts)
 	c.outboxesTerminal(allowDeadLetters)
 	c.noRelayStuck()
 	c.inboxesClean(allowDeadLetters)
@@ -111,7 +113,10 @@ type transferRow struct {
 
 func (c *checker) confirmedExactlyOnce(load LoadResult, counts *Counts) map[string]transferRow {
 	const name = "every confirmed transfer exists exactly once, one per key"
-	rows, err := c.wallet.Query(c.ctx, "SELECT id::text, idempotency_key, amount, currency FROM transfers")
+	// A movement as the GL posts it: a transfer or reversal, or a batch (batch reversal) with
+	// its legs' total, under the key its client used.
+	rows, err := c.wallet.Query(c.ctx, `SELECT coalesce(batch_id, batch_reversal_id, id)::text, min(idempotency_key), sum(amount)::bigint, currency
+		FROM transfers GROUP BY 1, currency`)
 	if err != nil {
 		c.failed(name, err)
 		return nil
@@ -209,7 +214,10 @@ func (c *checker) postedExactlyOnce(transfers map[string]transferRow, counts *Co
 // and every transfer's reversed_amount is the sum of its reversals.
 func (c *checker) reversalsLinked(load LoadResult, counts *Counts) {
 	const name = "every reversal is linked to its transfer in both services, and its running total is right"
-	wallet, err := c.pairs(c.wallet, `SELECT id::text, reverses_transfer_id::text FROM transfers WHERE reverses_transfer_id IS NOT NULL`)
+	// Keyed as the GL keys entries: a batch reversal's legs by the batch reversal, their
+	// originals by their batch.
+	wallet, err := c.pairs(c.wallet, `SELECT DISTINCT coalesce(r.batch_reversal_id, r.id)::text, coalesce(o.batch_id, o.id)::text
+		FROM transfers r JOIN transfers o ON o.id = r.reverses_transfer_id`)
 	if err != nil {
 		c.failed(name, err)
 		return

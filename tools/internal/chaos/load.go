@@ -32,6 +32,8 @@ type LoadResult struct {
 	Skipped   int
 	// Holds are the holds placed, by the Idempotency-Key of their placement.
 	Holds map[string]*HoldOutcome
+	// Batches are the atomic batches asked for, by their Idempotency-Key.
+	Batches map[string]*BatchOutcome
 	// Attempts are every HTTP attempt of the load, in no particular order.
 	Attempts []Attempt
 }
@@ -107,14 +109,15 @@ func setupWallets(ctx context.Context, c *systemtest.Client, users int) ([]strin
 func runLoad(ctx context.Context, targets []*systemtest.Client, users []string, seed uint64, total, clients int, duration time.Duration) LoadResult {
 	g := &loadGen{targets: targets, users: users, rng: rand.New(rand.NewPCG(seed, 99))}
 	g.res = LoadResult{Confirmed: map[string]string{}, Amounts: map[string]int64{}}
-	g.res.Reversals, g.res.Holds = map[string]string{}, map[string]*HoldOutcome{}
+	g.res.Reversals, g.res.Holds, g.res.Batches = map[string]string{}, map[string]*HoldOutcome{}, map[string]*BatchOutcome{}
 	jobs := make([]job, total)
 	for i := range jobs {
 		key := fmt.Sprintf("chaos-%d-%d", seed, i)
 		if lag := 2 * clients; i >= lag+len(users) && g.rng.IntN(reversalEvery) == 0 {
-			// An earlier transfer (not a reversal), far enough back to be answered by now.
+			// An earlier transfer (not a reversal nor a batch, whose legs are reversed through
+			// their batch), far enough back to be answered by now.
 			target := g.rng.IntN(i - lag)
-			for jobs[target].reverses != "" {
+			for jobs[target].reverses != "" || jobs[target].batch != nil {
 				target--
 			}
 			amount := max(jobs[target].req.Amount/2, 1)
@@ -125,6 +128,10 @@ func runLoad(ctx context.Context, targets []*systemtest.Client, users []string, 
 		}
 		if i >= 2*clients+len(users) && g.rng.IntN(holdEvery) == 0 {
 			jobs[i] = job{key: key, hold: newHoldPlan(g.rng, users)}
+			continue
+		}
+		if i >= 2*clients+len(users) && len(users) >= 3 && g.rng.IntN(batchEvery) == 0 {
+			jobs[i] = job{key: key, batch: newBatchPlan(g.rng, users)}
 			continue
 		}
 		from := fundingWallet
@@ -176,12 +183,17 @@ type job struct {
 	reverses string
 	forced   bool // a forced reversal
 	hold     *holdPlan
+	batch    *batchPlan
 	req      systemtest.TransferRequest
 }
 
 func (g *loadGen) send(ctx context.Context, client int, j job) {
 	if j.hold != nil {
 		g.sendHold(ctx, client, j)
+		return
+	}
+	if j.batch != nil {
+		g.sendBatch(ctx, client, j)
 		return
 	}
 	reverseID := ""

@@ -44,7 +44,7 @@ func SetupWallets(ctx context.Context, c *systemtest.Client, n int) ([]string, e
 	return setupWallets(ctx, c, n)
 }
 
-// RunLoad sends one batch of total movements (transfers, reversals, holds) over duration with
+// RunLoad sends one batch of total movements (transfers, reversals, holds, atomic batches) over duration with
 // clients concurrent clients, keys made from seed: a batch's seed must differ from every other
 // batch's of the same system.
 func RunLoad(ctx context.Context, targets []*systemtest.Client, users []string, seed uint64, total, clients int, duration time.Duration) LoadResult {
@@ -55,12 +55,13 @@ func RunLoad(ctx context.Context, targets []*systemtest.Client, users []string, 
 func (r *LoadResult) Add(batch LoadResult) {
 	if r.Confirmed == nil {
 		r.Confirmed, r.Amounts = map[string]string{}, map[string]int64{}
-		r.Reversals, r.Holds = map[string]string{}, map[string]*HoldOutcome{}
+		r.Reversals, r.Holds, r.Batches = map[string]string{}, map[string]*HoldOutcome{}, map[string]*BatchOutcome{}
 	}
 	maps.Copy(r.Confirmed, batch.Confirmed)
 	maps.Copy(r.Amounts, batch.Amounts)
 	maps.Copy(r.Reversals, batch.Reversals)
 	maps.Copy(r.Holds, batch.Holds)
+	maps.Copy(r.Batches, batch.Batches)
 	r.Refused += batch.Refused
 	r.Requests += batch.Requests
 	r.Retried += batch.Retried

@@ -179,7 +179,7 @@ func Run(ctx context.Context, sc Scenario, opts Options, bins Binaries, out io.W
 		injectErr <- sc.Inject(runCtx, sys, rng, opts.Duration)
 	}()
 	load := runLoad(ctx, clients, users, opts.Seed, opts.Transfers, opts.Clients, opts.Duration)
-	tl.Note("load done: %d confirmed (%d reversals asked, %d holds placed), %d refused, %d retried requests", len(load.Confirmed), len(load.Reversals), len(load.Holds), load.Refused, load.Retried)
+	tl.Note("load done: %d confirmed (%d reversals asked, %d holds placed, %d batches asked), %d refused, %d retried requests", len(load.Confirmed), len(load.Reversals), len(load.Holds), len(load.Batches), load.Refused, load.Retried)
 	if err := <-injectErr; err != nil {
 		tl.Note("fault injection: %v", err)
 		rep.Error = fmt.Sprintf("inject: %v", err)
@@ -223,8 +223,8 @@ func (r Report) Print(w io.Writer) {
 	}
 	c := r.Counts
 	fmt.Fprintf(w, "counts    confirmed %d, refused %d, gave up %d, requests %d (retries %d)\n", c.Confirmed, c.Refused, c.GaveUp, c.Requests, c.Retried)
-	fmt.Fprintf(w, "          transfers %d (reversals %d), holds %d, posted %d, re-publishes %d, duplicates absorbed by the broker %d, by the inbox %d\n",
-		c.Transfers, c.Reversals, c.Holds, c.Posted, c.Republished, c.BrokerDuplicates, c.InboxDuplicates)
+	fmt.Fprintf(w, "          movements %d (reversals %d), holds %d, batches %d, posted %d, re-publishes %d, duplicates absorbed by the broker %d, by the inbox %d\n",
+		c.Transfers, c.Reversals, c.Holds, c.Batches, c.Posted, c.Republished, c.BrokerDuplicates, c.InboxDuplicates)
 	fmt.Fprintf(w, "answers   %s\n", statusCounts(c.Statuses))
 	for _, f := range r.Failovers {
 		fmt.Fprintf(w, "failover  %s\n", f)

@@ -103,7 +103,9 @@ func (s *sampler) latencies(ctx context.Context, w *Window) {
 	if err := s.sys.WalletDB.QueryRow(ctx, "SELECT clock_timestamp()").Scan(&cut); err != nil {
 		return
 	}
-	rows, err := s.sys.WalletDB.Query(ctx, "SELECT id::text, created_at FROM transfers WHERE created_at >= $1", s.since.Add(-overlap))
+	// Keyed as the GL keys its entries: a batch's (or batch reversal's) legs are one entry.
+	rows, err := s.sys.WalletDB.Query(ctx, `SELECT coalesce(batch_id, batch_reversal_id, id)::text, min(created_at)
+		FROM transfers WHERE created_at >= $1 GROUP BY 1`, s.since.Add(-overlap))
 	if err != nil {
 		return
 	}
