@@ -320,7 +320,7 @@ func TestEveryCommandAnswersHelp(t *testing.T) {
 	require.Equal(t, []string{
 		"serve", "migrate", "accounts list", "accounts add", "rules list", "rules set", "rules withdraw", "replay", "reconcile", "verify", "status",
 		"outbox stats", "outbox list", "outbox show", "outbox requeue",
-		"inbox stats", "inbox list", "inbox retry", "inbox abandon",
+		"inbox stats", "inbox list", "inbox retry", "inbox abandon", "inbox resolve",
 		"keys create", "keys list", "keys revoke", "events keygen", "events setup", "audit list",
 	}, commands)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"walletgl/internal/cli/clitest"
 	"walletgl/internal/envtest"
 	"walletgl/internal/events/contract"
 	"walletgl/internal/events/inbox"
@@ -77,4 +78,19 @@ func TestInboxCommands(t *testing.T) {
 	entries, err = postgres.NewLedger(pool).EntriesByTransfer(context.Background(), "transfer-good")
 	require.NoError(t, err)
 	require.Len(t, entries, 1)
+}
+
+func TestInboxResolveClosesPoisonEventsWithTheOperatorsReason(t *testing.T) {
+	t.Parallel()
+	pool, dbURL := envtest.MigratedPool(t, "gl")
+	posted := failedEvent(t, pool, "transfer-good", 1200)
+	poison := failedEvent(t, pool, "transfer-bad", 0)
+	env := map[string]string{"GL_DATABASE_URL": dbURL, "LOG_FORMAT": "json", "LOG_LEVEL": "warn"}
+	var out, errOut bytes.Buffer
+	require.NoError(t, run(context.Background(), []string{"inbox", "retry", posted}, func(k string) string { return env[k] }, &out, &errOut))
+	clitest.InboxResolve(t, run, env, "gl", poison, posted)
+
+	entries, err := postgres.NewLedger(pool).EntriesByTransfer(context.Background(), "transfer-bad")
+	require.NoError(t, err)
+	require.Empty(t, entries, "a resolved event is never posted")
 }

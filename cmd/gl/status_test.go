@@ -47,6 +47,7 @@ func TestStatus(t *testing.T) {
 	require.Contains(t, out, "attention:\n  1 dead_letter outbox rows wait for an operator: gl outbox list --status dead_letter\n")
 	require.Regexp(t, `(?m)^  the oldest unacknowledged outbox row is 10m\ds old: is wallet serve running and consuming\? \(wallet status\)$`, out)
 	require.Contains(t, out, "  1 failed inbox events: gl inbox list")
+	require.Contains(t, out, `gl inbox resolve ID… --reason "…", or in the console`)
 
 	out, _, err = runGL(t, env, "status", "--json")
 	require.NoError(t, err)

@@ -479,13 +479,24 @@ func TestInboxCommandsRetryTheGLsAcknowledgments(t *testing.T) {
 	require.ErrorContains(t, err, "give the ids of failed inbox rows (wallet:<event id>, or the event id)")
 }
 
+func TestInboxResolveClosesPoisonEventsWithTheOperatorsReason(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	row := b.setStatus(t, 0, "dispatched")
+	processed := b.acknowledgmentFailed(t, row.String())
+	poison := b.acknowledgmentFailed(t, "not-an-outbox-id")
+	_, _, err := b.run(t, "inbox", "retry", processed)
+	require.NoError(t, err)
+	clitest.InboxResolve(t, run, b.env, events.ConsumerWallet, poison, processed)
+}
+
 func TestEveryCommandAnswersHelp(t *testing.T) {
 	t.Parallel()
 	commands := clitest.EveryCommandHelps(t, run)
 	require.Equal(t, []string{
 		"serve", "migrate",
 		"outbox stats", "outbox list", "outbox show", "outbox requeue", "outbox reconcile", "outbox republish", "outbox rebuild",
-		"inbox stats", "inbox list", "inbox retry", "inbox abandon",
+		"inbox stats", "inbox list", "inbox retry", "inbox abandon", "inbox resolve",
 		"keys create", "keys list", "keys revoke", "events keygen", "events setup", "audit list", "verify", "status",
 	}, commands)
 }

@@ -2,18 +2,20 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
+	"walletgl/internal/config"
 	"walletgl/internal/events/admin"
 	"walletgl/internal/events/contract"
 	"walletgl/internal/events/inbox"
 )
 
-// The inbox commands of both binaries: <program> inbox stats | list | retry | abandon, on the service's
-// own database. They need no broker and never migrate.
+// The inbox commands of both binaries: <program> inbox stats | list | retry | abandon | resolve, on
+// the service's own database. They need no broker and never migrate.
 
 // Inbox is the group `<program> inbox …`.
 func (svc Service[S]) Inbox() Command {
@@ -22,6 +24,7 @@ func (svc Service[S]) Inbox() Command {
 		{Name: "list", Help: "inbox rows of one status: --status S (default failed) [--limit N] [--json]", RunFunc: svc.inboxList},
 		{Name: "retry", Help: "process failed or waiting events again from their stored payload: ID... [--json]", RunFunc: svc.inboxRetry},
 		{Name: "abandon", Help: "give up on waiting events: fail them as abandoned, payload kept for a later retry: ID... [--json]", RunFunc: svc.inboxAbandon},
+		{Name: "resolve", Help: "close failed events no retry cures, never to be applied: ID... --reason TEXT [--json]", RunFunc: svc.inboxResolve},
 	}}
 }
 
@@ -147,4 +150,66 @@ func (svc Service[S]) inboxAbandon(ctx context.Context, env Env, args []string) 
 		}
 		return nil
 	})
+}
+
+// inboxResolve closes failed events for good with the operator's reason, as the console and the
+// GL's POST /v1/admin/inbox/resolve do: the rows and their audit record (inbox.resolve, the
+// operator as actor and as resolved_by) commit together, or neither.
+func (svc Service[S]) inboxResolve(ctx context.Context, env Env, args []string) error {
+	var reason string
+	own := func(s *config.Set) {
+		s.Flags().StringVar(&reason, "reason", "", fmt.Sprintf("why the events are closed without being applied, kept on each row and in the audit trail (required, at most %d characters)", admin.MaxResolutionLen))
+	}
+	return svc.Run(ctx, env, args, ReadWrite, own, func(c Call[S]) error {
+		switch {
+		case len(c.Args) == 0:
+			return fmt.Errorf("inbox resolve: give the ids of failed inbox rows (%s:<event id>, or the event id)", svc.Consumer)
+		case strings.TrimSpace(reason) == "":
+			return errors.New(`inbox resolve: --reason is required: say why the events are closed without being applied (--reason "…")`)
+		}
+		ids := make([]string, len(c.Args))
+		for i, id := range c.Args {
+			ids[i] = svc.inboxID(id)
+		}
+		out, err := admin.ResolveInboxAudited(ctx, c.Pool, auditOperator, Operator().Name, reason, "cli", ids...)
+		if err != nil {
+			return fmt.Errorf("inbox resolve: %w", err)
+		}
+		if err := writeResolved(env, out, c.JSON); err != nil {
+			return err
+		}
+		if len(out.Refused) > 0 {
+			return fmt.Errorf("inbox resolve: %d of %d events refused", len(out.Refused), len(out.IDs)+len(out.Refused))
+		}
+		return nil
+	})
+}
+
+// inboxID is the inbox id of id: as given when it names the service's consumer, else the
+// event id under it.
+func (svc Service[S]) inboxID(id string) string {
+	if strings.HasPrefix(id, svc.Consumer+":") {
+		return id
+	}
+	return svc.Consumer + ":" + id
+}
+
+// writeResolved prints out as JSON (the GL endpoint's answer), or for people one row per id:
+// resolved, or refused and why.
+func writeResolved(env Env, out admin.Resolved, asJSON bool) error {
+	if asJSON {
+		return JSON(env.Stdout, out)
+	}
+	rows := make([][]string, 0, len(out.IDs)+len(out.Refused))
+	for _, id := range out.IDs {
+		rows = append(rows, []string{id, "resolved"})
+	}
+	for _, r := range out.Refused {
+		why := "no such inbox row"
+		if r.Status != "" {
+			why = "it is " + r.Status + "; only failed events are resolved"
+		}
+		rows = append(rows, []string{r.ID, "refused: " + why})
+	}
+	return Table(env.Stdout, []string{"ID", "RESULT"}, rows)
 }

@@ -55,6 +55,12 @@ func AuditCommand(ctx context.Context, db database.Executor, action, target stri
 	return nil
 }
 
+// auditOperator records an operator's action in db, the transaction of the change itself
+// (admin.AuditFunc): the change and its record commit together, so a failure undoes both.
+func auditOperator(ctx context.Context, db database.Executor, action, target string, detail any) error {
+	return auth.Audit(ctx, db, Operator(), action, target, detail)
+}
+
 func (svc Service[S]) keysCreate(ctx context.Context, env Env, args []string) error {
 	var name, scopes, owner string
 	own := func(s *config.Set) {

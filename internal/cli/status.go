@@ -124,7 +124,8 @@ func (svc Service[S]) attention(st Status) []string {
 	}
 	if n := st.Inbox.Counts["failed"]; n > 0 {
 		out = append(out, fmt.Sprintf("%d failed inbox events: %s inbox list, then %s inbox retry ID… once the cause is fixed; "+
-			"one no retry can apply (malformed, conflict, unauthenticated) is resolved with a reason in the console", n, svc.Name, svc.Name))
+			"one no retry can apply (malformed, conflict, unauthenticated) is resolved with a reason: %s inbox resolve ID… --reason \"…\", or in the console",
+			n, svc.Name, svc.Name, svc.Name))
 	}
 	if n := st.Inbox.Counts[contract.StatusWaiting]; n > 0 && len(st.InboxWaiting) > 0 {
 		if age := time.Since(st.InboxWaiting[0].ReceivedAt); age >= StuckAfter {

@@ -84,7 +84,8 @@ func (a *Admin) inboxRefusal(ctx context.Context, id string) (InboxRefusal, erro
 }
 
 // AuditFunc records an operator's action in the audit trail in db, the transaction of the
-// change, as the key of the request ctx carries (the GL's httpapi.AuditByKey).
+// change, under whoever asked: the key the request ctx carries (httpapi.AuditByKey), or the
+// operator of a command (cli:<OS user>).
 type AuditFunc func(ctx context.Context, db database.Executor, action, target string, detail any) error
 
 // ActionResolve is the audit trail's action of a resolve.
@@ -93,13 +94,14 @@ const ActionResolve = "inbox.resolve"
 // resolveRecord is a resolve as the audit trail keeps it.
 type resolveRecord struct {
 	Resolution string `json:"resolution"`
-	Via        string `json:"via"` // "api" or "console"
+	Via        string `json:"via"` // "api", "console" or "cli"
 	Resolved
 }
 
 // ResolveInboxAudited resolves as ResolveInbox does, in one transaction on db with its audit
 // record (ActionResolve, the ids as target, the reason and the outcome as detail): the rows
-// move and the trail records it, or neither. via says where the operator asked: api, console.
+// move and the trail records it, or neither. via says where the operator asked: api, console,
+// cli.
 func ResolveInboxAudited(ctx context.Context, db database.TxBeginner, audit AuditFunc, by, resolution, via string, ids ...string) (Resolved, error) {
 	return database.WithTxV(ctx, db, func(tx pgx.Tx) (Resolved, error) {
 		out, err := New(tx).ResolveInbox(ctx, by, resolution, ids...)
