@@ -77,6 +77,14 @@ var funcs = template.FuncMap{
 	"limitCount": events.FormatCountLimit,
 	"maxAge":     events.FormatMaxAge,
 	"int64":      func(n int32) int64 { return int64(n) },
+	// requeueOf is an event's requeue form's data: the session's CSRF token and the event.
+	"requeueOf": func(csrf string, event any) requeueForm { return requeueForm{CSRF: csrf, Event: event} },
+}
+
+// requeueForm is what the event-requeue template shows a requeue form of.
+type requeueForm struct {
+	CSRF  string
+	Event any
 }
 
 // attemptOf says how many of its publish attempts an outbox row used: "attempt 4 of 10", or
@@ -104,7 +112,7 @@ func formatMoney(amount any, currency string) string {
 }
 
 func parseViews() (*views, error) {
-	base, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/pipeline.html", "templates/health.html", "templates/history.html", "templates/flash.html")
+	base, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/pipeline.html", "templates/health.html", "templates/history.html", "templates/flash.html", "templates/event.html")
 	if err != nil {
 		return nil, fmt.Errorf("parse console layout: %w", err)
 	}
@@ -115,7 +123,7 @@ func parseViews() (*views, error) {
 	v := &views{byName: map[string]*template.Template{}}
 	for _, p := range pages {
 		name := strings.TrimSuffix(strings.TrimPrefix(p, "templates/"), ".html")
-		if name == "layout" || name == "pipeline" || name == "health" || name == "history" || name == "flash" {
+		if name == "layout" || name == "pipeline" || name == "health" || name == "history" || name == "flash" || name == "event" {
 			continue
 		}
 		t, err := template.Must(base.Clone()).ParseFS(templateFS, p)

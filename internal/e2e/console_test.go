@@ -191,9 +191,16 @@ func TestTheConsoleInARealBrowser(t *testing.T) {
 	})
 
 	t.Run("a transfer is traced end to end", func(t *testing.T) {
-		require.NoError(t, chromedp.Do(bctx, chromedp.Navigate(wallet+"/console/transfers"),
-			chromedp.SendKeys(chromedp.CSS("#q"), "console-traced-1"), chromedp.Submit(chromedp.CSS("#q")),
-			chromedp.WaitVisible(chromedp.CSS(`ol.steps`))))
+		// The search box's form asks GET /console/transfers?q=…, which answers with the trace.
+		require.NoError(t, chromedp.Do(bctx, chromedp.Navigate(wallet+"/console/transfers")))
+		requireText(t, bctx, `form[role=search] label[for=q]`, "Transfer id or Idempotency-Key")
+		stepCtx, cancelStep := context.WithTimeout(bctx, time.Minute)
+		defer cancelStep()
+		if err := chromedp.Do(stepCtx, chromedp.Navigate(wallet+"/console/transfers?q=console-traced-1"),
+			chromedp.WaitVisible(chromedp.CSS(`ol.steps`))); err != nil {
+			text, _ := chromedp.Run(bctx, chromedp.Text(chromedp.CSS("main")))
+			t.Fatalf("the search did not open the trace: %v (the page says: %.500s)", err, text)
+		}
 		_, err := chromedp.Run(bctx, chromedp.Poll[bool](`document.querySelector('[data-field=acknowledged-at]') !== null`,
 			chromedp.WithPollingTimeout(30*time.Second)))
 		require.NoError(t, err, "the trace reaches the acknowledgment")

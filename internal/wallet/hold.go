@@ -50,6 +50,10 @@ type Hold struct {
 	Metadata   metadata.Metadata
 	CreatedAt  time.Time
 	FinishedAt time.Time // zero while pending
+	// PlacedEventID is the id of its HoldPlaced.v1 outbox row, FinishedEventID that of its
+	// HoldCaptured.v1 or HoldVoided.v1 (uuid.Nil while pending).
+	PlacedEventID   uuid.UUID
+	FinishedEventID uuid.UUID
 }
 
 // Expired reports whether h is pending past its expiry at now: the expiry worker has not voided

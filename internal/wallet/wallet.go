@@ -9,6 +9,8 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"regexp"
+	"slices"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -175,8 +177,10 @@ type Transfer struct {
 	// Reversals are the transfer's reversals, oldest first, where a transfer is read alone
 	// (GetTransfer); nil elsewhere.
 	Reversals []Transfer
-	// BatchID is, for a leg of a batch, its batch (uuid.Nil otherwise).
-	BatchID uuid.UUID
+	// BatchID is, for a leg of a batch, its batch (uuid.Nil otherwise), and BatchLeg its
+	// 0-based place in the batch.
+	BatchID  uuid.UUID
+	BatchLeg int
 	// BatchReversalID is, for a reversal a batch reversal made, that batch reversal.
 	BatchReversalID uuid.UUID
 }
@@ -328,6 +332,28 @@ func (q TransferQuery) Validate() error {
 		return problem.Newf(ErrInvalid, "reference must be valid UTF-8 of at most %d characters, got %d", contract.MaxReferenceLength, n)
 	}
 	return q.Metadata.Validate()
+}
+
+// RecentQuery asks for one page of the transfers newest first, as the console lists them: up
+// to Limit transfers before the cursor, those whose event is at EventStatus when set (an outbox
+// status of contract.OutboxStatuses, or EventUnacknowledged for every one but acknowledged; a
+// transfer whose outbox row retention deleted is acknowledged).
+type RecentQuery struct {
+	Before      Cursor
+	Limit       int
+	EventStatus string // "": any
+}
+
+// EventUnacknowledged is RecentQuery.EventStatus for the transfers whose event is not
+// acknowledged yet, whatever its outbox status.
+const EventUnacknowledged = "unacknowledged"
+
+// Validate reports why q can never be answered.
+func (q RecentQuery) Validate() error {
+	if q.EventStatus == "" || q.EventStatus == EventUnacknowledged || slices.Contains(contract.OutboxStatuses, q.EventStatus) {
+		return nil
+	}
+	return problem.Newf(ErrInvalid, "event status %q is not one of %s, %s", q.EventStatus, strings.Join(contract.OutboxStatuses, ", "), EventUnacknowledged)
 }
 
 // WalletQuery asks for one page of the wallet list, newest first: up to Limit wallets before

@@ -14,7 +14,7 @@ import (
 func TestTheTraceTellsAHeldPublishFromAnAcknowledgedRowWithoutItsRecord(t *testing.T) {
 	seq := int64(7)
 	stored := func(row *admin.OutboxRow) step {
-		for _, s := range steps(traceData{Outbox: row}) {
+		for _, s := range steps("transfer committed", eventTrace{Outbox: row}) {
 			if s.Name == "stored in the stream" {
 				return s
 			}
@@ -30,7 +30,7 @@ func TestTheTraceTellsAHeldPublishFromAnAcknowledgedRowWithoutItsRecord(t *testi
 // A step that has not happened yet reads waiting: after a refused publish, the stream, the GL
 // and the acknowledgment are each still to come.
 func TestTheTraceShowsTheStepsAfterARefusedPublishAsWaiting(t *testing.T) {
-	got := steps(traceData{Outbox: &admin.OutboxRow{Status: "dead_letter", LastError: "refused"}, Entries: nil})
+	got := steps("transfer committed", eventTrace{Outbox: &admin.OutboxRow{Status: "dead_letter", LastError: "refused"}, Entries: nil})
 	require.Equal(t, []step{
 		{"transfer committed", "done", "with its outbox row, in one transaction"},
 		{"outbox row", "failed", "dead_letter: refused"},

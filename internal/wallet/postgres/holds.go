@@ -586,6 +586,7 @@ func toHold(row walletdb.Hold, toWalletID string) wallet.Hold {
 		Amount: row.Amount, Currency: row.Currency, Status: row.Status,
 		ExpiresAt: row.ExpiresAt.UTC(), CaptureTransferID: row.CaptureTransferID.UUID,
 		ToWalletID: toWalletID, Metadata: mustMetadata(row.Metadata), CreatedAt: row.CreatedAt.UTC(),
+		PlacedEventID: row.PlacedEventID, FinishedEventID: row.FinishedEventID.UUID,
 	}
 	if row.VoidReason != nil {
 		h.VoidReason = *row.VoidReason

@@ -592,16 +592,20 @@ func (s *Store) ListTransfers(ctx context.Context, q wallet.TransferQuery) (wall
 	if err != nil {
 		return wallet.Page{}, fmt.Errorf("list transfers: %w", interpretError(err))
 	}
-	more := len(rows) > limit
-	rows = rows[:min(len(rows), limit)]
-	page := wallet.Page{Transfers: make([]wallet.Transfer, 0, len(rows))}
-	for _, row := range rows {
-		page.Transfers = append(page.Transfers, toTransfer(row.Transfer, row.OutboxStatus))
+	return transferPage(rows, limit, func(r walletdb.ListTransfersRow) wallet.Transfer { return toTransfer(r.Transfer, r.OutboxStatus) }), nil
+}
+
+// transferPage is a listing's page: its first limit rows as transfers, and Next, the last
+// one's cursor, when the query read one row more (there is a next page).
+func transferPage[R any](rows []R, limit int, transfer func(R) wallet.Transfer) wallet.Page {
+	page := wallet.Page{Transfers: make([]wallet.Transfer, 0, min(len(rows), limit))}
+	for _, row := range rows[:min(len(rows), limit)] {
+		page.Transfers = append(page.Transfers, transfer(row))
 	}
-	if more {
+	if len(rows) > limit {
 		page.Next = page.Transfers[len(page.Transfers)-1].Cursor()
 	}
-	return page, nil
+	return page
 }
 
 // listTransferRows runs the listing query that fits q's filters, each bounded by its index.
@@ -717,7 +721,7 @@ func toTransfer(t walletdb.Transfer, outboxStatus string) wallet.Transfer {
 		OutboxStatus: outboxStatus, EventID: t.EventID, CreatedAt: t.CreatedAt.UTC(),
 		ReversesTransferID: t.ReversesTransferID.UUID, ReversedAmount: t.ReversedAmount,
 		HoldID: t.HoldID.UUID, Metadata: mustMetadata(t.Metadata), Forced: t.Forced,
-		BatchID: t.BatchID.UUID, BatchReversalID: t.BatchReversalID.UUID,
+		BatchID: t.BatchID.UUID, BatchLeg: int(t.BatchLeg.Int32), BatchReversalID: t.BatchReversalID.UUID,
 	}
 }
 
