@@ -59,6 +59,19 @@ func (w *walletSource) open(ctx context.Context, env cli.Env) (gl.TransferSource
 	return view, "database " + view.Database() + " (view " + postgres.WalletViewName + ")", view.Close, nil
 }
 
+// warnDenied says which of the wallet's views the role of the wallet's database may not read:
+// the reader fell back to older ones, which do not tell what these add (a batch's legs keyed
+// by their batch: without it they show as missing and their entry as extra).
+func warnDenied(w io.Writer, source gl.TransferSource) {
+	view, ok := source.(*postgres.WalletView)
+	if !ok || len(view.Denied()) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "gl: warning: the role of %s may not read %s; read the older views instead, which do not tell what these add "+
+		"(a batch's legs keyed by their batch); grant them as docs/database-roles.md shows\n",
+		reconcileWalletDBVar, strings.Join(view.Denied(), ", "))
+}
+
 // reconcileCmd compares the wallet's transfers with the GL's entries and reports each
 // difference; it exits non-zero unless both sides agree.
 func reconcileCmd(ctx context.Context, env cli.Env, args []string) error {
@@ -78,6 +91,7 @@ func reconcileCmd(ctx context.Context, env cli.Env, args []string) error {
 		if err != nil {
 			return fmt.Errorf("reconcile: %w", err)
 		}
+		warnDenied(env.Stderr, source)
 		if c.JSON {
 			if err := cli.JSON(env.Stdout, rec); err != nil {
 				return err

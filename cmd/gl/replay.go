@@ -199,6 +199,7 @@ func replayCmd(ctx context.Context, env cli.Env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("replay: check the rebuild against the wallet: %w", err)
 	}
+	warnDenied(env.Stderr, source)
 	fmt.Fprintf(env.Stdout, "check against the wallet %s (its transfers as listed before the replay):\n", sourceName)
 	writeReconciliation(env.Stdout, "  ", rec, false)
 	if !rec.Agree() {

@@ -125,8 +125,8 @@ func TestALostStreamIsRebuiltFromTheOutbox(t *testing.T) {
 
 // When retention has taken the events from both the stream and the outbox, the wallet's own
 // tables still hold every movement: wallet outbox rebuild re-creates their events under their
-// ids, and a GL started on an empty database posts every transfer, reversal and hold once and
-// reconciles with the wallet. Before the rebuild, neither the stream nor outbox republish has
+// ids, and a GL started on an empty database posts every transfer, reversal, hold, batch and
+// batch reversal once and reconciles with the wallet. Before the rebuild, neither the stream nor outbox republish has
 // anything to give it.
 func TestAFreshGLIsRebuiltFromTheWalletsTablesAfterRetention(t *testing.T) {
 	t.Parallel()
@@ -164,8 +164,17 @@ func TestAFreshGLIsRebuiltFromTheWalletsTablesAfterRetention(t *testing.T) {
 	post(fmt.Sprintf("/v1/holds/%s/capture", captured["id"]), "capture-1", map[string]any{"to_wallet_id": "bob", "amount": 150})
 	voided := post("/v1/holds", "hold-2", map[string]any{"wallet_id": "alice", "amount": 50, "currency": "USD", "expires_in": 3600})
 	post(fmt.Sprintf("/v1/holds/%s/void", voided["id"]), "void-2", nil)
+	batch := post("/v1/transfer-batches", "batch-1", map[string]any{"transfers": []map[string]any{
+		{"from_wallet_id": "alice", "to_wallet_id": "bob", "amount": 40, "currency": "USD"},
+		{"from_wallet_id": "bank", "to_wallet_id": "bob", "amount": 25, "currency": "USD"},
+	}})
+	legs := batch["transfers"].([]any)
+	post(fmt.Sprintf("/v1/transfer-batches/%s/reversals", batch["id"]), "batch-undo-1",
+		map[string]any{"transfers": []any{legs[1].(map[string]any)["id"]}})
 
-	const events8 = 8 // 3 transfers and a capture's, a reversal, 2 holds placed, one captured, one voided
+	// 3 transfers and a capture's, a reversal, 2 holds placed, one captured, one voided, a batch
+	// and its reversal
+	const movementEvents = 10
 	outboxCount := func(where string) int {
 		t.Helper()
 		var n int
@@ -174,7 +183,7 @@ func TestAFreshGLIsRebuiltFromTheWalletsTablesAfterRetention(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return outboxCount("status <> 'acknowledged'") == 0 },
 		60*time.Second, 100*time.Millisecond, "every event posted and acknowledged")
-	require.Equal(t, events8, outboxCount("true"))
+	require.Equal(t, movementEvents, outboxCount("true"))
 	glEnv := func(dbURL string) []string {
 		return []string{"GL_DATABASE_URL=" + dbURL, "WALLET_URL=http://" + s.walletAddr}
 	}
@@ -227,10 +236,10 @@ func TestAFreshGLIsRebuiltFromTheWalletsTablesAfterRetention(t *testing.T) {
 
 	out, err = s.command(t, s.bins.Wallet, walletEnv, "outbox", "rebuild", "--since", since, "--batch", "3")
 	require.NoError(t, err, out)
-	require.Contains(t, out, fmt.Sprintf("%d events of the movements made from", events8))
-	require.Contains(t, out, fmt.Sprintf("re-created pending     %d", events8))
+	require.Contains(t, out, fmt.Sprintf("%d events of the movements made from", movementEvents))
+	require.Contains(t, out, fmt.Sprintf("re-created pending     %d", movementEvents))
 	require.Eventually(t, func() bool {
-		return outboxCount("status = 'acknowledged'") == events8
+		return outboxCount("status = 'acknowledged'") == movementEvents
 	}, 60*time.Second, 100*time.Millisecond, "the fresh GL posts and acknowledges every rebuilt event")
 
 	out, err = s.command(t, s.bins.GL, glEnv(freshURL), "reconcile")
@@ -243,5 +252,5 @@ func TestAFreshGLIsRebuiltFromTheWalletsTablesAfterRetention(t *testing.T) {
 	}
 	var processed int
 	require.NoError(t, openPool(t, freshURL).QueryRow(ctx, "SELECT count(*) FROM inbox").Scan(&processed))
-	require.Equal(t, events8, processed, "each rebuilt event received once")
+	require.Equal(t, movementEvents, processed, "each rebuilt event received once")
 }

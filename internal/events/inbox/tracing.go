@@ -48,12 +48,29 @@ func endConsume(d delivery, outcome string, err error) {
 }
 
 // applySpanNames names the span of the transaction that applies an event, by its type: the
-// GL posts a transfer, the wallet applies an acknowledgment.
+// GL posts every movement of the wallet (a transfer, a reversal, a hold's, a batch's), the
+// wallet applies an acknowledgment. Every type some service produces has a name.
 var applySpanNames = map[string]string{
-	contract.TypeTransferCompleted:   tracing.SpanPost,
-	contract.TypeTransferCompletedV2: tracing.SpanPost,
-	contract.TypeTransferPosted:      tracing.SpanAcknowledge,
-	contract.TypeTransferPostedV2:    tracing.SpanAcknowledge,
+	contract.TypeTransferCompleted:      tracing.SpanPost,
+	contract.TypeTransferCompletedV2:    tracing.SpanPost,
+	contract.TypeTransferReversed:       tracing.SpanPost,
+	contract.TypeHoldPlaced:             tracing.SpanPost,
+	contract.TypeHoldCaptured:           tracing.SpanPost,
+	contract.TypeHoldVoided:             tracing.SpanPost,
+	contract.TypeTransferBatchCompleted: tracing.SpanPost,
+	contract.TypeTransferBatchReversed:  tracing.SpanPost,
+	contract.TypeTransferPosted:         tracing.SpanAcknowledge,
+	contract.TypeTransferPostedV2:       tracing.SpanAcknowledge,
+}
+
+// applySpanName is the name of the span applying an event of eventType, read by a consumer of
+// consumerType; a type without a name of its own (an envelope too broken to tell) takes the
+// consumer's.
+func applySpanName(eventType, consumerType string) string {
+	if name, ok := applySpanNames[eventType]; ok {
+		return name
+	}
+	return applySpanNames[consumerType]
 }
 
 // startApply begins, for each traced delivery, the span of the transaction that applies it (a
@@ -70,7 +87,7 @@ func (c *Consumer) startApply(ds []delivery, events []Inbound) []trace.Span {
 			spans = make([]trace.Span, len(ds))
 		}
 		ctx := trace.ContextWithSpan(context.Background(), d.span)
-		ctx, spans[i] = c.tracing.Tracer.Start(ctx, applySpanNames[c.cfg.EventType],
+		ctx, spans[i] = c.tracing.Tracer.Start(ctx, applySpanName(events[i].Env.Type, c.cfg.EventType),
 			trace.WithAttributes(attribute.Int("walletgl.batch_size", len(ds))))
 		events[i].Env.TraceParent = tracing.TraceParent(ctx)
 	}

@@ -36,6 +36,21 @@ type WalletView struct {
 	noKinds      bool // reconcile_transfers_v3 cannot be read: v2, without kinds
 	noBatches    bool // reconcile_transfers_v4 cannot be read: v3, without entry keys
 	noMovesByKey bool // reconcile_movements_v2 cannot be read: v1
+	denied       []string
+}
+
+// Denied names the views this reader fell back from because its role may not read them
+// (insufficient_privilege), oldest reason first: the wallet has them, so a reconciliation
+// through the older ones misses what only they tell (a batch's legs keyed by their batch). A
+// view the wallet does not have yet is not named.
+func (v *WalletView) Denied() []string { return v.denied }
+
+// fallBack records that view cannot be read, for err.
+func (v *WalletView) fallBack(view string, err error) {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42501" { // insufficient_privilege
+		v.denied = append(v.denied, view)
+	}
 }
 
 var _ gl.TransferSource = (*WalletView)(nil)
@@ -74,6 +89,7 @@ func (v *WalletView) Transfers(ctx context.Context) ([]gl.SourceTransfer, error)
 			return out, err
 		}
 		v.noBatches = true
+		v.fallBack(WalletViewNameBatches, err)
 	}
 	if !v.noKinds {
 		out, err := v.transfersWithKinds(ctx)
@@ -81,6 +97,7 @@ func (v *WalletView) Transfers(ctx context.Context) ([]gl.SourceTransfer, error)
 			return out, err
 		}
 		v.noKinds = true
+		v.fallBack(WalletViewNameKinds, err)
 	}
 	var out []gl.SourceTransfer
 	after := uuid.Nil
@@ -158,6 +175,7 @@ func (v *WalletView) Transfer(ctx context.Context, id string) (gl.SourceTransfer
 			return gl.SourceTransfer{}, false, viewError(err, "read the wallet's transfer %s", id)
 		}
 		v.noBatches = true
+		v.fallBack(WalletViewNameBatches, err)
 	}
 	if !v.noKinds {
 		r, err := v.queries.ReconcileTransferV3(ctx, uid)
@@ -172,6 +190,7 @@ func (v *WalletView) Transfer(ctx context.Context, id string) (gl.SourceTransfer
 			return gl.SourceTransfer{}, false, viewError(err, "read the wallet's transfer %s", id)
 		}
 		v.noKinds = true
+		v.fallBack(WalletViewNameKinds, err)
 	}
 	r, err := v.queries.ReconcileTransfer(ctx, uid)
 	switch err := interpretError(err); {
@@ -310,6 +329,7 @@ func (v *WalletView) movements(ctx context.Context, tx pgx.Tx) ([]reconciledb.Re
 			return rows, err
 		}
 		v.noMovesByKey = true
+		v.fallBack(MovementsViewNameByKey, err)
 	}
 	return v.queries.WithTx(tx).ReconcileMovements(ctx)
 }

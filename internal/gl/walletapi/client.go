@@ -1,5 +1,6 @@
 // Package walletapi reads the wallet service's HTTP API for the GL: the transfers a
-// reconciliation compares with the ledger (gl.TransferSource). Its JSON types are its own,
+// reconciliation compares with the ledger (gl.TransferSource), each with the key of the entry
+// that posts it (a batch's legs by their batch). Its JSON types are its own,
 // written from the wallet's published API (GET /v1/transfers, GET /v1/transfers/{id}); it
 // imports nothing of the wallet, so the GL binary carries none of the wallet's code.
 package walletapi
@@ -52,6 +53,11 @@ type transfer struct {
 	Currency string `json:"currency"`
 	// ReversesTransferID is set on a reversal (a wallet before reversals never sends it).
 	ReversesTransferID string `json:"reverses_transfer_id"`
+	// BatchID is set on a leg of an atomic batch, BatchReversalID on a leg's reversal made by a
+	// batch reversal: the GL posts either under that id, not the transfer's own (a wallet
+	// before batches never sends them).
+	BatchID         string `json:"batch_id"`
+	BatchReversalID string `json:"batch_reversal_id"`
 }
 
 // page is one answer of GET /v1/transfers: transfers oldest first, and the opaque cursor of
@@ -65,7 +71,20 @@ func (t transfer) source() (gl.SourceTransfer, error) {
 	if t.ID == "" || t.Currency == "" {
 		return gl.SourceTransfer{}, fmt.Errorf("the wallet answered a transfer without an id or a currency: %+v", t)
 	}
-	return gl.SourceTransfer{ID: t.ID, Amount: t.Amount, Currency: t.Currency, ReversesTransferID: t.ReversesTransferID}, nil
+	return gl.SourceTransfer{ID: t.ID, Amount: t.Amount, Currency: t.Currency, ReversesTransferID: t.ReversesTransferID,
+		EntryKey: t.entryKey()}, nil
+}
+
+// entryKey is the key of the GL entry that posts t, as reconcile_transfers_v4 tells it: a leg's
+// batch, a leg reversal's batch reversal, else "" (the transfer's own id).
+func (t transfer) entryKey() string {
+	switch {
+	case t.BatchID != "":
+		return t.BatchID
+	case t.BatchReversalID != "":
+		return t.BatchReversalID
+	}
+	return ""
 }
 
 // Transfers pages through GET /v1/transfers until a page comes back shorter than asked.

@@ -32,9 +32,22 @@ func (f *fakeWallet) handler() http.Handler {
 		Currency       string `json:"currency"`
 		Status         string `json:"status"`
 		OutboxStatus   string `json:"outbox_status"`
+		// As the wallet answers them: left out unless set.
+		ReversesTransferID string `json:"reverses_transfer_id,omitempty"`
+		BatchID            string `json:"batch_id,omitempty"`
+		BatchReversalID    string `json:"batch_reversal_id,omitempty"`
 	}
 	toJSON := func(t gl.SourceTransfer) transferJSON {
-		return transferJSON{ID: t.ID, IdempotencyKey: "k-" + t.ID, Amount: t.Amount, Currency: t.Currency, Status: "completed", OutboxStatus: "acknowledged"}
+		out := transferJSON{ID: t.ID, IdempotencyKey: "k-" + t.ID, Amount: t.Amount, Currency: t.Currency, Status: "completed",
+			OutboxStatus: "acknowledged", ReversesTransferID: t.ReversesTransferID}
+		switch {
+		case t.EntryKey == "":
+		case t.ReversesTransferID != "":
+			out.BatchReversalID = t.EntryKey
+		default:
+			out.BatchID = t.EntryKey
+		}
+		return out
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/transfers", func(w http.ResponseWriter, r *http.Request) {
@@ -139,6 +152,36 @@ func TestTransferLooksOneUp(t *testing.T) {
 	_, found, err = c.Transfer(context.Background(), "no such/transfer")
 	require.NoError(t, err, "a 404 is an answer: the wallet has no such transfer")
 	require.False(t, found)
+}
+
+// A batch's leg is posted under its batch's id, a leg's reversal by a batch reversal under the
+// batch reversal's: the client reads both from batch_id and batch_reversal_id, as the database
+// view reconcile_transfers_v4 tells them (entry_key).
+func TestTransfersCarryTheKeyOfTheEntryThatPostsThem(t *testing.T) {
+	t.Parallel()
+	batch, batchReversal := "11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222"
+	f := &fakeWallet{transfers: []gl.SourceTransfer{
+		{ID: "plain", Amount: 5, Currency: "USD"},
+		{ID: "leg-0", Amount: 6, Currency: "USD", EntryKey: batch},
+		{ID: "leg-1", Amount: 7, Currency: "EUR", EntryKey: batch},
+		{ID: "leg-1-back", Amount: 7, Currency: "EUR", ReversesTransferID: "leg-1", EntryKey: batchReversal},
+		{ID: "plain-back", Amount: 5, Currency: "USD", ReversesTransferID: "plain"},
+	}}
+	srv := httptest.NewServer(f.handler())
+	t.Cleanup(srv.Close)
+	c := walletapi.New(srv.URL)
+	got, err := c.Transfers(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, f.transfers, got)
+	for _, want := range f.transfers {
+		one, found, err := c.Transfer(context.Background(), want.ID)
+		require.NoError(t, err)
+		require.True(t, found)
+		require.Equal(t, want, one)
+	}
+	require.Equal(t, batch, got[1].Key())
+	require.True(t, got[3].InBatch())
+	require.False(t, got[4].InBatch(), "a reversal outside a batch is posted under its own id")
 }
 
 func TestAnythingButTheWalletsAnswerIsAnError(t *testing.T) {
