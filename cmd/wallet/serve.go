@@ -96,7 +96,7 @@ func serveCmd(ctx context.Context, env cli.Env, args []string) error {
 
 // walletConsole is the wallet's operator console: its outbox and inbox (requeue, retry), and
 // its transfers traced through the GL's API (GL_URL, GL_API_KEY), whose metrics also give the
-// pipeline header its commit → posted latency.
+// pipeline header its commit → posted latency and the GL's rows that need a look.
 func walletConsole(cfg *Config, deps *serve.Deps, store *postgres.Store, guard *auth.Guard, keys *auth.Keys, maxAttempts int) (*console.Console, error) {
 	glAPI := glapi.New(cfg.GLURL, cfg.GLAPIKey)
 	in := inbox.New(events.ConsumerWallet, postgres.NewAcknowledgments())
@@ -115,7 +115,7 @@ func walletConsole(cfg *Config, deps *serve.Deps, store *postgres.Store, guard *
 		Requeue: httpapi.ScopeOutboxAdmin, MaxAttempts: maxAttempts}
 	return console.New(console.Config{
 		Service: "wallet", Guard: guard, Metrics: deps.Metrics, Pages: slices.Concat(ev.Pages(), trace.Pages()),
-		RemoteTotals: glAPI.Totals, Health: ops.Health,
+		RemoteTotals: glAPI.Totals, Health: ops.Health, Remote: &console.Remote{Name: "GL", URL: cfg.GLURL},
 	})
 }
 

@@ -45,6 +45,16 @@ type Config struct {
 	// Health, when set, counts the rows that need a look for every page's header (admin.Admin's
 	// Health on the service's database).
 	Health func(ctx context.Context) (admin.Health, error)
+	// Remote, when set with RemoteTotals and Health, is the other service whose rows that need
+	// a look the header shows beside this one's, read from its metrics (the wallet shows the
+	// GL's; the GL never reads the wallet).
+	Remote *Remote
+}
+
+// Remote names the other service in the header and says where its console is.
+type Remote struct {
+	Name string // the group's label: "GL"
+	URL  string // its base URL (GL_URL): the badges link to its console's pages there
 }
 
 // Page is one route of the console: its pattern on the mux ("GET /console/outbox"), the scope

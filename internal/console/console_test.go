@@ -42,6 +42,12 @@ type testBundle struct {
 
 func setup(t *testing.T, opts ...func(*console.Events)) *testBundle {
 	t.Helper()
+	return setupConfig(t, nil, opts...)
+}
+
+// setupConfig is setup with configure changing the console's configuration (nil: as it is).
+func setupConfig(t *testing.T, configure func(*console.Config), opts ...func(*console.Events)) *testBundle {
+	t.Helper()
 	pool, _ := envtest.MigratedPool(t, "wallet")
 	keys, guard, secret := authtest.Key(t, pool, auth.WalletScopes)
 	in := inbox.New(events.ConsumerWallet, postgres.NewAcknowledgments()) // as wallet serve's
@@ -57,7 +63,11 @@ func setup(t *testing.T, opts ...func(*console.Events)) *testBundle {
 	for _, opt := range opts {
 		opt(&ev)
 	}
-	c, err := console.New(console.Config{Service: "wallet", Guard: guard, Metrics: metrics.New("wallet"), Pages: ev.Pages(), Health: ev.Admin.Health})
+	cfg := console.Config{Service: "wallet", Guard: guard, Metrics: metrics.New("wallet"), Pages: ev.Pages(), Health: ev.Admin.Health}
+	if configure != nil {
+		configure(&cfg)
+	}
+	c, err := console.New(cfg)
 	require.NoError(t, err)
 	mux := http.NewServeMux()
 	mux.Handle("/console/", c)

@@ -38,6 +38,13 @@ type pipelineView struct {
 	Stale      bool // the metrics could not be read
 	At         string
 	Health     *healthView // the rows that need a look; nil for a key that may not see them
+	remote     *remoteReading
+}
+
+// remoteReading is a reading of the other service's metrics, or why there is none.
+type remoteReading struct {
+	totals metrics.Totals
+	err    error
 }
 
 func newPipeline(m *metrics.Metrics, remote func(context.Context) (metrics.Totals, error)) *pipeline {
@@ -66,6 +73,7 @@ func (p *pipeline) read(ctx context.Context) pipelineView {
 	latencySource := cur
 	if p.remote != nil {
 		remote, err := p.readRemote(ctx)
+		v.remote = &remoteReading{totals: remote, err: err}
 		if err != nil {
 			zerolog.Ctx(ctx).Debug().Err(err).Msg("console: read the other service's metrics")
 			v.Latency, v.LatencyFor = "—", "the GL's metrics cannot be read with GL_API_KEY (needs metrics:read)"

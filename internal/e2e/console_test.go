@@ -89,6 +89,8 @@ func TestTheConsoleInARealBrowser(t *testing.T) {
 		require.NotContains(t, pageHTML(t, bctx), s.walletAPI.Key, "the key is never in a page")
 		requireText(t, bctx, `[data-count=outbox-acknowledged]`, "1")
 		requireText(t, bctx, `[data-count=inbox-failed]`, "0")
+		require.NoError(t, chromedp.Do(bctx, chromedp.WaitVisible(chromedp.CSS(`a[data-remote-health="inbox-failed"]`))))
+		requireText(t, bctx, `a[data-remote-health="inbox-failed"] strong`, "0")
 		shoot(t, bctx, shots, "wallet-overview-healthy")
 	})
 
@@ -160,6 +162,15 @@ func TestTheConsoleInARealBrowser(t *testing.T) {
 		require.NoError(t, chromedp.Do(bctx, chromedp.Navigate(gl+"/console/inbox?status=failed"), chromedp.WaitVisible(chromedp.CSS(`table.rows`))))
 		require.Contains(t, pageHTML(t, bctx), poison)
 		shoot(t, bctx, shots, "gl-inbox-failed")
+
+		// The wallet console's header shows the GL's failed events (its live part reads the GL's
+		// metrics again within seconds), linked to the GL console's page of them.
+		glFailed := `a.hb.alert[data-remote-health="inbox-failed"]`
+		require.NoError(t, chromedp.Do(bctx, chromedp.Navigate(wallet+"/console/"), chromedp.WaitVisible(chromedp.CSS(glFailed))))
+		requireText(t, bctx, glFailed+" strong", "2")
+		href, err := chromedp.Run(bctx, chromedp.AttributeValue(chromedp.CSS(glFailed), "href"))
+		require.NoError(t, err)
+		require.Equal(t, gl+"/console/inbox?status=failed", href.Value)
 
 		require.NoError(t, chromedp.Do(bctx, chromedp.Navigate(gl+"/console/inbox/"+poison), chromedp.WaitVisible(chromedp.CSS(`[data-field=status]`))))
 		html := pageHTML(t, bctx)

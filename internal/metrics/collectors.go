@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"sync"
 	"time"
@@ -92,6 +93,42 @@ func (o *Outbox) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(o.oldestPending, prometheus.GaugeValue, s.OldestPending.Seconds())
 	ch <- prometheus.MustNewConstMetric(o.oldestUnacknowledged, prometheus.GaugeValue, s.OldestUnacknowledged.Seconds())
+}
+
+// inboxCollector reads the inbox's failed events when scraped.
+type inboxCollector struct {
+	failed *prometheus.Desc
+	count  func(context.Context) (int64, error)
+}
+
+// SampleInbox registers how the inbox's failed events (its dead letters; resolved ones are not
+// failed) are counted at each scrape: through their partial index, at most limit of them (a
+// value of limit reads "at least").
+func (m *Metrics) SampleInbox(limit int64, count func(context.Context) (int64, error)) {
+	if m == nil {
+		return
+	}
+	m.reg.MustRegister(&inboxCollector{
+		failed: prometheus.NewDesc("walletgl_inbox_failed_events",
+			fmt.Sprintf("Failed inbox events not resolved (the inbox's dead letters), counted up to %d: %d reads at least %d.", limit, limit, limit),
+			nil, m.labels),
+		count: count,
+	})
+}
+
+// Describe implements prometheus.Collector.
+func (i *inboxCollector) Describe(ch chan<- *prometheus.Desc) { ch <- i.failed }
+
+// Collect implements prometheus.Collector: one bounded count of the inbox per scrape.
+func (i *inboxCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	n, err := i.count(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(i.failed, err)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(i.failed, prometheus.GaugeValue, float64(n))
 }
 
 // poolCollector exposes the statistics of the service's database pools, by pool name.

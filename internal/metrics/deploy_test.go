@@ -57,6 +57,7 @@ func exposed(t *testing.T) map[string]map[string]bool {
 	m.Sample(func(context.Context) (OutboxSample, error) {
 		return OutboxSample{Rows: map[string]int64{"pending": 1, "dead_letter": 1}, OldestPending: time.Second}, nil
 	})
+	m.SampleInbox(1000, func(context.Context) (int64, error) { return 1, nil })
 	pool, err := pgxpool.New(context.Background(), "postgres://nobody@127.0.0.1:1/none?sslmode=disable") // never connects
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
@@ -271,7 +272,7 @@ func TestDashboard(t *testing.T) {
 		"walletgl_relay_publish_errors_total", "walletgl_http_requests_total", "walletgl_http_request_seconds_bucket",
 		"walletgl_stream_messages", "walletgl_stream_max_messages", "walletgl_stream_bytes", "walletgl_stream_max_bytes",
 		"walletgl_stream_consumer_pending_messages", "walletgl_stream_consumer_ack_pending_messages",
-		"walletgl_stream_consumer_redelivered_messages", "walletgl_relay_held_back",
+		"walletgl_stream_consumer_redelivered_messages", "walletgl_relay_held_back", "walletgl_inbox_failed_events",
 	} {
 		require.True(t, used[name], "the dashboard shows %s", name)
 	}

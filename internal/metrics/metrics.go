@@ -19,6 +19,7 @@ import (
 // nil part) records nothing, so packages can be used without it.
 type Metrics struct {
 	reg      *prometheus.Registry
+	labels   prometheus.Labels // the service label every walletgl_ metric carries
 	pools    *poolCollector
 	Relay    *Relay
 	Consumer *Consumer
@@ -35,7 +36,7 @@ func New(service string) *Metrics {
 	pools := &poolCollector{labels: f.labels, pools: map[string]*pgxpool.Pool{}}
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), pools)
 	return &Metrics{
-		reg: reg, pools: pools, Relay: newRelay(f), Consumer: newConsumer(f), Outbox: newOutbox(f), HTTP: newHTTP(f),
+		reg: reg, labels: f.labels, pools: pools, Relay: newRelay(f), Consumer: newConsumer(f), Outbox: newOutbox(f), HTTP: newHTTP(f),
 		Wallet: newWallet(f), GL: newGL(f),
 	}
 }

@@ -28,6 +28,17 @@ type Totals struct {
 	PostedBuckets []Bucket
 	Pending       float64       // walletgl_consumer_pending_messages
 	OldestUnacked time.Duration // walletgl_outbox_oldest_unacknowledged_seconds
+	// Backlog is what needs an operator's look; nil when the scrape holds none of it (a process
+	// whose database gauges are not registered): unknown, never zero.
+	Backlog *Backlog
+}
+
+// Backlog is the rows of a service that need an operator's look, as its scrape reads them.
+type Backlog struct {
+	OutboxFailed     float64 // walletgl_outbox_rows{status="failed"}
+	OutboxDeadLetter float64 // walletgl_outbox_rows{status="dead_letter"}
+	InboxFailed      float64 // walletgl_inbox_failed_events
+	InboxWaiting     float64 // walletgl_inbox_waiting_events (0 until the consumer first counts)
 }
 
 // Totals gathers the registry, reading the outbox as a scrape does.
@@ -56,6 +67,8 @@ func ParseTotals(r io.Reader) (Totals, error) {
 // TotalsOf picks the totals out of gathered metric families.
 func TotalsOf(families []*dto.MetricFamily) Totals {
 	t := Totals{At: time.Now()}
+	var b Backlog
+	var outboxRows, inboxFailed bool
 	for _, f := range families {
 		switch f.GetName() {
 		case "walletgl_relay_published_total":
@@ -72,9 +85,34 @@ func TotalsOf(families []*dto.MetricFamily) Totals {
 			t.Pending = sumGauges(f)
 		case "walletgl_outbox_oldest_unacknowledged_seconds":
 			t.OldestUnacked = time.Duration(sumGauges(f) * float64(time.Second))
+		case "walletgl_outbox_rows":
+			outboxRows = true
+			b.OutboxFailed = gaugeOf(f, "status", "failed")
+			b.OutboxDeadLetter = gaugeOf(f, "status", "dead_letter")
+		case "walletgl_inbox_failed_events":
+			inboxFailed = true
+			b.InboxFailed = sumGauges(f)
+		case "walletgl_inbox_waiting_events":
+			b.InboxWaiting = sumGauges(f)
 		}
 	}
+	if outboxRows && inboxFailed {
+		t.Backlog = &b
+	}
 	return t
+}
+
+// gaugeOf sums the gauges of f whose label name has value.
+func gaugeOf(f *dto.MetricFamily, name, value string) float64 {
+	var n float64
+	for _, m := range f.GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == name && l.GetValue() == value {
+				n += m.GetGauge().GetValue()
+			}
+		}
+	}
+	return n
 }
 
 func sumCounters(f *dto.MetricFamily) float64 {

@@ -63,7 +63,9 @@ func Open(ctx context.Context, service string, db Database, ev Events, tr tracin
 	}
 	d.Metrics.Pool("main", d.Pool)
 	d.Metrics.Pool("relay", d.RelayPool)
-	d.Metrics.Sample(admin.New(d.Pool).OutboxOpen)
+	ops := admin.New(d.Pool)
+	d.Metrics.Sample(ops.OutboxOpen)
+	d.Metrics.SampleInbox(admin.HealthCap, ops.InboxFailed)
 	if d.NATS, err = ev.Broker.Connect(ctx, service, service, log); err != nil {
 		d.Close()
 		return nil, err

@@ -33,3 +33,8 @@ SELECT
     (SELECT count(*) FROM (SELECT 1 FROM outbox WHERE status = 'dead_letter' LIMIT @cap::int) AS d)::bigint AS outbox_dead_letter,
     (SELECT count(*) FROM (SELECT 1 FROM inbox WHERE status = 'failed' LIMIT @cap::int) AS i)::bigint       AS inbox_failed,
     (SELECT count(*) FROM (SELECT 1 FROM inbox WHERE status = 'waiting' LIMIT @cap::int) AS w)::bigint      AS inbox_waiting;
+
+-- name: InboxFailedCount :one
+-- InboxFailedCount counts the inbox's failed events (its dead letters; a resolved one is no
+-- longer failed) up to @cap, through inbox_failed_idx: what the metrics read at every scrape.
+SELECT count(*)::bigint FROM (SELECT 1 FROM inbox WHERE status = 'failed' LIMIT @cap::int) AS f;

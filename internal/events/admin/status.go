@@ -95,3 +95,13 @@ func (a *Admin) Health(ctx context.Context) (Health, error) {
 		InboxFailed: capped(r.InboxFailed), InboxWaiting: capped(r.InboxWaiting),
 	}, nil
 }
+
+// InboxFailed counts the inbox's failed events (resolved ones are not failed) through their
+// partial index, at most HealthCap of them: what the metrics read at every scrape.
+func (a *Admin) InboxFailed(ctx context.Context) (int64, error) {
+	n, err := eventsdb.New(a.db).InboxFailedCount(ctx, HealthCap)
+	if err != nil {
+		return 0, fmt.Errorf("count failed inbox events: %w", interpretError(err))
+	}
+	return n, nil
+}

@@ -44,6 +44,19 @@ func (q *Queries) EventsHealth(ctx context.Context, cap int32) (EventsHealthRow,
 	return i, err
 }
 
+const inboxFailedCount = `-- name: InboxFailedCount :one
+SELECT count(*)::bigint FROM (SELECT 1 FROM inbox WHERE status = 'failed' LIMIT $1::int) AS f
+`
+
+// InboxFailedCount counts the inbox's failed events (its dead letters; a resolved one is no
+// longer failed) up to @cap, through inbox_failed_idx: what the metrics read at every scrape.
+func (q *Queries) InboxFailedCount(ctx context.Context, cap int32) (int64, error) {
+	row := q.db.QueryRow(ctx, inboxFailedCount, cap)
+	var column_1 int64
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
 const lastInboxFailure = `-- name: LastInboxFailure :one
 SELECT id, event_type, reason::text AS reason, coalesce(detail, '')::text AS detail, updated_at
 FROM inbox
