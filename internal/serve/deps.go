@@ -83,9 +83,13 @@ const topologyFixTimeout = 5 * time.Second
 
 // CheckTopology compares the broker's streams and service's durable consumer with the
 // configuration (events.Topology.Check). When they differ, it tries to create or update them
-// (a user with the rights, as in development); when that fails, serve refuses to start with
-// the differences and the command that fixes them. A broker not reachable yet is checked later
-// by the relay and the consumer, which create nothing they may not.
+// (a user with the rights, as in development). When the broker refuses this NATS user the
+// rights to read or change them, serve refuses to start with the differences and the command
+// that fixes them. Any other failure (a broker not reachable yet, a cluster without a
+// JetStream meta leader yet, a store too small for the streams) is the broker's state, not the
+// service's configuration: serve starts and says so, and the relay and the consumer keep
+// creating what is missing, logging each failure; /readyz answers 503 while the broker refuses
+// the relay's streams.
 func CheckTopology(ctx context.Context, nc *nats.Conn, topo events.Topology, service string, log zerolog.Logger) error {
 	if !nc.IsConnected() {
 		log.Warn().Msg("nats not reachable at start: the event topology is checked once it is")
@@ -97,7 +101,11 @@ func CheckTopology(ctx context.Context, nc *nats.Conn, topo events.Topology, ser
 	}
 	diffs, err := topo.Check(ctx, js, service)
 	if err != nil {
-		return fmt.Errorf("check the event topology (the NATS user needs the INFO rights of docs/security.md): %w", err)
+		if denied := permissionDenied(nc, err); denied != nil {
+			return fmt.Errorf("check the event topology (the NATS user needs the INFO rights of docs/security.md): %w", denied)
+		}
+		log.Warn().Err(err).Msg("the event topology could not be checked at start: the relay and the consumer keep trying once the broker answers")
+		return nil
 	}
 	if len(diffs) == 0 {
 		return nil
@@ -106,13 +114,31 @@ func CheckTopology(ctx context.Context, nc *nats.Conn, topo events.Topology, ser
 	defer cancel()
 	applied, err := topo.Setup(fixCtx, js, service)
 	if err != nil {
-		return fmt.Errorf("the broker's event topology differs from the configuration (%s) and this NATS user may not change it (%w): run `%s events setup` with an operator's NATS credentials (docs/operations.md)",
-			events.Differences(diffs), err, service)
+		if denied := permissionDenied(nc, err); denied != nil {
+			return fmt.Errorf("the broker's event topology differs from the configuration (%s) and this NATS user may not change it (%w): run `%s events setup` with an operator's NATS credentials (docs/operations.md)",
+				events.Differences(diffs), denied, service)
+		}
+		log.Warn().Err(err).Str("differences", events.Differences(diffs)).
+			Msg("the broker's event topology differs from the configuration and could not be set up at start: the relay and the consumer keep trying")
+		return nil
 	}
 	for _, a := range applied {
 		if a.Action != events.ActionUnchanged {
 			log.Info().Str("kind", a.Kind).Str("name", a.Name).Str("action", a.Action).Msg("event topology set up at start")
 		}
+	}
+	return nil
+}
+
+// permissionDenied returns the permissions violation behind err, nil when there was none. A
+// JetStream request on a subject the user may not publish to gets no answer, only a timeout:
+// the broker's refusal reaches the connection, as its last error.
+func permissionDenied(nc *nats.Conn, err error) error {
+	if errors.Is(err, nats.ErrPermissionViolation) {
+		return err
+	}
+	if last := nc.LastError(); errors.Is(last, nats.ErrPermissionViolation) {
+		return fmt.Errorf("%w (%w)", last, err)
 	}
 	return nil
 }

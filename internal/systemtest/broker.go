@@ -3,6 +3,7 @@ package systemtest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -38,6 +39,8 @@ type Broker struct {
 	*Process
 	ClientPort int
 	StoreDir   string
+	// Clustered is a node of a cluster: it is ready once it knows the JetStream meta leader.
+	Clustered bool
 }
 
 // StartBrokers starts n nats-server processes with JetStream, their stores and logs in dir: one
@@ -107,14 +110,14 @@ func startBrokersOnce(ctx context.Context, bin, dir string, n int, extra []strin
 		b := &Broker{
 			Process: &Process{Name: name, Bin: bin, Args: args, Addr: "127.0.0.1:" + strconv.Itoa(p[1]),
 				Log: filepath.Join(dir, name+".log")},
-			ClientPort: p[0], StoreDir: store,
+			ClientPort: p[0], StoreDir: store, Clustered: n > 1,
 		}
 		if n > 1 {
-			// A cluster node is ready once its JetStream is up and current with the meta leader.
-			// Every replica current as well (plain /healthz) is more than a node coming back can
-			// promise: on nats-server 2.9 the replica of an idle consumer whose leader moved
-			// meanwhile stays "not current" until the consumer's next ack or delivery (CI saw
-			// one for 30 s after the load had ended, every invariant holding).
+			// A cluster node is ready once it is up and knows the JetStream meta leader
+			// (waitReady). Every replica current as well (plain /healthz) is more than a node
+			// coming back can promise: on nats-server 2.9 the replica of an idle consumer whose
+			// leader moved meanwhile stays "not current" until the consumer's next ack or
+			// delivery, for 30 s and more after the load has ended.
 			b.HealthPath = "/healthz?js-server-only=true"
 		}
 		if err := b.Start(); err != nil {
@@ -136,7 +139,52 @@ func (b *Broker) URL() string { return "nats://127.0.0.1:" + strconv.Itoa(b.Clie
 func (b *Broker) waitReady(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	return b.WaitHealthy(ctx)
+	if err := b.WaitHealthy(ctx); err != nil {
+		return err
+	}
+	if !b.Clustered {
+		return nil
+	}
+	return b.waitMetaLeader(ctx)
+}
+
+// waitMetaLeader polls the node's /jsz until it names the JetStream meta leader. Until then the
+// cluster answers no JetStream request: a service that starts sooner waits for its stream
+// lookups' timeouts. On current servers /healthz?js-server-only=true says nothing of the meta
+// leader (nats-server 2.9's did), so the harness asks for it itself.
+func (b *Broker) waitMetaLeader(ctx context.Context) error {
+	client := &http.Client{Timeout: time.Second}
+	return b.waitUntil(ctx, "in touch with a JetStream meta leader", func() error {
+		leader, err := b.metaLeader(ctx, client)
+		if err == nil && leader == "" {
+			err = errors.New("no meta leader named")
+		}
+		return err
+	})
+}
+
+func (b *Broker) metaLeader(ctx context.Context, client *http.Client) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+b.Addr+"/jsz", nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var jsz struct {
+		Meta *struct {
+			Leader string `json:"leader"`
+		} `json:"meta_cluster"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&jsz); err != nil {
+		return "", fmt.Errorf("jsz of %s: %w", b.Name, err)
+	}
+	if jsz.Meta == nil {
+		return "", nil
+	}
+	return jsz.Meta.Leader, nil
 }
 
 // Restart starts a stopped broker again with its store.

@@ -198,19 +198,32 @@ func isClosed(ch chan struct{}) bool {
 func (p *Process) WaitHealthy(ctx context.Context) error {
 	client := &http.Client{Timeout: time.Second}
 	path := cmp.Or(p.HealthPath, "/healthz")
-	for {
+	return p.waitUntil(ctx, "healthy", func() error {
 		resp, err := client.Get("http://" + p.Addr + path)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("%s answered %s", path, resp.Status)
+		}
+		return nil
+	})
+}
+
+// waitUntil calls ready every 50 ms until it returns nil, ctx ends or the process exits; what
+// names the state waited for in the error, with ready's last error and the log's tail.
+func (p *Process) waitUntil(ctx context.Context, what string, ready func() error) error {
+	for {
+		err := ready()
 		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
+			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%s not healthy: %w (last: %v)\n%s", p.Name, ctx.Err(), err, p.Tail(30))
+			return fmt.Errorf("%s not %s: %w (last: %v)\n%s", p.Name, what, ctx.Err(), err, p.Tail(30))
 		case <-p.Exited():
-			return fmt.Errorf("%s exited before it was healthy\n%s", p.Name, p.Tail(30))
+			return fmt.Errorf("%s exited before it was %s\n%s", p.Name, what, p.Tail(30))
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

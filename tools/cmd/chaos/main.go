@@ -101,8 +101,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			mark = "FAIL"
 			failed = append(failed, sc.Name)
 		}
-		summary = append(summary, fmt.Sprintf("  %s  %-17s confirmed %5d  posted %5d  faults %3d  %s",
-			mark, sc.Name, rep.Counts.Confirmed, rep.Counts.Posted, rep.Counts.Faults, rep.Elapsed))
+		line := fmt.Sprintf("  %s  %-17s confirmed %5d  posted %5d  faults %3d  %s",
+			mark, sc.Name, rep.Counts.Confirmed, rep.Counts.Posted, rep.Counts.Faults, rep.Elapsed)
+		if rep.Error != "" {
+			line += "\n        " + firstLine(rep.Error, 160)
+		}
+		summary = append(summary, line)
 		if ctx.Err() != nil {
 			break
 		}
@@ -140,4 +144,14 @@ func writeJSON(dir string, rep chaos.Report) error {
 	}
 	defer f.Close()
 	return rep.JSON(f)
+}
+
+// firstLine is the first line of s, cut at n bytes: a scenario's error in the summary, whose
+// tail is what a CI log keeps (the full error is in the scenario's report above it).
+func firstLine(s string, n int) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if len(s) > n {
+		s = s[:n] + "…"
+	}
+	return s
 }
