@@ -35,14 +35,15 @@ func (w *walletSource) bind(s *config.Set) {
 		"the wallet's HTTP API, read by gl reconcile and by gl replay's check")
 	s.Secret(&w.apiKey, "WALLET_API_KEY", "an API key of the wallet with transfers:read, sent to WALLET_URL")
 	s.String(&w.dbURL, reconcileWalletDBVar, "reconcile-wallet-database-url", "",
-		"when set, gl reconcile and gl replay's check read the wallet database's view "+postgres.WalletViewName+
-			" (read-only; a replica will do) instead of the wallet's API")
+		"when set, gl reconcile and gl replay's check read the wallet database's views reconcile_* "+
+			"(read-only; a replica will do) instead of the wallet's API")
 }
 
-// open returns the source, a name for reports, and what releases it. A WALLET_DATABASE_URL in
+// open returns the source, its name for reports (which names the view read, once read), and
+// what releases it. A WALLET_DATABASE_URL in
 // the GL's environment is the wallet's own setting, which gl once read here: say that it is
 // not read any more, rather than silently reading the API.
-func (w *walletSource) open(ctx context.Context, env cli.Env) (gl.TransferSource, string, func(), error) {
+func (w *walletSource) open(ctx context.Context, env cli.Env) (gl.TransferSource, func() string, func(), error) {
 	if w.dbURL == "" {
 		if env.Getenv("WALLET_DATABASE_URL") != "" {
 			fmt.Fprintf(env.Stderr, "gl: WALLET_DATABASE_URL is the wallet's own setting and gl does not read it; "+
@@ -50,13 +51,15 @@ func (w *walletSource) open(ctx context.Context, env cli.Env) (gl.TransferSource
 		}
 		client := walletapi.New(w.apiURL)
 		client.APIKey = w.apiKey
-		return client, "API " + strings.TrimRight(w.apiURL, "/"), func() {}, nil
+		name := "API " + strings.TrimRight(w.apiURL, "/")
+		return client, func() string { return name }, func() {}, nil
 	}
 	view, err := postgres.OpenWalletView(ctx, w.dbURL)
 	if err != nil {
-		return nil, "", nil, err
+		return nil, nil, nil, err
 	}
-	return view, "database " + view.Database() + " (view " + postgres.WalletViewName + ")", view.Close, nil
+	name := func() string { return "database " + view.Database() + " (view " + view.TransfersView() + ")" }
+	return view, name, view.Close, nil
 }
 
 // warnDenied says which of the wallet's views the role of the wallet's database may not read:
@@ -97,7 +100,7 @@ func reconcileCmd(ctx context.Context, env cli.Env, args []string) error {
 				return err
 			}
 		} else {
-			fmt.Fprintf(env.Stdout, "gl reconcile: wallet %s against GL database %s\n", sourceName, c.Pool.Config().ConnConfig.Database)
+			fmt.Fprintf(env.Stdout, "gl reconcile: wallet %s against GL database %s\n", sourceName(), c.Pool.Config().ConnConfig.Database)
 			writeReconciliation(env.Stdout, "  ", rec, true)
 		}
 		if !rec.Agree() {

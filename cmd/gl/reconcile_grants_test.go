@@ -40,15 +40,17 @@ func TestReconcileWarnsOfTheWalletsViewsItsRoleMayNotRead(t *testing.T) {
 		name   string
 		views  string
 		warned bool
+		read   string // the view of transfers the header names
 	}{
-		{"a role granted the views before batches is warned", before, true},
-		{"a role granted every view is not", before + ", reconcile_transfers_v4, reconcile_movements_v2", false},
+		{"a role granted the views before batches is warned", before, true, "reconcile_transfers_v3"},
+		{"a role granted every view is not", before + ", reconcile_transfers_v4, reconcile_movements_v2", false, "reconcile_transfers_v4"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, stderr, err := runGL(t, map[string]string{"GL_DATABASE_URL": glURL,
+			stdout, stderr, err := runGL(t, map[string]string{"GL_DATABASE_URL": glURL,
 				"GL_RECONCILE_WALLET_DATABASE_URL": roleWith(tt.views)}, "reconcile")
 			require.ErrorContains(t, err, "differences", "the GL has no entry: the reconcile itself ran")
+			require.Contains(t, stdout, "(view "+tt.read+") against GL database", "the header names the view read")
 			warning := "may not read reconcile_transfers_v4, reconcile_movements_v2; read the older views instead"
 			if tt.warned {
 				require.Contains(t, stderr, warning)

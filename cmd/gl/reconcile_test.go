@@ -138,7 +138,7 @@ func TestReconcileReportsEachDifferenceFromTheAPIAndTheDatabase(t *testing.T) {
 	}{
 		{"api", map[string]string{"GL_DATABASE_URL": glURL, "WALLET_URL": apiURL}, "wallet API " + apiURL, 3},
 		{"database", map[string]string{"GL_DATABASE_URL": glURL, "GL_RECONCILE_WALLET_DATABASE_URL": walletURL},
-			"wallet database " + dbName(t, walletURL) + " (view reconcile_transfers_v2)", 4},
+			"wallet database " + dbName(t, walletURL) + " (view reconcile_transfers_v4)", 4},
 	}
 	for _, src := range sources {
 		t.Run("reading the wallet's "+src.name, func(t *testing.T) {

@@ -120,7 +120,7 @@ func replayCmd(ctx context.Context, env cli.Env, args []string) error {
 	// before the replay read the stream.
 	var (
 		source     gl.TransferSource
-		sourceName string
+		sourceName func() string
 		listing    []gl.SourceTransfer
 	)
 	if !noReconcile {
@@ -200,7 +200,7 @@ func replayCmd(ctx context.Context, env cli.Env, args []string) error {
 		return fmt.Errorf("replay: check the rebuild against the wallet: %w", err)
 	}
 	warnDenied(env.Stderr, source)
-	fmt.Fprintf(env.Stdout, "check against the wallet %s (its transfers as listed before the replay):\n", sourceName)
+	fmt.Fprintf(env.Stdout, "check against the wallet %s (its transfers as listed before the replay):\n", sourceName())
 	writeReconciliation(env.Stdout, "  ", rec, false)
 	if !rec.Agree() {
 		if slices.ContainsFunc(rec.Differences, func(d gl.Difference) bool { return d.Kind == gl.DiffMissing }) {

@@ -77,6 +77,18 @@ func OpenWalletView(ctx context.Context, dbURL string) (*WalletView, error) {
 // Close closes the connections.
 func (v *WalletView) Close() { v.pool.Close() }
 
+// TransfersView names the view of transfers this reader reads: the newest its role may read
+// (Transfers falls back), for reports.
+func (v *WalletView) TransfersView() string {
+	switch {
+	case !v.noBatches:
+		return WalletViewNameBatches
+	case !v.noKinds:
+		return WalletViewNameKinds
+	}
+	return WalletViewName
+}
+
 // Database is the name of the wallet's database, for reports.
 func (v *WalletView) Database() string { return v.pool.Config().ConnConfig.Database }
 
