@@ -46,7 +46,7 @@ func BatchEntry(env contract.Envelope, rules Rules) (Entry, error) {
 			return Entry{}, err
 		}
 		for _, l := range WalletLines(rule.lines(leg.Amount), leg.FromWalletID, leg.ToWalletID) {
-			l.Currency, l.TransferID = leg.Currency, leg.TransferID
+			l.Currency, l.TransferID, l.LegKind = leg.Currency, leg.TransferID, leg.Kind
 			lines = append(lines, l)
 		}
 	}
@@ -145,7 +145,7 @@ func BatchReversalEntry(eventID string, data contract.TransferBatchReversed, ori
 		for _, l := range leg {
 			lines = append(lines, Line{
 				AccountCode: l.AccountCode, Direction: opposite(l.Direction), Amount: l.Amount, WalletID: l.WalletID,
-				Currency: orig.LineCurrency(l), TransferID: r.ReversalID, ReversesLineID: l.ID,
+				Currency: orig.LineCurrency(l), TransferID: r.ReversalID, LegKind: l.LegKind, ReversesLineID: l.ID,
 			})
 		}
 	}

@@ -89,6 +89,10 @@ type Line struct {
 	// TransferID is the line's leg tag on a batch's entry (batch.go): the leg's transfer id, or
 	// on a batch reversal's entry the leg reversal's id; "" on every other entry.
 	TransferID string
+	// LegKind is, on a batch leg's line, the kind whose TransferCompleted.v2 rule made it; on a
+	// batch reversal's line, the kind of the line it reverses. "" on every other line, and on
+	// legs the ledger posted before it kept their kind.
+	LegKind string
 	// ReversesLineID is, on a batch reversal's line, the line it reverses (0: none).
 	ReversesLineID int64
 	// ID and Reversed are the stored line's id and whether a batch reversal's line reverses

@@ -328,16 +328,16 @@ FROM journal_entries e
 WHERE e.transfer_id = ANY (@transfer_ids::text[]);
 
 -- name: InsertLinesBatch :exec
--- A wallet_id or a transfer_id (leg tag) of '' stands for none (NULL), as does a
+-- A wallet_id, a transfer_id (leg tag) or a leg_kind of '' stands for none (NULL), as does a
 -- reverses_line_id of 0: a line on no wallet's side, of no batch leg, reversing no line.
-INSERT /* fixed plan */ INTO journal_lines (entry_id, account_code, direction, amount, currency, posted_at, wallet_id, transfer_id, reverses_line_id)
+INSERT /* fixed plan */ INTO journal_lines (entry_id, account_code, direction, amount, currency, posted_at, wallet_id, transfer_id, reverses_line_id, leg_kind)
 SELECT l.entry_id, l.account_code, l.direction, l.amount, l.currency, l.posted_at, nullif(l.wallet_id, ''),
-       nullif(l.transfer_id, ''), nullif(l.reverses_line_id, 0)
+       nullif(l.transfer_id, ''), nullif(l.reverses_line_id, 0), nullif(l.leg_kind, '')
 FROM (SELECT unnest(@entry_ids::uuid[]) AS entry_id, unnest(@account_codes::text[]) AS account_code,
              unnest(@directions::text[]) AS direction, unnest(@amounts::bigint[]) AS amount,
              unnest(@currencies::text[]) AS currency, unnest(@posted_ats::timestamptz[]) AS posted_at,
              unnest(@wallet_ids::text[]) AS wallet_id, unnest(@leg_ids::text[]) AS transfer_id,
-             unnest(@reverses_line_ids::bigint[]) AS reverses_line_id) AS l;
+             unnest(@reverses_line_ids::bigint[]) AS reverses_line_id, unnest(@leg_kinds::text[]) AS leg_kind) AS l;
 
 -- name: GetEntryKeysByLegs :many
 -- The batch entries holding these legs (lines tagged with their ids), by leg: a leg's id is no

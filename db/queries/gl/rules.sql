@@ -47,10 +47,15 @@ ON CONFLICT DO NOTHING;
 -- name: LatestOccurredAt :one
 -- The latest time of an entry posted under a rule of this event type and kind, in this
 -- currency ('': any): a new rule must not take effect before it, or it would say otherwise
--- about an event already posted.
-SELECT coalesce(max(occurred_at), '0001-01-01 00:00:00Z')::timestamptz AS latest
-FROM journal_entries
-WHERE event_type = @event_type AND kind = @kind AND (@currency::text = '' OR currency = @currency::text);
+-- about an event already posted. A TransferCompleted.v2 rule also made the batch legs of its
+-- kind (a leg of no recorded kind: of any kind) in its currency.
+SELECT greatest(
+    (SELECT max(j.occurred_at) FROM journal_entries j
+     WHERE j.event_type = @event_type::text AND j.kind = @kind::text AND (@currency::text = '' OR j.currency = @currency::text)),
+    (SELECT max(e.occurred_at) FROM journal_entries e JOIN journal_lines l ON l.entry_id = e.id
+     WHERE @event_type::text = 'TransferCompleted.v2' AND e.event_type = 'TransferBatchCompleted.v1'
+       AND (l.leg_kind IS NULL OR l.leg_kind = @kind::text) AND (@currency::text = '' OR l.currency = @currency::text)),
+    '0001-01-01 00:00:00Z'::timestamptz)::timestamptz AS latest;
 
 -- name: StatementNow :one
 SELECT now()::timestamptz AS now;

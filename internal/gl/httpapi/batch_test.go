@@ -22,7 +22,7 @@ import (
 	"walletgl/internal/web"
 )
 
-func TestABatchEntryShowsEachLinesCurrencyAndLeg(t *testing.T) {
+func TestABatchEntryShowsEachLinesCurrencyLegAndKind(t *testing.T) {
 	t.Parallel()
 	batchID, usd, eur := uuid.NewString(), uuid.NewString(), uuid.NewString()
 	raw, err := json.Marshal(contract.TransferBatchCompleted{BatchID: batchID, CreatedAt: time.Now().UTC(), Transfers: []contract.BatchLeg{
@@ -44,6 +44,7 @@ func TestABatchEntryShowsEachLinesCurrencyAndLeg(t *testing.T) {
 				Amount      int64  `json:"amount"`
 				Currency    string `json:"currency"`
 				TransferID  string `json:"transfer_id"`
+				LegKind     string `json:"leg_kind"`
 			} `json:"lines"`
 		} `json:"entries"`
 	}
@@ -55,9 +56,12 @@ func TestABatchEntryShowsEachLinesCurrencyAndLeg(t *testing.T) {
 	require.Equal(t, gl.MultiCurrency, got.Currency)
 	require.Equal(t, gl.KindBatch, got.Kind)
 	require.Len(t, got.Lines, 4)
-	for i, want := range []struct{ currency, leg string }{{"USD", usd}, {"USD", usd}, {"EUR", eur}, {"EUR", eur}} {
+	for i, want := range []struct{ currency, leg, kind string }{
+		{"USD", usd, contract.KindDeposit}, {"USD", usd, contract.KindDeposit}, {"EUR", eur, contract.KindTransfer}, {"EUR", eur, contract.KindTransfer},
+	} {
 		require.Equal(t, want.currency, got.Lines[i].Currency, "line %d", i)
 		require.Equal(t, want.leg, got.Lines[i].TransferID, "line %d", i)
+		require.Equal(t, want.kind, got.Lines[i].LegKind, "line %d", i)
 	}
 
 	c, err := console.New(console.Config{Service: "gl", Guard: b.guard, Metrics: metrics.New("gl"),
@@ -80,7 +84,7 @@ func TestABatchEntryShowsEachLinesCurrencyAndLeg(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, res.StatusCode, string(body))
 	require.Contains(t, string(body), "several currencies")
-	require.Contains(t, string(body), `<a href="/console/entries?id=`+eur+`"><code>`+eur+`</code></a>`, "each line links its leg")
+	require.Contains(t, string(body), `<a href="/console/entries?id=`+eur+`"><code>`+eur+`</code></a></td><td>transfer</td>`, "each line links its leg and names its kind")
 	require.Contains(t, string(body), "12.50 USD")
 	require.Contains(t, string(body), "0.80 EUR")
 }

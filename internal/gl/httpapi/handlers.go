@@ -87,6 +87,7 @@ type lineJSON struct {
 	WalletID    string       `json:"wallet_id,omitempty"` // the wallet whose sub-account the line is on
 	Currency    string       `json:"currency"`
 	TransferID  string       `json:"transfer_id,omitempty"` // a batch entry's leg tag
+	LegKind     string       `json:"leg_kind,omitempty"`    // the kind whose rule made a batch leg's line
 }
 
 func entriesJSON(entries []gl.Entry) []entryJSON {
@@ -102,7 +103,7 @@ func entriesJSON(entries []gl.Entry) []entryJSON {
 		}
 		for _, l := range e.Lines {
 			j.Lines = append(j.Lines, lineJSON{AccountCode: l.AccountCode, Direction: l.Direction, Amount: l.Amount, WalletID: l.WalletID,
-				Currency: e.LineCurrency(l), TransferID: l.TransferID})
+				Currency: e.LineCurrency(l), TransferID: l.TransferID, LegKind: l.LegKind})
 		}
 		if e.IsAdjustment() {
 			j.Adjustment, j.Reason = true, e.Reason

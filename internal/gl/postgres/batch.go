@@ -91,6 +91,7 @@ func (l *Ledger) insertLines(ctx context.Context, q *gldb.Queries, entries []gl.
 			p.PostedAts = append(p.PostedAts, row.PostedAt)
 			p.WalletIds = append(p.WalletIds, line.WalletID)
 			p.LegIds = append(p.LegIds, line.TransferID)
+			p.LegKinds = append(p.LegKinds, line.LegKind)
 			p.ReversesLineIds = append(p.ReversesLineIds, line.ReversesLineID)
 		}
 	}

@@ -76,6 +76,11 @@ func TestDatabaseInvariantsHoldAgainstPlainSQL(t *testing.T) {
 			 SELECT '00000000-0000-7000-8000-000000000001'::uuid, account_code, CASE direction WHEN 'debit' THEN 'credit' ELSE 'debit' END,
 			        amount, currency, wallet_id, id
 			 FROM journal_lines WHERE entry_id = '00000000-0000-7000-8000-000000000001';`, "23505", "journal_lines_reverses_line_id_key"},
+		{"a leg's kind is only on a batch leg's line",
+			`INSERT INTO journal_lines (entry_id, account_code, direction, amount, currency, wallet_id, leg_kind)
+			 SELECT '00000000-0000-7000-8000-000000000001'::uuid, account_code, CASE direction WHEN 'debit' THEN 'credit' ELSE 'debit' END,
+			        amount, currency, wallet_id, 'deposit'
+			 FROM journal_lines WHERE entry_id = '00000000-0000-7000-8000-000000000001';`, "23514", "journal_lines_leg_kind_on_legs"},
 		{"checking immediately instead of at commit does not help",
 			"SET CONSTRAINTS ALL IMMEDIATE;" + entry, "23514", "does not balance"},
 		{"lines added to a committed entry unbalance it",

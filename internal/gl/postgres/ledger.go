@@ -193,7 +193,7 @@ func withLines(ctx context.Context, q *gldb.Queries, rows []gldb.JournalEntry) (
 func lineFromRow(e gl.Entry, row gldb.ListLinesByEntriesRow) gl.Line {
 	line := gl.Line{
 		AccountCode: row.AccountCode, Direction: gl.Direction(row.Direction), Amount: row.Amount, WalletID: deref(row.WalletID),
-		TransferID: deref(row.TransferID),
+		TransferID: deref(row.TransferID), LegKind: deref(row.LegKind),
 	}
 	if row.Currency != e.Currency {
 		line.Currency = row.Currency

@@ -173,7 +173,7 @@ func (l *Ledger) verifyBatches(ctx context.Context) (gl.Check, error) {
 	for _, r := range off {
 		rows = append(rows, offender{r.ID.String(), r.Total})
 	}
-	return check("every line of a batch entry carries its leg's id, each leg two lines of a TransferCompleted.v2 rule in force", checked, rows), nil
+	return check("every line of a batch entry carries its leg's id, each leg two lines of its kind's TransferCompleted.v2 rule in force", checked, rows), nil
 }
 
 // postedEventTypes are the events the GL consumer posts an entry for.

@@ -17,6 +17,7 @@ import (
 	"walletgl/internal/events/contract"
 	"walletgl/internal/events/inbox"
 	"walletgl/internal/gl"
+	"walletgl/internal/gl/postgres"
 	"walletgl/internal/gl/posting"
 	"walletgl/internal/metadata"
 )
@@ -82,7 +83,7 @@ func ledgerCheck(t *testing.T, b *testBundle, name string) gl.Check {
 
 const (
 	balanceCheck = "every entry balances (debits = credits in each currency, lines in the entry's currency unless it is XXX, two lines or more)"
-	batchCheck   = "every line of a batch entry carries its leg's id, each leg two lines of a TransferCompleted.v2 rule in force"
+	batchCheck   = "every line of a batch entry carries its leg's id, each leg two lines of its kind's TransferCompleted.v2 rule in force"
 	ruledCheck   = "every entry's lines are those of the posting rule in force for its event type, kind and time"
 	reverseCheck = "every reversed entry's reversals total at most its amount, in its currency, and reverse no reversal"
 )
@@ -127,12 +128,12 @@ func TestABatchIsOneEntryBalancedPerCurrencyWithEveryLegsLinesTagged(t *testing.
 		e.Lines[i].ID = 0
 	}
 	require.Equal(t, []gl.Line{
-		{AccountCode: "1010", Direction: gl.Debit, Amount: 1000, WalletID: "w-ext", Currency: "USD", TransferID: legs[0].TransferID},
-		{AccountCode: "2010", Direction: gl.Credit, Amount: 1000, WalletID: "w-a", Currency: "USD", TransferID: legs[0].TransferID},
-		{AccountCode: "2010", Direction: gl.Debit, Amount: 300, WalletID: "w-a", Currency: "USD", TransferID: legs[1].TransferID},
-		{AccountCode: "2010", Direction: gl.Credit, Amount: 300, WalletID: "w-b", Currency: "USD", TransferID: legs[1].TransferID},
-		{AccountCode: "2010", Direction: gl.Debit, Amount: 70, WalletID: "w-c", Currency: "EUR", TransferID: legs[2].TransferID},
-		{AccountCode: "1010", Direction: gl.Credit, Amount: 70, WalletID: "w-ext", Currency: "EUR", TransferID: legs[2].TransferID},
+		{AccountCode: "1010", Direction: gl.Debit, Amount: 1000, WalletID: "w-ext", Currency: "USD", TransferID: legs[0].TransferID, LegKind: contract.KindDeposit},
+		{AccountCode: "2010", Direction: gl.Credit, Amount: 1000, WalletID: "w-a", Currency: "USD", TransferID: legs[0].TransferID, LegKind: contract.KindDeposit},
+		{AccountCode: "2010", Direction: gl.Debit, Amount: 300, WalletID: "w-a", Currency: "USD", TransferID: legs[1].TransferID, LegKind: contract.KindTransfer},
+		{AccountCode: "2010", Direction: gl.Credit, Amount: 300, WalletID: "w-b", Currency: "USD", TransferID: legs[1].TransferID, LegKind: contract.KindTransfer},
+		{AccountCode: "2010", Direction: gl.Debit, Amount: 70, WalletID: "w-c", Currency: "EUR", TransferID: legs[2].TransferID, LegKind: contract.KindWithdrawal},
+		{AccountCode: "1010", Direction: gl.Credit, Amount: 70, WalletID: "w-ext", Currency: "EUR", TransferID: legs[2].TransferID, LegKind: contract.KindWithdrawal},
 	}, e.Lines)
 
 	byLeg, err := b.ledger.EntriesByTransfer(ctx, legs[2].TransferID)
@@ -220,10 +221,10 @@ func TestABatchReversalReversesExactlyTheChosenLegsOnce(t *testing.T) {
 	require.Equal(t, gl.MultiCurrency, r.Currency)
 	require.True(t, r.Balanced())
 	want := []gl.Line{
-		{AccountCode: "1010", Direction: gl.Credit, Amount: 1000, WalletID: "w-ext", Currency: "USD", TransferID: first.ReversalID, ReversesLineID: orig.Lines[0].ID},
-		{AccountCode: "2010", Direction: gl.Debit, Amount: 1000, WalletID: "w-a", Currency: "USD", TransferID: first.ReversalID, ReversesLineID: orig.Lines[1].ID},
-		{AccountCode: "2010", Direction: gl.Credit, Amount: 70, WalletID: "w-c", Currency: "EUR", TransferID: third.ReversalID, ReversesLineID: orig.Lines[4].ID},
-		{AccountCode: "1010", Direction: gl.Debit, Amount: 70, WalletID: "w-ext", Currency: "EUR", TransferID: third.ReversalID, ReversesLineID: orig.Lines[5].ID},
+		{AccountCode: "1010", Direction: gl.Credit, Amount: 1000, WalletID: "w-ext", Currency: "USD", TransferID: first.ReversalID, LegKind: contract.KindDeposit, ReversesLineID: orig.Lines[0].ID},
+		{AccountCode: "2010", Direction: gl.Debit, Amount: 1000, WalletID: "w-a", Currency: "USD", TransferID: first.ReversalID, LegKind: contract.KindDeposit, ReversesLineID: orig.Lines[1].ID},
+		{AccountCode: "2010", Direction: gl.Credit, Amount: 70, WalletID: "w-c", Currency: "EUR", TransferID: third.ReversalID, LegKind: contract.KindWithdrawal, ReversesLineID: orig.Lines[4].ID},
+		{AccountCode: "1010", Direction: gl.Debit, Amount: 70, WalletID: "w-ext", Currency: "EUR", TransferID: third.ReversalID, LegKind: contract.KindWithdrawal, ReversesLineID: orig.Lines[5].ID},
 	}
 	for i := range r.Lines {
 		r.Lines[i].ID = 0
@@ -292,9 +293,9 @@ func TestTheLedgerKeepsBatchEntriesBalancedPerCurrencyAndTagged(t *testing.T) {
 				VALUES ($1, $2, $3, $4, now(), $5, 'batch')`, id, id.String(), id.String(), currency, eventType); err != nil {
 				return err
 			}
-			_, err := tx.Exec(ctx, `INSERT INTO journal_lines (entry_id, account_code, direction, amount, currency, wallet_id, transfer_id)
-				SELECT $1, l.account_code, l.direction, l.amount, l.currency, 'w-a', nullif(l.leg, '')
-				FROM jsonb_to_recordset($2::jsonb) AS l(account_code text, direction text, amount bigint, currency text, leg text)`, id, lines)
+			_, err := tx.Exec(ctx, `INSERT INTO journal_lines (entry_id, account_code, direction, amount, currency, wallet_id, transfer_id, leg_kind)
+				SELECT $1, l.account_code, l.direction, l.amount, l.currency, 'w-a', nullif(l.leg, ''), l.kind
+				FROM jsonb_to_recordset($2::jsonb) AS l(account_code text, direction text, amount bigint, currency text, leg text, kind text)`, id, lines)
 			return err
 		})
 	}
@@ -317,6 +318,22 @@ func TestTheLedgerKeepsBatchEntriesBalancedPerCurrencyAndTagged(t *testing.T) {
 		{"account_code":"1010","direction":"credit","amount":100,"currency":"USD","leg":"l1"}]`
 	require.NoError(t, insert("USD", contract.TypeTransferBatchCompleted, offRule))
 	require.Equal(t, int64(2), ledgerCheck(t, b, batchCheck).Failures, "a leg no rule makes")
+
+	// A leg's kind names its rule: the deposit rule's lines (1010 to 2010) are sound for a
+	// deposit leg, and for a leg without a kind (posted before kinds were kept), but not for a
+	// leg of kind transfer, nor for a leg whose two lines name two kinds.
+	deposit := func(kind1, kind2 string) string {
+		return `[{"account_code":"1010","direction":"debit","amount":100,"currency":"USD","leg":"l1"` + kind1 + `},
+			{"account_code":"2010","direction":"credit","amount":100,"currency":"USD","leg":"l1"` + kind2 + `}]`
+	}
+	const depositKind, transferKind = `,"kind":"deposit"`, `,"kind":"transfer"`
+	require.NoError(t, insert("USD", contract.TypeTransferBatchCompleted, deposit(depositKind, depositKind)))
+	require.NoError(t, insert("USD", contract.TypeTransferBatchCompleted, deposit("", "")))
+	require.Equal(t, int64(2), ledgerCheck(t, b, batchCheck).Failures, "a deposit leg by the deposit rule, and a leg of no kind")
+	require.NoError(t, insert("USD", contract.TypeTransferBatchCompleted, deposit(transferKind, transferKind)))
+	require.Equal(t, int64(3), ledgerCheck(t, b, batchCheck).Failures, "a transfer leg by the deposit rule")
+	require.NoError(t, insert("USD", contract.TypeTransferBatchCompleted, deposit(depositKind, transferKind)))
+	require.Equal(t, int64(4), ledgerCheck(t, b, batchCheck).Failures, "a leg of two kinds")
 }
 
 // Through the real consumer, inbox and JetStream: a batch reversal published before its batch
@@ -367,4 +384,38 @@ func TestTheGLConsumerPostsABatchReversalThatArrivesBeforeItsBatch(t *testing.T)
 	for _, c := range checks {
 		require.Zero(t, c.Failures, "gl verify agrees with the consumer: %s: %v", c.Name, c.Offenders)
 	}
+}
+
+// A rule that made a batch leg is as fixed as one that made an entry: no rule of the leg's kind
+// may take effect before it, and one that did cannot be withdrawn, through the ledger or plain
+// SQL. A rule of another kind than the legs' may.
+func TestARuleThatMadeABatchLegStays(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	h := posting.New(b.ledger, zerolog.Nop())
+	batchAt := time.Now().Add(3 * time.Hour).UTC()
+	batchID := newTransferID()
+	require.NoError(t, b.handle(t, h, envelopeOf(t, contract.TypeTransferBatchCompleted, batchID, contract.TransferBatchCompleted{
+		BatchID: batchID, CreatedAt: batchAt, Transfers: []contract.BatchLeg{
+			{TransferID: newTransferID(), FromWalletID: "w-ext", ToWalletID: "w-a", Amount: 5, Currency: "USD", Kind: contract.KindDeposit},
+		},
+	})))
+
+	_, err := b.ledger.SetRule(ctx, rule(contract.TypeTransferCompletedV2, contract.KindDeposit, batchAt.Add(-time.Hour), "1010", "2010"))
+	require.ErrorIs(t, err, postgres.ErrRuleInPast, "a deposit leg at +3h is posted: a deposit rule from +2h would reinterpret it")
+	transferRule, err := b.ledger.SetRule(ctx, rule(contract.TypeTransferCompletedV2, contract.KindTransfer, batchAt.Add(-time.Hour), "2010", "2010"))
+	require.NoError(t, err, "no transfer leg is posted")
+	_, err = b.ledger.WithdrawRule(ctx, transferRule)
+	require.NoError(t, err)
+
+	ruleFrom := batchAt.Add(-time.Hour)
+	_, err = b.pool.Exec(ctx, `INSERT INTO posting_rules (event_type, kind, effective_from, debit_account, credit_account)
+		VALUES ('TransferCompleted.v2', 'deposit', $1, '1010', '2010')`, ruleFrom)
+	require.NoError(t, err, "plain SQL may set a rule SetRule refuses")
+	_, err = b.ledger.WithdrawRule(ctx, gl.Rule{EventType: contract.TypeTransferCompletedV2, Kind: contract.KindDeposit, EffectiveFrom: ruleFrom})
+	require.ErrorIs(t, err, postgres.ErrRuleInEffect)
+	require.ErrorContains(t, err, "posted an entry already")
+	_, err = b.pool.Exec(ctx, `DELETE FROM posting_rules WHERE kind = 'deposit' AND effective_from = $1`, ruleFrom)
+	require.ErrorContains(t, err, "covers an entry already posted", "the guard holds for every client")
 }

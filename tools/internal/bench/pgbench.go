@@ -212,7 +212,7 @@ func GLScript(fsys fs.FS, batch int, payload string) (Script, error) {
 			"entry_ids": line(entry), "account_codes": line("(ARRAY['1010', '2010'])[k]"),
 			"directions": line("(ARRAY['debit', 'credit'])[k]"), "amounts": line("1 + g % 100"),
 			"currencies": line("'USD'"), "posted_ats": line("now()"), "wallet_ids": line("(ARRAY['u1', 'u2'])[k]"),
-			"leg_ids": line("''"), "reverses_line_ids": line("0"),
+			"leg_ids": line("''"), "reverses_line_ids": line("0"), "leg_kinds": line("''"),
 		}},
 		{"events", "InsertOutboxBatchClaimed", map[string]string{
 			"ids": "ARRAY[md5('p' || :b)::uuid]", "event_types": "ARRAY['" + contract.TypeTransferPostedV2 + "']",

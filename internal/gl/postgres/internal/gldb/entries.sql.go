@@ -561,14 +561,14 @@ func (q *Queries) InsertLines(ctx context.Context, arg InsertLinesParams) error 
 }
 
 const insertLinesBatch = `-- name: InsertLinesBatch :exec
-INSERT /* fixed plan */ INTO journal_lines (entry_id, account_code, direction, amount, currency, posted_at, wallet_id, transfer_id, reverses_line_id)
+INSERT /* fixed plan */ INTO journal_lines (entry_id, account_code, direction, amount, currency, posted_at, wallet_id, transfer_id, reverses_line_id, leg_kind)
 SELECT l.entry_id, l.account_code, l.direction, l.amount, l.currency, l.posted_at, nullif(l.wallet_id, ''),
-       nullif(l.transfer_id, ''), nullif(l.reverses_line_id, 0)
+       nullif(l.transfer_id, ''), nullif(l.reverses_line_id, 0), nullif(l.leg_kind, '')
 FROM (SELECT unnest($1::uuid[]) AS entry_id, unnest($2::text[]) AS account_code,
              unnest($3::text[]) AS direction, unnest($4::bigint[]) AS amount,
              unnest($5::text[]) AS currency, unnest($6::timestamptz[]) AS posted_at,
              unnest($7::text[]) AS wallet_id, unnest($8::text[]) AS transfer_id,
-             unnest($9::bigint[]) AS reverses_line_id) AS l
+             unnest($9::bigint[]) AS reverses_line_id, unnest($10::text[]) AS leg_kind) AS l
 `
 
 type InsertLinesBatchParams struct {
@@ -581,9 +581,10 @@ type InsertLinesBatchParams struct {
 	WalletIds       []string
 	LegIds          []string
 	ReversesLineIds []int64
+	LegKinds        []string
 }
 
-// A wallet_id or a transfer_id (leg tag) of ” stands for none (NULL), as does a
+// A wallet_id, a transfer_id (leg tag) or a leg_kind of ” stands for none (NULL), as does a
 // reverses_line_id of 0: a line on no wallet's side, of no batch leg, reversing no line.
 func (q *Queries) InsertLinesBatch(ctx context.Context, arg InsertLinesBatchParams) error {
 	_, err := q.db.Exec(ctx, insertLinesBatch,
@@ -596,6 +597,7 @@ func (q *Queries) InsertLinesBatch(ctx context.Context, arg InsertLinesBatchPara
 		arg.WalletIds,
 		arg.LegIds,
 		arg.ReversesLineIds,
+		arg.LegKinds,
 	)
 	return err
 }
@@ -859,7 +861,7 @@ func (q *Queries) ListEntriesPosted(ctx context.Context, arg ListEntriesPostedPa
 }
 
 const listLinesByEntries = `-- name: ListLinesByEntries :many
-SELECT l.id, l.entry_id, l.account_code, l.direction, l.amount, l.currency, l.posted_at, l.wallet_id, l.transfer_id, l.reverses_line_id, EXISTS (SELECT FROM journal_lines r WHERE r.reverses_line_id = l.id) AS reversed
+SELECT l.id, l.entry_id, l.account_code, l.direction, l.amount, l.currency, l.posted_at, l.wallet_id, l.transfer_id, l.reverses_line_id, l.leg_kind, EXISTS (SELECT FROM journal_lines r WHERE r.reverses_line_id = l.id) AS reversed
 FROM journal_lines l WHERE l.entry_id = ANY ($1::uuid[]) ORDER BY l.entry_id, l.id
 `
 
@@ -874,6 +876,7 @@ type ListLinesByEntriesRow struct {
 	WalletID       *string
 	TransferID     *string
 	ReversesLineID *int64
+	LegKind        *string
 	Reversed       bool
 }
 
@@ -898,6 +901,7 @@ func (q *Queries) ListLinesByEntries(ctx context.Context, entryIds []uuid.UUID) 
 			&i.WalletID,
 			&i.TransferID,
 			&i.ReversesLineID,
+			&i.LegKind,
 			&i.Reversed,
 		); err != nil {
 			return nil, err

@@ -126,6 +126,7 @@ type JournalLine struct {
 	WalletID       *string
 	TransferID     *string
 	ReversesLineID *int64
+	LegKind        *string
 }
 
 type Outbox struct {

@@ -145,9 +145,13 @@ func (q *Queries) InsertPostingRule(ctx context.Context, arg InsertPostingRulePa
 }
 
 const latestOccurredAt = `-- name: LatestOccurredAt :one
-SELECT coalesce(max(occurred_at), '0001-01-01 00:00:00Z')::timestamptz AS latest
-FROM journal_entries
-WHERE event_type = $1 AND kind = $2 AND ($3::text = '' OR currency = $3::text)
+SELECT greatest(
+    (SELECT max(j.occurred_at) FROM journal_entries j
+     WHERE j.event_type = $1::text AND j.kind = $2::text AND ($3::text = '' OR j.currency = $3::text)),
+    (SELECT max(e.occurred_at) FROM journal_entries e JOIN journal_lines l ON l.entry_id = e.id
+     WHERE $1::text = 'TransferCompleted.v2' AND e.event_type = 'TransferBatchCompleted.v1'
+       AND (l.leg_kind IS NULL OR l.leg_kind = $2::text) AND ($3::text = '' OR l.currency = $3::text)),
+    '0001-01-01 00:00:00Z'::timestamptz)::timestamptz AS latest
 `
 
 type LatestOccurredAtParams struct {
@@ -158,7 +162,8 @@ type LatestOccurredAtParams struct {
 
 // The latest time of an entry posted under a rule of this event type and kind, in this
 // currency (”: any): a new rule must not take effect before it, or it would say otherwise
-// about an event already posted.
+// about an event already posted. A TransferCompleted.v2 rule also made the batch legs of its
+// kind (a leg of no recorded kind: of any kind) in its currency.
 func (q *Queries) LatestOccurredAt(ctx context.Context, arg LatestOccurredAtParams) (time.Time, error) {
 	row := q.db.QueryRow(ctx, latestOccurredAt, arg.EventType, arg.Kind, arg.Currency)
 	var latest time.Time

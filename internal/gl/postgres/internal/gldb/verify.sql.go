@@ -66,6 +66,8 @@ WHERE e.event_type IN ('TransferBatchCompleted.v1', 'TransferBatchReversed.v1')
            SELECT FROM (
                SELECT l.transfer_id, min(l.currency) AS currency, count(*) AS lines,
                       count(DISTINCT l.currency) AS currencies,
+                      min(l.leg_kind) AS leg_kind,
+                      count(DISTINCT coalesce(l.leg_kind, '')) AS leg_kinds,
                       min(l.account_code) FILTER (WHERE l.direction = 'debit') AS debit_account,
                       min(l.account_code) FILTER (WHERE l.direction = 'credit') AS credit_account,
                       sum(l.amount) FILTER (WHERE l.direction = 'debit') AS debits,
@@ -73,12 +75,12 @@ WHERE e.event_type IN ('TransferBatchCompleted.v1', 'TransferBatchReversed.v1')
                FROM journal_lines l WHERE l.entry_id = e.id AND l.transfer_id IS NOT NULL
                GROUP BY l.transfer_id
            ) leg
-           WHERE leg.lines <> 2 OR leg.currencies <> 1 OR leg.debits IS DISTINCT FROM leg.credits
+           WHERE leg.lines <> 2 OR leg.currencies <> 1 OR leg.leg_kinds <> 1 OR leg.debits IS DISTINCT FROM leg.credits
               OR NOT EXISTS (
                   SELECT FROM (
                       SELECT DISTINCT ON (r.kind) r.debit_account, r.credit_account FROM posting_rules r
                       WHERE r.event_type = 'TransferCompleted.v2' AND r.currency IN (leg.currency, '')
-                        AND r.effective_from <= e.occurred_at
+                        AND r.effective_from <= e.occurred_at AND (leg.leg_kind IS NULL OR r.kind = leg.leg_kind)
                       ORDER BY r.kind, r.currency = '', r.effective_from DESC
                   ) rule
                   WHERE rule.debit_account = leg.debit_account AND rule.credit_account = leg.credit_account))))
@@ -92,9 +94,10 @@ type BatchEntriesOffLegsRow struct {
 }
 
 // A batch entry (or a batch reversal's) with a line without its leg tag, or a batch entry
-// whose legs are not each the two lines a TransferCompleted.v2 rule in force at its time and
-// in the leg's currency makes (one debit on its debit account, one credit on its credit
-// account, of one amount: the leg's kind is not stored, so any kind's rule will do).
+// whose legs are not each the two lines the TransferCompleted.v2 rule of the leg's kind in
+// force at its time and in the leg's currency makes (one debit on its debit account, one
+// credit on its credit account, of one amount). A leg posted before leg kinds were kept
+// (leg_kind NULL on both lines) may match any kind's rule.
 func (q *Queries) BatchEntriesOffLegs(ctx context.Context, rowLimit int32) ([]BatchEntriesOffLegsRow, error) {
 	rows, err := q.db.Query(ctx, batchEntriesOffLegs, rowLimit)
 	if err != nil {
